@@ -1,0 +1,92 @@
+# The whole workflow. `make local` runs the main job on the embedded local AWS; `make test` runs every tier
+# that needs nothing outside this machine. Knobs pass through as variables: `make deploy ENV=stg GSI=gsi1`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+# The venv's Python should match the Lambda runtime (python3.13); fall back to any Python 3 when absent.
+PYTHON ?= $(shell for p in python3.13 $$HOME/.pyenv/versions/3.13*/bin/python3.13 python3; do \
+            $$p -c 'import sys; assert sys.version_info >= (3, 11)' >/dev/null 2>&1 && { echo $$p; break; }; done)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+NPM_STAMP := node_modules/.installed
+CDK := npx --no-install cdk
+export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+export CDK_DISABLE_CLI_TELEMETRY := true
+PYTEST_ARGS ?=
+
+.PHONY: help setup lint format test unit infra-tests integration synth deploy destroy diff \
+        local local-up local-down local-env bench soak live clean
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@test -n "$(PYTHON)" || { echo "no Python >= 3.11 found; install Python 3" >&2; exit 1; }
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+$(NPM_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+setup: $(STAMP) $(NPM_STAMP) ## create .venv and node_modules from the registries (idempotent)
+
+lint: setup ## ruff + mypy
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+format: setup
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+test: setup ## every offline tier: unit, infra, integration (local AWS)
+	$(BIN)/pytest -m "not live and not soak" $(PYTEST_ARGS)
+
+unit: setup
+	$(BIN)/pytest -m unit $(PYTEST_ARGS)
+
+infra-tests: setup
+	$(BIN)/pytest -m infra $(PYTEST_ARGS)
+
+integration: setup
+	$(BIN)/pytest -m integration $(PYTEST_ARGS)
+
+soak: setup ## the full fault-injection soak on the local AWS
+	$(BIN)/pytest -m soak $(PYTEST_ARGS)
+
+live: setup ## opt-in tier against real AWS (needs credentials)
+	DOCTABLE_LIVE=1 $(BIN)/pytest -m live $(PYTEST_ARGS)
+
+synth: setup ## synthesize the stack for the knobs given (no AWS calls)
+	$(CDK) synth --quiet
+
+diff: setup
+	$(CDK) diff
+
+deploy: setup ## deploy one environment: make deploy ENV=stg GSI=gsi1 ...
+	$(CDK) deploy --require-approval never --outputs-file outputs-$${ENV:-dev}.json
+
+destroy: setup ## destroy one environment's stack: make destroy ENV=stg
+	$(CDK) destroy --force
+
+local: setup ## the main job: local AWS up, bootstrap, deploy env=dev with the stream, show the consumer at work
+	$(BIN)/python -m local.demo
+
+local-up: setup
+	$(BIN)/doctable local up
+
+local-down: setup
+	$(BIN)/doctable local down
+
+local-env: setup
+	@$(BIN)/doctable local env
+
+bench: setup ## benchmarks against the baseline; writes bench/results.json
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf cdk.out build .pytest_cache .ruff_cache .mypy_cache

@@ -1,0 +1,28 @@
+#!/usr/bin/env python3
+"""Resolve the knobs, then instantiate the one stack of the chosen environment. Never calls AWS."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import aws_cdk as cdk
+
+from infra.config import ConfigError, context_knobs, resolve_config
+from infra.stack import create_stack
+
+
+def main() -> None:
+    app = cdk.App()
+    try:
+        config = resolve_config(context=context_knobs(app.node.try_get_context), environ=os.environ)
+    except ConfigError as exc:
+        # Before any construct exists: one message listing every problem, and a non-zero exit.
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(1)
+    create_stack(app, config)
+    app.synth()
+
+
+if __name__ == "__main__":
+    main()

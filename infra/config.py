@@ -1,0 +1,347 @@
+"""The knobs: one frozen, typed config resolved from CDK context, the environment and cdk.json defaults.
+
+Pure Python on purpose (no CDK import): the console script resolves knobs exactly as the app does, and the
+unit tests exercise every rule without synthesizing anything.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+PLAN_SOURCE = "doctable"
+PLAN_VERSION = "2026-11-29"
+MANAGED_BY = "ephemera"
+
+# Closed enums (the seed's, plus the consumer issue's). Order is the order shown in error messages.
+GSI_VALUES = ("none", "gsi1")
+TTL_VALUES = ("off", "on")
+STREAM_VALUES = ("none", "new-and-old")
+PITR_VALUES = ("off", "on")
+ENV_VALUES = ("dev", "stg", "uat", "prod")
+CONSUMER_MODES = ("auto", "builtin", "none")
+ONOFF = ("off", "on")
+STARTING_POSITIONS = ("trim-horizon", "latest")
+POWERTOOLS_MODES = ("layer", "bundled")
+ARCHITECTURES = ("arm64", "x86_64")
+DEPLOY_TARGETS = ("aws", "local")
+
+TABLE_BASE_RE = re.compile(r"^[a-z0-9-]+$")
+# DynamoDB allows 3..255 characters; the stack name (``doctable-<table>``) is the tighter bound: 128.
+STACK_PREFIX = "doctable-"
+STACK_NAME_MAX = 128
+TABLE_NAME_MIN = 3
+TABLE_NAME_MAX = STACK_NAME_MAX - len(STACK_PREFIX)
+LAMBDA_ARN_RE = re.compile(
+    r"^arn:aws[a-zA-Z-]*:lambda:[a-z0-9-]+:\d{12}:function:[a-zA-Z0-9-_]{1,64}(:(\$LATEST|[a-zA-Z0-9-_]+))?$"
+)
+BUCKET_NAME_RE = re.compile(r"^(?!xn--)(?!sthree-)(?!.*\.\.)(?!.*-s3alias$)[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+BLOB_ROOT_RE = re.compile(r"^([A-Za-z0-9!_.*'()-]+/)*$")
+# AWS tag rules: letters, digits, spaces and + - = . _ : / @ ; value <= 256 chars.
+TAG_VALUE_RE = re.compile(r"^[\w\s+\-=.:/@]*$", re.UNICODE)
+TAG_VALUE_MAX = 256
+
+BATCH_SIZE_RANGE = (1, 10_000)
+# -1 means "retry until the record expires" on AWS; we refuse it: a poison record must not block a shard.
+MAX_RETRIES_RANGE = (0, 10_000)
+MAX_RECORD_AGE_RANGE = (60, 604_800)  # seconds; AWS allows -1 (infinite) too, refused for the same reason
+PARALLELIZATION_RANGE = (1, 10)
+BATCHING_WINDOW_RANGE = (0, 300)
+MEMORY_RANGE = (128, 10_240)
+TIMEOUT_RANGE = (1, 900)
+
+# Every knob: (name, default). cdk.json's context must carry exactly these (a test checks it).
+KNOB_DEFAULTS: dict[str, str] = {
+    "gsi": "none",
+    "ttl": "off",
+    "stream": "none",
+    "pitr": "off",
+    "table_base": "items",
+    "env": "dev",
+    "cost_center": "",
+    "owner": "",
+    "consumer": "auto",
+    "blob_bucket": "",
+    "blob_root": "",
+    "blob_prefix_cleanup": "off",
+    "starting_position": "trim-horizon",
+    "batch_size": "10",
+    "batching_window": "0",
+    "max_retries": "5",
+    "max_record_age": "21600",
+    "parallelization_factor": "1",
+    "powertools": "layer",
+    "architecture": "arm64",
+    "memory": "256",
+    "timeout": "30",
+    "deploy_target": "aws",
+}
+
+
+class ConfigError(ValueError):
+    """Every knob problem found at once, one line each, naming the knob, the value given and what is allowed."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("invalid doctable configuration:\n  - " + "\n  - ".join(problems))
+
+
+@dataclass(frozen=True)
+class DocTableConfig:
+    gsi: str
+    ttl: str
+    stream: str
+    pitr: str
+    table_base: str
+    env: str
+    cost_center: str
+    owner: str
+    consumer: str  # "builtin" | "none" | a Lambda function ARN ("auto" is resolved away)
+    blob_bucket: str  # empty: the stack creates the bucket
+    blob_root: str
+    blob_prefix_cleanup: bool
+    starting_position: str
+    batch_size: int
+    batching_window: int
+    max_retries: int
+    max_record_age: int
+    parallelization_factor: int
+    powertools: str
+    architecture: str
+    memory: int
+    timeout: int
+    deploy_target: str
+
+    # ---- derived facts: every downstream decision reads these, never the raw strings ----
+    @property
+    def table_name(self) -> str:
+        return f"{self.table_base}-{self.env}"
+
+    @property
+    def stack_name(self) -> str:
+        return f"{STACK_PREFIX}{self.table_name}"
+
+    @property
+    def has_gsi(self) -> bool:
+        return self.gsi == "gsi1"
+
+    @property
+    def has_ttl(self) -> bool:
+        return self.ttl == "on"
+
+    @property
+    def has_stream(self) -> bool:
+        return self.stream == "new-and-old"
+
+    @property
+    def has_pitr(self) -> bool:
+        return self.pitr == "on"
+
+    @property
+    def builtin_consumer(self) -> bool:
+        return self.consumer == "builtin"
+
+    @property
+    def borrowed_consumer_arn(self) -> str | None:
+        return self.consumer if self.consumer.startswith("arn:") else None
+
+    @property
+    def has_mapping(self) -> bool:
+        return self.builtin_consumer or self.borrowed_consumer_arn is not None
+
+    @property
+    def deletion_protection(self) -> bool:
+        """Only prod: teardown of prod gains a deliberate unlock step (the seed's note)."""
+        return self.env == "prod"
+
+    @property
+    def retain_on_delete(self) -> bool:
+        """uat and prod keep their data when the stack goes; dev and stg are rebuilt at will."""
+        return self.env in ("uat", "prod")
+
+    @property
+    def is_local(self) -> bool:
+        return self.deploy_target == "local"
+
+    def tags(self) -> dict[str, str]:
+        """Provenance tags in a stable order; empty CostCenter/Owner are dropped as the seed's renderer does."""
+        tags = {
+            "ManagedBy": MANAGED_BY,
+            "Source": PLAN_SOURCE,
+            "PlanVersion": PLAN_VERSION,
+            "CostCenter": self.cost_center,
+            "Owner": self.owner,
+            "Environment": self.env,
+        }
+        return {k: v for k, v in tags.items() if v}
+
+    def as_knobs(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _raw(name: str, context: Mapping[str, Any], environ: Mapping[str, str], defaults: Mapping[str, Any]) -> str:
+    """Context first (``-c gsi=gsi1``), then the upper-cased environment variable (``GSI=gsi1``), then cdk.json."""
+    from_env = environ.get(name.upper())
+    for value in (context.get(name), from_env or None, defaults.get(name)):  # an empty variable is unset
+        if value is not None:
+            return str(value).strip()
+    return KNOB_DEFAULTS[name]
+
+
+def _enum(problems: list[str], name: str, value: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        problems.append(f"{name}={value!r} is not allowed; allowed values: {'|'.join(allowed)}")
+    return value
+
+
+def _int(problems: list[str], name: str, value: str, bounds: tuple[int, int], unit: str = "") -> int:
+    lo, hi = bounds
+    try:
+        number = int(value)
+    except ValueError:
+        problems.append(f"{name}={value!r} is not an integer; allowed: an integer from {lo} to {hi}{unit}")
+        return lo
+    if not lo <= number <= hi:
+        problems.append(f"{name}={value!r} is out of range; allowed: an integer from {lo} to {hi}{unit}")
+    return number
+
+
+def _tag_value(problems: list[str], name: str, value: str) -> str:
+    if len(value) > TAG_VALUE_MAX or not TAG_VALUE_RE.match(value) or value.lower().startswith("aws:"):
+        problems.append(
+            f"{name}={value!r} is not a valid AWS tag value; allowed: at most {TAG_VALUE_MAX} letters, digits, "
+            "spaces and + - = . _ : / @, not starting with 'aws:'"
+        )
+    return value
+
+
+def resolve_config(
+    context: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    defaults: Mapping[str, Any] | None = None,
+) -> DocTableConfig:
+    """Build the config from the three sources; raise ConfigError listing every problem at once."""
+    context = context or {}
+    environ = environ or {}
+    defaults = defaults if defaults is not None else load_cdk_json_defaults()
+    raw = {name: _raw(name, context, environ, defaults) for name in KNOB_DEFAULTS}
+    problems: list[str] = []
+
+    gsi = _enum(problems, "gsi", raw["gsi"], GSI_VALUES)
+    ttl = _enum(problems, "ttl", raw["ttl"], TTL_VALUES)
+    stream = _enum(problems, "stream", raw["stream"], STREAM_VALUES)
+    pitr = _enum(problems, "pitr", raw["pitr"], PITR_VALUES)
+    env = _enum(problems, "env", raw["env"], ENV_VALUES)
+
+    table_base = raw["table_base"]
+    if not TABLE_BASE_RE.match(table_base):
+        problems.append(f"table_base={table_base!r} is malformed; allowed: one or more of [a-z0-9-]")
+    else:
+        table_len = len(table_base) + 1 + len(env)
+        if not TABLE_NAME_MIN <= table_len <= TABLE_NAME_MAX:
+            problems.append(
+                f"table_base={table_base!r} gives a table name of {table_len} characters with '-{env}'; allowed: "
+                f"{TABLE_NAME_MIN}..{TABLE_NAME_MAX} (DynamoDB allows 255, the stack name "
+                f"'{STACK_PREFIX}<table>' at most {STACK_NAME_MAX})"
+            )
+
+    cost_center = _tag_value(problems, "cost_center", raw["cost_center"])
+    owner = _tag_value(problems, "owner", raw["owner"])
+
+    consumer = raw["consumer"]
+    if consumer.startswith("arn:"):
+        if not LAMBDA_ARN_RE.match(consumer):
+            problems.append(
+                f"consumer={consumer!r} is not a Lambda function ARN; allowed: auto|builtin|none|"
+                "arn:aws:lambda:<region>:<account>:function:<name>"
+            )
+    elif consumer not in CONSUMER_MODES:
+        problems.append(
+            f"consumer={consumer!r} is not allowed; allowed values: auto|builtin|none|<Lambda function ARN>"
+        )
+    if consumer == "auto":
+        consumer = "builtin" if stream == "new-and-old" else "none"
+    elif consumer != "none" and stream == "none":
+        problems.append(
+            f"consumer={consumer!r} set but stream=none — enable the stream (stream=new-and-old) "
+            "or unset the consumer (consumer=none)"
+        )
+
+    blob_bucket = raw["blob_bucket"]
+    if blob_bucket and not BUCKET_NAME_RE.match(blob_bucket):
+        problems.append(
+            f"blob_bucket={blob_bucket!r} is not a valid S3 bucket name; allowed: empty (the stack creates one) "
+            "or 3-63 characters of [a-z0-9.-], starting and ending with a letter or digit"
+        )
+    blob_root = raw["blob_root"]
+    if blob_root and (not BLOB_ROOT_RE.match(blob_root) or ".." in blob_root.split("/")):
+        problems.append(
+            f"blob_root={blob_root!r} is malformed; allowed: empty (bucket root) or a key prefix of safe "
+            "characters ending in '/', e.g. 'blobs/'"
+        )
+    prefix_cleanup = _enum(problems, "blob_prefix_cleanup", raw["blob_prefix_cleanup"], ONOFF) == "on"
+    starting_position = _enum(problems, "starting_position", raw["starting_position"], STARTING_POSITIONS)
+    batch_size = _int(problems, "batch_size", raw["batch_size"], BATCH_SIZE_RANGE)
+    batching_window = _int(problems, "batching_window", raw["batching_window"], BATCHING_WINDOW_RANGE, " seconds")
+    max_retries = _int(problems, "max_retries", raw["max_retries"], MAX_RETRIES_RANGE)
+    max_record_age = _int(problems, "max_record_age", raw["max_record_age"], MAX_RECORD_AGE_RANGE, " seconds")
+    parallelization = _int(problems, "parallelization_factor", raw["parallelization_factor"], PARALLELIZATION_RANGE)
+    powertools = _enum(problems, "powertools", raw["powertools"], POWERTOOLS_MODES)
+    architecture = _enum(problems, "architecture", raw["architecture"], ARCHITECTURES)
+    memory = _int(problems, "memory", raw["memory"], MEMORY_RANGE, " MB")
+    timeout = _int(problems, "timeout", raw["timeout"], TIMEOUT_RANGE, " seconds")
+    deploy_target = _enum(problems, "deploy_target", raw["deploy_target"], DEPLOY_TARGETS)
+
+    # Knobs that only the built-in consumer reads: setting them otherwise is a contradiction, not a no-op.
+    if consumer != "builtin":
+        for name in ("blob_bucket", "blob_root"):
+            if raw[name]:
+                problems.append(f"{name}={raw[name]!r} set but consumer={consumer!r} — only consumer=builtin uses it")
+        if prefix_cleanup:
+            problems.append(
+                f"blob_prefix_cleanup='on' set but consumer={consumer!r} — only consumer=builtin cleans blobs"
+            )
+    if batch_size > 1000 and batching_window == 0:
+        # AWS rejects a DynamoDB mapping with BatchSize > 1000 and no batching window.
+        problems.append(
+            f"batch_size={batch_size} needs batching_window >= 1 (AWS requires a window above 1000 records); "
+            "allowed: batch_size 1..1000 with batching_window 0, or set batching_window"
+        )
+
+    if problems:
+        raise ConfigError(problems)
+    return DocTableConfig(
+        gsi=gsi, ttl=ttl, stream=stream, pitr=pitr, table_base=table_base, env=env,
+        cost_center=cost_center, owner=owner, consumer=consumer, blob_bucket=blob_bucket,
+        blob_root=blob_root, blob_prefix_cleanup=prefix_cleanup, starting_position=starting_position,
+        batch_size=batch_size, batching_window=batching_window, max_retries=max_retries,
+        max_record_age=max_record_age, parallelization_factor=parallelization, powertools=powertools,
+        architecture=architecture, memory=memory, timeout=timeout, deploy_target=deploy_target,
+    )  # fmt: skip
+
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULTS_CONTEXT_KEY = "doctable:knobDefaults"
+
+
+def load_cdk_json_defaults(path: Path | None = None) -> dict[str, Any]:
+    """The knob defaults recorded in cdk.json under ``context[DEFAULTS_CONTEXT_KEY]``.
+
+    They sit under their own key, not as top-level context, so that the app can tell ``-c gsi=none`` (which beats
+    ``GSI=gsi1`` in the environment) from a default (which loses to it).
+    """
+    path = path or PROJECT_ROOT / "cdk.json"
+    try:
+        defaults = json.loads(path.read_text())["context"][DEFAULTS_CONTEXT_KEY]
+    except (FileNotFoundError, KeyError):
+        return dict(KNOB_DEFAULTS)
+    return {k: v for k, v in defaults.items() if k in KNOB_DEFAULTS}
+
+
+def context_knobs(get: Any) -> dict[str, Any]:
+    """The knobs given as CDK context, read through ``node.try_get_context``-shaped ``get``."""
+    return {name: value for name in KNOB_DEFAULTS if (value := get(name)) is not None}

@@ -1,0 +1,251 @@
+"""The stream consumer: blob bucket, failure bucket, least-privilege role, function, and the tagged mapping."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from aws_cdk import CfnElement, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_ssm as ssm
+from constructs import Construct
+
+from infra import names
+from infra.nag import acknowledge
+from infra.config import PROJECT_ROOT, DocTableConfig
+
+FUNCTIONS_DIR = PROJECT_ROOT / "functions"
+ASSET_EXCLUDES = ["**/__pycache__", "**/*.pyc", "**/*.md", "**/.mypy_cache"]
+STARTING_POSITIONS = {"trim-horizon": "TRIM_HORIZON", "latest": "LATEST"}
+ARCHITECTURES = {"arm64": lambda_.Architecture.ARM_64, "x86_64": lambda_.Architecture.X86_64}
+RUNTIME = lambda_.Runtime.PYTHON_3_13
+# Powertools publishes the layer ARN of every release, per region/architecture/runtime, as a public SSM
+# parameter. A `AWS::SSM::Parameter::Value<String>` template parameter resolves it at deploy time: synth
+# stays offline and the layer always matches the pinned library version.
+POWERTOOLS_SSM_PATH = "/aws/service/powertools/python/{arch}/{runtime}/{version}"
+
+
+def powertools_layer_parameter(architecture: str) -> str:
+    return POWERTOOLS_SSM_PATH.format(arch=architecture, runtime=RUNTIME.name, version=names.POWERTOOLS_VERSION)
+
+
+class StreamConsumer(Construct):
+    """Wires the table's stream to the built-in consumer (or a borrowed function) with AWS's retry semantics."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, config: DocTableConfig, table: dynamodb.Table
+    ) -> None:
+        super().__init__(scope, construct_id)
+        removal = RemovalPolicy.RETAIN if config.retain_on_delete else RemovalPolicy.DESTROY
+        self.failure_bucket = self._build_bucket("FailureBucket", removal)
+        self.blob_bucket: s3.IBucket | None = None
+        self.function: lambda_.Function | None = None
+        self.log_group: logs.LogGroup | None = None
+        policy: iam.Policy | None = None
+        if config.builtin_consumer:
+            self.blob_bucket = (
+                s3.Bucket.from_bucket_name(self, "BorrowedBlobBucket", config.blob_bucket)
+                if config.blob_bucket
+                else self._build_bucket("BlobBucket", removal)
+            )
+            self.log_group = logs.LogGroup(
+                self, "LogGroup", retention=logs.RetentionDays.ONE_MONTH, removal_policy=removal
+            )
+            role = iam.Role(
+                self,
+                "Role",
+                assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                description=f"doctable stream consumer of {config.table_name}",
+            )
+            policy = self._build_policy(config, role, table)
+            self.function = self._build_function(config, role, table)
+            target_function_name = self.function.function_name
+        else:
+            assert config.borrowed_consumer_arn is not None
+            target_function_name = config.borrowed_consumer_arn
+        self.mapping = self._build_mapping(config, table, target_function_name, policy)
+
+    # ---------------------------------------------------------------------------------------------- buckets
+    def _build_bucket(self, construct_id: str, removal: RemovalPolicy) -> s3.Bucket:
+        bucket = s3.Bucket(
+            self,
+            construct_id,
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            removal_policy=removal,
+        )
+        acknowledge(
+            bucket,
+            "AwsSolutions::AwsSolutions-S1",
+            "Object-level audit is CloudTrail data events' job; a third bucket for server access "
+                    "logs per environment would cost more than the blobs it audits.",
+        )
+        return bucket
+
+    # ------------------------------------------------------------------------------------------------ role
+    def _build_policy(self, config: DocTableConfig, role: iam.Role, table: dynamodb.Table) -> iam.Policy:
+        """One statement per resource; the two `*` statements are for actions that have no resource type."""
+        assert self.blob_bucket is not None and self.log_group is not None and table.table_stream_arn
+        blob_objects = self.blob_bucket.arn_for_objects(f"{config.blob_root}*")
+        statements = [
+            iam.PolicyStatement(
+                sid="WriteOwnLogs",
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[self.log_group.log_group_arn],
+            ),
+            iam.PolicyStatement(
+                sid="ReadOwnStream",
+                actions=["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"],
+                resources=[table.table_stream_arn],
+            ),
+            iam.PolicyStatement(sid="ListStreams", actions=["dynamodb:ListStreams"], resources=["*"]),
+            iam.PolicyStatement(sid="DeleteBlobs", actions=["s3:DeleteObject"], resources=[blob_objects]),
+            iam.PolicyStatement(
+                sid="KeepFailedBatches",
+                actions=["s3:PutObject"],
+                resources=[self.failure_bucket.arn_for_objects("aws/lambda/*")],
+            ),
+            iam.PolicyStatement(
+                sid="LocateFailureBucket", actions=["s3:ListBucket"], resources=[self.failure_bucket.bucket_arn]
+            ),
+        ]
+        if config.blob_prefix_cleanup:
+            statements.append(
+                iam.PolicyStatement(
+                    sid="ListRecordPrefixes",
+                    actions=["s3:ListBucket"],
+                    resources=[self.blob_bucket.bucket_arn],
+                    conditions={"StringLike": {"s3:prefix": [f"{config.blob_root}*"]}},
+                )
+            )
+        policy = iam.Policy(self, "RolePolicy", statements=statements, roles=[role])
+        stack = Stack.of(self)
+        blob_arn = f"<{stack.resolve(stack.get_logical_id(self._cfn(self.blob_bucket)))}.Arn>"
+        failure_arn = f"<{stack.resolve(stack.get_logical_id(self._cfn(self.failure_bucket)))}.Arn>"
+        for finding, reason in (
+            ("Resource::*", "dynamodb:ListStreams has no resource type; every other stream action is on the "
+             "table's own stream ARN."),
+            (f"Resource::{blob_arn}/{config.blob_root}*", "DeleteObject must reach any blob key a record lists "
+             "under the blob root; the handler refuses keys outside the record's own <pk>/<sk>/ prefix."),
+            (f"Resource::{failure_arn}/aws/lambda/*", "Lambda names failed-batch objects itself, always under "
+             "aws/lambda/<mapping>/ in the failure bucket."),
+        ):
+            acknowledge(policy, f"AwsSolutions::AwsSolutions-IAM5[{finding}]", reason)
+        return policy
+
+    @staticmethod
+    def _cfn(bucket: s3.IBucket) -> CfnElement:
+        child = bucket.node.default_child
+        assert isinstance(child, CfnElement)
+        return child
+
+    # -------------------------------------------------------------------------------------------- function
+    def _build_function(self, config: DocTableConfig, role: iam.Role, table: dynamodb.Table) -> lambda_.Function:
+        assert self.blob_bucket is not None and self.log_group is not None
+        layers: list[lambda_.ILayerVersion] = []
+        if config.powertools == "bundled":
+            code = lambda_.Code.from_asset(str(_bundle_with_powertools()), exclude=ASSET_EXCLUDES)
+        else:
+            code = lambda_.Code.from_asset(str(FUNCTIONS_DIR), exclude=ASSET_EXCLUDES)
+            layer_arn = ssm.StringParameter.value_for_string_parameter(
+                self, powertools_layer_parameter(config.architecture)
+            )
+            layers.append(lambda_.LayerVersion.from_layer_version_arn(self, "PowertoolsLayer", layer_arn))
+        function = lambda_.Function(
+            self,
+            "Function",
+            description=f"doctable stream consumer of {config.table_name}: blob cleanup + record-level proof",
+            runtime=RUNTIME,
+            architecture=ARCHITECTURES[config.architecture],
+            handler="stream_consumer.handler.lambda_handler",
+            code=code,
+            layers=layers,
+            role=role,
+            memory_size=config.memory,
+            timeout=Duration.seconds(config.timeout),
+            tracing=lambda_.Tracing.ACTIVE,
+            log_group=self.log_group,
+            environment={
+                names.ENV_BLOB_BUCKET: self.blob_bucket.bucket_name,
+                names.ENV_BLOB_ROOT: config.blob_root,
+                names.ENV_BLOB_PREFIX_CLEANUP: "on" if config.blob_prefix_cleanup else "off",
+                names.ENV_TABLE_NAME: table.table_name,
+                "POWERTOOLS_SERVICE_NAME": names.SERVICE_NAME,
+                "POWERTOOLS_METRICS_NAMESPACE": names.METRICS_NAMESPACE,
+                "POWERTOOLS_LOG_LEVEL": "INFO",
+            },
+        )
+        assert function.role is not None
+        acknowledge(
+            function.role,
+            "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
+            "Active tracing: CDK grants xray:PutTraceSegments/PutTelemetryRecords, which have no resource type.",
+        )
+        acknowledge(
+            function,
+            "AwsSolutions::AwsSolutions-L1",
+            "Python 3.13 is the newest runtime the project's tests run on (the build machines "
+                    "carry 3.11-3.13); the runtime moves when the test interpreter does.",
+        )
+        return function
+
+    # --------------------------------------------------------------------------------------------- mapping
+    def _build_mapping(
+        self,
+        config: DocTableConfig,
+        table: dynamodb.Table,
+        function_name: str,
+        policy: iam.Policy | None,
+    ) -> lambda_.CfnEventSourceMapping:
+        assert table.table_stream_arn is not None
+        mapping = lambda_.CfnEventSourceMapping(
+            self,
+            "Mapping",
+            function_name=function_name,
+            event_source_arn=table.table_stream_arn,
+            starting_position=STARTING_POSITIONS[config.starting_position],
+            batch_size=config.batch_size,
+            maximum_batching_window_in_seconds=config.batching_window,
+            enabled=True,
+            bisect_batch_on_function_error=True,
+            function_response_types=["ReportBatchItemFailures"],
+            maximum_retry_attempts=config.max_retries,
+            maximum_record_age_in_seconds=config.max_record_age,
+            parallelization_factor=config.parallelization_factor,
+            # S3, not SQS: an S3 destination receives the whole invocation record, records included, so a
+            # poison batch can be replayed after the stream has trimmed it (24 h); SQS gets only metadata.
+            destination_config=lambda_.CfnEventSourceMapping.DestinationConfigProperty(
+                on_failure=lambda_.CfnEventSourceMapping.OnFailureProperty(
+                    destination=self.failure_bucket.bucket_arn
+                )
+            ),
+        )
+        if policy is not None:
+            # Without this edge CloudFormation may create the mapping before the role can read the stream.
+            mapping.node.add_dependency(policy)
+        return mapping
+
+
+def _bundle_with_powertools() -> Path:
+    """Stage the handler beside the Powertools package from this environment (no Docker, no network)."""
+    import aws_lambda_powertools
+
+    stage = PROJECT_ROOT / "build" / "consumer-bundled"
+    if stage.exists():
+        shutil.rmtree(stage)
+    shutil.copytree(FUNCTIONS_DIR, stage, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(
+        Path(aws_lambda_powertools.__file__).parent,
+        stage / "aws_lambda_powertools",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
+    import typing_extensions
+
+    shutil.copy2(typing_extensions.__file__, stage / "typing_extensions.py")
+    return stage

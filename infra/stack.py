@@ -1,0 +1,80 @@
+"""One deployable unit per environment: composes the table and the consumer, applies provenance tags."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from aws_cdk import App, CfnOutput, DefaultStackSynthesizer, Environment, Stack, Tags, Validations
+from cdk_nag import AwsSolutionsChecks
+from constructs import Construct
+
+from infra import names
+from infra.config import DocTableConfig
+from infra.consumer import StreamConsumer
+from infra.table import DocumentTable
+
+
+class DocTableStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, config: DocTableConfig, **kwargs: Any) -> None:
+        super().__init__(
+            scope,
+            construct_id,
+            description=f"doctable {config.table_name}: document table ({config.env}) with its stream consumer",
+            **kwargs,
+        )
+        self.config = config
+        doc_table = DocumentTable(self, names.ID_TABLE, config=config)
+        table = doc_table.table
+        self._output(names.OUT_TABLE_NAME, table.table_name, "The document table's name")
+        self._output(names.OUT_TABLE_ARN, table.table_arn, "The document table's ARN")
+        self._output(
+            names.OUT_RUNTIME_POLICY_ARN,
+            doc_table.runtime_policy.managed_policy_arn,
+            "Attach to the roles of the table's users: the seven data-plane actions on this table only",
+        )
+        if config.has_stream:
+            assert table.table_stream_arn is not None
+            self._output(names.OUT_STREAM_ARN, table.table_stream_arn, "The NEW_AND_OLD_IMAGES stream's ARN")
+        self.consumer: StreamConsumer | None = None
+        if config.has_mapping:
+            self.consumer = StreamConsumer(self, names.ID_CONSUMER, config=config, table=table)
+            self._output(names.OUT_MAPPING_UUID, self.consumer.mapping.ref, "The event-source mapping's UUID")
+            self._output(
+                names.OUT_FAILURE_BUCKET,
+                self.consumer.failure_bucket.bucket_name,
+                "Where batches that exhausted their retries are kept for replay",
+            )
+            if self.consumer.function is not None:
+                assert self.consumer.log_group is not None and self.consumer.blob_bucket is not None
+                self._output(names.OUT_CONSUMER_FUNCTION_NAME, self.consumer.function.function_name, "Consumer")
+                self._output(names.OUT_CONSUMER_FUNCTION_ARN, self.consumer.function.function_arn, "Consumer ARN")
+                self._output(
+                    names.OUT_CONSUMER_LOG_GROUP,
+                    self.consumer.log_group.log_group_name,
+                    "Where stream_records_received lines land",
+                )
+                self._output(names.OUT_BLOB_BUCKET, self.consumer.blob_bucket.bucket_name, "The blob bucket")
+        for key, value in config.tags().items():
+            Tags.of(self).add(key, value)
+
+    def _output(self, key: str, value: str, description: str) -> None:
+        CfnOutput(self, key, value=value, description=description)
+
+
+def create_stack(app: App, config: DocTableConfig) -> DocTableStack:
+    """The app's only stack for `config`, with cdk-nag's AwsSolutions pack validating it at synth."""
+    synthesizer = (
+        # The local AWS cannot evaluate the bootstrap-version rule on direct updates; AWS keeps the default.
+        DefaultStackSynthesizer(generate_bootstrap_version_rule=False) if config.is_local else None
+    )
+    stack = DocTableStack(
+        app,
+        config.stack_name,
+        config=config,
+        stack_name=config.stack_name,
+        synthesizer=synthesizer,
+        env=Environment(account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=os.environ.get("CDK_DEFAULT_REGION")),
+    )
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    return stack

@@ -1,0 +1,50 @@
+"""Synthesize the real app for a knob set, in-process and offline; cached per knob set."""
+
+from __future__ import annotations
+
+import functools
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+
+from infra.config import DocTableConfig, resolve_config
+from infra.stack import create_stack
+
+
+@functools.cache
+def _synth(knobs: tuple[tuple[str, str], ...]) -> tuple[dict[str, Any], str]:
+    config = resolve_config(context=dict(knobs), environ={})
+    outdir = tempfile.mkdtemp(prefix="doctable-synth-")
+    app = cdk.App(outdir=outdir)
+    create_stack(app, config)
+    app.synth()  # raises on any unacknowledged cdk-nag finding
+    template = json.loads((Path(outdir) / f"{config.stack_name}.template.json").read_text())
+    return template, outdir
+
+
+def synth(**knobs: str) -> tuple[DocTableConfig, dict[str, Any], Path]:
+    """(config, template, cloud-assembly dir) for these knobs; knobs not given take their defaults."""
+    key = tuple(sorted((k, str(v)) for k, v in knobs.items()))
+    template, outdir = _synth(key)
+    return resolve_config(context=dict(key), environ={}), template, Path(outdir)
+
+
+def resources(template: dict[str, Any], type_name: str) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in template["Resources"].items() if v["Type"] == type_name}
+
+
+def only(template: dict[str, Any], type_name: str) -> dict[str, Any]:
+    found = resources(template, type_name)
+    assert len(found) == 1, f"expected one {type_name}, found {sorted(found)}"
+    return next(iter(found.values()))
+
+
+def tag_map(tags: list[dict[str, str]] | dict[str, str] | None) -> dict[str, str]:
+    if tags is None:
+        return {}
+    if isinstance(tags, dict):
+        return dict(tags)
+    return {t["Key"]: t["Value"] for t in tags}
