@@ -126,7 +126,11 @@ class StreamConsumer(Construct):
             )
         policy = iam.Policy(self, "RolePolicy", statements=statements, roles=[role])
         stack = Stack.of(self)
-        blob_arn = f"<{stack.resolve(stack.get_logical_id(self._cfn(self.blob_bucket)))}.Arn>"
+        blob_arn = (
+            f"arn:<AWS::Partition>:s3:::{config.blob_bucket}"
+            if config.blob_bucket
+            else f"<{stack.resolve(stack.get_logical_id(self._cfn(self.blob_bucket)))}.Arn>"
+        )
         failure_arn = f"<{stack.resolve(stack.get_logical_id(self._cfn(self.failure_bucket)))}.Arn>"
         for finding, reason in (
             ("Resource::*", "dynamodb:ListStreams has no resource type; every other stream action is on the "

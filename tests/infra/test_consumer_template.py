@@ -1,0 +1,224 @@
+"""The consumer's deployed shape: function, mapping, destination, buckets, and every IAM statement."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra import names
+from infra.consumer import powertools_layer_parameter
+from tests.infra.synth import only, resources, synth, tag_map
+
+STREAM = {"stream": "new-and-old"}
+BORROWED = "arn:aws:lambda:us-east-1:123456789012:function:their-consumer"
+
+
+def _function_asset(template: dict[str, Any], outdir: Path) -> Path:
+    """The staged directory of the function's code asset, found through the assets manifest."""
+    key = only(template, "AWS::Lambda::Function")["Properties"]["Code"]["S3Key"]
+    (manifest,) = outdir.glob("*.assets.json")
+    for asset_hash, entry in json.loads(manifest.read_text())["files"].items():
+        if key.startswith(asset_hash):
+            return outdir / entry["source"]["path"]
+    raise AssertionError(f"no asset for {key}")
+
+
+def _logical(template: dict[str, Any], type_name: str, contains: str = "") -> str:
+    return next(k for k in resources(template, type_name) if contains in k)
+
+
+def test_no_consumer_without_a_stream() -> None:
+    _, template, _ = synth()
+    for type_name in ("AWS::Lambda::Function", "AWS::Lambda::EventSourceMapping", "AWS::S3::Bucket"):
+        assert resources(template, type_name) == {}
+
+
+def test_function_runs_the_thin_handler_on_arm64_with_the_pinned_powertools_layer() -> None:
+    _, template, _ = synth(**STREAM)
+    props = only(template, "AWS::Lambda::Function")["Properties"]
+    assert props["Handler"] == "stream_consumer.handler.lambda_handler"
+    assert props["Runtime"] == "python3.13"
+    assert props["Architectures"] == ["arm64"]
+    assert props["TracingConfig"] == {"Mode": "Active"}
+    assert props["LoggingConfig"] == {"LogGroup": {"Ref": _logical(template, "AWS::Logs::LogGroup")}}
+    env = props["Environment"]["Variables"]
+    assert env[names.ENV_BLOB_BUCKET] == {"Ref": _logical(template, "AWS::S3::Bucket", "BlobBucket")}
+    assert env[names.ENV_BLOB_PREFIX_CLEANUP] == "off"
+    assert env["POWERTOOLS_METRICS_NAMESPACE"] == names.METRICS_NAMESPACE
+    # the layer comes from Powertools' public SSM parameter for the pinned version, resolved at deploy time
+    (layer,) = props["Layers"]
+    parameter = template["Parameters"][layer["Ref"]]
+    assert parameter["Type"] == "AWS::SSM::Parameter::Value<String>"
+    assert parameter["Default"] == powertools_layer_parameter("arm64")
+    assert parameter["Default"].endswith(f"/python3.13/{names.POWERTOOLS_VERSION}")
+
+
+def test_x86_architecture_resolves_the_x86_layer() -> None:
+    _, template, _ = synth(**STREAM, architecture="x86_64")
+    props = only(template, "AWS::Lambda::Function")["Properties"]
+    assert props["Architectures"] == ["x86_64"]
+    assert template["Parameters"][props["Layers"][0]["Ref"]]["Default"].startswith(
+        "/aws/service/powertools/python/x86_64/"
+    )
+
+
+def test_bundled_powertools_needs_no_layer(tmp_path: Any) -> None:
+    _, template, outdir = synth(**STREAM, powertools="bundled")
+    props = only(template, "AWS::Lambda::Function")["Properties"]
+    assert "Layers" not in props
+    asset = _function_asset(template, outdir)
+    assert (asset / "aws_lambda_powertools" / "__init__.py").exists()
+    assert (asset / "stream_consumer" / "handler.py").exists()
+
+
+def test_layer_asset_holds_only_the_handler_code() -> None:
+    _, template, outdir = synth(**STREAM)
+    asset = _function_asset(template, outdir)
+    files = {p.relative_to(asset).parts[0] for p in asset.rglob("*") if p.is_file()}
+    assert files == {"stream_consumer"}
+    assert not list(asset.rglob("__pycache__"))
+
+
+def test_mapping_properties_and_tags() -> None:
+    config, template, _ = synth(**STREAM, owner="docs", cost_center="cc-7")
+    mapping = only(template, "AWS::Lambda::EventSourceMapping")
+    props = mapping["Properties"]
+    table_id = _logical(template, "AWS::DynamoDB::Table")
+    assert props["EventSourceArn"] == {"Fn::GetAtt": [table_id, "StreamArn"]}
+    assert props["FunctionName"] == {"Ref": _logical(template, "AWS::Lambda::Function")}
+    assert props["StartingPosition"] == "TRIM_HORIZON"
+    assert props["BatchSize"] == 10
+    assert props["BisectBatchOnFunctionError"] is True
+    assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert props["MaximumRetryAttempts"] == config.max_retries == 5
+    assert props["MaximumRecordAgeInSeconds"] == config.max_record_age == 21600
+    assert props["ParallelizationFactor"] == 1
+    assert props["DestinationConfig"] == {
+        "OnFailure": {"Destination": {"Fn::GetAtt": [_logical(template, "AWS::S3::Bucket", "Failure"), "Arn"]}}
+    }
+    assert tag_map(props["Tags"]) == {
+        "ManagedBy": "ephemera",
+        "Source": "doctable",
+        "PlanVersion": config.tags()["PlanVersion"],
+        "Environment": "dev",
+        "Owner": "docs",
+        "CostCenter": "cc-7",
+    }
+    # the mapping waits for the role's policy: no race with IAM propagation on a first deploy
+    assert _logical(template, "AWS::IAM::Policy", "RolePolicy") in mapping["DependsOn"]
+
+
+@pytest.mark.parametrize(
+    ("knobs", "expected"),
+    [
+        ({"starting_position": "latest"}, {"StartingPosition": "LATEST"}),
+        ({"batch_size": "100", "batching_window": "5"}, {"BatchSize": 100, "MaximumBatchingWindowInSeconds": 5}),
+        ({"max_retries": "0", "max_record_age": "60"}, {"MaximumRetryAttempts": 0, "MaximumRecordAgeInSeconds": 60}),
+        ({"parallelization_factor": "4"}, {"ParallelizationFactor": 4}),
+    ],
+)
+def test_mapping_knobs(knobs: dict[str, str], expected: dict[str, Any]) -> None:
+    _, template, _ = synth(**STREAM, **knobs)
+    props = only(template, "AWS::Lambda::EventSourceMapping")["Properties"]
+    assert {k: props[k] for k in expected} == expected
+
+
+def test_borrowed_consumer_wires_the_mapping_only() -> None:
+    _, template, _ = synth(**STREAM, consumer=BORROWED)
+    assert resources(template, "AWS::Lambda::Function") == {}
+    assert resources(template, "AWS::IAM::Role") == {}
+    props = only(template, "AWS::Lambda::EventSourceMapping")["Properties"]
+    assert props["FunctionName"] == BORROWED
+    assert "DestinationConfig" in props
+
+
+def test_consumer_none_keeps_the_stream_only() -> None:
+    _, template, _ = synth(**STREAM, consumer="none")
+    assert resources(template, "AWS::Lambda::EventSourceMapping") == {}
+    assert "StreamSpecification" in only(template, "AWS::DynamoDB::Table")["Properties"]
+
+
+def test_buckets_are_encrypted_private_and_tls_only() -> None:
+    _, template, _ = synth(**STREAM)
+    buckets = resources(template, "AWS::S3::Bucket")
+    assert len(buckets) == 2
+    for bucket in buckets.values():
+        props = bucket["Properties"]
+        assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"] == {
+            "SSEAlgorithm": "AES256"
+        }
+        assert props["PublicAccessBlockConfiguration"] == {
+            "BlockPublicAcls": True,
+            "BlockPublicPolicy": True,
+            "IgnorePublicAcls": True,
+            "RestrictPublicBuckets": True,
+        }
+    for policy in resources(template, "AWS::S3::BucketPolicy").values():
+        (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
+        assert statement["Effect"] == "Deny"
+        assert statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+def test_borrowed_blob_bucket_is_not_created() -> None:
+    _, template, _ = synth(**STREAM, blob_bucket="their-blobs")
+    assert len(resources(template, "AWS::S3::Bucket")) == 1  # the failure bucket only
+    env = only(template, "AWS::Lambda::Function")["Properties"]["Environment"]["Variables"]
+    assert env[names.ENV_BLOB_BUCKET] == "their-blobs"
+
+
+def _statements(template: dict[str, Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for policy in resources(template, "AWS::IAM::Policy").values():
+        out.extend(policy["Properties"]["PolicyDocument"]["Statement"])
+    return out
+
+
+@pytest.mark.parametrize("prefix_cleanup", ["off", "on"])
+def test_every_iam_statement_is_scoped(prefix_cleanup: str) -> None:
+    # GIVEN the consumer's role policies
+    _, template, _ = synth(**STREAM, blob_prefix_cleanup=prefix_cleanup, blob_root="blobs/")
+    statements = _statements(template)
+    table_id = _logical(template, "AWS::DynamoDB::Table")
+    blob_id = _logical(template, "AWS::S3::Bucket", "BlobBucket")
+    failure_id = _logical(template, "AWS::S3::Bucket", "Failure")
+    by_sid = {s.get("Sid", "cdk-default"): s for s in statements}
+    # THEN no statement has a wildcard action, and each names exactly one resource
+    for statement in statements:
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        assert all("*" not in a for a in actions), statement
+        assert not isinstance(statement["Resource"], list), statement
+    # AND the resources are the consumer's own
+    assert by_sid["ReadOwnStream"]["Resource"] == {"Fn::GetAtt": [table_id, "StreamArn"]}
+    assert by_sid["DeleteBlobs"]["Action"] == "s3:DeleteObject"
+    assert by_sid["DeleteBlobs"]["Resource"] == {"Fn::Join": ["", [{"Fn::GetAtt": [blob_id, "Arn"]}, "/blobs/*"]]}
+    assert by_sid["KeepFailedBatches"]["Resource"] == {
+        "Fn::Join": ["", [{"Fn::GetAtt": [failure_id, "Arn"]}, "/aws/lambda/*"]]
+    }
+    assert by_sid["WriteOwnLogs"]["Resource"] == {"Fn::GetAtt": [_logical(template, "AWS::Logs::LogGroup"), "Arn"]}
+    # AND the role can never write the table
+    all_actions = {a for s in statements for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])}
+    assert not any(a.startswith("dynamodb:") and a not in {
+        "dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"
+    } for a in all_actions)
+    # AND listing the blob bucket exists only with prefix cleanup, limited to the blob root
+    listing = by_sid.get("ListRecordPrefixes")
+    if prefix_cleanup == "on":
+        assert listing is not None
+        assert listing["Resource"] == {"Fn::GetAtt": [blob_id, "Arn"]}
+        assert listing["Condition"] == {"StringLike": {"s3:prefix": ["blobs/*"]}}
+    else:
+        assert listing is None
+    # AND the only `*` resources are for actions that have no resource type
+    star = {a for s in statements if s["Resource"] == "*" for a in (s["Action"] if isinstance(s["Action"], list)
+                                                                    else [s["Action"]])}
+    assert star == {"dynamodb:ListStreams", "xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+
+
+def test_role_has_no_managed_policies() -> None:
+    _, template, _ = synth(**STREAM)
+    role = only(template, "AWS::IAM::Role")["Properties"]
+    assert "ManagedPolicyArns" not in role
+    assert role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": "lambda.amazonaws.com"}

@@ -1,0 +1,105 @@
+"""Fixtures for the stream-consumer unit tests (moto S3, a freshly imported handler, parsed stdout)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+CONSUMER_BUCKET = "doctable-blobs-test"
+CONSUMER_SERVICE = "doctable-consumer"
+
+
+@pytest.fixture
+def consumer_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """GIVEN a Lambda-like environment with fake credentials, tracing off and the consumer's contract set."""
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "eu-west-1",
+        "AWS_REGION": "eu-west-1",
+        "POWERTOOLS_TRACE_DISABLED": "1",
+        "POWERTOOLS_METRICS_NAMESPACE": "Doctable",
+        "POWERTOOLS_SERVICE_NAME": CONSUMER_SERVICE,
+        "BLOB_BUCKET": CONSUMER_BUCKET,
+        "BLOB_ROOT": "blobs/",
+        "BLOB_PREFIX_CLEANUP": "off",
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("TABLE_NAME", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+
+@dataclass
+class Bucket:
+    client: Any
+    name: str = CONSUMER_BUCKET
+
+    def put(self, *keys: str) -> None:
+        for key in keys:
+            self.client.put_object(Bucket=self.name, Key=key, Body=b"x")
+
+    def keys(self) -> set[str]:
+        pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.name)
+        return {item["Key"] for page in pages for item in page.get("Contents", [])}
+
+
+@pytest.fixture
+def s3(consumer_env: None) -> Iterator[Bucket]:
+    """GIVEN an empty (moto) blob bucket."""
+    with mock_aws():
+        client = boto3.client("s3", region_name="eu-west-1")
+        client.create_bucket(
+            Bucket=CONSUMER_BUCKET, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"}
+        )
+        yield Bucket(client)
+
+
+def _purge_consumer_modules() -> None:
+    for name in [m for m in sys.modules if m == "stream_consumer" or m.startswith("stream_consumer.")]:
+        del sys.modules[name]
+
+
+@pytest.fixture
+def load_consumer(
+    consumer_env: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Iterator[Callable[..., ModuleType]]:
+    """Import ``stream_consumer.handler`` afresh (cold start) with extra env vars (``None`` unsets one)."""
+
+    def load(**env: str | None) -> ModuleType:
+        for name, value in env.items():
+            if value is None:
+                monkeypatch.delenv(name, raising=False)
+            else:
+                monkeypatch.setenv(name, value)
+        _purge_consumer_modules()
+        module = importlib.import_module("stream_consumer.handler")
+        # The Powertools logger is process-wide; point its handler at this test's captured stdout.
+        for handler in logging.getLogger(CONSUMER_SERVICE).handlers:
+            if isinstance(handler, logging.StreamHandler):
+                handler.stream = sys.stdout  # not setStream(): it flushes the previous, closed stream
+        return module
+
+    yield load
+    _purge_consumer_modules()
+
+
+@pytest.fixture
+def stdout_json(capsys: pytest.CaptureFixture[str]) -> Callable[[], list[dict[str, Any]]]:
+    """Parse every JSON line written to stdout so far (Powertools logs and EMF metric blobs)."""
+
+    def read() -> list[dict[str, Any]]:
+        lines = capsys.readouterr().out.splitlines()
+        return [json.loads(line) for line in lines if line.startswith("{")]
+
+    return read

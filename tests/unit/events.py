@@ -1,0 +1,138 @@
+"""Factories for real-shaped DynamoDB Streams events (and a few non-stream ones) for the consumer tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from boto3.dynamodb.types import TypeSerializer
+
+REGION = "eu-west-1"
+ACCOUNT = "123456789012"
+TABLE = "doctable-DocumentTable"
+STREAM_ARN = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{TABLE}/stream/2024-05-01T12:00:00.000"
+TTL_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
+
+_serializer = TypeSerializer()
+_UNSET: Any = object()
+
+
+def seq(n: int) -> str:
+    """A DynamoDB-like sequence number (numeric string, increasing with n)."""
+    return str(4_421_584_500_000_000_000_000 + n)
+
+
+def av(value: Any) -> dict[str, Any]:
+    """Python value -> DynamoDB AttributeValue (str, int/Decimal, bytes, set, list, dict, bool, None)."""
+    return _serializer.serialize(value)
+
+
+def image(pk: str, sk: str, blobs: Any = _UNSET, *, as_set: bool = False, **attrs: Any) -> dict[str, Any]:
+    """An item image; ``blobs`` is serialized as a list (L of S) or, with ``as_set``, a string set (SS)."""
+    item: dict[str, Any] = {"pk": av(pk), "sk": av(sk)}
+    if blobs is not _UNSET:
+        item["blobs"] = {"SS": sorted(blobs)} if as_set else av(list(blobs))
+    item.update({name: av(value) for name, value in attrs.items()})
+    return item
+
+
+def record(
+    event_name: str,
+    n: int,
+    pk: str = "doc#1",
+    sk: str = "v#1",
+    *,
+    old: dict[str, Any] | None = None,
+    new: dict[str, Any] | None = None,
+    view_type: str = "NEW_AND_OLD_IMAGES",
+    user_identity: dict[str, str] | None = None,
+    keys: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    dynamodb: dict[str, Any] = {
+        "ApproximateCreationDateTime": 1714564800 + n,
+        "Keys": keys if keys is not None else {"pk": av(pk), "sk": av(sk)},
+        "SequenceNumber": seq(n),
+        "SizeBytes": 256,
+        "StreamViewType": view_type,
+    }
+    if old is not None:
+        dynamodb["OldImage"] = old
+    if new is not None:
+        dynamodb["NewImage"] = new
+    raw: dict[str, Any] = {
+        "eventID": f"event-{n}",
+        "eventName": event_name,
+        "eventVersion": "1.1",
+        "eventSource": "aws:dynamodb",
+        "awsRegion": REGION,
+        "dynamodb": dynamodb,
+        "eventSourceARN": STREAM_ARN,
+    }
+    if user_identity is not None:
+        raw["userIdentity"] = user_identity
+    return raw
+
+
+def insert(n: int, pk: str = "doc#1", sk: str = "v#1", blobs: Any = ()) -> dict[str, Any]:
+    return record("INSERT", n, pk, sk, new=image(pk, sk, blobs))
+
+
+def modify(n: int, pk: str, sk: str, old_blobs: Any, new_blobs: Any) -> dict[str, Any]:
+    return record("MODIFY", n, pk, sk, old=image(pk, sk, old_blobs), new=image(pk, sk, new_blobs))
+
+
+def remove(
+    n: int, pk: str, sk: str, blobs: Any, *, as_set: bool = False, ttl: bool = False
+) -> dict[str, Any]:
+    return record(
+        "REMOVE",
+        n,
+        pk,
+        sk,
+        old=image(pk, sk, blobs, as_set=as_set),
+        user_identity=TTL_IDENTITY if ttl else None,
+    )
+
+
+def keys_only(event_name: str, n: int, pk: str, sk: str) -> dict[str, Any]:
+    return record(event_name, n, pk, sk, view_type="KEYS_ONLY")
+
+
+def stream_event(*records: dict[str, Any]) -> dict[str, Any]:
+    return {"Records": list(records)}
+
+
+def sqs_event() -> dict[str, Any]:
+    return {
+        "Records": [
+            {
+                "messageId": "059f36b4-87a3-44ab-83d2-661975830a7d",
+                "receiptHandle": "AQEBwJnKyrHigUMZj6rYigCgxlaS3SLy0a",
+                "body": "{}",
+                "attributes": {},
+                "messageAttributes": {},
+                "md5OfBody": "99914b932bd37a50b983c5e7c90ae93b",
+                "eventSource": "aws:sqs",
+                "eventSourceARN": f"arn:aws:sqs:{REGION}:{ACCOUNT}:queue",
+                "awsRegion": REGION,
+            }
+        ]
+    }
+
+
+def failures(*ns: int) -> dict[str, list[dict[str, str]]]:
+    """The exact partial batch response failing the records with these factory numbers."""
+    return {"batchItemFailures": [{"itemIdentifier": seq(n)} for n in ns]}
+
+
+@dataclass
+class FakeLambdaContext:
+    function_name: str = "doctable-StreamConsumer"
+    memory_limit_in_mb: int = 256
+    invoked_function_arn: str = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:doctable-StreamConsumer"
+    aws_request_id: str = "52fdfc07-2182-154f-163f-5f0f9a621d72"
+    log_group_name: str = "/aws/lambda/doctable-StreamConsumer"
+    log_stream_name: str = "2024/05/01/[$LATEST]abcdef"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30_000

@@ -1,0 +1,149 @@
+"""The knobs: precedence, closed enums, malformed names, contradictions, all errors collected at once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from infra.config import (
+    DEFAULTS_CONTEXT_KEY,
+    KNOB_DEFAULTS,
+    ConfigError,
+    load_cdk_json_defaults,
+    resolve_config,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_cdk_json_carries_every_knob_default() -> None:
+    context = json.loads((ROOT / "cdk.json").read_text())["context"]
+    assert context[DEFAULTS_CONTEXT_KEY] == KNOB_DEFAULTS
+
+
+def test_defaults_give_the_flat_dev_table() -> None:
+    config = resolve_config(context={}, environ={}, defaults=load_cdk_json_defaults())
+    assert (config.gsi, config.ttl, config.stream, config.pitr) == ("none", "off", "none", "off")
+    assert config.table_name == "items-dev"
+    assert config.stack_name == "doctable-items-dev"
+    assert config.consumer == "none"  # auto resolves to none without a stream
+    assert config.tags() == {
+        "ManagedBy": "ephemera",
+        "Source": "doctable",
+        "PlanVersion": config.tags()["PlanVersion"],
+        "Environment": "dev",
+    }
+
+
+def test_context_beats_environment_beats_default() -> None:
+    # GIVEN the same knob from all three sources
+    defaults = {"gsi": "none", "ttl": "off"}
+    environ = {"GSI": "gsi1", "TTL": "on"}
+    # WHEN context names gsi only
+    config = resolve_config(context={"gsi": "none"}, environ=environ, defaults=defaults)
+    # THEN context wins for gsi, the environment for ttl
+    assert config.gsi == "none"
+    assert config.ttl == "on"
+
+
+def test_empty_environment_variable_counts_as_unset() -> None:
+    config = resolve_config(context={}, environ={"GSI": ""}, defaults={"gsi": "gsi1"})
+    assert config.gsi == "gsi1"
+
+
+def test_stream_turns_on_the_builtin_consumer_by_default() -> None:
+    config = resolve_config(context={"stream": "new-and-old"}, environ={}, defaults={})
+    assert config.consumer == "builtin"
+    assert config.has_mapping
+
+
+@pytest.mark.parametrize(
+    ("knob", "value", "allowed"),
+    [
+        ("gsi", "gsi2", "none|gsi1"),
+        ("ttl", "yes", "off|on"),
+        ("stream", "new-image", "none|new-and-old"),
+        ("pitr", "true", "off|on"),
+        ("env", "qa", "dev|stg|uat|prod"),
+        ("table_base", "Items", "[a-z0-9-]"),
+        ("table_base", "items_v2", "[a-z0-9-]"),
+        ("table_base", "a" * 200, "3..119"),
+        ("cost_center", "cc#1", "letters, digits"),
+        ("owner", "aws:me", "not starting with 'aws:'"),
+        ("owner", "x" * 257, "at most 256"),
+        ("consumer", "lambda-fn", "auto|builtin|none|<Lambda function ARN>"),
+        ("consumer", "arn:aws:lambda:us-east-1:12:function:x", "arn:aws:lambda:<region>:<account>:function:<name>"),
+        ("blob_bucket", "Bad_Bucket", "3-63 characters"),
+        ("blob_root", "/abs/", "ending in '/'"),
+        ("blob_root", "a/../b/", "ending in '/'"),
+        ("blob_prefix_cleanup", "maybe", "off|on"),
+        ("starting_position", "at-timestamp", "trim-horizon|latest"),
+        ("batch_size", "0", "1 to 10000"),
+        ("batch_size", "10001", "1 to 10000"),
+        ("batch_size", "ten", "1 to 10000"),
+        ("batching_window", "301", "0 to 300"),
+        ("max_retries", "-1", "0 to 10000"),
+        ("max_record_age", "-1", "60 to 604800"),
+        ("parallelization_factor", "11", "1 to 10"),
+        ("powertools", "pip", "layer|bundled"),
+        ("architecture", "x86", "arm64|x86_64"),
+        ("memory", "64", "128 to 10240"),
+        ("timeout", "901", "1 to 900"),
+        ("deploy_target", "localstack", "aws|local"),
+    ],
+)
+def test_invalid_value_names_the_knob_the_value_and_the_allowed_values(knob: str, value: str, allowed: str) -> None:
+    # GIVEN one bad knob (with the stream on, so consumer knobs are meaningful)
+    context = {"stream": "new-and-old", knob: value}
+    # WHEN the config resolves
+    with pytest.raises(ConfigError) as caught:
+        resolve_config(context=context, environ={}, defaults={})
+    # THEN the single message names the knob, the value and what is allowed
+    message = str(caught.value)
+    assert f"{knob}=" in message
+    assert repr(value)[:60].rstrip("'") in message
+    assert allowed in message
+
+
+@pytest.mark.parametrize(
+    ("context", "fragment"),
+    [
+        ({"consumer": "builtin"}, "set but stream=none"),
+        ({"consumer": "arn:aws:lambda:us-east-1:123456789012:function:mine"}, "set but stream=none"),
+        ({"stream": "new-and-old", "consumer": "none", "blob_bucket": "my-blobs"}, "only consumer=builtin"),
+        ({"stream": "new-and-old", "consumer": "none", "blob_prefix_cleanup": "on"}, "only consumer=builtin"),
+        ({"stream": "new-and-old", "batch_size": "5000"}, "needs batching_window"),
+    ],
+)
+def test_contradictory_combinations_fail(context: dict[str, str], fragment: str) -> None:
+    with pytest.raises(ConfigError, match=fragment):
+        resolve_config(context=context, environ={}, defaults={})
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    with pytest.raises(ConfigError) as caught:
+        resolve_config(context={"gsi": "x", "ttl": "y", "env": "z", "consumer": "builtin"}, environ={}, defaults={})
+    assert len(caught.value.problems) == 4
+    assert [p.split("=")[0] for p in caught.value.problems] == ["gsi", "ttl", "env", "consumer"]
+
+
+def test_borrowed_consumer_arn_is_accepted_with_the_stream() -> None:
+    arn = "arn:aws:lambda:eu-west-1:123456789012:function:my-consumer"
+    config = resolve_config(context={"stream": "new-and-old", "consumer": arn}, environ={}, defaults={})
+    assert config.borrowed_consumer_arn == arn
+    assert not config.builtin_consumer
+
+
+@pytest.mark.parametrize(("env", "protected", "retained"), [("dev", False, False), ("stg", False, False),
+                                                             ("uat", False, True), ("prod", True, True)])
+def test_environment_policy(env: str, protected: bool, retained: bool) -> None:
+    config = resolve_config(context={"env": env}, environ={}, defaults={})
+    assert (config.deletion_protection, config.retain_on_delete) == (protected, retained)
+
+
+def test_config_is_frozen() -> None:
+    config = resolve_config(context={}, environ={}, defaults={})
+    with pytest.raises(AttributeError):
+        config.gsi = "gsi1"  # type: ignore[misc]
