@@ -1,0 +1,31 @@
+"""Runtime contract strings.
+
+Duplicated on purpose from ``infra/names.py`` (which is not deployed with the function);
+``tests/unit/test_consumer_settings.py`` asserts that both stay equal.
+"""
+
+SERVICE_NAME = "doctable-consumer"
+METRICS_NAMESPACE = "Doctable"
+PROOF_LOG_MESSAGE = "stream_records_received"
+
+PARTITION_KEY = "pk"
+SORT_KEY = "sk"
+BLOBS_ATTRIBUTE = "blobs"
+
+ENV_BLOB_BUCKET = "BLOB_BUCKET"
+ENV_BLOB_ROOT = "BLOB_ROOT"
+ENV_BLOB_PREFIX_CLEANUP = "BLOB_PREFIX_CLEANUP"
+ENV_TABLE_NAME = "TABLE_NAME"
+
+# Metric names (all Count, one namespace).
+METRIC_RECORDS_RECEIVED = "RecordsReceived"
+METRIC_BLOBS_DELETED = "BlobsDeleted"
+METRIC_RECORDS_FAILED = "RecordsFailed"
+METRIC_KEYS_REFUSED = "KeysRefused"
+
+EVENT_SOURCE = "aws:dynamodb"
+# S3 DeleteObjects accepts at most this many keys per request.
+MAX_KEYS_PER_DELETE = 1000
+# userIdentity of a REMOVE made by the DynamoDB TTL process.
+TTL_IDENTITY_TYPE = "Service"
+TTL_IDENTITY_PRINCIPAL = "dynamodb.amazonaws.com"

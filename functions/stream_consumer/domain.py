@@ -1,0 +1,378 @@
+"""Pure domain logic: stream records in, cleanup plans out. No I/O, no logging.
+
+Decisions (the contract the tests pin down):
+
+* Ownership. A record owns exactly the keys under ``<BLOB_ROOT><pk>/<sk>/``. A key listed in ``blobs``
+  that is outside that prefix, or is not a string, is empty, has a leading ``/``, a ``..`` segment, a
+  backslash or a control character, is *refused*: never deleted, logged and counted, but it does NOT fail
+  the record (a retry cannot fix it). If ``pk`` or ``sk`` contain ``/``, ``\\`` or control characters, or
+  are ``.``/``..``, the prefix is ambiguous (``a`` + ``b/c`` and ``a/b`` + ``c`` share it), so every key of
+  that record is refused.
+* Malformed records FAIL (reported in ``batchItemFailures``, retried, then sent to the on-failure
+  destination): unknown ``eventName``, no ``Keys``, images that do not deserialize, ``pk``/``sk``
+  missing or not non-empty strings, a ``blobs`` attribute that is neither a list nor a string set
+  (``NULL`` counts as empty). A record that is not an object or has no ``dynamodb.SequenceNumber``
+  cannot be named in ``batchItemFailures``; the application layer then fails the whole invocation.
+* INSERT deletes nothing. MODIFY deletes the orphans: keys the old image lists and the new image does not
+  (reason ``orphaned``). REMOVE deletes the old image's keys (reason ``deleted``, or ``ttl-expiry`` when the
+  DynamoDB TTL service removed the item) and, with prefix cleanup on, everything under the record's prefix.
+  A record without the image it needs (KEYS_ONLY / NEW_IMAGE streams) deletes nothing, except a REMOVE
+  with prefix cleanup on, which uses the prefix built from ``Keys``.
+* Ordering inside one batch. Deletes run after the whole batch is planned, so a key that a LATER record of
+  the same item references again (the item's last new image in the batch) is retained, not deleted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import StreamRecord
+
+from .constants import (
+    BLOBS_ATTRIBUTE,
+    EVENT_SOURCE,
+    PARTITION_KEY,
+    SORT_KEY,
+    TTL_IDENTITY_PRINCIPAL,
+    TTL_IDENTITY_TYPE,
+)
+
+T = TypeVar("T")
+
+EVENT_NAMES = ("INSERT", "MODIFY", "REMOVE")
+EXPECTED_EVENT = f"expected a DynamoDB Streams event with Records[].eventSource == '{EVENT_SOURCE}'"
+
+REASON_DELETED = "deleted"
+REASON_TTL = "ttl-expiry"
+REASON_ORPHANED = "orphaned"
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_STREAM_ARN = re.compile(r"^arn:[\w-]+:dynamodb:[^:]*:[^:]*:table/([^/]+)/stream/.+$")
+
+
+class UnexpectedEventError(ValueError):
+    """The invocation event is not a DynamoDB Streams event."""
+
+
+class MalformedRecordError(ValueError):
+    """A stream record that cannot be interpreted; it fails (and is retried / dead-lettered)."""
+
+    def __init__(self, problem: str, sequence_number: str | None) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.sequence_number = sequence_number
+
+
+@dataclass(frozen=True)
+class ChangeRecord:
+    """One parsed stream record; images deserialized with the DynamoDB type rules (Decimal, sets, bytes)."""
+
+    position: int
+    sequence_number: str
+    event_name: str
+    pk: str
+    sk: str
+    old_image: Mapping[str, Any] | None
+    new_image: Mapping[str, Any] | None
+    ttl_expiry: bool = False
+    view_type: str | None = None
+    event_id: str | None = None
+
+    @property
+    def item(self) -> tuple[str, str]:
+        return (self.pk, self.sk)
+
+    @property
+    def old_blobs(self) -> list[Any]:
+        return _blobs(self.old_image)
+
+    @property
+    def new_blobs(self) -> list[Any]:
+        return _blobs(self.new_image)
+
+
+@dataclass(frozen=True)
+class RefusedKey:
+    key: Any
+    reason: str
+    source: str  # "blobs" (listed in the image) or "prefix" (found by / refused for prefix cleanup)
+
+
+@dataclass(frozen=True)
+class CleanupPlan:
+    record: ChangeRecord
+    prefix: str
+    reason: str | None = (
+        None  # deleted | ttl-expiry | orphaned; None: nothing to clean (INSERT, unchanged MODIFY)
+    )
+    keys: tuple[str, ...] = ()
+    refused: tuple[RefusedKey, ...] = ()
+    list_prefix: str | None = None  # prefix cleanup: list this prefix and delete what is under it
+    missing_images: bool = False
+
+
+@dataclass
+class BatchSummary:
+    record_count: int
+    event_names: dict[str, int] = field(default_factory=dict)
+    first_sequence_number: str | None = None
+    last_sequence_number: str | None = None
+    table_name: str | None = None
+
+    def as_log_fields(self) -> dict[str, Any]:
+        return {
+            "record_count": self.record_count,
+            "event_names": self.event_names,
+            "first_sequence_number": self.first_sequence_number,
+            "last_sequence_number": self.last_sequence_number,
+            "table_name": self.table_name,
+        }
+
+
+# --------------------------------------------------------------------------- event / record parsing
+
+
+def stream_records(event: Any) -> list[dict[str, Any]]:
+    """The event's records, or :class:`UnexpectedEventError` if this is not a DynamoDB Streams event."""
+    if not isinstance(event, Mapping):
+        raise UnexpectedEventError(f"{EXPECTED_EVENT}; got a {type(event).__name__}")
+    records = event.get("Records")
+    if not isinstance(records, list) or not records:
+        raise UnexpectedEventError(f"{EXPECTED_EVENT}; got an event with top-level keys {sorted(event)[:10]}")
+    for index, record in enumerate(records):
+        source = record.get("eventSource") if isinstance(record, Mapping) else None
+        if source != EVENT_SOURCE:
+            raise UnexpectedEventError(f"{EXPECTED_EVENT}; Records[{index}].eventSource is {source!r}")
+    return records
+
+
+def sequence_number_of(raw: Any) -> str | None:
+    dynamodb = raw.get("dynamodb") if isinstance(raw, Mapping) else None
+    number = dynamodb.get("SequenceNumber") if isinstance(dynamodb, Mapping) else None
+    return number if isinstance(number, str) and number else None
+
+
+def parse_record(raw: Any, position: int = 0) -> ChangeRecord:
+    """Parse one raw stream record; raise :class:`MalformedRecordError` saying what is wrong."""
+    sequence_number = sequence_number_of(raw)
+
+    def malformed(problem: str) -> MalformedRecordError:
+        return MalformedRecordError(problem, sequence_number)
+
+    if not isinstance(raw, Mapping):
+        raise malformed("record is not an object")
+    event_name = raw.get("eventName")
+    if event_name not in EVENT_NAMES:
+        raise malformed(f"eventName {event_name!r} is not one of {', '.join(EVENT_NAMES)}")
+    dynamodb = raw.get("dynamodb")
+    if not isinstance(dynamodb, Mapping):
+        raise malformed("missing 'dynamodb' object")
+    if sequence_number is None:
+        raise malformed("missing dynamodb.SequenceNumber")
+    if not isinstance(dynamodb.get("Keys"), Mapping) or not dynamodb["Keys"]:
+        raise malformed("missing dynamodb.Keys")
+    for name in ("OldImage", "NewImage"):
+        if name in dynamodb and not isinstance(dynamodb[name], Mapping):
+            raise malformed(f"dynamodb.{name} is not an object")
+
+    stream = StreamRecord(dict(dynamodb))
+    try:
+        keys = stream.keys
+        old_image = stream.old_image if "OldImage" in dynamodb else None
+        new_image = stream.new_image if "NewImage" in dynamodb else None
+    except Exception as exc:  # the deserializer raises TypeError/KeyError/AttributeError/decimal errors
+        raise malformed(f"attribute values do not deserialize: {type(exc).__name__}: {exc}") from None
+
+    pk, sk = keys.get(PARTITION_KEY), keys.get(SORT_KEY)
+    for name, value in ((PARTITION_KEY, pk), (SORT_KEY, sk)):
+        if not isinstance(value, str) or not value:
+            shown = "missing" if value is None else f"a {type(value).__name__}"
+            raise malformed(f"key attribute '{name}' must be a non-empty string, got {shown}")
+    for name, image in (("OldImage", old_image), ("NewImage", new_image)):
+        problem = _blobs_problem(image)
+        if problem:
+            raise malformed(f"{name}.{BLOBS_ATTRIBUTE} {problem}")
+
+    identity = raw.get("userIdentity")
+    ttl_expiry = (
+        event_name == "REMOVE"
+        and isinstance(identity, Mapping)
+        and identity.get("type") == TTL_IDENTITY_TYPE
+        and identity.get("principalId") == TTL_IDENTITY_PRINCIPAL
+    )
+    view_type = dynamodb.get("StreamViewType")
+    return ChangeRecord(
+        position=position,
+        sequence_number=sequence_number,
+        event_name=event_name,
+        pk=pk,  # type: ignore[arg-type]  # checked above
+        sk=sk,  # type: ignore[arg-type]
+        old_image=old_image,
+        new_image=new_image,
+        ttl_expiry=ttl_expiry,
+        view_type=view_type if isinstance(view_type, str) else None,
+        event_id=raw.get("eventID") if isinstance(raw.get("eventID"), str) else None,
+    )
+
+
+def _blobs_problem(image: Mapping[str, Any] | None) -> str | None:
+    value = None if image is None else image.get(BLOBS_ATTRIBUTE)
+    if value is None or isinstance(value, list):
+        return None
+    if isinstance(value, set) and all(isinstance(item, str) for item in value):
+        return None
+    kind = "number set" if isinstance(value, set) else type(value).__name__
+    return f"must be a list or a string set, got {kind}"
+
+
+def _blobs(image: Mapping[str, Any] | None) -> list[Any]:
+    value = None if image is None else image.get(BLOBS_ATTRIBUTE)
+    if value is None:
+        return []
+    if isinstance(value, set):
+        return sorted(value)  # deterministic order for string sets
+    return list(value)
+
+
+# --------------------------------------------------------------------------- ownership rules
+
+
+def record_prefix(root: str, pk: str, sk: str) -> str:
+    return f"{root}{pk}/{sk}/"
+
+
+def _unsafe_part(part: str) -> bool:
+    return part in (".", "..") or "/" in part or "\\" in part or bool(_CONTROL.search(part))
+
+
+def prefix_problem(pk: str, sk: str) -> str | None:
+    """Why ``pk``/``sk`` cannot form an unambiguous prefix, or None."""
+    if _unsafe_part(pk) or _unsafe_part(sk):
+        return "record-prefix-ambiguous"
+    return None
+
+
+def key_refusal(key: Any, prefix: str, prefix_issue: str | None = None) -> str | None:
+    """Why ``key`` must not be deleted on behalf of the record owning ``prefix``; None if it may."""
+    if not isinstance(key, str):
+        return "not-a-string"
+    if not key:
+        return "empty"
+    if _CONTROL.search(key):
+        return "control-character"
+    if "\\" in key:
+        return "backslash"
+    if key.startswith("/"):
+        return "absolute"
+    if ".." in key.split("/"):
+        return "dot-dot-segment"
+    if prefix_issue:
+        return prefix_issue
+    if not key.startswith(prefix):
+        return "outside-record-prefix"
+    return None
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def plan_cleanup(record: ChangeRecord, root: str, prefix_cleanup: bool) -> CleanupPlan:
+    """What to delete for one record (before prefix listing and batch-level retention)."""
+    prefix = record_prefix(root, record.pk, record.sk)
+    if record.event_name == "INSERT":
+        return CleanupPlan(record, prefix)
+
+    issue = prefix_problem(record.pk, record.sk)
+    list_prefix: str | None = None
+    refused: list[RefusedKey] = []
+    reason: str | None
+    if record.event_name == "MODIFY":
+        reason = REASON_ORPHANED
+        missing = record.old_image is None or record.new_image is None
+        still_listed = record.new_blobs
+        candidates = [] if missing else [key for key in record.old_blobs if key not in still_listed]
+    else:
+        reason = REASON_TTL if record.ttl_expiry else REASON_DELETED
+        missing = record.old_image is None
+        candidates = record.old_blobs
+        if prefix_cleanup:
+            if issue:
+                refused.append(RefusedKey(prefix, issue, "prefix"))
+            else:
+                list_prefix = prefix
+
+    keys: dict[str, None] = {}
+    for key in candidates:
+        refusal = key_refusal(key, prefix, issue)
+        if refusal:
+            refused.append(RefusedKey(key, refusal, "blobs"))
+        else:
+            keys[key] = None
+    if record.event_name == "MODIFY" and not keys and not refused:
+        reason = None  # nothing became an orphan
+    return CleanupPlan(
+        record=record,
+        prefix=prefix,
+        reason=reason,
+        keys=tuple(keys),
+        refused=tuple(refused),
+        list_prefix=list_prefix,
+        missing_images=missing,
+    )
+
+
+def retained_keys(records: Sequence[ChangeRecord]) -> dict[int, frozenset[str]]:
+    """Per record position: keys the item's LAST state in this batch references again (must not be deleted).
+
+    Only records followed by a later record of the same item get an entry; a last record that is a REMOVE (or
+    has no new image) retains nothing.
+    """
+    final_keys: dict[tuple[str, str], frozenset[str]] = {}
+    retained: dict[int, frozenset[str]] = {}
+    for record in reversed(records):
+        if record.item in final_keys:
+            if final_keys[record.item]:
+                retained[record.position] = final_keys[record.item]
+        else:
+            final_keys[record.item] = frozenset(key for key in record.new_blobs if isinstance(key, str))
+    return retained
+
+
+# --------------------------------------------------------------------------- batch helpers
+
+
+def chunked(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def table_name_from_arn(arn: Any) -> str | None:
+    """``arn:aws:dynamodb:<region>:<acct>:table/<name>/stream/<ts>`` -> ``<name>``."""
+    match = _STREAM_ARN.match(arn) if isinstance(arn, str) else None
+    return match.group(1) if match else None
+
+
+def summarize(records: Sequence[Any]) -> BatchSummary:
+    """The record-level proof: counts per event name, first/last sequence number, table name."""
+    counts = dict.fromkeys(EVENT_NAMES, 0)
+    sequence_numbers: list[str] = []
+    table_name: str | None = None
+    for raw in records:
+        name = raw.get("eventName") if isinstance(raw, Mapping) else None
+        label = name if isinstance(name, str) else "UNKNOWN"
+        counts[label] = counts.get(label, 0) + 1
+        number = sequence_number_of(raw)
+        if number:
+            sequence_numbers.append(number)
+        if table_name is None and isinstance(raw, Mapping):
+            table_name = table_name_from_arn(raw.get("eventSourceARN"))
+    return BatchSummary(
+        record_count=len(records),
+        event_names=counts,
+        first_sequence_number=sequence_numbers[0] if sequence_numbers else None,
+        last_sequence_number=sequence_numbers[-1] if sequence_numbers else None,
+        table_name=table_name,
+    )

@@ -1,0 +1,44 @@
+"""Lambda entry point (``stream_consumer.handler.lambda_handler``): Powertools wiring only.
+
+Settings are validated at import (cold start): a bad environment fails the init with a clear
+:class:`~.settings.SettingsError`. The S3 client is created on first use and reused across invocations.
+Logic lives in :mod:`.domain` (pure) and :mod:`.cleanup` (batch-level deletes, failure mapping).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+
+from .blob_store import S3BlobStore
+from .cleanup import BlobCleaner
+from .constants import METRICS_NAMESPACE, SERVICE_NAME
+from .settings import Settings
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+settings = Settings.from_env()
+
+logger = Logger(service=SERVICE_NAME)
+metrics = Metrics(namespace=METRICS_NAMESPACE, service=SERVICE_NAME)
+# Patch only botocore (the S3 calls), not every supported library: cheaper cold start.
+tracer = Tracer(service=SERVICE_NAME, patch_modules=("botocore",))
+
+# Always a partial batch response, even when every record failed (no BatchProcessingError).
+processor = BatchProcessor(event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
+cleaner = BlobCleaner(S3BlobStore(settings.blob_bucket), settings, logger, metrics)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics(raise_on_empty_metrics=False)
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+    records = cleaner.accept(event)
+    outcome = cleaner.clean(records)
+    return process_partial_response(
+        event=event, record_handler=outcome.record_handler, processor=processor, context=context
+    )

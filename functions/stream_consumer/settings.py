@@ -1,0 +1,92 @@
+"""Typed settings read from the environment, validated once at cold start.
+
+Contract (each violation raises one :class:`SettingsError` naming the variable, the value and what is
+allowed):
+
+* ``BLOB_BUCKET`` (required): the bucket holding the blobs; a plain S3 bucket name, not an ARN or URL.
+* ``BLOB_ROOT`` (optional, default ``""``): key prefix under which each record owns
+  ``<BLOB_ROOT><pk>/<sk>/``. Empty, or ending in ``/``; no leading ``/``, no ``..`` segments, no
+  backslashes or control characters.
+* ``BLOB_PREFIX_CLEANUP`` (optional, default ``off``): ``on`` or ``off`` (case-insensitive). When ``on``,
+  a REMOVE also deletes every object under the record's own prefix.
+* ``TABLE_NAME`` (optional): the table the stream belongs to; only used to warn about foreign records.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .constants import ENV_BLOB_BUCKET, ENV_BLOB_PREFIX_CLEANUP, ENV_BLOB_ROOT, ENV_TABLE_NAME
+
+_BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class SettingsError(ValueError):
+    """An environment variable is missing or has a value outside its contract."""
+
+    def __init__(self, variable: str, value: str | None, allowed: str) -> None:
+        shown = "<unset>" if value is None else repr(value)
+        super().__init__(f"invalid environment variable {variable}={shown}: {allowed}")
+        self.variable = variable
+        self.value = value
+
+
+@dataclass(frozen=True)
+class Settings:
+    blob_bucket: str
+    blob_root: str = ""
+    prefix_cleanup: bool = False
+    table_name: str | None = None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        return cls(
+            blob_bucket=_bucket(env.get(ENV_BLOB_BUCKET)),
+            blob_root=_root(env.get(ENV_BLOB_ROOT)),
+            prefix_cleanup=_switch(env.get(ENV_BLOB_PREFIX_CLEANUP)),
+            table_name=(env.get(ENV_TABLE_NAME) or "").strip() or None,
+        )
+
+
+def _bucket(value: str | None) -> str:
+    if not value or not _BUCKET_NAME.match(value):
+        raise SettingsError(
+            ENV_BLOB_BUCKET,
+            value,
+            "required; an S3 bucket name (3-63 characters: lowercase letters, digits, '.', '-'), "
+            "not an ARN or URL",
+        )
+    return value
+
+
+def _root(value: str | None) -> str:
+    if not value:
+        return ""
+    if (
+        not value.endswith("/")
+        or value.startswith("/")
+        or "\\" in value
+        or _CONTROL.search(value)
+        or ".." in value.split("/")
+    ):
+        raise SettingsError(
+            ENV_BLOB_ROOT,
+            value,
+            "must be empty or a key prefix ending in '/', without a leading '/', '..' segments, "
+            "backslashes or control characters (e.g. 'blobs/')",
+        )
+    return value
+
+
+def _switch(value: str | None) -> bool:
+    normalized = (value or "off").strip().lower()
+    if normalized not in ("on", "off"):
+        raise SettingsError(
+            ENV_BLOB_PREFIX_CLEANUP, value, "allowed values are 'on' or 'off' (default 'off')"
+        )
+    return normalized == "on"
