@@ -183,7 +183,9 @@ class DocTableConfig:
         return asdict(self)
 
 
-def _raw(name: str, context: Mapping[str, Any], environ: Mapping[str, str], defaults: Mapping[str, Any]) -> str:
+def _raw(
+    name: str, context: Mapping[str, Any], environ: Mapping[str, str], defaults: Mapping[str, Any]
+) -> str:
     """Context first (``-c gsi=gsi1``), then the upper-cased environment variable (``GSI=gsi1``), then cdk.json."""
     from_env = environ.get(name.upper())
     for value in (context.get(name), from_env or None, defaults.get(name)):  # an empty variable is unset
@@ -286,10 +288,14 @@ def resolve_config(
     prefix_cleanup = _enum(problems, "blob_prefix_cleanup", raw["blob_prefix_cleanup"], ONOFF) == "on"
     starting_position = _enum(problems, "starting_position", raw["starting_position"], STARTING_POSITIONS)
     batch_size = _int(problems, "batch_size", raw["batch_size"], BATCH_SIZE_RANGE)
-    batching_window = _int(problems, "batching_window", raw["batching_window"], BATCHING_WINDOW_RANGE, " seconds")
+    batching_window = _int(
+        problems, "batching_window", raw["batching_window"], BATCHING_WINDOW_RANGE, " seconds"
+    )
     max_retries = _int(problems, "max_retries", raw["max_retries"], MAX_RETRIES_RANGE)
     max_record_age = _int(problems, "max_record_age", raw["max_record_age"], MAX_RECORD_AGE_RANGE, " seconds")
-    parallelization = _int(problems, "parallelization_factor", raw["parallelization_factor"], PARALLELIZATION_RANGE)
+    parallelization = _int(
+        problems, "parallelization_factor", raw["parallelization_factor"], PARALLELIZATION_RANGE
+    )
     powertools = _enum(problems, "powertools", raw["powertools"], POWERTOOLS_MODES)
     architecture = _enum(problems, "architecture", raw["architecture"], ARCHITECTURES)
     memory = _int(problems, "memory", raw["memory"], MEMORY_RANGE, " MB")
@@ -300,7 +306,9 @@ def resolve_config(
     if consumer != "builtin":
         for name in ("blob_bucket", "blob_root"):
             if raw[name]:
-                problems.append(f"{name}={raw[name]!r} set but consumer={consumer!r} — only consumer=builtin uses it")
+                problems.append(
+                    f"{name}={raw[name]!r} set but consumer={consumer!r} — only consumer=builtin uses it"
+                )
         if prefix_cleanup:
             problems.append(
                 f"blob_prefix_cleanup='on' set but consumer={consumer!r} — only consumer=builtin cleans blobs"

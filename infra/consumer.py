@@ -15,8 +15,8 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from infra import names
-from infra.nag import acknowledge
 from infra.config import PROJECT_ROOT, DocTableConfig
+from infra.nag import acknowledge
 
 FUNCTIONS_DIR = PROJECT_ROOT / "functions"
 ASSET_EXCLUDES = ["**/__pycache__", "**/*.pyc", "**/*.md", "**/.mypy_cache"]
@@ -30,7 +30,9 @@ POWERTOOLS_SSM_PATH = "/aws/service/powertools/python/{arch}/{runtime}/{version}
 
 
 def powertools_layer_parameter(architecture: str) -> str:
-    return POWERTOOLS_SSM_PATH.format(arch=architecture, runtime=RUNTIME.name, version=names.POWERTOOLS_VERSION)
+    return POWERTOOLS_SSM_PATH.format(
+        arch=architecture, runtime=RUNTIME.name, version=names.POWERTOOLS_VERSION
+    )
 
 
 class StreamConsumer(Construct):
@@ -84,7 +86,7 @@ class StreamConsumer(Construct):
             bucket,
             "AwsSolutions::AwsSolutions-S1",
             "Object-level audit is CloudTrail data events' job; a third bucket for server access "
-                    "logs per environment would cost more than the blobs it audits.",
+            "logs per environment would cost more than the blobs it audits.",
         )
         return bucket
 
@@ -112,7 +114,9 @@ class StreamConsumer(Construct):
                 resources=[self.failure_bucket.arn_for_objects("aws/lambda/*")],
             ),
             iam.PolicyStatement(
-                sid="LocateFailureBucket", actions=["s3:ListBucket"], resources=[self.failure_bucket.bucket_arn]
+                sid="LocateFailureBucket",
+                actions=["s3:ListBucket"],
+                resources=[self.failure_bucket.bucket_arn],
             ),
         ]
         if config.blob_prefix_cleanup:
@@ -133,12 +137,21 @@ class StreamConsumer(Construct):
         )
         failure_arn = f"<{stack.resolve(stack.get_logical_id(self._cfn(self.failure_bucket)))}.Arn>"
         for finding, reason in (
-            ("Resource::*", "dynamodb:ListStreams has no resource type; every other stream action is on the "
-             "table's own stream ARN."),
-            (f"Resource::{blob_arn}/{config.blob_root}*", "DeleteObject must reach any blob key a record lists "
-             "under the blob root; the handler refuses keys outside the record's own <pk>/<sk>/ prefix."),
-            (f"Resource::{failure_arn}/aws/lambda/*", "Lambda names failed-batch objects itself, always under "
-             "aws/lambda/<mapping>/ in the failure bucket."),
+            (
+                "Resource::*",
+                "dynamodb:ListStreams has no resource type; every other stream action is on the "
+                "table's own stream ARN.",
+            ),
+            (
+                f"Resource::{blob_arn}/{config.blob_root}*",
+                "DeleteObject must reach any blob key a record lists "
+                "under the blob root; the handler refuses keys outside the record's own <pk>/<sk>/ prefix.",
+            ),
+            (
+                f"Resource::{failure_arn}/aws/lambda/*",
+                "Lambda names failed-batch objects itself, always under "
+                "aws/lambda/<mapping>/ in the failure bucket.",
+            ),
         ):
             acknowledge(policy, f"AwsSolutions::AwsSolutions-IAM5[{finding}]", reason)
         return policy
@@ -150,7 +163,9 @@ class StreamConsumer(Construct):
         return child
 
     # -------------------------------------------------------------------------------------------- function
-    def _build_function(self, config: DocTableConfig, role: iam.Role, table: dynamodb.Table) -> lambda_.Function:
+    def _build_function(
+        self, config: DocTableConfig, role: iam.Role, table: dynamodb.Table
+    ) -> lambda_.Function:
         assert self.blob_bucket is not None and self.log_group is not None
         layers: list[lambda_.ILayerVersion] = []
         if config.powertools == "bundled":
@@ -195,7 +210,7 @@ class StreamConsumer(Construct):
             function,
             "AwsSolutions::AwsSolutions-L1",
             "Python 3.13 is the newest runtime the project's tests run on (the build machines "
-                    "carry 3.11-3.13); the runtime moves when the test interpreter does.",
+            "carry 3.11-3.13); the runtime moves when the test interpreter does.",
         )
         return function
 

@@ -47,8 +47,12 @@ class DocTableStack(Stack):
             )
             if self.consumer.function is not None:
                 assert self.consumer.log_group is not None and self.consumer.blob_bucket is not None
-                self._output(names.OUT_CONSUMER_FUNCTION_NAME, self.consumer.function.function_name, "Consumer")
-                self._output(names.OUT_CONSUMER_FUNCTION_ARN, self.consumer.function.function_arn, "Consumer ARN")
+                self._output(
+                    names.OUT_CONSUMER_FUNCTION_NAME, self.consumer.function.function_name, "Consumer"
+                )
+                self._output(
+                    names.OUT_CONSUMER_FUNCTION_ARN, self.consumer.function.function_arn, "Consumer ARN"
+                )
                 self._output(
                     names.OUT_CONSUMER_LOG_GROUP,
                     self.consumer.log_group.log_group_name,
@@ -74,7 +78,9 @@ def create_stack(app: App, config: DocTableConfig) -> DocTableStack:
         config=config,
         stack_name=config.stack_name,
         synthesizer=synthesizer,
-        env=Environment(account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=os.environ.get("CDK_DEFAULT_REGION")),
+        env=Environment(
+            account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=os.environ.get("CDK_DEFAULT_REGION")
+        ),
     )
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return stack

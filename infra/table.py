@@ -8,8 +8,8 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra import names
-from infra.nag import acknowledge
 from infra.config import DocTableConfig
+from infra.nag import acknowledge
 
 
 class DocumentTable(Construct):
@@ -42,17 +42,19 @@ class DocumentTable(Construct):
             # Rides the create: adding an index to a live table is an online backfill (README, knobs table).
             table.add_global_secondary_index(
                 index_name=names.GSI_NAME,
-                partition_key=dynamodb.Attribute(name=names.GSI_PARTITION_KEY, type=dynamodb.AttributeType.STRING),
+                partition_key=dynamodb.Attribute(
+                    name=names.GSI_PARTITION_KEY, type=dynamodb.AttributeType.STRING
+                ),
                 sort_key=dynamodb.Attribute(name=names.GSI_SORT_KEY, type=dynamodb.AttributeType.STRING),
                 projection_type=dynamodb.ProjectionType.ALL,
             )
         Tags.of(table).add("Name", config.table_name)
         if not config.has_pitr:
             acknowledge(
-            table,
-            "AwsSolutions::AwsSolutions-DDB3",
-            "PITR is the `pitr` knob; this environment chose pitr=off.",
-        )
+                table,
+                "AwsSolutions::AwsSolutions-DDB3",
+                "PITR is the `pitr` knob; this environment chose pitr=off.",
+            )
         return table
 
     def _build_runtime_policy(self, config: DocTableConfig) -> iam.ManagedPolicy:

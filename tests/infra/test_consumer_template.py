@@ -97,7 +97,9 @@ def test_mapping_properties_and_tags() -> None:
     assert props["MaximumRecordAgeInSeconds"] == config.max_record_age == 21600
     assert props["ParallelizationFactor"] == 1
     assert props["DestinationConfig"] == {
-        "OnFailure": {"Destination": {"Fn::GetAtt": [_logical(template, "AWS::S3::Bucket", "Failure"), "Arn"]}}
+        "OnFailure": {
+            "Destination": {"Fn::GetAtt": [_logical(template, "AWS::S3::Bucket", "Failure"), "Arn"]}
+        }
     }
     assert tag_map(props["Tags"]) == {
         "ManagedBy": "ephemera",
@@ -115,8 +117,14 @@ def test_mapping_properties_and_tags() -> None:
     ("knobs", "expected"),
     [
         ({"starting_position": "latest"}, {"StartingPosition": "LATEST"}),
-        ({"batch_size": "100", "batching_window": "5"}, {"BatchSize": 100, "MaximumBatchingWindowInSeconds": 5}),
-        ({"max_retries": "0", "max_record_age": "60"}, {"MaximumRetryAttempts": 0, "MaximumRecordAgeInSeconds": 60}),
+        (
+            {"batch_size": "100", "batching_window": "5"},
+            {"BatchSize": 100, "MaximumBatchingWindowInSeconds": 5},
+        ),
+        (
+            {"max_retries": "0", "max_record_age": "60"},
+            {"MaximumRetryAttempts": 0, "MaximumRecordAgeInSeconds": 60},
+        ),
         ({"parallelization_factor": "4"}, {"ParallelizationFactor": 4}),
     ],
 )
@@ -147,9 +155,9 @@ def test_buckets_are_encrypted_private_and_tls_only() -> None:
     assert len(buckets) == 2
     for bucket in buckets.values():
         props = bucket["Properties"]
-        assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"] == {
-            "SSEAlgorithm": "AES256"
-        }
+        assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0][
+            "ServerSideEncryptionByDefault"
+        ] == {"SSEAlgorithm": "AES256"}
         assert props["PublicAccessBlockConfiguration"] == {
             "BlockPublicAcls": True,
             "BlockPublicPolicy": True,
@@ -193,16 +201,30 @@ def test_every_iam_statement_is_scoped(prefix_cleanup: str) -> None:
     # AND the resources are the consumer's own
     assert by_sid["ReadOwnStream"]["Resource"] == {"Fn::GetAtt": [table_id, "StreamArn"]}
     assert by_sid["DeleteBlobs"]["Action"] == "s3:DeleteObject"
-    assert by_sid["DeleteBlobs"]["Resource"] == {"Fn::Join": ["", [{"Fn::GetAtt": [blob_id, "Arn"]}, "/blobs/*"]]}
+    assert by_sid["DeleteBlobs"]["Resource"] == {
+        "Fn::Join": ["", [{"Fn::GetAtt": [blob_id, "Arn"]}, "/blobs/*"]]
+    }
     assert by_sid["KeepFailedBatches"]["Resource"] == {
         "Fn::Join": ["", [{"Fn::GetAtt": [failure_id, "Arn"]}, "/aws/lambda/*"]]
     }
-    assert by_sid["WriteOwnLogs"]["Resource"] == {"Fn::GetAtt": [_logical(template, "AWS::Logs::LogGroup"), "Arn"]}
+    assert by_sid["WriteOwnLogs"]["Resource"] == {
+        "Fn::GetAtt": [_logical(template, "AWS::Logs::LogGroup"), "Arn"]
+    }
     # AND the role can never write the table
-    all_actions = {a for s in statements for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])}
-    assert not any(a.startswith("dynamodb:") and a not in {
-        "dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"
-    } for a in all_actions)
+    all_actions = {
+        a for s in statements for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+    }
+    assert not any(
+        a.startswith("dynamodb:")
+        and a
+        not in {
+            "dynamodb:DescribeStream",
+            "dynamodb:GetRecords",
+            "dynamodb:GetShardIterator",
+            "dynamodb:ListStreams",
+        }
+        for a in all_actions
+    )
     # AND listing the blob bucket exists only with prefix cleanup, limited to the blob root
     listing = by_sid.get("ListRecordPrefixes")
     if prefix_cleanup == "on":
@@ -212,8 +234,12 @@ def test_every_iam_statement_is_scoped(prefix_cleanup: str) -> None:
     else:
         assert listing is None
     # AND the only `*` resources are for actions that have no resource type
-    star = {a for s in statements if s["Resource"] == "*" for a in (s["Action"] if isinstance(s["Action"], list)
-                                                                    else [s["Action"]])}
+    star = {
+        a
+        for s in statements
+        if s["Resource"] == "*"
+        for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+    }
     assert star == {"dynamodb:ListStreams", "xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 
 
@@ -221,4 +247,6 @@ def test_role_has_no_managed_policies() -> None:
     _, template, _ = synth(**STREAM)
     role = only(template, "AWS::IAM::Role")["Properties"]
     assert "ManagedPolicyArns" not in role
-    assert role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": "lambda.amazonaws.com"}
+    assert role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {
+        "Service": "lambda.amazonaws.com"
+    }

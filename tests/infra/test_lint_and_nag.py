@@ -18,8 +18,9 @@ from tests.infra.synth import synth
 ROOT = Path(__file__).resolve().parents[2]
 MATRIX = [
     dict(gsi=g, ttl=t, stream=s, pitr=p, env=e)
-    for g, t, s, p, e in itertools.product(("none", "gsi1"), ("off", "on"), ("none", "new-and-old"), ("off", "on"),
-                                           ENV_VALUES)
+    for g, t, s, p, e in itertools.product(
+        ("none", "gsi1"), ("off", "on"), ("none", "new-and-old"), ("off", "on"), ENV_VALUES
+    )
 ]
 VARIANTS = [
     dict(stream="new-and-old", blob_prefix_cleanup="on", blob_root="blobs/", starting_position="latest"),
@@ -38,16 +39,27 @@ def test_cfn_lint_is_clean_on_every_template(tmp_path: Path) -> None:
         (tmp_path / f"t{i:03d}.template.json").write_text(json.dumps(template))
     # WHEN cfn-lint checks them all with the project's configuration
     result = subprocess.run(
-        [str(Path(sys.executable).parent / "cfn-lint"), "--config-file", str(ROOT / ".cfnlintrc.yaml"), "--",
-         *sorted(str(p) for p in tmp_path.glob("*.json"))],
-        capture_output=True, text=True, cwd=tmp_path,
+        [
+            str(Path(sys.executable).parent / "cfn-lint"),
+            "--config-file",
+            str(ROOT / ".cfnlintrc.yaml"),
+            "--",
+            *sorted(str(p) for p in tmp_path.glob("*.json")),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
     )
     # THEN it reports nothing
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("knobs", MATRIX[::7] + VARIANTS, ids=lambda k: "-".join(f"{a}={b}" for a, b in k.items()))
-def test_cdk_nag_has_no_unacknowledged_finding_and_every_acknowledgement_has_a_reason(knobs: dict[str, str]) -> None:
+@pytest.mark.parametrize(
+    "knobs", MATRIX[::7] + VARIANTS, ids=lambda k: "-".join(f"{a}={b}" for a, b in k.items())
+)
+def test_cdk_nag_has_no_unacknowledged_finding_and_every_acknowledgement_has_a_reason(
+    knobs: dict[str, str],
+) -> None:
     # synth() itself raises when cdk-nag reports an unacknowledged finding
     _, _, outdir = synth(**knobs)
     report = json.loads((outdir / "validation-report.json").read_text())
@@ -68,8 +80,24 @@ def test_cdk_synth_cli_rejects_an_invalid_knob_naming_it_and_the_allowed_values(
     env = dict(os.environ, JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION="20")
     # WHEN synth runs
     result = subprocess.run(
-        ["npx", "--no-install", "cdk", "synth", "-q", "-c", "gsi=gsi2", "-c", "env=qa", "-o", "/tmp/doctable-bad"],
-        capture_output=True, text=True, cwd=ROOT, env=env, timeout=180,
+        [
+            "npx",
+            "--no-install",
+            "cdk",
+            "synth",
+            "-q",
+            "-c",
+            "gsi=gsi2",
+            "-c",
+            "env=qa",
+            "-o",
+            "/tmp/doctable-bad",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=180,
     )
     # THEN it exits non-zero with one message naming both
     assert result.returncode != 0

@@ -74,7 +74,11 @@ def test_stream_turns_on_the_builtin_consumer_by_default() -> None:
         ("owner", "aws:me", "not starting with 'aws:'"),
         ("owner", "x" * 257, "at most 256"),
         ("consumer", "lambda-fn", "auto|builtin|none|<Lambda function ARN>"),
-        ("consumer", "arn:aws:lambda:us-east-1:12:function:x", "arn:aws:lambda:<region>:<account>:function:<name>"),
+        (
+            "consumer",
+            "arn:aws:lambda:us-east-1:12:function:x",
+            "arn:aws:lambda:<region>:<account>:function:<name>",
+        ),
         ("blob_bucket", "Bad_Bucket", "3-63 characters"),
         ("blob_root", "/abs/", "ending in '/'"),
         ("blob_root", "a/../b/", "ending in '/'"),
@@ -94,7 +98,9 @@ def test_stream_turns_on_the_builtin_consumer_by_default() -> None:
         ("deploy_target", "localstack", "aws|local"),
     ],
 )
-def test_invalid_value_names_the_knob_the_value_and_the_allowed_values(knob: str, value: str, allowed: str) -> None:
+def test_invalid_value_names_the_knob_the_value_and_the_allowed_values(
+    knob: str, value: str, allowed: str
+) -> None:
     # GIVEN one bad knob (with the stream on, so consumer knobs are meaningful)
     context = {"stream": "new-and-old", knob: value}
     # WHEN the config resolves
@@ -124,7 +130,9 @@ def test_contradictory_combinations_fail(context: dict[str, str], fragment: str)
 
 def test_every_problem_is_reported_at_once() -> None:
     with pytest.raises(ConfigError) as caught:
-        resolve_config(context={"gsi": "x", "ttl": "y", "env": "z", "consumer": "builtin"}, environ={}, defaults={})
+        resolve_config(
+            context={"gsi": "x", "ttl": "y", "env": "z", "consumer": "builtin"}, environ={}, defaults={}
+        )
     assert len(caught.value.problems) == 4
     assert [p.split("=")[0] for p in caught.value.problems] == ["gsi", "ttl", "env", "consumer"]
 
@@ -136,8 +144,10 @@ def test_borrowed_consumer_arn_is_accepted_with_the_stream() -> None:
     assert not config.builtin_consumer
 
 
-@pytest.mark.parametrize(("env", "protected", "retained"), [("dev", False, False), ("stg", False, False),
-                                                             ("uat", False, True), ("prod", True, True)])
+@pytest.mark.parametrize(
+    ("env", "protected", "retained"),
+    [("dev", False, False), ("stg", False, False), ("uat", False, True), ("prod", True, True)],
+)
 def test_environment_policy(env: str, protected: bool, retained: bool) -> None:
     config = resolve_config(context={"env": env}, environ={}, defaults={})
     assert (config.deletion_protection, config.retain_on_delete) == (protected, retained)
