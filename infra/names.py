@@ -18,6 +18,7 @@ ID_TABLE = "DocumentTable"
 ID_RUNTIME_POLICY = "RuntimePolicy"
 ID_CONSUMER = "StreamConsumer"
 ID_BLOB_BUCKET = "BlobBucket"
+ID_ALARMS = "Alarms"
 
 # Table shape (fixed: the seed's single-table design).
 PARTITION_KEY = "pk"

@@ -10,6 +10,7 @@ from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
 from infra import names
+from infra.alarms import ConsumerAlarms
 from infra.config import DocTableConfig
 from infra.consumer import StreamConsumer
 from infra.table import DocumentTable
@@ -59,6 +60,14 @@ class DocTableStack(Stack):
                     "Where stream_records_received lines land",
                 )
                 self._output(names.OUT_BLOB_BUCKET, self.consumer.blob_bucket.bucket_name, "The blob bucket")
+                alarms = ConsumerAlarms(
+                    self,
+                    names.ID_ALARMS,
+                    config=config,
+                    function=self.consumer.function,
+                    failure_bucket=self.consumer.failure_bucket,
+                )
+                self._output(names.OUT_ALARM_TOPIC_ARN, alarms.topic.topic_arn, "Subscribe operators here")
         for key, value in config.tags().items():
             Tags.of(self).add(key, value)
 

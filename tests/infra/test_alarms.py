@@ -1,0 +1,61 @@
+"""Alarms an operator must hear about: iterator age, consumer errors, failed batches, keys refused."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infra import names
+from infra.alarms import FAILED_BATCHES_FILTER_ID, ITERATOR_AGE_MS
+from tests.infra.synth import only, resources, synth
+
+
+def _alarms(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        next(
+            part for part in ("IteratorAge", "ConsumerErrors", "FailedBatches", "KeysRefused") if part in k
+        ): v["Properties"]
+        for k, v in resources(template, "AWS::CloudWatch::Alarm").items()
+    }
+
+
+def test_four_alarms_with_justified_thresholds_publish_to_the_topic() -> None:
+    # GIVEN the stack with the built-in consumer
+    _, template, _ = synth(stream="new-and-old")
+    alarms = _alarms(template)
+    topic_id = next(iter(resources(template, "AWS::SNS::Topic")))
+    function_ref = {"Ref": next(iter(resources(template, "AWS::Lambda::Function")))}
+    # THEN each alarm watches the right metric with the documented threshold
+    assert set(alarms) == {"IteratorAge", "ConsumerErrors", "FailedBatches", "KeysRefused"}
+    age = alarms["IteratorAge"]
+    assert (age["Namespace"], age["MetricName"], age["Statistic"]) == ("AWS/Lambda", "IteratorAge", "Maximum")
+    assert age["Dimensions"] == [{"Name": "FunctionName", "Value": function_ref}]
+    assert (age["Threshold"], age["EvaluationPeriods"]) == (ITERATOR_AGE_MS, 3)
+    errors = alarms["ConsumerErrors"]
+    assert (errors["MetricName"], errors["Threshold"], errors["DatapointsToAlarm"]) == ("Errors", 1, 2)
+    failed = alarms["FailedBatches"]
+    assert (failed["Namespace"], failed["MetricName"], failed["Threshold"]) == ("AWS/S3", "PutRequests", 1)
+    assert {"Name": "FilterId", "Value": FAILED_BATCHES_FILTER_ID} in failed["Dimensions"]
+    refused = alarms["KeysRefused"]
+    assert (refused["Namespace"], refused["MetricName"]) == (names.METRICS_NAMESPACE, "KeysRefused")
+    assert refused["Dimensions"] == [{"Name": "service", "Value": names.SERVICE_NAME}]
+    for alarm in alarms.values():
+        assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+        assert alarm["TreatMissingData"] == "notBreaching"
+        assert alarm["AlarmActions"] == [{"Ref": topic_id}]
+    # AND the failure bucket counts its PUTs under the filter the alarm reads
+    failure_bucket = next(v for k, v in resources(template, "AWS::S3::Bucket").items() if "Failure" in k)
+    assert failure_bucket["Properties"]["MetricsConfigurations"] == [{"Id": FAILED_BATCHES_FILTER_ID}]
+    assert names.OUT_ALARM_TOPIC_ARN in template["Outputs"]
+
+
+def test_topic_enforces_tls() -> None:
+    _, template, _ = synth(stream="new-and-old")
+    policy = only(template, "AWS::SNS::TopicPolicy")["Properties"]["PolicyDocument"]["Statement"]
+    assert any(
+        s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in policy
+    )
+
+
+def test_no_alarms_without_the_builtin_consumer() -> None:
+    _, template, _ = synth()
+    assert resources(template, "AWS::CloudWatch::Alarm") == {}
