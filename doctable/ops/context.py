@@ -1,0 +1,181 @@
+"""What every operations command starts from: the knobs (resolved as the CDK app does) and the deployed stack."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from doctable.aws import Aws, arn_account, arn_region, error_code, user_errors
+from doctable.cli import UserError
+from infra import names
+from infra.config import ConfigError, DocTableConfig, load_cdk_json_defaults, resolve_config
+
+STABLE_STACK_STATES = frozenset({"CREATE_COMPLETE", "UPDATE_COMPLETE", "IMPORT_COMPLETE"})
+STATE_DIR_ENV = "DOCTABLE_STATE_DIR"
+
+
+def add_knob_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--env`` and ``-c knob=value``: the knobs as ``cdk deploy`` takes them (plus the environment)."""
+    group = parser.add_argument_group("knobs (resolved exactly as the CDK app resolves them)")
+    group.add_argument("--env", dest="env_name", metavar="ENV", help="environment: dev|stg|uat|prod")
+    group.add_argument(
+        "-c",
+        "--context",
+        dest="context",
+        action="append",
+        default=[],
+        metavar="KNOB=VALUE",
+        help="a knob as `cdk deploy -c` takes it (repeatable); then env vars (GSI=gsi1 ...), then cdk.json",
+    )
+    parser.add_argument("--region", help="AWS region (default: the SDK's, i.e. AWS_REGION / the profile)")
+
+
+def parse_context(pairs: Sequence[str], env_name: str | None) -> dict[str, str]:
+    context: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"-c {pair!r}: expected KNOB=VALUE, e.g. -c gsi=gsi1")
+        context[key.strip()] = value.strip()
+    if env_name is not None:
+        if "env" in context and context["env"] != env_name:
+            raise UserError(f"--env {env_name} contradicts -c env={context['env']}: give one")
+        context["env"] = env_name
+    return context
+
+
+def resolve_knobs(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> DocTableConfig:
+    context = parse_context(args.context or [], args.env_name)
+    try:
+        return resolve_config(
+            context=context,
+            environ=os.environ if environ is None else environ,
+            defaults=load_cdk_json_defaults(),
+        )
+    except ConfigError as exc:
+        raise UserError("invalid knobs: " + "; ".join(exc.problems)) from exc
+
+
+def state_dir(explicit: str | None = None) -> Path:
+    """Where verify keeps its last rows for the ledger: ``--state-dir``, ``$DOCTABLE_STATE_DIR``, ``./.doctable``."""
+    return Path(explicit or os.environ.get(STATE_DIR_ENV) or ".doctable")
+
+
+@dataclass
+class Deployment:
+    """The stack of one environment as CloudFormation reports it (None fields: not deployed / no output)."""
+
+    config: DocTableConfig
+    region: str
+    account: str
+    stack_id: str | None = None
+    stack_status: str | None = None
+    status_reason: str | None = None
+    outputs: dict[str, str] = field(default_factory=dict)
+    last_updated: str | None = None
+
+    @property
+    def exists(self) -> bool:
+        return self.stack_status is not None and self.stack_status != "DELETE_COMPLETE"
+
+    @property
+    def stable(self) -> bool:
+        return self.stack_status in STABLE_STACK_STATES
+
+    def out(self, key: str) -> str | None:
+        return self.outputs.get(key) or None
+
+    @property
+    def table_name(self) -> str:
+        return self.out(names.OUT_TABLE_NAME) or self.config.table_name
+
+    def realized(self) -> dict[str, Any]:
+        """The identifiers a deployment realized (the Live State's ``realized`` block)."""
+        return {
+            "region": self.region,
+            "account": self.account,
+            "stack_name": self.config.stack_name,
+            "stack_id": self.stack_id,
+            "stack_status": self.stack_status,
+            "table": self.out(names.OUT_TABLE_NAME),
+            "table_arn": self.out(names.OUT_TABLE_ARN),
+            "stream_arn": self.out(names.OUT_STREAM_ARN),
+            "mapping_uuid": self.out(names.OUT_MAPPING_UUID),
+            "consumer_function": self.out(names.OUT_CONSUMER_FUNCTION_NAME)
+            or self.config.borrowed_consumer_arn,
+            "consumer_function_arn": self.out(names.OUT_CONSUMER_FUNCTION_ARN)
+            or self.config.borrowed_consumer_arn,
+            "consumer_log_group": self.out(names.OUT_CONSUMER_LOG_GROUP),
+            "blob_bucket": self.out(names.OUT_BLOB_BUCKET),
+            "failure_bucket": self.out(names.OUT_FAILURE_BUCKET),
+            "runtime_policy_arn": self.out(names.OUT_RUNTIME_POLICY_ARN),
+        }
+
+
+def describe_stack(aws: Aws, config: DocTableConfig) -> Deployment:
+    """Read the stack's status and outputs; a missing stack gives a Deployment with ``exists`` False."""
+    deployment = Deployment(config=config, region=aws.region, account=aws.account)
+    cfn = aws.client("cloudformation")
+    with user_errors(f"describing stack {config.stack_name}"):
+        try:
+            stacks = cfn.describe_stacks(StackName=config.stack_name)["Stacks"]
+        except ClientError as exc:
+            if error_code(exc) == "ValidationError" and "does not exist" in str(exc):
+                return deployment
+            raise
+    if not stacks:
+        return deployment
+    stack = stacks[0]
+    deployment.stack_id = stack.get("StackId")
+    deployment.stack_status = stack.get("StackStatus")
+    deployment.status_reason = stack.get("StackStatusReason")
+    last = stack.get("LastUpdatedTime") or stack.get("CreationTime")
+    deployment.last_updated = (
+        last.isoformat() if hasattr(last, "isoformat") else (str(last) if last else None)
+    )
+    deployment.outputs = {o["OutputKey"]: o.get("OutputValue", "") for o in stack.get("Outputs", []) or []}
+    return deployment
+
+
+def check_region(deployment: Deployment) -> None:
+    """Every ARN the stack (or a knob) names must be in the client's region and account: else one clear error."""
+    arns = {key: value for key, value in deployment.outputs.items() if value.startswith("arn:")}
+    borrowed = deployment.config.borrowed_consumer_arn
+    if borrowed:
+        arns["consumer knob"] = borrowed
+    for key, arn in arns.items():
+        region = arn_region(arn)
+        if region and region != deployment.region:
+            raise UserError(
+                f"region mismatch: {key} {arn} is in {region} but the client is in {deployment.region}; "
+                f"set AWS_REGION={region} (or --region {region})"
+            )
+        account = arn_account(arn)
+        if account and account not in (deployment.account, "aws"):
+            raise UserError(
+                f"account mismatch: {key} {arn} is in account {account} but the credentials are for "
+                f"{deployment.account}; switch profile/credentials"
+            )
+
+
+def require_deployed(deployment: Deployment, *, hint_region: str | None = None) -> None:
+    """Raise the "stack not deployed" error (with a region hint when the ledger knows better)."""
+    if deployment.exists:
+        return
+    config = deployment.config
+    where = f"region {deployment.region}, account {deployment.account}"
+    hint = ""
+    if hint_region and hint_region != deployment.region:
+        hint = f"; the ledger records it in {hint_region}: region mismatch? set AWS_REGION={hint_region}"
+    knobs = f"-c env={config.env}" + (
+        f" -c table_base={config.table_base}" if config.table_base != "items" else ""
+    )
+    raise UserError(
+        f"stack {config.stack_name} is not deployed ({where}){hint}; deploy it first: npx cdk deploy {knobs}"
+    )

@@ -1,0 +1,148 @@
+"""`doctable teardown`: ownership, deletion protection, confirmation, bucket emptying, absence (moto)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from moto import mock_aws
+
+from doctable.aws import Aws
+from doctable.cli import UserError
+from doctable.ops import teardown as t
+from doctable.ops import testing as ot
+from doctable.ops.context import Deployment, describe_stack
+from doctable.ops.render import Progress
+from infra import names
+
+REGION = "eu-west-1"
+
+
+@pytest.fixture
+def moto_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
+    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_REGION", REGION)
+    with mock_aws():
+        yield Aws.connect()
+
+
+QUIET = Progress(quiet=True, sleep=lambda s: None)
+
+
+def deployed(aws: Aws, **knobs: str) -> Deployment:
+    config = ot.config_of(**knobs)
+    ot.deploy(aws.client, config, with_bucket=True)
+    return describe_stack(aws, config)
+
+
+def teardown(aws: Aws, deployment: Deployment, **kwargs: bool) -> t.Outcome:
+    options = {"assume_yes": True, "lift": False, **kwargs}
+    _, outcome = t.run_teardown(aws, deployment, timeout=30, progress=QUIET, **options)
+    return outcome
+
+
+def table_exists(aws: Aws, name: str) -> bool:
+    return name in aws.client("dynamodb").list_tables()["TableNames"]
+
+
+def test_dev_teardown_empties_the_bucket_removes_the_stack_and_proves_absence(moto_env: Aws) -> None:
+    # GIVEN a dev stack whose blob bucket holds objects
+    deployment = deployed(moto_env)
+    bucket = deployment.outputs[names.OUT_BLOB_BUCKET]
+    s3 = moto_env.client("s3")
+    for key in ("a/1", "b/2"):
+        s3.put_object(Bucket=bucket, Key=key, Body=b"x")
+    # WHEN it is torn down
+    outcome = teardown(moto_env, deployment)
+    # THEN the bucket was emptied first, everything is gone, nothing is retained
+    assert outcome.clean and outcome.retained == []
+    assert outcome.emptied == [f"{bucket} (2 objects)"]
+    assert "AWS::DynamoDB::Table items-dev" in outcome.removed
+    assert f"AWS::S3::Bucket {bucket}" in outcome.removed
+    assert not table_exists(moto_env, "items-dev")
+    assert not describe_stack(moto_env, deployment.config).exists
+
+
+def test_uat_teardown_keeps_the_retained_table_and_bucket_contents(moto_env: Aws) -> None:
+    # GIVEN uat (RETAIN on delete) with a blob
+    deployment = deployed(moto_env, env="uat")
+    bucket = deployment.outputs[names.OUT_BLOB_BUCKET]
+    moto_env.client("s3").put_object(Bucket=bucket, Key="keep/me", Body=b"x")
+    outcome = teardown(moto_env, deployment)
+    # THEN the stack is gone, the table and the bucket (with its object) are listed as retained on purpose
+    assert outcome.clean and outcome.emptied == []
+    assert any(r.startswith("AWS::DynamoDB::Table items-uat (RETAIN") for r in outcome.retained)
+    assert f"AWS::S3::Bucket {bucket} (RETAIN, 1 objects kept)" in outcome.retained
+    assert table_exists(moto_env, "items-uat")
+
+
+def test_refuses_a_table_that_is_not_ours(moto_env: Aws) -> None:
+    deployment = deployed(moto_env)
+    ddb = moto_env.client("dynamodb")
+    ddb.untag_resource(ResourceArn=deployment.outputs[names.OUT_TABLE_ARN], TagKeys=["ManagedBy"])
+    with pytest.raises(UserError, match="not ours"):
+        teardown(moto_env, deployment)
+    assert table_exists(moto_env, "items-dev") and describe_stack(moto_env, deployment.config).exists
+
+
+def test_refuses_deletion_protection_unless_lifted(moto_env: Aws) -> None:
+    # GIVEN prod: deletion protection on, table retained
+    deployment = deployed(moto_env, env="prod")
+    with pytest.raises(UserError, match="--lift-deletion-protection"):
+        teardown(moto_env, deployment)
+    assert describe_stack(moto_env, deployment.config).exists
+    # WHEN lifted explicitly: the stack goes, the RETAINed table stays (and keeps its protection)
+    outcome = teardown(moto_env, deployment, lift=True)
+    assert outcome.clean and table_exists(moto_env, "items-prod")
+    assert any("left ON" in note for note in outcome.notes)
+    assert moto_env.client("dynamodb").describe_table(TableName="items-prod")["Table"][
+        "DeletionProtectionEnabled"
+    ]
+
+
+def test_lifting_protection_on_a_destroyable_table_lets_the_stack_delete_it(moto_env: Aws) -> None:
+    # GIVEN a dev table someone protected behind the stack
+    deployment = deployed(moto_env)
+    moto_env.client("dynamodb").update_table(TableName="items-dev", DeletionProtectionEnabled=True)
+    with pytest.raises(UserError, match="deletion protection"):
+        teardown(moto_env, deployment)
+    outcome = teardown(moto_env, deployment, lift=True)
+    assert outcome.clean and not table_exists(moto_env, "items-dev")
+    assert "lifted" in outcome.notes[0]
+
+
+def test_no_confirmation_no_teardown(moto_env: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
+    deployment = deployed(moto_env)
+    # non-interactive without --yes
+    monkeypatch.setattr("sys.stdin.isatty", lambda: False)
+    with pytest.raises(UserError, match="--yes"):
+        teardown(moto_env, deployment, assume_yes=False)
+    # interactive, wrong answer
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    with pytest.raises(UserError, match="not confirmed"):
+        t.run_teardown(
+            moto_env,
+            deployment,
+            assume_yes=False,
+            lift=False,
+            timeout=30,
+            progress=QUIET,
+            read=lambda _: "no",
+        )
+    assert describe_stack(moto_env, deployment.config).exists
+    # the right answer goes ahead
+    _, outcome = t.run_teardown(
+        moto_env, deployment, assume_yes=False, lift=False, timeout=30, progress=QUIET,
+        read=lambda _: deployment.config.stack_name,
+    )  # fmt: skip
+    assert outcome.clean
+
+
+def test_nothing_deployed_is_a_clean_no_op(moto_env: Aws) -> None:
+    deployment = describe_stack(moto_env, ot.config_of())
+    outcome = teardown(moto_env, deployment)
+    assert outcome.clean and outcome.removed == []
+    assert "not deployed" in outcome.notes[0]
