@@ -17,6 +17,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 PYTEST_ARGS ?=
 
 .PHONY: help setup lint format test unit infra-tests integration synth deploy destroy diff \
+        preflight verify ledger teardown \
         local local-up local-down local-env bench soak live clean
 
 help: ## list the targets
@@ -68,11 +69,23 @@ synth: setup ## synthesize the stack for the knobs given (no AWS calls)
 diff: setup
 	$(CDK) diff
 
-deploy: setup ## deploy one environment: make deploy ENV=stg GSI=gsi1 ...
+deploy: preflight ## preflight, then deploy one environment: make deploy ENV=stg GSI=gsi1 ...
 	$(CDK) deploy --require-approval never --outputs-file outputs-$${ENV:-dev}.json
 
-destroy: setup ## destroy one environment's stack: make destroy ENV=stg
+destroy: setup ## destroy one environment's stack (ownership-checked teardown: make teardown)
 	$(CDK) destroy --force
+
+preflight: setup ## observe before deploying: foreign same-named table, live shape vs knobs
+	$(BIN)/doctable preflight
+
+verify: setup ## the acceptance contract against a deployed environment; writes its ledger
+	$(BIN)/doctable verify --ledger
+
+ledger: setup
+	$(BIN)/doctable ledger
+
+teardown: setup ## ownership-checked, absence-verified removal (asks for confirmation)
+	$(BIN)/doctable teardown
 
 local: setup ## the main job: local AWS up, bootstrap, deploy env=dev with the stream, show the consumer at work
 	$(BIN)/python -m local.demo
