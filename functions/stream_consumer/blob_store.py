@@ -7,7 +7,7 @@ failure is an exception (the caller fails every key of that request).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -35,11 +35,17 @@ class BlobStore(Protocol):
 
 
 class S3BlobStore:
-    """S3 adapter. The boto3 client is created on first use (not at import) and then reused."""
+    """S3 adapter. The boto3 client is created on first use (not at import) and then reused.
 
-    def __init__(self, bucket: str, client: Any | None = None) -> None:
+    ``on_client`` runs once, just before that client is created (the handler patches botocore for X-Ray there).
+    """
+
+    def __init__(
+        self, bucket: str, client: Any | None = None, on_client: Callable[[], object] | None = None
+    ) -> None:
         self.bucket = bucket
         self._client = client
+        self._on_client = on_client
 
     @property
     def client(self) -> Any:
@@ -47,6 +53,8 @@ class S3BlobStore:
             import boto3  # deferred: batches with nothing to delete never pay for it
             from botocore.config import Config
 
+            if self._on_client is not None:
+                self._on_client()
             self._client = boto3.client("s3", config=Config(retries={"mode": "standard", "max_attempts": 5}))
         return self._client
 
