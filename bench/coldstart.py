@@ -1,0 +1,206 @@
+"""Item 3: cold start = a fresh Python process that imports the handler module and handles a one-record batch.
+
+Three handlers get the same environment and the same event: the project's, the baseline, and a floor (a
+handler importing only ``json``). The environment is Lambda-like with active tracing, as deployed
+(``Tracing.ACTIVE``): ``LAMBDA_TASK_ROOT`` and ``_X_AMZN_TRACE_ID`` are set, so Powertools' Tracer is enabled
+and patches (the X-Ray SDK sends its segments by UDP to 127.0.0.1:2000, where nothing listens).
+
+Two events:
+
+* ``insert``: one INSERT record; nothing to delete, so no S3 call;
+* ``remove``: one REMOVE record listing 3 blobs, deleted from a moto ``ThreadedMotoServer`` on localhost
+  started here (the blobs are put back before every run and checked gone after it).
+
+Runs are interleaved (a shuffled project/baseline/floor order per round) so machine noise hits all three alike.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import (
+    BENCH_DIR,
+    BUCKET,
+    PROJECT_MODULE,
+    PROJECT_ROOT,
+    consumer_env,
+)
+from bench.events import BLOB_ROOT, REGION, blob_keys, image, record
+
+CHILD = BENCH_DIR / "_coldstart_child.py"
+# name -> (package directory copied into the task root, handler module inside it)
+HANDLERS = {
+    "project": (PROJECT_ROOT / "functions" / "stream_consumer", PROJECT_MODULE),
+    "baseline": (BENCH_DIR / "baseline_consumer", "baseline_consumer.handler"),
+    "floor": (BENCH_DIR / "floor_consumer", "floor_consumer.handler"),
+}
+TRACE_ID = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+
+
+def _event(kind: str) -> tuple[dict[str, Any], list[str]]:
+    pk, sk = "doc#cold", "v#1"
+    keys = blob_keys(pk, sk, 3)
+    if kind == "insert":
+        return {"Records": [record("INSERT", 1, pk, sk, new=image(pk, sk, keys))]}, []
+    return {"Records": [record("REMOVE", 1, pk, sk, old=image(pk, sk, keys))]}, keys
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def summarize(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    deciles = statistics.quantiles(ordered, n=10, method="inclusive") if len(ordered) > 1 else ordered * 9
+    return {
+        "n": len(ordered),
+        "median": statistics.median(ordered),
+        "p10": deciles[0],
+        "p90": deciles[8],
+        "min": ordered[0],
+        "max": ordered[-1],
+    }
+
+
+def _task_root(tmp: Path, name: str) -> Path:
+    """A Lambda-like ``/var/task`` for one handler: its package copied without ``__pycache__`` (CDK's asset
+    excludes ``*.pyc``, and ``/var/task`` is read-only), so every cold start compiles it, as on Lambda."""
+    source, _ = HANDLERS[name]
+    root = tmp / f"task-{name}"
+    shutil.copytree(source, root / source.name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.md"))
+    return root
+
+
+def _child_env(endpoint: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "POWERTOOLS_", "CDK_"))}
+    env.pop("PYTHONPATH", None)
+    env.update(
+        consumer_env(
+            AWS_LAMBDA_FUNCTION_NAME="doctable-bench-StreamConsumer",
+            AWS_LAMBDA_FUNCTION_MEMORY_SIZE="256",
+            _X_AMZN_TRACE_ID=TRACE_ID,
+            AWS_XRAY_DAEMON_ADDRESS="127.0.0.1:2000",
+            AWS_XRAY_CONTEXT_MISSING="LOG_ERROR",
+            PYTHONDONTWRITEBYTECODE="1",
+        )
+    )
+    if endpoint:
+        env["AWS_ENDPOINT_URL"] = endpoint
+    return env
+
+
+def _run_child(module: str, task_root: Path, event_path: Path, env: dict[str, str]) -> dict[str, Any]:
+    """Spawn the child; ``wall_s`` runs from spawn to the moment its result line arrives (the response is
+    ready), so interpreter shutdown, which Lambda never waits for, is not counted."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, str(CHILD), module, str(task_root), str(event_path)],
+        env={**env, "LAMBDA_TASK_ROOT": str(task_root)},
+        cwd=str(PROJECT_ROOT),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    wall = None
+    lines: list[str] = []
+    for line in proc.stderr:
+        if line.startswith("BENCH_RESULT "):
+            wall = time.perf_counter() - started
+        lines.append(line)
+    code = proc.wait(timeout=60)
+    results = [line for line in lines if line.startswith("BENCH_RESULT ")]
+    if code != 0 or not results or wall is None:
+        raise RuntimeError(f"cold-start child for {module} failed (rc={code}): {''.join(lines)[-800:]}")
+    result = json.loads(results[-1].split(" ", 1)[1])
+    result["wall_s"] = wall
+    return result
+
+
+def run(runs: int = 20, kinds: tuple[str, ...] = ("insert", "remove"), seed: int = 7) -> dict[str, Any]:
+    out: dict[str, Any] = {"runs": runs, "environment": "Lambda-like, tracing active (Tracer enabled)"}
+    rng = random.Random(seed)
+    server = None
+    client = None
+    endpoint: str | None = None
+    try:
+        with tempfile.TemporaryDirectory(prefix="doctable-bench-cold-") as tmp_name:
+            tmp = Path(tmp_name)
+            roots = {name: _task_root(tmp, name) for name in HANDLERS}
+            for kind in kinds:
+                event, keys = _event(kind)
+                event_path = tmp / f"{kind}.json"
+                event_path.write_text(json.dumps(event))
+                if keys and server is None:
+                    server, client, endpoint = _start_moto()
+                env = _child_env(endpoint if keys else None)
+                samples: dict[str, list[dict[str, Any]]] = {name: [] for name in HANDLERS}
+                problems: list[str] = []
+                for round_ in range(runs + 1):  # round 0 warms the page cache and is not recorded
+                    order = list(HANDLERS)
+                    rng.shuffle(order)
+                    for name in order:
+                        if keys:
+                            for key in keys:
+                                client.put_object(Bucket=BUCKET, Key=key, Body=b"x")  # type: ignore[union-attr]
+                        result = _run_child(HANDLERS[name][1], roots[name], event_path, env)
+                        if result["response"] != {"batchItemFailures": []}:
+                            problems.append(f"{name}: response {result['response']}")
+                        if keys and name != "floor":
+                            left = client.list_objects_v2(Bucket=BUCKET, Prefix=BLOB_ROOT).get("KeyCount", 0)  # type: ignore[union-attr]
+                            if left:
+                                problems.append(f"{name}: {left} blob(s) not deleted")
+                        if round_:
+                            samples[name].append(result)
+                section: dict[str, Any] = {"problems": sorted(set(problems))}
+                for name, results in samples.items():
+                    section[name] = {
+                        "wall_s": summarize([r["wall_s"] for r in results]),
+                        "init_and_invoke_s": summarize([r["init_and_invoke_s"] for r in results]),
+                        "cpu_s": summarize([r["cpu_s"] for r in results]),
+                        "modules_loaded": results[-1]["modules_loaded"],
+                    }
+                for metric in ("wall_s", "init_and_invoke_s", "cpu_s"):
+                    p, b, f = (section[n][metric]["median"] for n in ("project", "baseline", "floor"))
+                    section[f"ratio_project_over_baseline_{metric}"] = p / b
+                    section[f"ratio_project_over_floor_{metric}"] = p / f
+                out[kind] = section
+    finally:
+        if server is not None:
+            server.stop()
+    return out
+
+
+def _start_moto() -> tuple[Any, Any, str]:
+    import logging
+
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no request log lines in the bench output
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    client = boto3.client(
+        "s3",
+        endpoint_url=f"http://127.0.0.1:{port}",
+        region_name=REGION,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    client.create_bucket(Bucket=BUCKET)
+    return server, client, f"http://127.0.0.1:{port}"

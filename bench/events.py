@@ -1,0 +1,90 @@
+"""Real-shaped DynamoDB Streams events for the benchmarks (same shape as ``tests/unit/events.py``, copied so
+that the bench never imports the tests). Attribute values are written by hand: no boto3 import needed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"
+TABLE = "doctable-bench-dev"
+STREAM_ARN = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{TABLE}/stream/2024-05-01T12:00:00.000"
+BLOB_ROOT = "blobs/"
+BLOBS_PER_REMOVE = 3
+
+
+def seq(n: int) -> str:
+    return str(4_421_584_500_000_000_000_000 + n)
+
+
+def image(pk: str, sk: str, blobs: list[str]) -> dict[str, Any]:
+    return {
+        "pk": {"S": pk},
+        "sk": {"S": sk},
+        "title": {"S": f"document {pk}"},
+        "size": {"N": "1024"},
+        "blobs": {"L": [{"S": key} for key in blobs]},
+    }
+
+
+def blob_keys(pk: str, sk: str, count: int, root: str = BLOB_ROOT) -> list[str]:
+    return [f"{root}{pk}/{sk}/part-{i}.bin" for i in range(count)]
+
+
+def record(event_name: str, n: int, pk: str, sk: str, *, old: Any = None, new: Any = None) -> dict[str, Any]:
+    dynamodb: dict[str, Any] = {
+        "ApproximateCreationDateTime": 1714564800 + n,
+        "Keys": {"pk": {"S": pk}, "sk": {"S": sk}},
+        "SequenceNumber": seq(n),
+        "SizeBytes": 256,
+        "StreamViewType": "NEW_AND_OLD_IMAGES",
+    }
+    if old is not None:
+        dynamodb["OldImage"] = old
+    if new is not None:
+        dynamodb["NewImage"] = new
+    return {
+        "eventID": f"event-{n}",
+        "eventName": event_name,
+        "eventVersion": "1.1",
+        "eventSource": "aws:dynamodb",
+        "awsRegion": REGION,
+        "dynamodb": dynamodb,
+        "eventSourceARN": STREAM_ARN,
+    }
+
+
+def mixed_batch(count: int, root: str = BLOB_ROOT, tag: str = "") -> tuple[dict[str, Any], list[str]]:
+    """``count`` records: 40% REMOVE (each listing ``BLOBS_PER_REMOVE`` blobs), 30% INSERT, 30% MODIFY.
+
+    Every record is a different item (``tag`` makes the items of two batches differ), so no retention across
+    records applies. A MODIFY keeps its one blob
+    (nothing orphaned). Returns the event and the keys the REMOVEs list (all of which must be deleted).
+    """
+    records: list[dict[str, Any]] = []
+    doomed: list[str] = []
+    for n in range(count):
+        pk, sk = f"doc#{tag}{n:06d}", "v#1"
+        slot = n % 10
+        if slot < 4:  # 40% REMOVE
+            keys = blob_keys(pk, sk, BLOBS_PER_REMOVE, root)
+            doomed.extend(keys)
+            records.append(record("REMOVE", n, pk, sk, old=image(pk, sk, keys)))
+        elif slot < 7:  # 30% INSERT
+            records.append(record("INSERT", n, pk, sk, new=image(pk, sk, blob_keys(pk, sk, 1, root))))
+        else:  # 30% MODIFY, same blobs before and after
+            keys = blob_keys(pk, sk, 1, root)
+            records.append(record("MODIFY", n, pk, sk, old=image(pk, sk, keys), new=image(pk, sk, keys)))
+    return {"Records": records}, doomed
+
+
+class FakeLambdaContext:
+    function_name = "doctable-bench-StreamConsumer"
+    memory_limit_in_mb = 256
+    invoked_function_arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:doctable-bench-StreamConsumer"
+    aws_request_id = "52fdfc07-2182-154f-163f-5f0f9a621d72"
+    log_group_name = "/aws/lambda/doctable-bench-StreamConsumer"
+    log_stream_name = "2024/05/01/[$LATEST]abcdef"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 900_000

@@ -1,0 +1,1 @@
+"""FLOOR for the cold-start figure: a handler that imports only ``json``. Not a consumer."""
