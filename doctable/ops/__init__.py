@@ -16,6 +16,7 @@ from doctable.aws import Aws, call_or_none, user_errors
 from doctable.cli import UserError
 from doctable.ops import ledger as ledger_mod
 from doctable.ops import preflight as preflight_mod
+from doctable.ops import replay as replay_mod
 from doctable.ops import teardown as teardown_mod
 from doctable.ops import verify as verify_mod
 from doctable.ops.context import (
@@ -27,7 +28,8 @@ from doctable.ops.context import (
     resolve_knobs,
     state_dir,
 )
-from doctable.ops.render import Progress, now_iso
+from doctable.ops.render import Progress, now_iso, text_table
+from infra import names
 from infra.config import DocTableConfig
 
 
@@ -210,6 +212,35 @@ def cmd_teardown(args: argparse.Namespace) -> int:
     return 0 if outcome.clean else 1
 
 
+# ---------------------------------------------------------------------------------------------- replay
+def cmd_replay(args: argparse.Namespace) -> int:
+    config, aws, deployment = _connect(args)
+    require_deployed(deployment)
+    bucket = deployment.out(names.OUT_FAILURE_BUCKET)
+    function = deployment.out(names.OUT_CONSUMER_FUNCTION_NAME) or config.borrowed_consumer_arn
+    if not bucket or not function:
+        raise UserError(f"{config.stack_name} has no consumer and failure bucket: nothing to replay")
+    outcomes = replay_mod.run_replay(
+        s3=aws.client("s3"),
+        lambda_client=aws.client("lambda"),
+        ddb=aws.client("dynamodb"),
+        bucket=bucket,
+        function=function,
+        table=deployment.table_name,
+        dry_run=args.dry_run,
+    )
+    kept = [o for o in outcomes if o.error or o.still_failing]
+    if args.json:
+        _print_json({"kind": "doctable-replay", "bucket": bucket, "at": now_iso(),
+                     "objects": [o.as_dict() for o in outcomes], "kept": len(kept)})  # fmt: skip
+    else:
+        rows = [(o.key, o.records, o.succeeded, o.rebased, o.result + (f": {o.error}" if o.error else ""))
+                for o in outcomes]  # fmt: skip
+        print(text_table(["object", "records", "succeeded", "rebased", "result"], rows))
+        print(f"{len(outcomes) - len(kept)} replayed and removed, {len(kept)} kept in s3://{bucket}/")
+    return 1 if kept else 0
+
+
 # -------------------------------------------------------------------------------------------- register
 def _common(parser: argparse.ArgumentParser, *, json_help: str) -> None:
     add_knob_arguments(parser)
@@ -227,7 +258,7 @@ def _positive(value: str) -> float:
 
 
 def register(sub: Any) -> None:
-    """Add verify, ledger, preflight and teardown to the console script's subparsers."""
+    """Add verify, ledger, preflight, teardown and replay to the console script's subparsers."""
     verify = sub.add_parser(
         "verify",
         help="run the acceptance contract against one deployed environment (cleans up after itself)",
@@ -295,6 +326,16 @@ def register(sub: Any) -> None:
     teardown.add_argument("--state-dir", help=argparse.SUPPRESS)
     teardown.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     teardown.set_defaults(func=_guarded(cmd_teardown))
+
+    replay = sub.add_parser(
+        "replay",
+        help="re-drive the batches kept on the failure destination through the consumer; remove them once done",
+        description="Invoke the consumer with each kept batch; delete the object only when every record in it "
+        "succeeded (still-failing records stay). Exit 1 while anything is kept.",
+    )
+    _common(replay, json_help="print the outcome as JSON on stdout")
+    replay.add_argument("--dry-run", action="store_true", help="list what would be replayed, change nothing")
+    replay.set_defaults(func=_guarded(cmd_replay))
 
 
 __all__ = ["register"]

@@ -1,0 +1,159 @@
+"""`doctable replay`: re-drive the batches kept on the failure destination through the consumer.
+
+Each object under ``aws/lambda/`` in the failure bucket is one invocation record: Lambda's metadata plus the
+batch it could not process (``payload``). Replay invokes the consumer synchronously with that batch and acts
+on the partial batch response:
+
+- every record succeeded: the object is deleted;
+- some records still fail: the object is rewritten with only those records (the rest are done), and kept;
+- the function errored: the object is kept as it was.
+
+An object is never deleted before the records it holds have succeeded, so a replay interrupted at any point
+loses nothing; replaying a record twice is harmless because the consumer's cleanup is idempotent.
+
+A REMOVE whose item has since been written again is rebased before it is replayed: blob keys the live item
+lists now are dropped from the old image, so replay never deletes a blob that a live record still lists.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer
+
+from infra import names
+
+FAILURE_PREFIX = "aws/lambda/"
+_deserialize = TypeDeserializer().deserialize
+
+
+@dataclass
+class ReplayOutcome:
+    key: str
+    records: int
+    succeeded: int = 0
+    still_failing: list[str] = field(default_factory=list)
+    rebased: int = 0
+    error: str | None = None
+
+    @property
+    def result(self) -> str:
+        if self.error:
+            return "KEPT (function error)"
+        if self.still_failing:
+            return f"KEPT {len(self.still_failing)} failing"
+        return "REPLAYED, removed"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "records": self.records,
+            "succeeded": self.succeeded,
+            "still_failing": self.still_failing,
+            "rebased": self.rebased,
+            "error": self.error,
+            "result": self.result,
+        }
+
+
+def failure_objects(s3: Any, bucket: str) -> Iterator[str]:
+    paginator = s3.get_paginator("list_objects_v2")
+    for page in paginator.paginate(Bucket=bucket, Prefix=FAILURE_PREFIX):
+        for obj in page.get("Contents", []):
+            yield obj["Key"]
+
+
+def batch_of(invocation_record: dict[str, Any]) -> dict[str, Any]:
+    """The stream event kept in an invocation record (AWS stores it as a JSON string; accept an object too)."""
+    payload = invocation_record.get("payload")
+    if isinstance(payload, str):
+        payload = json.loads(payload)
+    if not isinstance(payload, dict) or not isinstance(payload.get("Records"), list):
+        raise ValueError("the invocation record has no payload with Records: it cannot be replayed")
+    return payload
+
+
+def _listed_blobs(image: dict[str, Any] | None) -> set[str]:
+    if not image or names.BLOBS_ATTRIBUTE not in image:
+        return set()
+    try:
+        value = _deserialize(image[names.BLOBS_ATTRIBUTE])
+    except (TypeError, ValueError, KeyError):
+        return set()
+    if isinstance(value, (list, set)):
+        return {v for v in value if isinstance(v, str)}
+    return set()
+
+
+def rebase_on_live_items(ddb: Any, table: str, records: list[dict[str, Any]]) -> int:
+    """Drop from REMOVE/MODIFY old images the blob keys that the live item (if any) lists now."""
+    rebased = 0
+    for record in records:
+        change = record.get("dynamodb") or {}
+        old_image = change.get("OldImage")
+        keys = change.get("Keys")
+        if not old_image or not keys or names.BLOBS_ATTRIBUTE not in old_image:
+            continue
+        live = ddb.get_item(TableName=table, Key=keys, ConsistentRead=True).get("Item")
+        protected = _listed_blobs(live)
+        listed = _listed_blobs(old_image)
+        if not protected & listed:
+            continue
+        remaining = sorted(listed - protected)
+        old_image[names.BLOBS_ATTRIBUTE] = {"L": [{"S": k} for k in remaining]}
+        rebased += 1
+    return rebased
+
+
+def replay_object(
+    *, s3: Any, lambda_client: Any, ddb: Any, bucket: str, key: str, function: str, table: str
+) -> ReplayOutcome:
+    body = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+    event = batch_of(body)
+    records = event["Records"]
+    outcome = ReplayOutcome(key=key, records=len(records))
+    outcome.rebased = rebase_on_live_items(ddb, table, records)
+    response = lambda_client.invoke(
+        FunctionName=function, InvocationType="RequestResponse", Payload=json.dumps(event).encode()
+    )
+    raw = response["Payload"].read()
+    if response.get("FunctionError"):
+        outcome.error = f"{response['FunctionError']}: {raw[:300].decode(errors='replace')}"
+        return outcome
+    reply = json.loads(raw or b"null") or {}
+    failed = {str(f.get("itemIdentifier")) for f in reply.get("batchItemFailures", []) if isinstance(f, dict)}
+    outcome.still_failing = sorted(failed)
+    outcome.succeeded = len(records) - len(failed)
+    if not failed:
+        s3.delete_object(Bucket=bucket, Key=key)
+        return outcome
+    # Keep only what still fails, so a later replay does not redo the records that are done.
+    event["Records"] = [r for r in records if str((r.get("dynamodb") or {}).get("SequenceNumber")) in failed]
+    body["payload"] = json.dumps(event)
+    body.setdefault("replay", {})["remaining"] = len(event["Records"])
+    s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(body).encode())
+    return outcome
+
+
+def run_replay(
+    *, s3: Any, lambda_client: Any, ddb: Any, bucket: str, function: str, table: str, dry_run: bool = False
+) -> list[ReplayOutcome]:
+    outcomes: list[ReplayOutcome] = []
+    for key in list(failure_objects(s3, bucket)):
+        if dry_run:
+            body = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+            outcomes.append(ReplayOutcome(key=key, records=len(batch_of(body)["Records"]), error="dry run"))
+            continue
+        try:
+            outcomes.append(
+                replay_object(
+                    s3=s3, lambda_client=lambda_client, ddb=ddb, bucket=bucket, key=key, function=function,
+                    table=table,
+                )
+            )  # fmt: skip
+        except ValueError as exc:
+            outcomes.append(ReplayOutcome(key=key, records=0, error=str(exc)))
+    return outcomes
