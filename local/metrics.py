@@ -1,0 +1,91 @@
+"""CloudWatch metrics a deployed function produces on AWS, put into the local CloudWatch backend.
+
+- ``AWS/Lambda`` per invocation (dimension FunctionName): Invocations, Errors, Duration, and IteratorAge for
+  invocations by a stream mapping (the age of the batch's last record when the function was invoked);
+- embedded metric format (EMF) log lines, e.g. Powertools ``Metrics``: CloudWatch Logs extracts them on AWS.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+log = logging.getLogger("doctable.local.metrics")
+
+
+def _put(account_id: str, region: str, namespace: str, data: list[dict[str, Any]]) -> None:
+    from moto.cloudwatch.models import cloudwatch_backends
+
+    if not data:
+        return
+    try:
+        cloudwatch_backends[account_id][region].put_metric_data(namespace, data)
+    except Exception:
+        log.debug("could not put %s metrics", namespace, exc_info=True)
+
+
+def lambda_invocation(
+    account_id: str,
+    region: str,
+    function_name: str,
+    duration_ms: float,
+    errored: bool,
+    iterator_age_ms: float | None,
+) -> None:
+    dims = [{"Name": "FunctionName", "Value": function_name}]
+    data = [
+        {"MetricName": "Invocations", "Value": 1.0, "Unit": "Count", "Dimensions": dims},
+        {"MetricName": "Errors", "Value": 1.0 if errored else 0.0, "Unit": "Count", "Dimensions": dims},
+        {
+            "MetricName": "Duration",
+            "Value": round(duration_ms, 2),
+            "Unit": "Milliseconds",
+            "Dimensions": dims,
+        },
+    ]
+    if iterator_age_ms is not None:
+        data.append(
+            {
+                "MetricName": "IteratorAge",
+                "Value": max(iterator_age_ms, 0.0),
+                "Unit": "Milliseconds",
+                "Dimensions": dims,
+            }
+        )
+    _put(account_id, region, "AWS/Lambda", data)
+
+
+def emf_line(account_id: str, region: str, line: str) -> None:
+    """Extract the metrics of one embedded-metric-format log line (anything else is ignored)."""
+    if '"_aws"' not in line or '"CloudWatchMetrics"' not in line:
+        return
+    try:
+        document = json.loads(line)
+        directives = document["_aws"]["CloudWatchMetrics"]
+    except (ValueError, KeyError, TypeError):
+        return
+    for directive in directives:
+        namespace = directive.get("Namespace")
+        if not namespace:
+            continue
+        dimension_sets = directive.get("Dimensions") or [[]]
+        data: list[dict[str, Any]] = []
+        for dimension_set in dimension_sets:
+            dims = [
+                {"Name": name, "Value": str(document[name])} for name in dimension_set if name in document
+            ]
+            for metric in directive.get("Metrics", []):
+                value = document.get(metric.get("Name"))
+                values = value if isinstance(value, list) else [value]
+                for item in values:
+                    if isinstance(item, (int, float)) and not isinstance(item, bool):
+                        data.append(
+                            {
+                                "MetricName": metric["Name"],
+                                "Value": float(item),
+                                "Unit": metric.get("Unit", "None"),
+                                "Dimensions": dims,
+                            }
+                        )
+        _put(account_id, region, namespace, data)

@@ -1,0 +1,199 @@
+"""The local AWS server process: moto's server app with local/'s adaptations, on localhost only.
+
+Run by ``doctable local up`` as ``python -m local.server --port PORT --dir DIR`` in the background; it writes
+``DIR/server.json`` (pid, port, url) once it answers, logs to ``DIR/server.log`` and stops on SIGTERM/SIGINT.
+Also usable in process (tests): ``LocalAWS(port=0).start()`` ... ``.stop()``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from local import state
+
+log = logging.getLogger("doctable.local.server")
+HEALTH_PATH = "/_doctable/health"
+# Backends the CDK CLI and the stack touch: their Flask apps are built before the server reports ready.
+WARM_SERVICES = (
+    "cloudformation",
+    "s3",
+    "sts",
+    "ssm",
+    "iam",
+    "dynamodb",
+    "dynamodbstreams",
+    "awslambda",
+    "logs",
+)
+
+
+class _HealthMiddleware:
+    def __init__(self, app: Any, info: dict[str, Any]):
+        self.app = app
+        self.info = info
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        if environ.get("PATH_INFO") == HEALTH_PATH:
+            body = json.dumps(self.info).encode("utf-8")
+            start_response(
+                "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+            )
+            return [body]
+        return self.app(environ, start_response)
+
+
+def _loopback_addresses() -> list[tuple[int, str]]:
+    """Every address "localhost" resolves to (127.0.0.1, and ::1 where it is listed): localhost only."""
+    found: list[tuple[int, str]] = []
+    try:
+        for family, _, _, _, sockaddr in socket.getaddrinfo("localhost", None, proto=socket.IPPROTO_TCP):
+            entry = (int(family), str(sockaddr[0]))
+            if entry not in found and entry[1] in ("127.0.0.1", "::1"):
+                found.append(entry)
+    except OSError:
+        pass
+    return found or [(int(socket.AF_INET), "127.0.0.1")]
+
+
+class LocalAWS:
+    """moto's server app, adapted, listening on localhost."""
+
+    def __init__(self, port: int = state.DEFAULT_PORT, directory: Path | None = None):
+        self.requested_port = port
+        self.directory = (directory or state.state_dir()).resolve()
+        self.port = port
+        self.servers: list[Any] = []
+        self.threads: list[threading.Thread] = []
+        self.runner: Any = None
+        self.manager: Any = None
+        self.sweeper: Any = None
+
+    @property
+    def url(self) -> str:
+        return state.endpoint_url(self.port)
+
+    def start(self) -> LocalAWS:
+        from local import compat
+
+        compat.check()
+        started = time.monotonic()
+        from moto.moto_server.werkzeug_app import (
+            DomainDispatcherApplication,
+            MotoRequestHandler,
+            create_backend_app,
+        )
+        from werkzeug.serving import make_server
+
+        from local import esm, patches, runner, seed, ttl
+
+        patches.apply()
+        dispatcher = DomainDispatcherApplication(create_backend_app)
+        info: dict[str, Any] = {"status": "ready", "pid": os.getpid(), "moto": metadata.version("moto")}
+        app = _HealthMiddleware(dispatcher, info)
+
+        addresses = _loopback_addresses()
+        for index, (_family, address) in enumerate(addresses):
+            port = self.port if index == 0 else self.port
+            try:
+                server = make_server(address, port, app, threaded=True, request_handler=MotoRequestHandler)
+            except OSError:
+                if index == 0:
+                    raise
+                continue  # ::1 unusable here: 127.0.0.1 is enough
+            if index == 0:
+                self.port = server.server_port
+            self.servers.append(server)
+        info["port"] = self.port
+        os.environ["MOTO_PORT"] = str(self.port)
+
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.runner = runner.LambdaRunner(self.directory / "lambda", self.url)
+        runner.install(self.runner)
+        self.manager = esm.MappingManager()
+        esm.install(self.manager)
+        self.runner.provided_layers.update(seed.seed(state.ACCOUNT_ID, state.REGION))
+        for service in WARM_SERVICES:
+            if service not in dispatcher.app_instances:
+                dispatcher.app_instances[service] = create_backend_app(service)  # type: ignore[arg-type]
+
+        self.sweeper = ttl.TtlSweeper()
+        self.sweeper.start()
+        for server in self.servers:
+            thread = threading.Thread(target=server.serve_forever, name="local-aws-http", daemon=True)
+            thread.start()
+            self.threads.append(thread)
+        log.info("local AWS ready on %s in %.2fs", self.url, time.monotonic() - started)
+        return self
+
+    def stop(self) -> None:
+        for server in self.servers:
+            server.shutdown()
+            server.server_close()
+        if self.sweeper is not None:
+            self.sweeper.stop()
+        if self.manager is not None:
+            self.manager.shutdown()
+        if self.runner is not None:
+            self.runner.shutdown()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m local.server")
+    parser.add_argument("--port", type=int, default=state.DEFAULT_PORT)
+    parser.add_argument("--dir", type=Path, default=None)
+    args = parser.parse_args(argv)
+    directory = (args.dir or state.state_dir()).resolve()
+    directory.mkdir(parents=True, exist_ok=True)
+    logging.basicConfig(
+        level=os.environ.get("DOCTABLE_LOCAL_LOG_LEVEL", "INFO"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if not os.environ.get("DOCTABLE_LOCAL_LOG_REQUESTS"):
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
+
+    stop = threading.Event()
+
+    def _on_signal(signum: int, frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+    try:
+        server = LocalAWS(args.port, directory).start()
+    except Exception as exc:
+        print(f"local AWS failed to start: {exc}", file=sys.stderr)
+        return 1
+    state.ServerInfo(
+        pid=os.getpid(),
+        port=server.port,
+        url=server.url,
+        started_at=time.time(),
+        moto_version=metadata.version("moto"),
+    ).save(directory)
+    try:
+        while not stop.wait(3600):
+            pass
+    finally:
+        server.stop()
+        try:
+            info = state.ServerInfo.load(directory)
+            if info and info.pid == os.getpid():
+                (directory / "server.json").unlink()
+        except FileNotFoundError:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
