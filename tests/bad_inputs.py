@@ -1,0 +1,1263 @@
+"""Bad input, tried: every bad input the project has been fed, what it gets, and where the input ends up.
+
+Each :class:`Case` really exercises the project code (the knob resolver, the stream consumer's Lambda handler
+against an in-process moto S3, the ``doctable`` console script) and returns the observed outcome as one line.
+``tests/unit/test_bad_inputs.py`` runs every case, asserts the expected fragments appear in what was observed,
+and asserts that ``docs/bad-input.md`` is exactly the table rendered from these observations.
+
+Regenerate the document after changing a case or the code it exercises::
+
+    .venv/bin/python -m tests.bad_inputs --write     # rewrite docs/bad-input.md
+    .venv/bin/python -m tests.bad_inputs --check     # exit 1 when the document is stale
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import importlib
+import io
+import json
+import logging
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+ROOT = Path(__file__).resolve().parent.parent
+# What pytest's ``pythonpath = [".", "functions"]`` gives the tests, for ``python -m tests.bad_inputs`` too.
+for _entry in (ROOT, ROOT / "functions"):
+    if str(_entry) not in sys.path:
+        sys.path.insert(0, str(_entry))
+
+from tests.unit.events import (  # noqa: E402
+    FakeLambdaContext,
+    av,
+    image,
+    insert,
+    keys_only,
+    modify,
+    record,
+    remove,
+    seq,
+    sqs_event,
+    stream_event,
+)
+
+DOC_PATH = ROOT / "docs" / "bad-input.md"
+GENERATOR = "python -m tests.bad_inputs --write"
+OBSERVED_MAX = 160  # characters of the observed outcome shown in the document (the tests check all of it)
+
+REGION = "eu-west-1"
+BUCKET = "doctable-blobs-test"
+SERVICE = "doctable-consumer"
+
+# Where a consumer record that fails ends up (the mapping in infra/consumer.py: ReportBatchItemFailures,
+# bisect on error, max_retries, an S3 on-failure destination; `doctable replay` re-drives what it keeps).
+RETRIED = "reported in batchItemFailures → retried (max_retries, bisecting) → kept on the failure bucket for `doctable replay`"
+BATCH_RETRIED = (
+    "the whole invocation fails before any delete → Lambda bisects and retries the batch → the poison record "
+    "is kept on the failure bucket for `doctable replay`"
+)
+REFUSED = "key refused: not deleted, logged as blob_key_refused with the reason, counted in KeysRefused"
+SYNTH_STOPS = "synth stops before any construct (app.py: every problem, exit 1); nothing deployed"
+CLI_STOPS = "the command stops before any AWS call (exit 2); nothing changed"
+COLD_START = (
+    "init fails before any delete → the records stay in the stream while the mapping retries (max_retries, "
+    "max_record_age) → then kept on the failure bucket for `doctable replay`"
+)
+
+
+# ==================================================================================================== cases
+@dataclass(frozen=True)
+class Case:
+    """One bad input: where it is fed, what it is, how to feed it, what must be observed, where it ends up."""
+
+    area: str
+    bad_input: str
+    run: Callable[[], str]
+    expect: tuple[str, ...]
+    lands: str
+    id: str = ""
+
+
+CASES: list[Case] = []
+AREAS: list[str] = []
+
+
+def add(new: Case) -> None:
+    if any(c.id == new.id for c in CASES):
+        raise ValueError(f"duplicate case id {new.id!r}")
+    if new.area not in AREAS:
+        AREAS.append(new.area)
+    CASES.append(new)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60]
+
+
+# ---------------------------------------------------------------------------------------- shared harness
+# Variables that would change what the code under test does or prints (a developer's shell may carry them).
+_NOISY_ENV = (
+    "AWS_PROFILE",
+    "AWS_ENDPOINT_URL",
+    "AWS_MAX_ATTEMPTS",
+    "AWS_RETRY_MODE",
+    "AWS_DEFAULT_REGION",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_ROLE_ARN",
+    "TABLE_NAME",
+    "POWERTOOLS_DEV",
+    "POWERTOOLS_LOG_LEVEL",
+    "POWERTOOLS_METRICS_DISABLED",
+    "LOG_LEVEL",
+    "AWS_LAMBDA_LOG_LEVEL",
+    "DOCTABLE_RESOLVED_BY",
+)
+
+
+@contextlib.contextmanager
+def environment(values: Mapping[str, str | None], unset: Iterable[str] = ()) -> Iterator[None]:
+    """``os.environ`` with ``values`` set (``None`` unsets) and ``unset`` removed; restored afterwards."""
+    with mock.patch.dict(os.environ):
+        for name in (*_NOISY_ENV, *unset):
+            os.environ.pop(name, None)
+        for name, value in values.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        yield
+
+
+_SEQ_BASE = int(seq(0))
+_SEQ_RE = re.compile(rf"\b{str(_SEQ_BASE)[:10]}\d{{12}}\b")
+_ADDRESS_RE = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def normalize(text: str) -> str:
+    """Deterministic text: the factory's sequence numbers as ``seqN``, no memory addresses, one line."""
+    text = _SEQ_RE.sub(lambda m: f"seq{int(m.group()) - _SEQ_BASE}", text)
+    text = _ADDRESS_RE.sub("", text)
+    return " ⏎ ".join(line.strip() for line in text.strip().splitlines())
+
+
+# ------------------------------------------------------------------------------------------- the knobs
+KNOBS = "Knobs (`infra.config.resolve_config`, as `cdk synth`/`cdk deploy` and the CLI resolve them)"
+
+
+def resolve(context: Mapping[str, str], environ: Mapping[str, str] | None = None) -> str:
+    from infra.config import ConfigError, resolve_config
+
+    try:
+        config = resolve_config(context=dict(context), environ=dict(environ or {}), defaults={})
+    except ConfigError as exc:
+        return f"ConfigError ({len(exc.problems)}): " + " ⏎ ".join(exc.problems)
+    shown = {name: getattr(config, name) for name in ("gsi", "stream", "consumer", "batch_size")}
+    return "accepted, no error: " + ", ".join(f"{k}={v!r}" for k, v in shown.items())
+
+
+def knob_case(
+    knob: str,
+    value: str,
+    expect: Iterable[str],
+    *,
+    context: Mapping[str, str] | None = None,
+    label: str | None = None,
+    lands: str = SYNTH_STOPS,
+    id: str | None = None,
+) -> None:
+    given = {"stream": "new-and-old", knob: value} if context is None else dict(context)
+    add(
+        Case(
+            KNOBS,
+            label or f"`{knob}={value}`",
+            lambda: resolve(given),
+            (f"{knob}=", *expect),
+            lands,
+            id or f"knob-{knob}-{_slug(value)[:20]}",
+        )
+    )
+
+
+# One invalid value per knob (with the stream on, so that the consumer knobs are meaningful).
+for _knob, _value, _allowed in [
+    ("gsi", "gsi2", "allowed values: none|gsi1"),
+    ("ttl", "yes", "allowed values: off|on"),
+    ("stream", "new-image", "allowed values: none|new-and-old"),
+    ("pitr", "true", "allowed values: off|on"),
+    ("env", "qa", "allowed values: dev|stg|uat|prod"),
+    ("table_base", "Items", "one or more of [a-z0-9-]"),
+    ("table_base", "items_v2", "one or more of [a-z0-9-]"),
+    ("cost_center", "cc#1", "not a valid AWS tag value"),
+    ("owner", "aws:me", "not starting with 'aws:'"),
+    ("consumer", "lambda-fn", "auto|builtin|none|<Lambda function ARN>"),
+    ("consumer", "arn:aws:lambda:us-east-1:12:function:x", "is not a Lambda function ARN"),
+    ("blob_bucket", "Bad_Bucket", "not a valid S3 bucket name"),
+    ("blob_bucket", "arn:aws:s3:::my-blobs", "not a valid S3 bucket name"),
+    ("blob_root", "/abs/", "blob_root='/abs/' is malformed"),
+    ("blob_root", "a/../b/", "blob_root='a/../b/' is malformed"),
+    ("blob_root", "blobs", "ending in '/'"),
+    ("blob_prefix_cleanup", "maybe", "allowed values: off|on"),
+    ("starting_position", "at-timestamp", "allowed values: trim-horizon|latest"),
+    ("batch_size", "0", "out of range; allowed: an integer from 1 to 10000"),
+    ("batch_size", "ten", "not an integer"),
+    ("batching_window", "301", "an integer from 0 to 300 seconds"),
+    ("max_retries", "-1", "an integer from 0 to 10000"),
+    ("max_record_age", "-1", "an integer from 60 to 604800 seconds"),
+    ("parallelization_factor", "11", "an integer from 1 to 10"),
+    ("powertools", "pip", "allowed values: layer|bundled"),
+    ("architecture", "x86", "allowed values: arm64|x86_64"),
+    ("memory", "256.0", "not an integer"),
+    ("memory", "64", "an integer from 128 to 10240 MB"),
+    ("timeout", "901", "an integer from 1 to 900 seconds"),
+    ("deploy_target", "localstack", "allowed values: aws|local"),
+]:
+    knob_case(_knob, _value, [f"{_knob}={_value!r}", _allowed])
+
+knob_case(
+    "table_base",
+    "a" * 200,
+    ["gives a table name of 204 characters", "3..119"],
+    label="`table_base=` 200 × `a` (table name too long)",
+)
+knob_case(
+    "owner",
+    "x" * 257,
+    ["is not a valid AWS tag value", "at most 256"],
+    label="`owner=` 257 × `x` (tag value too long)",
+)
+knob_case(
+    "batch_size",
+    "10001",
+    ["batch_size='10001' is out of range; allowed: an integer from 1 to 10000", "needs batching_window"],
+    label="`batch_size=10001` (oversized batch)",
+)
+
+# Contradictions: each value is valid alone, the combination is not.
+for _context, _label, _fragment in [
+    ({"consumer": "builtin"}, "`consumer=builtin` with `stream=none`", "set but stream=none"),
+    (
+        {"consumer": "arn:aws:lambda:us-east-1:123456789012:function:mine"},
+        "`consumer=<Lambda ARN>` with `stream=none`",
+        "set but stream=none",
+    ),
+    (
+        {"stream": "new-and-old", "consumer": "none", "blob_bucket": "my-blobs"},
+        "`blob_bucket=my-blobs` with `consumer=none`",
+        "only consumer=builtin uses it",
+    ),
+    (
+        {"stream": "new-and-old", "consumer": "none", "blob_root": "blobs/"},
+        "`blob_root=blobs/` with `consumer=none`",
+        "only consumer=builtin uses it",
+    ),
+    (
+        {"blob_bucket": "my-blobs"},
+        "`blob_bucket=my-blobs` with `stream=none` (consumer auto → none)",
+        "only consumer=builtin uses it",
+    ),
+    (
+        {"stream": "new-and-old", "consumer": "none", "blob_prefix_cleanup": "on"},
+        "`blob_prefix_cleanup=on` with `consumer=none`",
+        "only consumer=builtin cleans blobs",
+    ),
+    (
+        {"stream": "new-and-old", "batch_size": "5000"},
+        "`batch_size=5000` without `batching_window`",
+        "batch_size=5000 needs batching_window >= 1",
+    ),
+]:
+    _knob = next(iter(k for k in _context if k not in ("stream", "consumer")), "consumer")
+    knob_case(
+        _knob,
+        "",
+        [_fragment],
+        context=_context,
+        label=_label + " (contradiction)",
+        id=f"contradiction-{_slug(_label)}",
+    )
+
+add(
+    Case(
+        KNOBS,
+        "four bad knobs at once (`gsi=x ttl=y env=z consumer=builtin`)",
+        lambda: resolve({"gsi": "x", "ttl": "y", "env": "z", "consumer": "builtin"}),
+        ("ConfigError (4)", "gsi='x'", "ttl='y'", "env='z'", "consumer='builtin' set but stream=none"),
+        SYNTH_STOPS + "; every problem in one message",
+        "knob-all-at-once",
+    )
+)
+add(
+    Case(
+        KNOBS,
+        "a bad value from the environment (`GSI=bogus`, no `-c`)",
+        lambda: resolve({}, {"GSI": "bogus"}),
+        ("gsi='bogus' is not allowed",),
+        SYNTH_STOPS + " (the message names the knob, not the variable GSI)",
+        "knob-from-environment",
+    )
+)
+
+
+def _as_the_app_reads(context: Mapping[str, str]) -> str:
+    """``-c`` context read as app.py reads it (``user_context(app.node.get_all_context())``), then resolved."""
+    from infra.config import user_context
+
+    return resolve(user_context({"@aws-cdk/core:checkSecretUsage": True, **context}))
+
+
+add(
+    Case(
+        KNOBS,
+        "a misspelt knob name (`-c gsii=gsi1`)",
+        lambda: _as_the_app_reads({"gsii": "gsi1"}),
+        ("gsii='gsi1' is not a knob (did you mean gsi?)",),
+        SYNTH_STOPS,
+        "knob-unknown-name",
+    )
+)
+
+
+# ------------------------------------------------------------------------------------------ the consumer
+EVENTS = "Consumer: events and records (`stream_consumer.handler.lambda_handler`)"
+IMAGES = "Consumer: images with unexpected types"
+KEYS = "Consumer: escaping blob keys"
+BATCH = "Consumer: oversized batches and a missing bucket"
+COLD = "Consumer: environment at cold start (`stream_consumer.settings`)"
+
+CONSUMER_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_REGION": REGION,
+    "POWERTOOLS_TRACE_DISABLED": "1",
+    "POWERTOOLS_METRICS_NAMESPACE": "Doctable",
+    "POWERTOOLS_SERVICE_NAME": SERVICE,
+    "BLOB_BUCKET": BUCKET,
+    "BLOB_ROOT": "blobs/",
+    "BLOB_PREFIX_CLEANUP": "off",
+}
+
+
+@dataclass
+class ConsumerRun:
+    """What one invocation did: the response or error, the JSON lines it wrote, the store calls, the bucket after."""
+
+    error: str | None = None
+    response: Any = None
+    lines: list[dict[str, Any]] = field(default_factory=list)
+    delete_requests: int = 0
+    list_requests: int = 0
+    left: list[str] = field(default_factory=list)
+    cold_start: bool = True
+
+    def messages(self, name: str) -> list[dict[str, Any]]:
+        return [line for line in self.lines if line.get("message") == name]
+
+    def metrics(self) -> dict[str, Any]:
+        for line in self.lines:
+            if "_aws" in line:
+                names = [m["Name"] for d in line["_aws"]["CloudWatchMetrics"] for m in d["Metrics"]]
+                return {name: _number(line[name]) for name in names}
+        return {}
+
+    def summary(self) -> str:
+        """One line, most telling first: the outcome, what was logged about the input, what the bucket keeps."""
+        parts: list[str] = []
+        if self.error is not None:
+            parts.append(("cold start fails: " if self.cold_start else "invocation fails: ") + self.error)
+        else:
+            failed = [item["itemIdentifier"] for item in (self.response or {}).get("batchItemFailures", [])]
+            parts.append(f"batchItemFailures=[{', '.join(failed)}]")
+        for line in self.messages("unexpected_event"):
+            same = self.error is not None and self.error.endswith(line["error"])
+            parts.append("logged as unexpected_event" if same else f"unexpected_event: {line['error']}")
+        for line in self.messages("record_rejected"):
+            number = line.get("sequence_number", "(no sequence number)")
+            parts.append(f"record_rejected {number}: {line['problem']}")
+        for line in self.messages("delete_request_failed"):
+            parts.append(f"delete_request_failed ({line['key_count']} keys): {line['error']}")
+        request_failed = bool(self.messages("delete_request_failed"))
+        for line in self.messages("record_failed"):
+            first = next(iter((line.get("failed_keys") or {}).items()), None)
+            detail = f" ({first[0]!r}: {first[1]})" if first and not request_failed else ""
+            parts.append(f"record_failed {line['sequence_number']}: {line['error']}{detail}")
+        for line in self.messages("blob_key_refused"):
+            parts.append(f"blob_key_refused {line['key']!r}: {line['reason']} ({line['source']})")
+        for line in self.messages("record_without_images"):
+            parts.append(f"record_without_images {line['view_type']}: action={line['action']}")
+        for line in self.messages("table_name_mismatch"):
+            parts.append(f"table_name_mismatch: expected {line['expected']}, received {line['received']}")
+        if self.left or (self.error is None and not self.cold_start):
+            parts.append(f"bucket keeps {self.left}")
+        cleaned = self.messages("record_cleaned")
+        if 0 < len(cleaned) <= 3:
+            parts.extend(f"record_cleaned {c['pk']}/{c['sk']}: {c['reason']}" for c in cleaned)
+        elif cleaned:
+            parts.append(f"record_cleaned ×{len(cleaned)}")
+        metrics = self.metrics()
+        if metrics:
+            parts.append("metrics " + " ".join(f"{k}={v}" for k, v in metrics.items()))
+        if not self.cold_start:
+            parts.append(f"S3 requests: {self.delete_requests} DeleteObjects, {self.list_requests} list")
+        return normalize("; ".join(parts))
+
+
+def _number(value: Any) -> Any:
+    """An EMF metric value (a list of floats when the name was added once or more) as one plain number."""
+    total = sum(value) if isinstance(value, list) else value
+    return int(total) if float(total).is_integer() else total
+
+
+def _purge_consumer() -> None:
+    for name in [m for m in sys.modules if m == "stream_consumer" or m.startswith("stream_consumer.")]:
+        del sys.modules[name]
+
+
+def _point_logger(stream: io.StringIO) -> list[tuple[logging.StreamHandler[Any], Any]]:
+    saved = []
+    for handler in logging.getLogger(SERVICE).handlers:
+        if isinstance(handler, logging.StreamHandler):
+            saved.append((handler, handler.stream))
+            handler.stream = stream
+    return saved
+
+
+@functools.cache
+def _s3_client() -> Any:
+    """The S3 client exactly as ``S3BlobStore`` builds it (its retry config), created once per process.
+
+    Building a boto3 client costs ~60 ms; every consumer case reuses this one (moto intercepts it inside each
+    case's own ``mock_aws``), so the whole table stays fast. Call it with :data:`CONSUMER_ENV` active.
+    """
+    from stream_consumer.blob_store import S3BlobStore
+
+    return S3BlobStore(BUCKET).client
+
+
+def run_consumer(
+    event: Any,
+    *,
+    env: Mapping[str, str | None] | None = None,
+    objects: Iterable[str] = (),
+    create_bucket: bool = True,
+) -> ConsumerRun:
+    """Cold-start the handler with ``env`` (over :data:`CONSUMER_ENV`), invoke it once on ``event``."""
+    from moto import mock_aws
+
+    out = io.StringIO()
+    run = ConsumerRun()
+    saved: list[tuple[logging.StreamHandler[Any], Any]] = []
+    with (
+        environment({**CONSUMER_ENV, **(env or {})}),
+        mock_aws(),
+        contextlib.redirect_stdout(out),
+    ):
+        s3 = _s3_client()
+        if create_bucket:
+            s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
+            for key in objects:
+                s3.put_object(Bucket=BUCKET, Key=key, Body=b"x")
+        _purge_consumer()
+        try:
+            try:
+                handler = importlib.import_module("stream_consumer.handler")
+            except Exception as exc:
+                run.error = f"{type(exc).__name__}: {exc}"
+                run.left = []
+                return run
+            saved = _point_logger(out)
+            store = handler.cleaner.store
+            store._client = s3  # the client the store would create (see _s3_client), built once per process
+            real_delete, real_list = store.delete_keys, store.list_prefix
+
+            def delete_keys(keys: Any) -> Any:
+                run.delete_requests += 1
+                return real_delete(keys)
+
+            def list_prefix(prefix: str) -> Any:
+                run.list_requests += 1
+                return real_list(prefix)
+
+            store.delete_keys, store.list_prefix = delete_keys, list_prefix
+            run.cold_start = False
+            try:
+                run.response = handler.lambda_handler(event, FakeLambdaContext())
+            except Exception as exc:
+                run.error = f"{type(exc).__name__}: {exc}"
+            if create_bucket:
+                pages = s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET)
+                run.left = sorted(item["Key"] for page in pages for item in page.get("Contents", []))
+        finally:
+            for handler_, previous in saved:
+                handler_.stream = previous  # not setStream(): it would flush a stream that may be closed
+            _purge_consumer()
+    run.lines = [json.loads(line) for line in out.getvalue().splitlines() if line.startswith("{")]
+    return run
+
+
+def consumer_case(
+    area: str,
+    bad_input: str,
+    event: Callable[[], Any],
+    expect: Iterable[str],
+    lands: str,
+    *,
+    id: str,
+    env: Mapping[str, str | None] | None = None,
+    objects: Iterable[str] = (),
+    create_bucket: bool = True,
+) -> None:
+    objects = tuple(objects)
+    add(
+        Case(
+            area,
+            bad_input,
+            lambda: run_consumer(event(), env=env, objects=objects, create_bucket=create_bucket).summary(),
+            tuple(expect),
+            lands,
+            id,
+        )
+    )
+
+
+OWN = "blobs/doc#1/v#1/own.pdf"
+THEIRS = "blobs/doc#2/v#1/theirs.pdf"
+GOOD_NEIGHBOUR = "blobs/b/1/y"
+
+
+def _with_blobs(blobs_av: dict[str, Any], pk: str = "c", sk: str = "1") -> dict[str, Any]:
+    img = image(pk, sk)
+    img["blobs"] = blobs_av
+    return img
+
+
+def _neighboured(*bad: dict[str, Any]) -> dict[str, Any]:
+    """``bad`` records followed by a good REMOVE (seq 9) whose blob must still be cleaned."""
+    return stream_event(*bad, remove(9, "b", "1", [GOOD_NEIGHBOUR]))
+
+
+# ---- events and records
+consumer_case(
+    EVENTS,
+    "an empty event `{}` (not a stream invocation)",
+    lambda: {},
+    ["invocation fails: UnexpectedEventError", "expected a DynamoDB Streams event", "top-level keys []"],
+    "the invocation errors before any record is read; nothing deleted (metrics published as zeros)",
+    id="event-empty",
+)
+consumer_case(
+    EVENTS,
+    "an SQS-shaped event",
+    sqs_event,
+    ["invocation fails: UnexpectedEventError", "Records[0].eventSource is 'aws:sqs'"],
+    "the invocation errors, nothing deleted; the error goes back to the invoker (an SQS mapping would "
+    "retry and redrive the message)",
+    id="event-sqs",
+)
+consumer_case(
+    EVENTS,
+    '`{"Records": []}` (no records)',
+    lambda: {"Records": []},
+    ["invocation fails: UnexpectedEventError", "top-level keys ['Records']"],
+    "the invocation errors, nothing deleted",
+    id="event-no-records",
+)
+consumer_case(
+    EVENTS,
+    "a stream record beside a record that is a string",
+    lambda: stream_event(remove(1, "b", "1", [GOOD_NEIGHBOUR]), "not-a-record"),  # type: ignore[arg-type]
+    ["invocation fails: UnexpectedEventError", "Records[1].eventSource is None"],
+    BATCH_RETRIED.replace(" before any delete", ", nothing deleted"),
+    objects=[GOOD_NEIGHBOUR],
+    id="event-record-not-object",
+)
+consumer_case(
+    EVENTS,
+    "a record without `dynamodb` (so no SequenceNumber)",
+    lambda: _neighboured({**insert(1), "dynamodb": None}),
+    [
+        "invocation fails: UnidentifiableRecordError",
+        "without dynamodb.SequenceNumber, failing the whole batch",
+        "missing 'dynamodb' object",
+        f"bucket keeps ['{GOOD_NEIGHBOUR}']",
+    ],
+    BATCH_RETRIED + "; the good neighbour is not deleted yet (retried with it)",
+    objects=[GOOD_NEIGHBOUR],
+    id="record-no-dynamodb",
+)
+
+
+def _no_sequence_number() -> dict[str, Any]:
+    bad = remove(1, "doc#1", "v#1", [OWN])
+    del bad["dynamodb"]["SequenceNumber"]
+    return _neighboured(bad)
+
+
+consumer_case(
+    EVENTS,
+    "a record without `dynamodb.SequenceNumber`",
+    _no_sequence_number,
+    [
+        "invocation fails: UnidentifiableRecordError",
+        "Records[0]: missing dynamodb.SequenceNumber",
+        "RecordsFailed=2",
+        f"bucket keeps ['{GOOD_NEIGHBOUR}', '{OWN}']",
+    ],
+    BATCH_RETRIED + "; no blob of the batch is deleted by this invocation",
+    objects=[OWN, GOOD_NEIGHBOUR],
+    id="record-no-sequence-number",
+)
+consumer_case(
+    EVENTS,
+    "a record without `dynamodb.Keys`",
+    lambda: _neighboured(record("REMOVE", 1, keys={}, old=image("doc#1", "v#1", [OWN]))),
+    ["batchItemFailures=[seq1]", "record_rejected seq1: missing dynamodb.Keys", "b/1: deleted"],
+    RETRIED + "; the good neighbour is cleaned",
+    objects=[OWN, GOOD_NEIGHBOUR],
+    id="record-no-keys",
+)
+consumer_case(
+    EVENTS,
+    "an unknown `eventName` (`UPSERT`)",
+    lambda: _neighboured(record("UPSERT", 1, new=image("doc#1", "v#1"))),
+    ["batchItemFailures=[seq1]", "eventName 'UPSERT' is not one of INSERT, MODIFY, REMOVE"],
+    RETRIED,
+    objects=[GOOD_NEIGHBOUR],
+    id="record-unknown-event-name",
+)
+consumer_case(
+    EVENTS,
+    "`pk` missing from `Keys`",
+    lambda: _neighboured(record("REMOVE", 1, keys={"sk": av("v#1")}, old=image("doc#1", "v#1", [OWN]))),
+    ["batchItemFailures=[seq1]", "key attribute 'pk' must be a non-empty string, got missing"],
+    RETRIED + "; its blobs stay until a retry succeeds",
+    objects=[OWN, GOOD_NEIGHBOUR],
+    id="record-pk-missing",
+)
+consumer_case(
+    EVENTS,
+    "`pk` a number (`N`)",
+    lambda: _neighboured(record("REMOVE", 1, keys={"pk": av(7), "sk": av("v#1")}, old=image("c", "1"))),
+    ["batchItemFailures=[seq1]", "key attribute 'pk' must be a non-empty string, got a Decimal"],
+    RETRIED,
+    objects=[GOOD_NEIGHBOUR],
+    id="record-pk-number",
+)
+consumer_case(
+    EVENTS,
+    "`sk` binary (`B`)",
+    lambda: _neighboured(record("REMOVE", 1, keys={"pk": av("c"), "sk": {"B": "AAE="}}, old=image("c", "1"))),
+    ["batchItemFailures=[]", "record_cleaned c/AAE=: deleted"],
+    "⚠ not rejected: the base64 text is used as the sort key (prefix `blobs/c/AAE=/`); the table's keys are "
+    "strings, so its own stream cannot carry this",
+    objects=[GOOD_NEIGHBOUR],
+    id="record-sk-binary",
+)
+consumer_case(
+    EVENTS,
+    "`pk` an empty string",
+    lambda: _neighboured(record("REMOVE", 1, keys={"pk": av(""), "sk": av("v#1")}, old=image("c", "1"))),
+    ["batchItemFailures=[seq1]", "key attribute 'pk' must be a non-empty string, got a str"],
+    RETRIED,
+    objects=[GOOD_NEIGHBOUR],
+    id="record-pk-empty",
+)
+consumer_case(
+    EVENTS,
+    "a KEYS_ONLY-shaped REMOVE (no images), prefix cleanup off",
+    lambda: stream_event(keys_only("REMOVE", 1, "doc#1", "v#1")),
+    ["batchItemFailures=[]", "record_without_images KEYS_ONLY: action=none", f"bucket keeps ['{OWN}']"],
+    "nothing deleted (the blobs stay, none lost); logged as record_without_images",
+    objects=[OWN],
+    id="record-keys-only",
+)
+consumer_case(
+    EVENTS,
+    "a KEYS_ONLY-shaped REMOVE (no images), prefix cleanup on",
+    lambda: stream_event(keys_only("REMOVE", 1, "doc#1", "v#1")),
+    ["batchItemFailures=[]", "action=clear-prefix", "1 list", f"bucket keeps ['{THEIRS}']"],
+    "only the record's own prefix (built from `Keys`) is listed and cleared; the neighbour stays",
+    env={"BLOB_PREFIX_CLEANUP": "on"},
+    objects=[OWN, THEIRS],
+    id="record-keys-only-prefix-cleanup",
+)
+consumer_case(
+    EVENTS,
+    "a NEW_IMAGE-shaped MODIFY (no old image)",
+    lambda: stream_event(
+        record("MODIFY", 1, "doc#1", "v#1", new=image("doc#1", "v#1", []), view_type="NEW_IMAGE")
+    ),
+    ["batchItemFailures=[]", "record_without_images NEW_IMAGE: action=none", f"bucket keeps ['{OWN}']"],
+    "nothing deleted (orphans cannot be computed, none lost); logged as record_without_images",
+    objects=[OWN],
+    id="record-new-image-modify",
+)
+consumer_case(
+    EVENTS,
+    "a record from another table (`TABLE_NAME` set to a different table)",
+    lambda: stream_event(remove(1, "doc#1", "v#1", [OWN])),
+    ["batchItemFailures=[seq1]", f"bucket keeps ['{OWN}']", "0 DeleteObjects"],
+    "nothing deleted; the record fails (logged as records_from_foreign_table) → retried → kept on the failure "
+    "bucket, where the alarm fires",
+    env={"TABLE_NAME": "other-table"},
+    objects=[OWN],
+    id="record-foreign-table",
+)
+
+# ---- images with unexpected types
+consumer_case(
+    IMAGES,
+    "`blobs` a number",
+    lambda: _neighboured(record("REMOVE", 1, "c", "1", old=_with_blobs(av(5)))),
+    ["batchItemFailures=[seq1]", "OldImage.blobs must be a list or a string set, got Decimal"],
+    RETRIED + "; the good neighbour is cleaned",
+    objects=[GOOD_NEIGHBOUR],
+    id="image-blobs-number",
+)
+consumer_case(
+    IMAGES,
+    "`blobs` a map",
+    lambda: _neighboured(record("REMOVE", 1, "c", "1", old=_with_blobs(av({"a": "blobs/c/1/a"})))),
+    ["batchItemFailures=[seq1]", "OldImage.blobs must be a list or a string set, got dict"],
+    RETRIED,
+    objects=[GOOD_NEIGHBOUR],
+    id="image-blobs-map",
+)
+consumer_case(
+    IMAGES,
+    "`blobs` a string",
+    lambda: _neighboured(record("REMOVE", 1, "c", "1", old=_with_blobs(av("blobs/c/1/a")))),
+    ["batchItemFailures=[seq1]", "OldImage.blobs must be a list or a string set, got str"],
+    RETRIED,
+    objects=[GOOD_NEIGHBOUR],
+    id="image-blobs-string",
+)
+consumer_case(
+    IMAGES,
+    "`blobs` a number set (`NS`)",
+    lambda: _neighboured(record("REMOVE", 1, "c", "1", old=_with_blobs({"NS": ["1", "2"]}))),
+    ["batchItemFailures=[seq1]", "OldImage.blobs must be a list or a string set, got number set"],
+    RETRIED,
+    objects=[GOOD_NEIGHBOUR],
+    id="image-blobs-number-set",
+)
+consumer_case(
+    IMAGES,
+    "`blobs` in the new image of a MODIFY a boolean",
+    lambda: _neighboured(
+        record("MODIFY", 1, "c", "1", old=image("c", "1", ["blobs/c/1/a"]), new=_with_blobs(av(True)))
+    ),
+    ["batchItemFailures=[seq1]", "NewImage.blobs must be a list or a string set, got bool"],
+    RETRIED + "; the old image's blobs stay",
+    objects=["blobs/c/1/a", GOOD_NEIGHBOUR],
+    id="image-blobs-bool",
+)
+consumer_case(
+    IMAGES,
+    "`blobs` NULL",
+    lambda: stream_event(record("REMOVE", 1, "c", "1", old=_with_blobs({"NULL": True}))),
+    ["batchItemFailures=[]", "c/1: deleted", "BlobsDeleted=0"],
+    "treated as an empty list: nothing to delete, no failure",
+    objects=["blobs/c/1/a"],
+    id="image-blobs-null",
+)
+consumer_case(
+    IMAGES,
+    "`blobs` list holding a number and a map",
+    lambda: stream_event(
+        record("REMOVE", 1, "doc#1", "v#1", old=_with_blobs(av([OWN, 42, {"k": "v"}]), "doc#1", "v#1"))
+    ),
+    ["batchItemFailures=[]", "'42': not-a-string", "{'k': 'v'}", "KeysRefused=2", "BlobsDeleted=1"],
+    REFUSED + "; the string key is deleted",
+    objects=[OWN],
+    id="image-blobs-non-string",
+)
+consumer_case(
+    IMAGES,
+    "`OldImage` a list, not a map",
+    lambda: _neighboured(
+        {**record("REMOVE", 1, "c", "1"), "dynamodb": {**insert(1)["dynamodb"], "OldImage": []}}
+    ),
+    ["batchItemFailures=[seq1]", "dynamodb.OldImage is not an object"],
+    RETRIED,
+    objects=[GOOD_NEIGHBOUR],
+    id="image-old-image-list",
+)
+consumer_case(
+    IMAGES,
+    'an attribute value of an unknown type (`{"X": "1"}`)',
+    lambda: _neighboured(record("REMOVE", 1, "c", "1", old={**image("c", "1"), "size": {"X": "1"}})),
+    [
+        "batchItemFailures=[seq1]",
+        "attribute values do not deserialize: TypeError: Dynamodb type X is not supported",
+    ],
+    RETRIED,
+    objects=[GOOD_NEIGHBOUR],
+    id="image-unknown-type",
+)
+consumer_case(
+    IMAGES,
+    'a number attribute that is not a number (`{"N": "abc"}`)',
+    lambda: _neighboured(record("REMOVE", 1, "c", "1", old={**image("c", "1"), "size": {"N": "abc"}})),
+    ["batchItemFailures=[seq1]", "attribute values do not deserialize: InvalidOperation"],
+    RETRIED + " (⚠ the error names neither the attribute nor the value)",
+    objects=[GOOD_NEIGHBOUR],
+    id="image-bad-number",
+)
+
+# ---- escaping blob keys: a REMOVE of doc#1/v#1 listing its own blob and one key that is not its own
+# ``_victim``: an object stored under exactly that key (S3 keys are literal), which must survive.
+for _key, _reason, _label, _victim in [
+    ("../x", "dot-dot-segment", "`../x`", "../x"),
+    (
+        "blobs/doc#1/v#1/../../doc#2/v#1/theirs.pdf",
+        "dot-dot-segment",
+        "`<own prefix>/../../doc#2/…`",
+        "blobs/doc#1/v#1/../../doc#2/v#1/theirs.pdf",
+    ),
+    ("/abs", "absolute", "`/abs` (leading slash)", "/abs"),
+    (THEIRS, "outside-record-prefix", "another record's key `blobs/doc#2/v#1/theirs.pdf`", THEIRS),
+    (
+        "blobs/doc#1/v#10/x.pdf",
+        "outside-record-prefix",
+        "a sibling's key `blobs/doc#1/v#10/x.pdf`",
+        "blobs/doc#1/v#10/x.pdf",
+    ),
+    ("other/doc#1/v#1/x", "outside-record-prefix", "a key outside `BLOB_ROOT`", "other/doc#1/v#1/x"),
+    ("blobs/doc#1/v#1\\win.pdf", "backslash", "a key with a backslash", "blobs/doc#1/v#1\\win.pdf"),
+    ("blobs/doc#1/v#1/a\x00b", "control-character", "a key with a NUL character", None),
+    ("blobs/doc#1/v#1/a\nb", "control-character", "a key with a newline", None),
+    ("", "empty", "an empty key", None),
+]:
+    _objects = [OWN] + ([_victim] if _victim else [])
+    consumer_case(
+        KEYS,
+        _label,
+        functools.partial(lambda k: stream_event(remove(1, "doc#1", "v#1", [OWN, k])), _key),
+        [
+            "batchItemFailures=[]",
+            f"blob_key_refused {_key!r}: {_reason}",
+            "KeysRefused=1",
+            "BlobsDeleted=1",
+            f"bucket keeps [{_victim!r}]" if _victim else "bucket keeps []",
+        ],
+        REFUSED + ("; the object it names is untouched" if _victim else ""),
+        objects=_objects,
+        id=f"key-{_slug(_reason)}-{_slug(_label)[:24]}",
+    )
+
+consumer_case(
+    KEYS,
+    "`pk` containing `/` (`doc/1`: ambiguous prefix)",
+    lambda: stream_event(remove(1, "doc/1", "v#1", ["blobs/doc/1/v#1/a.pdf"])),
+    ["batchItemFailures=[]", "'blobs/doc/1/v#1/a.pdf': record-prefix-ambiguous", "KeysRefused=1"],
+    REFUSED + " (every key of the record; `doc` + `1/v#1` would share the prefix)",
+    objects=["blobs/doc/1/v#1/a.pdf"],
+    id="key-pk-with-slash",
+)
+consumer_case(
+    KEYS,
+    "`sk` `..` with prefix cleanup on",
+    lambda: stream_event(remove(1, "doc#1", "..", [])),
+    ["batchItemFailures=[]", "'blobs/doc#1/../': record-prefix-ambiguous (prefix)", "0 list"],
+    "the prefix is refused, never listed or cleared: " + REFUSED,
+    env={"BLOB_PREFIX_CLEANUP": "on"},
+    objects=[OWN],
+    id="key-sk-dotdot-prefix-cleanup",
+)
+consumer_case(
+    KEYS,
+    "a MODIFY dropping a key that belongs to another record",
+    lambda: stream_event(modify(1, "doc#1", "v#1", [OWN, THEIRS], [OWN])),
+    ["batchItemFailures=[]", f"blob_key_refused '{THEIRS}': outside-record-prefix", "BlobsDeleted=0"],
+    REFUSED + "; the other record's object is untouched",
+    objects=[OWN, THEIRS],
+    id="key-modify-foreign",
+)
+
+
+# ---- oversized batches and a missing bucket
+def _oversized_batch() -> dict[str, Any]:
+    """10,001 records: every tenth a REMOVE listing one key (1,001 keys), the others INSERTs."""
+    return stream_event(
+        *(remove(n, f"d{n}", "1", [f"blobs/d{n}/1/a"]) if n % 10 == 1 else insert(n, f"d{n}", "1")
+          for n in range(1, 10_002))
+    )  # fmt: skip
+
+
+consumer_case(
+    BATCH,
+    "a batch of 10,001 records (1,001 REMOVEs listing a key each, 9,000 INSERTs)",
+    _oversized_batch,
+    [
+        "batchItemFailures=[]",
+        "record_cleaned ×1001",
+        "RecordsReceived=10001",
+        "BlobsDeleted=1001",
+        "2 DeleteObjects",
+        "bucket keeps ['blobs/d10000/1/keep']",
+    ],
+    "processed in one invocation: keys pooled, 1,000 per request; the mapping never sends more than "
+    "10,000 (`batch_size` ≤ 10000)",
+    objects=["blobs/d1/1/a", "blobs/d10000/1/keep"],
+    id="batch-10001",
+)
+consumer_case(
+    BATCH,
+    "one REMOVE listing 1,001 keys",
+    lambda: stream_event(remove(1, "doc#1", "v#1", [f"blobs/doc#1/v#1/{i:04d}" for i in range(1001)])),
+    ["batchItemFailures=[]", "BlobsDeleted=1001", "2 DeleteObjects"],
+    "processed: split into requests of 1,000 keys",
+    id="batch-1001-keys",
+)
+consumer_case(
+    BATCH,
+    "`BLOB_BUCKET` names a bucket that does not exist",
+    lambda: stream_event(remove(1, "a", "1", ["blobs/a/1/x"]), insert(2, "b", "1"), remove(3, "c", "1", [])),
+    [
+        "batchItemFailures=[seq1]",
+        "delete_request_failed (1 keys): NoSuchBucket",
+        "NoSuchBucket",
+        "record_failed seq1: 1 blob key(s) could not be deleted",
+    ],
+    RETRIED + "; records with nothing to delete succeed",
+    env={"BLOB_BUCKET": "doctable-blobs-missing"},
+    id="bucket-missing",
+)
+consumer_case(
+    BATCH,
+    "`BLOB_BUCKET` missing, prefix cleanup on",
+    lambda: stream_event(keys_only("REMOVE", 1, "a", "1")),
+    ["batchItemFailures=[seq1]", "listing prefix 'blobs/a/1/' failed: NoSuchBucket"],
+    RETRIED,
+    env={"BLOB_BUCKET": "doctable-blobs-missing", "BLOB_PREFIX_CLEANUP": "on"},
+    id="bucket-missing-prefix-cleanup",
+)
+
+# ---- environment at cold start
+_COLD_CASES: list[tuple[dict[str, str | None], str, str, str]] = [
+    ({"BLOB_BUCKET": None}, "BLOB_BUCKET", "BLOB_BUCKET=<unset>: required", "`BLOB_BUCKET` unset"),
+    ({"BLOB_BUCKET": ""}, "BLOB_BUCKET", "BLOB_BUCKET='': required", "`BLOB_BUCKET` empty"),
+    (
+        {"BLOB_BUCKET": "arn:aws:s3:::doctable-blobs"},
+        "BLOB_BUCKET",
+        "not an ARN or URL",
+        "`BLOB_BUCKET` an ARN",
+    ),
+    (
+        {"BLOB_ROOT": "/x"},
+        "BLOB_ROOT",
+        "BLOB_ROOT='/x': must be empty or a key prefix ending in '/'",
+        "`BLOB_ROOT=/x`",
+    ),
+    ({"BLOB_ROOT": "blobs"}, "BLOB_ROOT", "BLOB_ROOT='blobs'", "`BLOB_ROOT=blobs` (no trailing `/`)"),
+    ({"BLOB_ROOT": "a/../b/"}, "BLOB_ROOT", "'..' segments", "`BLOB_ROOT=a/../b/`"),
+    (
+        {"BLOB_PREFIX_CLEANUP": "maybe"},
+        "BLOB_PREFIX_CLEANUP",
+        "BLOB_PREFIX_CLEANUP='maybe': allowed values are 'on' or 'off'",
+        "`BLOB_PREFIX_CLEANUP=maybe`",
+    ),
+]
+for _env, _variable, _fragment, _label in _COLD_CASES:
+    consumer_case(
+        COLD,
+        _label,
+        lambda: stream_event(remove(1, "doc#1", "v#1", [OWN])),
+        ["cold start fails: SettingsError: invalid environment variable", _fragment],
+        COLD_START,
+        env=_env,
+        objects=[OWN],
+        id=f"cold-{_slug(_label)}",
+    )
+
+
+# ------------------------------------------------------------------------------------------------ the CLI
+CLI = "Operations CLI (`doctable …`, `doctable.cli:main`)"
+
+CLI_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_REGION": REGION,
+    "COLUMNS": "100",  # argparse wraps its usage to the terminal width
+}
+# Knob variables a developer's shell may carry (GSI=gsi1 ...): the CLI would read them.
+_KNOB_VARS = (
+    "GSI",
+    "TTL",
+    "STREAM",
+    "PITR",
+    "TABLE_BASE",
+    "ENV",
+    "COST_CENTER",
+    "OWNER",
+    "CONSUMER",
+    "BLOB_BUCKET",
+    "BLOB_ROOT",
+    "BLOB_PREFIX_CLEANUP",
+    "STARTING_POSITION",
+    "BATCH_SIZE",
+    "BATCHING_WINDOW",
+    "MAX_RETRIES",
+    "MAX_RECORD_AGE",
+    "PARALLELIZATION_FACTOR",
+    "POWERTOOLS",
+    "ARCHITECTURE",
+    "MEMORY",
+    "TIMEOUT",
+    "DEPLOY_TARGET",
+)
+
+
+def run_cli(argv: list[str], env: Mapping[str, str | None] | None = None) -> str:
+    """``doctable <argv>``: the exit code, how many lines it wrote to stderr, and the last one."""
+    from doctable.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        environment(
+            {
+                **CLI_ENV,
+                "DOCTABLE_STATE_DIR": f"{tmp}/state",
+                "DOCTABLE_LEDGER_DIR": f"{tmp}/ledger",
+                **(env or {}),
+            },
+            unset=(*_KNOB_VARS, "AWS_SESSION_TOKEN"),
+        ),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
+        try:
+            code: Any = main(argv)
+        except SystemExit as exc:  # argparse
+            code = exc.code
+        except Exception as exc:  # a traceback would reach the user
+            code = f"uncaught {type(exc).__name__}: {exc}"
+    lines = [line for line in err.getvalue().splitlines() if line.strip()]
+    traceback = " (TRACEBACK)" if "Traceback" in err.getvalue() else ""
+    last = lines[-1] if lines else "(nothing on stderr)"
+    return normalize(f"exit {code}; {len(lines)} line(s) on stderr{traceback}: {last}")
+
+
+def cli_case(argv: list[str], expect: Iterable[str], lands: str, *, id: str, label: str | None = None,
+             env: Mapping[str, str | None] | None = None) -> None:  # fmt: skip
+    add(
+        Case(
+            CLI,
+            label or "`doctable " + " ".join(argv) + "`",
+            lambda: run_cli(argv, env),
+            tuple(expect),
+            lands,
+            id,
+        )
+    )
+
+
+ONE_LINE = ("exit 2; 1 line(s) on stderr: doctable: ",)
+NO_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": None,
+    "AWS_SECRET_ACCESS_KEY": None,
+    "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/doctable-credentials",
+    "AWS_CONFIG_FILE": "/nonexistent/doctable-config",
+    "AWS_EC2_METADATA_DISABLED": "true",
+}
+
+cli_case(
+    ["verify", "-c", "gsi=bogus"],
+    [*ONE_LINE, "invalid knobs: gsi='bogus' is not allowed"],
+    CLI_STOPS,
+    id="cli-bad-knob",
+)
+cli_case(
+    ["verify", "-c", "batch_size=5000", "-c", "stream=new-and-old"],
+    [*ONE_LINE, "batch_size=5000 needs batching_window"],
+    CLI_STOPS,
+    id="cli-contradiction",
+)
+cli_case(
+    ["verify", "-c", "notaknob"],
+    [*ONE_LINE, "-c 'notaknob': expected KNOB=VALUE"],
+    CLI_STOPS,
+    id="cli-malformed-pair",
+)
+cli_case(
+    ["verify", "-c", "=gsi1"],
+    [*ONE_LINE, "-c '=gsi1': expected KNOB=VALUE"],
+    CLI_STOPS,
+    id="cli-empty-knob-name",
+)
+cli_case(["verify", "--env", "qa"], [*ONE_LINE, "env='qa' is not allowed"], CLI_STOPS, id="cli-bad-env")
+cli_case(
+    ["verify", "--env", "dev", "-c", "env=prod"],
+    [*ONE_LINE, "--env dev contradicts -c env=prod: give one"],
+    CLI_STOPS,
+    id="cli-env-contradiction",
+)
+cli_case(
+    ["verify"],
+    [*ONE_LINE, "invalid knobs: gsi='bogus'"],
+    CLI_STOPS,
+    label="`GSI=bogus doctable verify` (knob from the environment)",
+    env={"GSI": "bogus"},
+    id="cli-knob-from-env",
+)
+cli_case(
+    ["verify", "--timeout", "-5"],
+    ["exit 2;", "argument --timeout: must be >= 0"],
+    "argparse refuses it (usage + one error line, exit 2); nothing run",
+    id="cli-negative-timeout",
+)
+cli_case(
+    ["frobnicate"],
+    ["exit 2;", "invalid choice: 'frobnicate'"],
+    "argparse refuses it (usage + one error line, exit 2); nothing run",
+    id="cli-unknown-command",
+)
+cli_case(
+    ["verify"],
+    [*ONE_LINE, "no usable AWS credentials while checking who you are"],
+    "stops at the first AWS call (sts get-caller-identity), exit 2; nothing changed",
+    label="`doctable verify` with no credentials anywhere",
+    env=NO_CREDENTIALS,
+    id="cli-no-credentials",
+)
+cli_case(
+    ["verify"],
+    [*ONE_LINE, "cannot reach AWS", "http://localhost:9", "`doctable local up`"],
+    "stops at the first AWS call, exit 2; nothing changed",
+    label="`doctable verify` against a closed port (`AWS_ENDPOINT_URL=http://localhost:9`)",
+    env={"AWS_ENDPOINT_URL": "http://localhost:9", "AWS_MAX_ATTEMPTS": "1"},
+    id="cli-unreachable-endpoint",
+)
+cli_case(
+    ["preflight"],
+    [*ONE_LINE, "cannot reach AWS", "`doctable local up`"],
+    "stops at the first AWS call, exit 2; nothing changed",
+    label="`doctable preflight` against a closed port",
+    env={"AWS_ENDPOINT_URL": "http://localhost:9", "AWS_MAX_ATTEMPTS": "1"},
+    id="cli-unreachable-preflight",
+)
+cli_case(
+    ["verify", "--region", "eu west 1"],
+    [*ONE_LINE, "eu west 1"],
+    "stops before any request, exit 2; nothing changed",
+    id="cli-malformed-region",
+)
+cli_case(
+    ["verify", "-c", "gsii=gsi1"],
+    [*ONE_LINE, "gsii='gsi1' is not a knob (did you mean gsi?)"],
+    "stops before any request, exit 2; nothing changed",
+    label="`doctable verify -c gsii=gsi1` (misspelt knob name)",
+    env={"AWS_ENDPOINT_URL": "http://localhost:9", "AWS_MAX_ATTEMPTS": "1"},
+    id="cli-unknown-knob",
+)
+
+
+# ================================================================================================ running
+@functools.cache
+def observe(case_id: str) -> str:
+    """The observed outcome of one case (run once per process; the document and the tests share it)."""
+    (found,) = [c for c in CASES if c.id == case_id]
+    try:
+        return normalize(found.run())
+    except Exception as exc:  # the harness itself failed: visible in the table and failing the test
+        return normalize(f"HARNESS ERROR {type(exc).__name__}: {exc}")
+
+
+def unmet() -> list[tuple[Case, list[str]]]:
+    """The cases whose observed outcome lacks an expected fragment, with the fragments it lacks."""
+    result = []
+    for found in CASES:
+        observed = observe(found.id)
+        missing = [fragment for fragment in found.expect if fragment not in observed]
+        if missing:
+            result.append((found, missing))
+    return result
+
+
+def _cell(text: str) -> str:
+    text = text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("\n", " ")
+
+
+def _trim(text: str, limit: int = OBSERVED_MAX) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def render(observed: Mapping[str, str] | None = None) -> str:
+    """The whole document, from the observed outcomes (deterministic: same code, same text)."""
+    observed = observed if observed is not None else {c.id: observe(c.id) for c in CASES}
+    lines = [
+        "# Bad input, tried",
+        "",
+        "Every bad input the project has been fed, what it gets, and where the input ends up. The middle column",
+        "is what the code really did, trimmed to "
+        f"{OBSERVED_MAX} characters: `tests/bad_inputs.py` feeds each input to the real",
+        "code (the knob resolver, the consumer's Lambda handler against an in-process moto S3, the `doctable`",
+        "console script) and this page is rendered from what it observed. `tests/unit/test_bad_inputs.py` runs",
+        "every case, checks the expected fragments of each outcome, and fails when this page is stale;",
+        f"`make bad-input-doc` (or `.venv/bin/{GENERATOR}`) regenerates it. Do not edit it by hand.",
+        "",
+        f"{len(CASES)} cases. Sequence numbers are shown as `seqN` (the Nth record the tests generated); "
+        "rows marked ⚠ are gaps, not guarantees.",
+        "",
+    ]
+    for area in AREAS:
+        rows = [c for c in CASES if c.area == area]
+        lines += [
+            f"## {area}",
+            "",
+            "| bad input | what it gets (observed) | where it ends up (nothing lost) |",
+        ]
+        lines.append("|---|---|---|")
+        for row in rows:
+            lines.append(f"| {row.bad_input} | {_cell(_trim(observed[row.id]))} | {row.lands} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.bad_inputs", description=__doc__.splitlines()[0])
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--write", action="store_true", help=f"rewrite {DOC_PATH.relative_to(ROOT)}")
+    mode.add_argument("--check", action="store_true", help="exit 1 when the document is stale")
+    args = parser.parse_args(argv)
+    text = render()
+    failing = unmet()
+    for found, missing in failing:
+        print(f"case {found.id}: expected {missing} in: {observe(found.id)}", file=sys.stderr)
+    if failing and args.write:
+        print(
+            f"{len(failing)} case(s) do not see what they expect: not writing the document", file=sys.stderr
+        )
+        return 1
+    if args.write:
+        DOC_PATH.parent.mkdir(parents=True, exist_ok=True)
+        DOC_PATH.write_text(text)
+        print(f"wrote {DOC_PATH.relative_to(ROOT)} ({len(CASES)} cases)")
+        return 0
+    if args.check:
+        current = DOC_PATH.read_text() if DOC_PATH.exists() else ""
+        if current != text:
+            print(f"{DOC_PATH.relative_to(ROOT)} is stale: run `{GENERATOR}`", file=sys.stderr)
+            return 1
+        print(f"{DOC_PATH.relative_to(ROOT)} is current ({len(CASES)} cases)")
+        return 0
+    sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
