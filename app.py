@@ -8,14 +8,14 @@ import sys
 
 import aws_cdk as cdk
 
-from infra.config import ConfigError, context_knobs, resolve_config
+from infra.config import ConfigError, resolve_config, user_context
 from infra.stack import create_stack
 
 
 def main() -> None:
     app = cdk.App()
     try:
-        config = resolve_config(context=context_knobs(app.node.try_get_context), environ=os.environ)
+        config = resolve_config(context=user_context(app.node.get_all_context()), environ=os.environ)
     except ConfigError as exc:
         # Before any construct exists: one message listing every problem, and a non-zero exit.
         print(f"error: {exc}", file=sys.stderr)

@@ -6,6 +6,7 @@ unit tests exercise every rule without synthesizing anything.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Mapping
@@ -232,6 +233,13 @@ def resolve_config(
     defaults = defaults if defaults is not None else load_cdk_json_defaults()
     raw = {name: _raw(name, context, environ, defaults) for name in KNOB_DEFAULTS}
     problems: list[str] = []
+    for unknown in sorted(set(context) - set(KNOB_DEFAULTS)):
+        # A misspelt knob must not silently deploy the default shape.
+        close = difflib.get_close_matches(unknown, KNOB_DEFAULTS, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        problems.append(
+            f"{unknown}={context[unknown]!r} is not a knob{hint}; knobs: {', '.join(KNOB_DEFAULTS)}"
+        )
 
     gsi = _enum(problems, "gsi", raw["gsi"], GSI_VALUES)
     ttl = _enum(problems, "ttl", raw["ttl"], TTL_VALUES)
@@ -353,3 +361,9 @@ def load_cdk_json_defaults(path: Path | None = None) -> dict[str, Any]:
 def context_knobs(get: Any) -> dict[str, Any]:
     """The knobs given as CDK context, read through ``node.try_get_context``-shaped ``get``."""
     return {name: value for name in KNOB_DEFAULTS if (value := get(name)) is not None}
+
+
+def user_context(all_context: Mapping[str, Any]) -> dict[str, Any]:
+    """The context entries a user could have meant as knobs: CDK's own keys (``@aws-cdk/...``, ``aws:cdk:...``,
+    ``doctable:knobDefaults``) are namespaced, a knob never is. Unknown names then fail in resolve_config."""
+    return {k: v for k, v in all_context.items() if ":" not in k and not k.startswith("@")}

@@ -157,3 +157,18 @@ def test_config_is_frozen() -> None:
     config = resolve_config(context={}, environ={}, defaults={})
     with pytest.raises(AttributeError):
         config.gsi = "gsi1"  # type: ignore[misc]
+
+
+def test_a_misspelt_knob_fails_with_a_suggestion() -> None:
+    # GIVEN `-c gsii=gsi1` (a typo that would otherwise deploy gsi=none)
+    with pytest.raises(ConfigError) as caught:
+        resolve_config(context={"gsii": "gsi1"}, environ={}, defaults={})
+    # THEN the message names the unknown key and the knob it resembles
+    assert "gsii='gsi1' is not a knob (did you mean gsi?)" in str(caught.value)
+
+
+def test_cdk_namespaced_context_is_not_mistaken_for_a_knob() -> None:
+    from infra.config import user_context
+
+    context = {"@aws-cdk/core:checkSecretUsage": True, "aws:cdk:version-reporting": False, "gsi": "gsi1"}
+    assert user_context(context) == {"gsi": "gsi1"}
