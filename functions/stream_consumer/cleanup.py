@@ -46,6 +46,7 @@ from .domain import (
     retained_keys,
     stream_records,
     summarize,
+    table_name_from_arn,
 )
 from .settings import Settings
 
@@ -116,17 +117,42 @@ class BlobCleaner:
     def clean(self, records: Sequence[Any]) -> BatchOutcome:
         summary = summarize(records)
         self.log.info(PROOF_LOG_MESSAGE, extra=summary.as_log_fields())
-        expected_table = self.settings.table_name
-        if expected_table and summary.table_name and summary.table_name != expected_table:
-            self.log.warning(
-                "table_name_mismatch", extra={"expected": expected_table, "received": summary.table_name}
-            )
         outcome = BatchOutcome(received=len(records))
         try:
-            self._clean(records, outcome)
+            if not self._refuse_foreign_records(records, outcome):
+                self._clean(records, outcome)
         finally:
             self._publish(outcome)
         return outcome
+
+    def _refuse_foreign_records(self, records: Sequence[Any], outcome: BatchOutcome) -> bool:
+        """A mapping wired to another table's stream must not delete anything in this table's bucket.
+
+        Every record fails instead (retried, then kept on the failure destination, where the alarm and an
+        operator see it): nothing is deleted and nothing is lost. True when the batch was refused.
+        """
+        expected = self.settings.table_name
+        foreign: list[tuple[str, str]] = []
+        for raw in records:
+            source = table_name_from_arn(raw.get("eventSourceARN")) if isinstance(raw, Mapping) else None
+            sequence = (raw.get("dynamodb") or {}).get("SequenceNumber") if isinstance(raw, Mapping) else None
+            if expected and source and source != expected and sequence:
+                foreign.append((str(sequence), source))
+        if not foreign:
+            return False
+        self.log.error(
+            "records_from_foreign_table",
+            extra={
+                "expected": expected,
+                "received": sorted({t for _, t in foreign}),
+                "records": len(foreign),
+            },
+        )
+        for sequence, source in foreign:
+            outcome.failures[sequence] = (
+                f"record from table {source}; this consumer cleans up after {expected}"
+            )
+        return True
 
     # ------------------------------------------------------------------ steps
 

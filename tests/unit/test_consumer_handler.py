@@ -300,16 +300,20 @@ def test_non_stream_event_is_rejected_loudly(s3, load_consumer, stdout_json, eve
     assert emitted_metrics(lines) == counts(received=0)
 
 
-def test_table_name_mismatch_is_warned(s3, load_consumer, stdout_json):
-    # GIVEN TABLE_NAME names another table than the stream's ARN
+def test_records_from_another_table_are_refused_not_cleaned(s3, load_consumer, stdout_json):
+    # GIVEN TABLE_NAME names another table than the stream's ARN, and the record lists an existing blob
+    s3.put("blobs/doc#1/v#1/a.pdf")
     handler = load_consumer(TABLE_NAME="some-other-table")
 
-    # WHEN a record arrives
-    handler.lambda_handler(stream_event(insert(1)), FakeLambdaContext())
+    # WHEN a REMOVE arrives from the foreign stream
+    event = stream_event(remove(1, "doc#1", "v#1", ["blobs/doc#1/v#1/a.pdf"]))
+    response = handler.lambda_handler(event, FakeLambdaContext())
 
-    # THEN the mismatch is logged (processing still happens)
-    (warning,) = messages(stdout_json(), "table_name_mismatch")
-    assert (warning["expected"], warning["received"]) == ("some-other-table", TABLE)
+    # THEN nothing is deleted, the record fails (retried, then kept on the failure bucket), and it is logged
+    assert response == {"batchItemFailures": [{"itemIdentifier": event["Records"][0]["dynamodb"]["SequenceNumber"]}]}
+    assert s3.keys() == {"blobs/doc#1/v#1/a.pdf"}
+    (error,) = messages(stdout_json(), "records_from_foreign_table")
+    assert (error["expected"], error["received"]) == ("some-other-table", [TABLE])
 
 
 def test_batch_deletes_use_one_request_per_thousand_keys(s3, load_consumer, stdout_json):
