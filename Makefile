@@ -17,7 +17,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 PYTEST_ARGS ?=
 
 .PHONY: help setup lint format test unit infra-tests integration synth deploy destroy diff \
-        preflight verify ledger teardown \
+        preflight verify ledger teardown bad-input-doc \
         local local-up local-down local-env bench soak live clean
 
 help: ## list the targets
@@ -101,6 +101,9 @@ local-env: setup
 
 bench: setup ## benchmarks against the baseline; writes bench/results.json
 	$(BIN)/python -m bench
+
+bad-input-doc: setup ## regenerate docs/bad-input.md from the bad-input cases (tests/bad_inputs.py)
+	$(BIN)/python -m tests.bad_inputs --write
 
 clean:
 	rm -rf cdk.out build .pytest_cache .ruff_cache .mypy_cache
