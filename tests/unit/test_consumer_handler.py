@@ -310,7 +310,9 @@ def test_records_from_another_table_are_refused_not_cleaned(s3, load_consumer, s
     response = handler.lambda_handler(event, FakeLambdaContext())
 
     # THEN nothing is deleted, the record fails (retried, then kept on the failure bucket), and it is logged
-    assert response == {"batchItemFailures": [{"itemIdentifier": event["Records"][0]["dynamodb"]["SequenceNumber"]}]}
+    assert response == {
+        "batchItemFailures": [{"itemIdentifier": event["Records"][0]["dynamodb"]["SequenceNumber"]}]
+    }
     assert s3.keys() == {"blobs/doc#1/v#1/a.pdf"}
     (error,) = messages(stdout_json(), "records_from_foreign_table")
     assert (error["expected"], error["received"]) == ("some-other-table", [TABLE])
