@@ -49,6 +49,13 @@ REQUIRED: tuple[tuple[str, str, tuple[str, ...] | None], ...] = (
     ("moto.dynamodb.models.table", "Table.set_stream_specification", ("self", "streams")),
     ("moto.dynamodb.models.table", "Table.all_items", ("self",)),
     ("moto.dynamodb.models.table", "Table.delete_item", ("self", "hash_key", "range_key")),
+    # [soak finding] the DynamoDB write lock and item-level transaction rollback (patches._patch_dynamodb_writes)
+    ("moto.dynamodb.models.table", "Table.get_item", ("self", "hash_key", "range_key")),
+    ("moto.dynamodb.models", "DynamoDBBackend.put_item", None),
+    ("moto.dynamodb.models", "DynamoDBBackend.update_item", None),
+    ("moto.dynamodb.models", "DynamoDBBackend.delete_item", None),
+    ("moto.dynamodb.models", "DynamoDBBackend.transact_write_items", ("self", "transact_items")),
+    ("moto.dynamodb.models", "copy", None),
     ("moto.dynamodb.models.dynamo_type", "Item.__eq__", None),
     ("moto.dynamodb.models", "DynamoDBBackend.update_time_to_live", ("self", "table_name", "ttl_spec")),
     (

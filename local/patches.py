@@ -14,6 +14,9 @@ Lambda
 DynamoDB
   - ``StreamShard.add`` only appends the record (and wakes the pollers); a write that changes nothing adds no
     record; a deletion by the TTL sweeper (local/ttl.py) carries the TTL service's userIdentity.
+  - writes are serialized by one lock and stream records numbered under it (unique, increasing); a
+    TransactWriteItems snapshots only its items (not a deep copy of the table), publishes its stream records
+    when it commits and rolls back item by item [soak finding: ``_patch_dynamodb_writes``].
   - CloudFormation applies TimeToLiveSpecification and PointInTimeRecoverySpecification, and updates a table
     in place (GSIs, stream, TTL, PITR, deletion protection, tags) instead of losing track of it.
 CloudFormation
@@ -415,7 +418,6 @@ def _patch_dynamodb() -> None:
     from moto.dynamodb.models import table as tm
 
     def add(self: Any, old: Any, new: Any) -> None:
-        from local.esm import get_manager
         from local.ttl import TTL_IDENTITY, deleting_for_ttl
 
         view = (
@@ -426,15 +428,17 @@ def _patch_dynamodb() -> None:
         if old is not None and new is not None and old == new:
             return  # DynamoDB writes no stream record for a write that changes nothing
         event_name = "INSERT" if old is None else "REMOVE" if new is None else "MODIFY"
-        seq = len(self.items) + self.starting_sequence_number
-        record = tm.StreamRecord(self.table, view, event_name, old, new, seq)
+        record = tm.StreamRecord(self.table, view, event_name, old, new, 0)  # numbered when appended
         if new is None and deleting_for_ttl():
             record.record["userIdentity"] = dict(TTL_IDENTITY)
-        self.items.append(record)
-        with contextlib.suppress(RuntimeError):
-            get_manager().wake()
+        pending = getattr(_TRANSACTION, "records", None)
+        if pending is not None:  # inside TransactWriteItems: appended when (and if) it commits
+            pending.append((self, record))
+            return
+        _append_records([(self, record)])
 
     _replace(tm.StreamShard, "add", add)
+    _patch_dynamodb_writes()
 
     # Shard iterators live forever in moto; a reader polling every 100 ms would grow the map without bound.
     from moto.dynamodbstreams import models as dsm
@@ -533,6 +537,108 @@ def _patch_dynamodb() -> None:
         return table
 
     Table.update_from_cloudformation_json = classmethod(update_from_cloudformation_json)
+
+
+# Concurrency (found by the fault-injection soak, tests/integration/test_soak.py). The server is threaded and
+# moto's DynamoDB is not thread-safe: two concurrent writes got the same stream SequenceNumber (moto numbered a
+# record by the shard's length, then appended it), a write raced the TTL sweeper's read-then-delete, and
+# TransactWriteItems deep-copied every table it touched (items AND stream: ~0.6 s per transaction at 5,000
+# records, holding the GIL; gigabytes of garbage over a soak) and rolled back by putting the copy back,
+# which dropped the writes other threads made meanwhile and appended stream records nobody should see.
+# Now: DynamoDB writes are serialized by one lock (as a single partition serializes writes to an item); stream
+# records are numbered under it; a transaction snapshots only the items it touches, holds its stream records
+# until it commits, and rolls back those items alone.
+WRITE_LOCK = threading.RLock()
+_TRANSACTION = threading.local()
+
+
+def _append_records(records: list[tuple[Any, Any]]) -> None:
+    from local.esm import get_manager
+
+    with WRITE_LOCK:
+        for shard, record in records:
+            seq = len(shard.items) + shard.starting_sequence_number
+            record.record["dynamodb"]["SequenceNumber"] = str(seq)
+            shard.items.append(record)
+    if records:
+        with contextlib.suppress(RuntimeError):
+            get_manager().wake()
+
+
+class _NoTableDeepCopy:
+    """``copy`` as moto.dynamodb.models sees it: inside our transaction a Table is not deep-copied."""
+
+    def __init__(self, module: Any, table_class: type):
+        self._module = module
+        self._table_class = table_class
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._module, name)
+
+    def deepcopy(self, value: Any, memo: Any = None) -> Any:
+        if isinstance(value, self._table_class) and getattr(_TRANSACTION, "records", None) is not None:
+            return value  # moto's rollback then puts the same table back: a no-op; ours restores the items
+        return self._module.deepcopy(value, memo)
+
+
+def _patch_dynamodb_writes() -> None:
+    import copy
+
+    from moto.dynamodb import models as dm
+    from moto.dynamodb.models import table as tm
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    Backend = dm.DynamoDBBackend
+    for name in ("put_item", "update_item", "delete_item"):
+        original = _replace(Backend, name, None)
+
+        def locked(self: Any, *args: Any, __original: Any = original, **kwargs: Any) -> Any:
+            with WRITE_LOCK:
+                return __original(self, *args, **kwargs)
+
+        setattr(Backend, name, locked)
+
+    dm.copy = _NoTableDeepCopy(copy, tm.Table)  # type: ignore[attr-defined]
+    original_transact = _replace(Backend, "transact_write_items", None)
+
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        with WRITE_LOCK:
+            before: list[tuple[Any, Any, Any, Any]] = []  # (table, hash, range, item copy or None)
+            for entry in transact_items:
+                op = next(iter(entry.values()), None) if isinstance(entry, dict) else None
+                table = self.tables.get(op.get("TableName")) if isinstance(op, dict) else None
+                if table is None:
+                    continue
+                key = op.get("Key") or {
+                    a: op.get("Item", {}).get(a) for a in (table.hash_key_attr, table.range_key_attr) if a
+                }
+                try:
+                    hash_key = DynamoType(key[table.hash_key_attr])
+                    range_key = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
+                    current = table.get_item(hash_key, range_key)
+                except Exception:
+                    continue  # a malformed key: moto rejects the transaction before writing anything
+                before.append((table, hash_key, range_key, copy.deepcopy(current)))
+            _TRANSACTION.records = []
+            try:
+                original_transact(self, transact_items)
+            except BaseException:
+                for table, hash_key, range_key, item in reversed(before):
+                    if range_key is None:
+                        table.items.pop(hash_key, None)
+                        if item is not None:
+                            table.items[hash_key] = item
+                    else:
+                        table.items[hash_key].pop(range_key, None)
+                        if item is not None:
+                            table.items[hash_key][range_key] = item
+                raise
+            else:
+                _append_records(_TRANSACTION.records)
+            finally:
+                _TRANSACTION.records = None
+
+    Backend.transact_write_items = transact_write_items
 
 
 def _apply_table_extras(

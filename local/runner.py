@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from local import metrics
+from local import faults, metrics  # faults: [faults hook] in Worker.invoke
 
 log = logging.getLogger("doctable.local.runner")
 
@@ -288,6 +288,7 @@ class Worker:
         error: dict[str, Any] | None = None
         body = "null"
         status = ""
+        armed = faults.arm_invocation(spec.function_name, self.kill)  # [faults hook] crash/timeout fault
         try:
             assert self.proc.stdin is not None
             self.proc.stdin.write((json.dumps(request) + "\n").encode("utf-8"))
@@ -295,6 +296,7 @@ class Worker:
             kind, payload = self._wait_result(request_id, spec.timeout)
         except (BrokenPipeError, OSError):
             kind, payload = "EXIT", {"code": self.proc.poll()}
+        kind = faults.disarm_invocation(armed, kind)  # [faults hook]
         duration_ms = (time.monotonic() - started) * 1000
         if kind == "RESULT" and "error" not in payload:
             body = payload.get("body", "null")

@@ -101,6 +101,11 @@ class LocalAWS:
         dispatcher = DomainDispatcherApplication(create_backend_app)
         info: dict[str, Any] = {"status": "ready", "pid": os.getpid(), "moto": metadata.version("moto")}
         app = _HealthMiddleware(dispatcher, info)
+        # [faults hook] /_doctable/faults and S3 DeleteObjects fault injection (local/faults.py); inert until
+        # a test posts rules.
+        from local.faults import FaultMiddleware
+
+        app = FaultMiddleware(app)  # type: ignore[assignment]
 
         addresses = _loopback_addresses()
         for index, (_family, address) in enumerate(addresses):

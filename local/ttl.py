@@ -44,24 +44,37 @@ def sweep_once(now: float | None = None) -> int:
     return deleted
 
 
+def _expired(item: Any, attribute: str, now: float) -> bool:
+    value = item.attrs.get(attribute)
+    if value is None or value.type != "N":
+        return False
+    try:
+        expires = float(value.value)
+    except (TypeError, ValueError):
+        return False
+    return now - FIVE_YEARS <= expires < now
+
+
 def _sweep_table(table: Any, attribute: str, now: float) -> int:
+    # Under the DynamoDB write lock (local/patches.py): the list is read while no write changes it, and each
+    # item is checked again just before it is deleted, so an item written since (expiresAt moved or removed)
+    # is not deleted on the strength of its old value. (Found by the soak: tests/integration/test_soak.py.)
+    from local.patches import WRITE_LOCK
+
+    with WRITE_LOCK:
+        due = [(i.hash_key, i.range_key) for i in table.all_items() if _expired(i, attribute, now)]
     deleted = 0
-    for item in list(table.all_items()):
-        value = item.attrs.get(attribute)
-        if value is None or value.type != "N":
-            continue
-        try:
-            expires = float(value.value)
-        except (TypeError, ValueError):
-            continue
-        if not now - FIVE_YEARS <= expires < now:
-            continue
-        _deleting.active = True
-        try:
-            table.delete_item(item.hash_key, item.range_key)
-            deleted += 1
-        finally:
-            _deleting.active = False
+    for hash_key, range_key in due:
+        with WRITE_LOCK:
+            item = table.get_item(hash_key, range_key)
+            if item is None or not _expired(item, attribute, now):
+                continue
+            _deleting.active = True
+            try:
+                table.delete_item(hash_key, range_key)
+                deleted += 1
+            finally:
+                _deleting.active = False
     return deleted
 
 
