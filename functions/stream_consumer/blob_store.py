@@ -55,7 +55,14 @@ class S3BlobStore:
 
             if self._on_client is not None:
                 self._on_client()
-            self._client = boto3.client("s3", config=Config(retries={"mode": "standard", "max_attempts": 5}))
+            # Bounded so that all attempts fit in the function's 30 s default timeout (3 x 8 s reads + backoff):
+            # a throttled key then fails its record, which the mapping retries, instead of timing out the batch.
+            self._client = boto3.client(
+                "s3",
+                config=Config(
+                    retries={"mode": "standard", "max_attempts": 3}, connect_timeout=2, read_timeout=8
+                ),
+            )
         return self._client
 
     def delete_keys(self, keys: Sequence[str]) -> DeleteResult:
