@@ -1,4 +1,5 @@
-"""Fixtures for the stream-consumer unit tests (moto S3, a freshly imported handler, parsed stdout)."""
+"""Unit-test fixtures: the stream consumer (moto S3, a freshly imported handler, parsed stdout) and the
+operations commands (moto in-process behind the commands' own AWS session)."""
 
 from __future__ import annotations
 
@@ -103,3 +104,20 @@ def stdout_json(capsys: pytest.CaptureFixture[str]) -> Callable[[], list[dict[st
         return [json.loads(line) for line in lines if line.startswith("{")]
 
     return read
+
+
+OPS_REGION = "eu-west-1"
+
+
+@pytest.fixture
+def moto_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """GIVEN fake credentials, a region, no custom endpoint, and moto in-process; the commands' Aws session."""
+    from doctable.aws import Aws
+
+    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_REGION", OPS_REGION)
+    with mock_aws():
+        yield Aws.connect()

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from moto import mock_aws
 
 from doctable.aws import Aws
 from doctable.ops import preflight as p
@@ -17,17 +15,6 @@ from infra import names
 
 REGION = "eu-west-1"
 ACCOUNT = "123456789012"
-
-
-@pytest.fixture
-def moto_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
-    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_DEFAULT_REGION"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_REGION", REGION)
-    with mock_aws():
-        yield Aws.connect()
 
 
 def preflight(aws: Aws, **knobs: str) -> list[p.Finding]:

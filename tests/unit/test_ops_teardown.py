@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from moto import mock_aws
 
 from doctable.aws import Aws
 from doctable.cli import UserError
@@ -16,17 +13,6 @@ from doctable.ops.render import Progress
 from infra import names
 
 REGION = "eu-west-1"
-
-
-@pytest.fixture
-def moto_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
-    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_DEFAULT_REGION"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_REGION", REGION)
-    with mock_aws():
-        yield Aws.connect()
 
 
 QUIET = Progress(quiet=True, sleep=lambda s: None)

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from botocore.stub import Stubber
-from moto import mock_aws
 
 from doctable.aws import Aws
 from doctable.ops import testing as ot
@@ -19,18 +17,6 @@ from doctable.ops.render import Progress
 from infra import names
 
 REGION = "eu-west-1"
-
-
-@pytest.fixture
-def moto_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
-    """GIVEN fake credentials, a region, no custom endpoint, and moto in-process."""
-    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_DEFAULT_REGION"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_REGION", REGION)
-    with mock_aws():
-        yield Aws.connect()
 
 
 def deployed(aws: Aws, **knobs: str) -> Deployment:
