@@ -8,7 +8,7 @@ import sys
 
 import aws_cdk as cdk
 
-from infra.config import ConfigError, resolve_config, user_context
+from contract.knobs import ConfigError, resolve_config, user_context
 from infra.stack import create_stack
 
 

@@ -22,8 +22,8 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from infra import names
-from infra.config import DocTableConfig
+from contract import names
+from contract.knobs import DocTableConfig
 from infra.nag import acknowledge
 
 ITERATOR_AGE_MS = 10 * 60 * 1000

@@ -14,25 +14,16 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from infra import names
-from infra.config import PROJECT_ROOT, DocTableConfig
+from contract import names
+from contract.knobs import PROJECT_ROOT, DocTableConfig
+from contract.shape import mapping_shape
 from infra.nag import acknowledge
 
 FUNCTIONS_DIR = PROJECT_ROOT / "functions"
 ASSET_EXCLUDES = ["**/__pycache__", "**/*.pyc", "**/*.md", "**/.mypy_cache"]
-STARTING_POSITIONS = {"trim-horizon": "TRIM_HORIZON", "latest": "LATEST"}
-ARCHITECTURES = {"arm64": lambda_.Architecture.ARM_64, "x86_64": lambda_.Architecture.X86_64}
-RUNTIME = lambda_.Runtime.PYTHON_3_13
-# Powertools publishes the layer ARN of every release, per region/architecture/runtime, as a public SSM
-# parameter. A `AWS::SSM::Parameter::Value<String>` template parameter resolves it at deploy time: synth
-# stays offline and the layer always matches the pinned library version.
-POWERTOOLS_SSM_PATH = "/aws/service/powertools/python/{arch}/{runtime}/{version}"
-
-
-def powertools_layer_parameter(architecture: str) -> str:
-    return POWERTOOLS_SSM_PATH.format(
-        arch=architecture, runtime=RUNTIME.name, version=names.POWERTOOLS_VERSION
-    )
+# Keyed by Lambda's architecture name, which is the `architecture` knob's value.
+ARCHITECTURES = {a.name: a for a in (lambda_.Architecture.ARM_64, lambda_.Architecture.X86_64)}
+RUNTIME = lambda_.Runtime.PYTHON_3_13  # names.LAMBDA_RUNTIME (a test checks they agree)
 
 
 class StreamConsumer(Construct):
@@ -168,12 +159,14 @@ class StreamConsumer(Construct):
     ) -> lambda_.Function:
         assert self.blob_bucket is not None and self.log_group is not None
         layers: list[lambda_.ILayerVersion] = []
-        if config.powertools == "bundled":
+        if config.bundles_powertools:
             code = lambda_.Code.from_asset(str(_bundle_with_powertools()), exclude=ASSET_EXCLUDES)
         else:
             code = lambda_.Code.from_asset(str(FUNCTIONS_DIR), exclude=ASSET_EXCLUDES)
+            # An `AWS::SSM::Parameter::Value<String>` template parameter resolves the public layer ARN at
+            # deploy time: synth stays offline and the layer always matches the pinned library version.
             layer_arn = ssm.StringParameter.value_for_string_parameter(
-                self, powertools_layer_parameter(config.architecture)
+                self, names.powertools_layer_parameter(config.architecture)
             )
             layers.append(lambda_.LayerVersion.from_layer_version_arn(self, "PowertoolsLayer", layer_arn))
         function = lambda_.Function(
@@ -193,7 +186,9 @@ class StreamConsumer(Construct):
             environment={
                 names.ENV_BLOB_BUCKET: self.blob_bucket.bucket_name,
                 names.ENV_BLOB_ROOT: config.blob_root,
-                names.ENV_BLOB_PREFIX_CLEANUP: "on" if config.blob_prefix_cleanup else "off",
+                names.ENV_BLOB_PREFIX_CLEANUP: (
+                    names.ENV_FLAG_ON if config.blob_prefix_cleanup else names.ENV_FLAG_OFF
+                ),
                 names.ENV_TABLE_NAME: table.table_name,
                 "POWERTOOLS_SERVICE_NAME": names.SERVICE_NAME,
                 "POWERTOOLS_METRICS_NAMESPACE": names.METRICS_NAMESPACE,
@@ -222,21 +217,22 @@ class StreamConsumer(Construct):
         function_name: str,
         policy: iam.Policy | None,
     ) -> lambda_.CfnEventSourceMapping:
-        assert table.table_stream_arn is not None
+        shape = mapping_shape(config)
+        assert table.table_stream_arn is not None and shape is not None
         mapping = lambda_.CfnEventSourceMapping(
             self,
             "Mapping",
             function_name=function_name,
             event_source_arn=table.table_stream_arn,
-            starting_position=STARTING_POSITIONS[config.starting_position],
-            batch_size=config.batch_size,
-            maximum_batching_window_in_seconds=config.batching_window,
+            starting_position=shape.starting_position,
+            batch_size=shape.batch_size,
+            maximum_batching_window_in_seconds=shape.batching_window,
             enabled=True,
-            bisect_batch_on_function_error=True,
-            function_response_types=["ReportBatchItemFailures"],
-            maximum_retry_attempts=config.max_retries,
-            maximum_record_age_in_seconds=config.max_record_age,
-            parallelization_factor=config.parallelization_factor,
+            bisect_batch_on_function_error=shape.bisect_on_error,
+            function_response_types=list(shape.function_response_types),
+            maximum_retry_attempts=shape.max_retries,
+            maximum_record_age_in_seconds=shape.max_record_age,
+            parallelization_factor=shape.parallelization_factor,
             # S3, not SQS: an S3 destination receives the whole invocation record, records included, so a
             # poison batch can be replayed after the stream has trimmed it (24 h); SQS gets only metadata.
             destination_config=lambda_.CfnEventSourceMapping.DestinationConfigProperty(

@@ -9,9 +9,9 @@ from aws_cdk import App, CfnOutput, DefaultStackSynthesizer, Environment, Stack,
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
-from infra import names
+from contract import names
+from contract.knobs import DocTableConfig
 from infra.alarms import ConsumerAlarms
-from infra.config import DocTableConfig
 from infra.consumer import StreamConsumer
 from infra.table import DocumentTable
 

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_cdk import RemovalPolicy, Tags
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from infra import names
-from infra.config import DocTableConfig
+from contract import names
+from contract.knobs import DocTableConfig
+from contract.shape import TableShape, table_shape
 from infra.nag import acknowledge
+
+ATTRIBUTE_TYPES = {"S": dynamodb.AttributeType.STRING}
 
 
 class DocumentTable(Construct):
@@ -17,39 +22,42 @@ class DocumentTable(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, config: DocTableConfig) -> None:
         super().__init__(scope, construct_id)
-        self.table = self._build_table(config)
-        self.runtime_policy = self._build_runtime_policy(config)
+        self.shape = table_shape(config)
+        self.table = self._build_table(self.shape, retain=config.retain_on_delete)
+        self.runtime_policy = self._build_runtime_policy(config.table_name)
 
-    def _build_table(self, config: DocTableConfig) -> dynamodb.Table:
+    def _build_table(self, shape: TableShape, *, retain: bool) -> dynamodb.Table:
         # aws_dynamodb.Table, not TableV2: TableV2 synthesizes AWS::DynamoDB::GlobalTable, a distinct intent.
+        def attribute(key: Any) -> dynamodb.Attribute:
+            return dynamodb.Attribute(name=key.name, type=ATTRIBUTE_TYPES[key.type])
+
         table = dynamodb.Table(
             self,
             "Table",
-            table_name=config.table_name,
-            partition_key=dynamodb.Attribute(name=names.PARTITION_KEY, type=dynamodb.AttributeType.STRING),
-            sort_key=dynamodb.Attribute(name=names.SORT_KEY, type=dynamodb.AttributeType.STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES if config.has_stream else None,
-            time_to_live_attribute=names.TTL_ATTRIBUTE if config.has_ttl else None,
+            table_name=shape.name,
+            partition_key=attribute(shape.partition_key),
+            sort_key=attribute(shape.sort_key),
+            billing_mode=dynamodb.BillingMode(shape.billing_mode),
+            stream=dynamodb.StreamViewType(shape.stream_view_type) if shape.stream_view_type else None,
+            time_to_live_attribute=shape.ttl_attribute,
             # Explicit either way, so turning the knob off on a live table really turns PITR off.
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=config.has_pitr
+                point_in_time_recovery_enabled=shape.pitr
             ),
-            deletion_protection=config.deletion_protection,
-            removal_policy=RemovalPolicy.RETAIN if config.retain_on_delete else RemovalPolicy.DESTROY,
+            deletion_protection=shape.deletion_protection,
+            removal_policy=RemovalPolicy.RETAIN if retain else RemovalPolicy.DESTROY,
         )
-        if config.has_gsi:
+        for index in shape.indexes:
             # Rides the create: adding an index to a live table is an online backfill (README, knobs table).
+            hash_key, range_key = index.keys
             table.add_global_secondary_index(
-                index_name=names.GSI_NAME,
-                partition_key=dynamodb.Attribute(
-                    name=names.GSI_PARTITION_KEY, type=dynamodb.AttributeType.STRING
-                ),
-                sort_key=dynamodb.Attribute(name=names.GSI_SORT_KEY, type=dynamodb.AttributeType.STRING),
-                projection_type=dynamodb.ProjectionType.ALL,
+                index_name=index.name,
+                partition_key=attribute(hash_key),
+                sort_key=attribute(range_key),
+                projection_type=dynamodb.ProjectionType(index.projection),
             )
-        Tags.of(table).add("Name", config.table_name)
-        if not config.has_pitr:
+        Tags.of(table).add("Name", shape.name)
+        if not shape.pitr:
             acknowledge(
                 table,
                 "AwsSolutions::AwsSolutions-DDB3",
@@ -57,25 +65,25 @@ class DocumentTable(Construct):
             )
         return table
 
-    def _build_runtime_policy(self, config: DocTableConfig) -> iam.ManagedPolicy:
+    def _build_runtime_policy(self, table_name: str) -> iam.ManagedPolicy:
         """The data-plane actions an application needs, on this table (and its one index), nothing else."""
         statements = [
             iam.PolicyStatement(
                 sid="TableItems", actions=list(names.RUNTIME_ACTIONS), resources=[self.table.table_arn]
             )
         ]
-        if config.has_gsi:
-            # Only Query reads an index; scoped to gsi1 by name rather than index/*.
+        for index in self.shape.indexes:
+            # Only Query reads an index; scoped to the index by name rather than index/*.
             statements.append(
                 iam.PolicyStatement(
                     sid="IndexQuery",
                     actions=["dynamodb:Query"],
-                    resources=[f"{self.table.table_arn}/index/{names.GSI_NAME}"],
+                    resources=[f"{self.table.table_arn}/index/{index.name}"],
                 )
             )
         return iam.ManagedPolicy(
             self,
             "RuntimePolicy",
-            description=f"Least-privilege data-plane access to the doctable table {config.table_name}",
+            description=f"Least-privilege data-plane access to the doctable table {table_name}",
             statements=statements,
         )

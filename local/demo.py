@@ -75,7 +75,7 @@ def _wait(what: str, condition: Any, timeout: float = WAIT_SECONDS) -> Any:
 
 
 def run(keep_running: bool = True, port: int = state.DEFAULT_PORT) -> int:
-    from infra.config import resolve_config
+    from contract.knobs import resolve_config
 
     config = resolve_config(context=DEMO_KNOBS, environ={})
     log = state.state_dir() / "demo.log"

@@ -152,11 +152,11 @@ def normalize(text: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------- the knobs
-KNOBS = "Knobs (`infra.config.resolve_config`, as `cdk synth`/`cdk deploy` and the CLI resolve them)"
+KNOBS = "Knobs (`contract.knobs.resolve_config`, as `cdk synth`/`cdk deploy` and the CLI resolve them)"
 
 
 def resolve(context: Mapping[str, str], environ: Mapping[str, str] | None = None) -> str:
-    from infra.config import ConfigError, resolve_config
+    from contract.knobs import ConfigError, resolve_config
 
     try:
         config = resolve_config(context=dict(context), environ=dict(environ or {}), defaults={})
@@ -311,7 +311,7 @@ add(
 
 def _as_the_app_reads(context: Mapping[str, str]) -> str:
     """``-c`` context read as app.py reads it (``user_context(app.node.get_all_context())``), then resolved."""
-    from infra.config import user_context
+    from contract.knobs import user_context
 
     return resolve(user_context({"@aws-cdk/core:checkSecretUsage": True, **context}))
 

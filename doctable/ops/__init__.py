@@ -12,6 +12,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from contract import names
+from contract.knobs import DocTableConfig
 from doctable.aws import Aws, call_or_none, user_errors
 from doctable.cli import UserError
 from doctable.ops import ledger as ledger_mod
@@ -29,8 +31,6 @@ from doctable.ops.context import (
     state_dir,
 )
 from doctable.ops.render import Progress, now_iso, text_table
-from infra import names
-from infra.config import DocTableConfig
 
 
 def _connect(args: argparse.Namespace) -> tuple[DocTableConfig, Aws, Deployment]:

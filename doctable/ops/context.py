@@ -11,10 +11,10 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from contract import names
+from contract.knobs import ConfigError, DocTableConfig, load_cdk_json_defaults, resolve_config
 from doctable.aws import Aws, arn_account, arn_region, error_code, user_errors
 from doctable.cli import UserError
-from infra import names
-from infra.config import ConfigError, DocTableConfig, load_cdk_json_defaults, resolve_config
 
 STABLE_STACK_STATES = frozenset({"CREATE_COMPLETE", "UPDATE_COMPLETE", "IMPORT_COMPLETE"})
 STATE_DIR_ENV = "DOCTABLE_STATE_DIR"

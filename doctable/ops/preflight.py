@@ -11,11 +11,11 @@ from urllib.parse import unquote
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from contract import names
+from contract.knobs import MANAGED_BY, DocTableConfig
 from doctable.aws import Aws, arn_region, call_or_none
 from doctable.ops.context import Deployment
 from doctable.ops.render import text_table
-from infra import names
-from infra.config import MANAGED_BY, DocTableConfig
 
 STOP, WARN, CHANGE, OK, INFO = "STOP", "WARN", "CHANGE", "OK", "INFO"
 STREAM_READ_ACTIONS = ("dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator")

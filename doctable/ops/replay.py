@@ -24,7 +24,7 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
 
-from infra import names
+from contract import names
 
 FAILURE_PREFIX = "aws/lambda/"
 _deserialize = TypeDeserializer().deserialize

@@ -11,12 +11,12 @@ from typing import Any
 
 from botocore.exceptions import ClientError, WaiterError
 
+from contract import names
 from doctable.aws import Aws, call_or_none, is_not_found, user_errors
 from doctable.cli import UserError
 from doctable.ops.context import Deployment
 from doctable.ops.preflight import is_ours, table_tags
 from doctable.ops.render import Progress
-from infra import names
 
 RETAIN_POLICIES = ("Retain", "RetainExceptOnCreate", "Snapshot")
 DESTROYABLE_ENVS = ("dev", "stg")

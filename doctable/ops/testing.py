@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from infra import names
-from infra.config import DocTableConfig, resolve_config
+from contract import names
+from contract.knobs import DocTableConfig, resolve_config
 
 TABLE_ID = "DocumentTableE88AFB8E"
 BLOB_ID = "StreamConsumerBlobBucket585B4E8C"

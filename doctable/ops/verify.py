@@ -19,11 +19,11 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from contract import names
+from contract.knobs import DocTableConfig
 from doctable.aws import Aws, call_or_none, is_not_found, user_error_for
 from doctable.ops.context import Deployment
 from doctable.ops.render import Progress, now_iso, text_table
-from infra import names
-from infra.config import DocTableConfig
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 DEFAULT_TIMEOUT = 300.0

@@ -10,7 +10,7 @@ from typing import Any
 
 import aws_cdk as cdk
 
-from infra.config import DocTableConfig, resolve_config
+from contract.knobs import DocTableConfig, resolve_config
 from infra.stack import create_stack
 
 

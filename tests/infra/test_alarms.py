@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from infra import names
+from contract import names
 from infra.alarms import FAILED_BATCHES_FILTER_ID, ITERATOR_AGE_MS
 from tests.infra.synth import only, resources, synth
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from infra import names
-from infra.consumer import powertools_layer_parameter
+from contract import names
+from contract.names import powertools_layer_parameter
 from tests.infra.synth import only, resources, synth, tag_map
 
 STREAM = {"stream": "new-and-old"}

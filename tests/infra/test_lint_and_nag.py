@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.config import ENV_VALUES
+from contract.knobs import ENV_VALUES
 from tests.infra.synth import synth
 
 ROOT = Path(__file__).resolve().parents[2]

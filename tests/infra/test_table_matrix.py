@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from infra import names
-from infra.config import ENV_VALUES, MANAGED_BY, PLAN_SOURCE, PLAN_VERSION
+from contract import names
+from contract.knobs import ENV_VALUES, MANAGED_BY, PLAN_SOURCE, PLAN_VERSION
 from tests.infra.synth import only, resources, synth, tag_map
 
 SHAPES = list(

@@ -48,7 +48,7 @@ def test_every_area_the_issue_names_is_covered() -> None:
     ):
         assert required in ids, required
     # every knob has at least one invalid value in the table
-    from infra.config import KNOB_DEFAULTS
+    from contract.knobs import KNOB_DEFAULTS
 
     tried = {c.id.split("-")[1] for c in bi.CASES if c.id.startswith("knob-")}
     assert set(KNOB_DEFAULTS) <= tried, set(KNOB_DEFAULTS) - tried

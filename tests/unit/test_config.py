@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.config import (
+from contract.knobs import (
     DEFAULTS_CONTEXT_KEY,
     KNOB_DEFAULTS,
     ConfigError,
@@ -168,7 +168,7 @@ def test_a_misspelt_knob_fails_with_a_suggestion() -> None:
 
 
 def test_cdk_namespaced_context_is_not_mistaken_for_a_knob() -> None:
-    from infra.config import user_context
+    from contract.knobs import user_context
 
     context = {"@aws-cdk/core:checkSecretUsage": True, "aws:cdk:version-reporting": False, "gsi": "gsi1"}
     assert user_context(context) == {"gsi": "gsi1"}

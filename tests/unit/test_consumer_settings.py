@@ -9,7 +9,7 @@ import pytest
 from stream_consumer import constants
 from stream_consumer.settings import Settings, SettingsError
 
-from infra import names
+from contract import names
 
 PACKAGE = Path(__file__).resolve().parents[2] / "functions" / "stream_consumer"
 

@@ -11,13 +11,13 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from moto import mock_aws
 
+from contract import names
 from doctable.aws import Aws, retry_config
 from doctable.cli import UserError, main
 from doctable.ops import ledger as lg
 from doctable.ops import testing as ot
 from doctable.ops import verify as v
 from doctable.ops.context import describe_stack, parse_context, resolve_knobs
-from infra import names
 
 REGION = "eu-west-1"
 

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from contract import names
 from doctable.aws import Aws
 from doctable.ops import preflight as p
 from doctable.ops import testing as ot
 from doctable.ops.context import describe_stack
-from infra import names
 
 REGION = "eu-west-1"
 ACCOUNT = "123456789012"

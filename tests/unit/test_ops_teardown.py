@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from contract import names
 from doctable.aws import Aws
 from doctable.cli import UserError
 from doctable.ops import teardown as t
 from doctable.ops import testing as ot
 from doctable.ops.context import Deployment, describe_stack
 from doctable.ops.render import Progress
-from infra import names
 
 REGION = "eu-west-1"
 

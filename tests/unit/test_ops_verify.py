@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from botocore.stub import Stubber
 
+from contract import names
 from doctable.aws import Aws
 from doctable.ops import testing as ot
 from doctable.ops import verify as v
 from doctable.ops.context import Deployment, describe_stack
 from doctable.ops.render import Progress
-from infra import names
 
 REGION = "eu-west-1"
 

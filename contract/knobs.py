@@ -1,7 +1,8 @@
 """The knobs: one frozen, typed config resolved from CDK context, the environment and cdk.json defaults.
 
 Pure Python on purpose (no CDK import): the console script resolves knobs exactly as the app does, and the
-unit tests exercise every rule without synthesizing anything.
+unit tests exercise every rule without synthesizing anything. Every knob value literal lives here; the rest of
+the project reads the config's derived facts (``has_gsi``, ``starting_position_cfn``, ...), never raw strings.
 """
 
 from __future__ import annotations
@@ -14,22 +15,34 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from contract import names
+
 PLAN_SOURCE = "doctable"
 PLAN_VERSION = "2026-11-29"
 MANAGED_BY = "ephemera"
 
-# Closed enums (the seed's, plus the consumer issue's). Order is the order shown in error messages.
-GSI_VALUES = ("none", "gsi1")
-TTL_VALUES = ("off", "on")
-STREAM_VALUES = ("none", "new-and-old")
-PITR_VALUES = ("off", "on")
+# Closed enums. Order is the order shown in error messages. The CloudFormation value each maps to stands beside it.
+OFF, ON = "off", "on"
+ONOFF = (OFF, ON)
+NONE = "none"
+GSI_VALUES = (NONE, names.GSI_NAME)  # the knob's value is the index's name
+TTL_VALUES = ONOFF
+STREAM_NEW_AND_OLD = "new-and-old"
+STREAM_VALUES = (NONE, STREAM_NEW_AND_OLD)
+STREAM_VIEW_TYPES = {STREAM_NEW_AND_OLD: "NEW_AND_OLD_IMAGES"}
+PITR_VALUES = ONOFF
 ENV_VALUES = ("dev", "stg", "uat", "prod")
-CONSUMER_MODES = ("auto", "builtin", "none")
-ONOFF = ("off", "on")
-STARTING_POSITIONS = ("trim-horizon", "latest")
-POWERTOOLS_MODES = ("layer", "bundled")
-ARCHITECTURES = ("arm64", "x86_64")
-DEPLOY_TARGETS = ("aws", "local")
+RETAINING_ENVS = ("uat", "prod")  # data survives a stack deletion
+PROTECTED_ENVS = ("prod",)  # deletion protection: teardown needs a deliberate unlock step
+CONSUMER_AUTO, CONSUMER_BUILTIN = "auto", "builtin"
+CONSUMER_MODES = (CONSUMER_AUTO, CONSUMER_BUILTIN, NONE)
+STARTING_POSITION_CFN = {"trim-horizon": "TRIM_HORIZON", "latest": "LATEST"}
+STARTING_POSITIONS = tuple(STARTING_POSITION_CFN)
+POWERTOOLS_LAYER, POWERTOOLS_BUNDLED = "layer", "bundled"
+POWERTOOLS_MODES = (POWERTOOLS_LAYER, POWERTOOLS_BUNDLED)
+ARCHITECTURES = ("arm64", "x86_64")  # the knob's values are Lambda's architecture names
+DEPLOY_AWS, DEPLOY_LOCAL = "aws", "local"
+DEPLOY_TARGETS = (DEPLOY_AWS, DEPLOY_LOCAL)
 
 TABLE_BASE_RE = re.compile(r"^[a-z0-9-]+$")
 # DynamoDB allows 3..255 characters; the stack name (``doctable-<table>``) is the tighter bound: 128.
@@ -128,23 +141,28 @@ class DocTableConfig:
 
     @property
     def has_gsi(self) -> bool:
-        return self.gsi == "gsi1"
+        return self.gsi == names.GSI_NAME
 
     @property
     def has_ttl(self) -> bool:
-        return self.ttl == "on"
+        return self.ttl == ON
 
     @property
     def has_stream(self) -> bool:
-        return self.stream == "new-and-old"
+        return self.stream in STREAM_VIEW_TYPES
+
+    @property
+    def stream_view_type(self) -> str | None:
+        """The table's StreamViewType, or None without a stream."""
+        return STREAM_VIEW_TYPES.get(self.stream)
 
     @property
     def has_pitr(self) -> bool:
-        return self.pitr == "on"
+        return self.pitr == ON
 
     @property
     def builtin_consumer(self) -> bool:
-        return self.consumer == "builtin"
+        return self.consumer == CONSUMER_BUILTIN
 
     @property
     def borrowed_consumer_arn(self) -> str | None:
@@ -156,20 +174,29 @@ class DocTableConfig:
 
     @property
     def deletion_protection(self) -> bool:
-        """Only prod: teardown of prod gains a deliberate unlock step (the seed's note)."""
-        return self.env == "prod"
+        """Only prod: teardown of prod gains a deliberate unlock step."""
+        return self.env in PROTECTED_ENVS
 
     @property
     def retain_on_delete(self) -> bool:
         """uat and prod keep their data when the stack goes; dev and stg are rebuilt at will."""
-        return self.env in ("uat", "prod")
+        return self.env in RETAINING_ENVS
+
+    @property
+    def starting_position_cfn(self) -> str:
+        return STARTING_POSITION_CFN[self.starting_position]
+
+    @property
+    def bundles_powertools(self) -> bool:
+        """Powertools copied into the function asset instead of the public layer."""
+        return self.powertools == POWERTOOLS_BUNDLED
 
     @property
     def is_local(self) -> bool:
-        return self.deploy_target == "local"
+        return self.deploy_target == DEPLOY_LOCAL
 
     def tags(self) -> dict[str, str]:
-        """Provenance tags in a stable order; empty CostCenter/Owner are dropped as the seed's renderer does."""
+        """Provenance tags in a stable order; an empty CostCenter or Owner is dropped, not written empty."""
         tags = {
             "ManagedBy": MANAGED_BY,
             "Source": PLAN_SOURCE,
@@ -273,9 +300,9 @@ def resolve_config(
         problems.append(
             f"consumer={consumer!r} is not allowed; allowed values: auto|builtin|none|<Lambda function ARN>"
         )
-    if consumer == "auto":
-        consumer = "builtin" if stream == "new-and-old" else "none"
-    elif consumer != "none" and stream == "none":
+    if consumer == CONSUMER_AUTO:
+        consumer = CONSUMER_BUILTIN if stream in STREAM_VIEW_TYPES else NONE
+    elif consumer != NONE and stream == NONE:
         problems.append(
             f"consumer={consumer!r} set but stream=none — enable the stream (stream=new-and-old) "
             "or unset the consumer (consumer=none)"
@@ -293,7 +320,7 @@ def resolve_config(
             f"blob_root={blob_root!r} is malformed; allowed: empty (bucket root) or a key prefix of safe "
             "characters ending in '/', e.g. 'blobs/'"
         )
-    prefix_cleanup = _enum(problems, "blob_prefix_cleanup", raw["blob_prefix_cleanup"], ONOFF) == "on"
+    prefix_cleanup = _enum(problems, "blob_prefix_cleanup", raw["blob_prefix_cleanup"], ONOFF) == ON
     starting_position = _enum(problems, "starting_position", raw["starting_position"], STARTING_POSITIONS)
     batch_size = _int(problems, "batch_size", raw["batch_size"], BATCH_SIZE_RANGE)
     batching_window = _int(
@@ -311,7 +338,7 @@ def resolve_config(
     deploy_target = _enum(problems, "deploy_target", raw["deploy_target"], DEPLOY_TARGETS)
 
     # Knobs that only the built-in consumer reads: setting them otherwise is a contradiction, not a no-op.
-    if consumer != "builtin":
+    if consumer != CONSUMER_BUILTIN:
         for name in ("blob_bucket", "blob_root"):
             if raw[name]:
                 problems.append(
@@ -356,11 +383,6 @@ def load_cdk_json_defaults(path: Path | None = None) -> dict[str, Any]:
     except (FileNotFoundError, KeyError):
         return dict(KNOB_DEFAULTS)
     return {k: v for k, v in defaults.items() if k in KNOB_DEFAULTS}
-
-
-def context_knobs(get: Any) -> dict[str, Any]:
-    """The knobs given as CDK context, read through ``node.try_get_context``-shaped ``get``."""
-    return {name: value for name in KNOB_DEFAULTS if (value := get(name)) is not None}
 
 
 def user_context(all_context: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Construct ids, output keys and runtime contract names shared by the stack, the console script and the tests."""
+"""Construct ids, output keys and runtime contract names shared by the stack, the console script, the consumer's
+contract test and the tests. Standard library only."""
 
 # Stack outputs (stable keys: `cdk deploy --outputs-file`, `doctable verify` and the tests read them).
 OUT_TABLE_NAME = "TableName"
@@ -20,7 +21,7 @@ ID_CONSUMER = "StreamConsumer"
 ID_BLOB_BUCKET = "BlobBucket"
 ID_ALARMS = "Alarms"
 
-# Table shape (fixed: the seed's single-table design).
+# Table shape (fixed: a single-table design with a generic overloaded index).
 PARTITION_KEY = "pk"
 SORT_KEY = "sk"
 GSI_NAME = "gsi1"
@@ -38,7 +39,7 @@ SERVICE_NAME = "doctable-consumer"
 METRICS_NAMESPACE = "Doctable"
 PROOF_LOG_MESSAGE = "stream_records_received"
 
-# The data-plane actions the runtime policy grants the table's users (the seed's seven).
+# The seven data-plane actions the runtime policy grants the table's users.
 RUNTIME_ACTIONS = (
     "dynamodb:BatchGetItem",
     "dynamodb:BatchWriteItem",
@@ -49,4 +50,19 @@ RUNTIME_ACTIONS = (
     "dynamodb:UpdateItem",
 )
 
+# The consumer's runtime and the Powertools release it runs with (pinned in pyproject.toml too: a test checks).
+LAMBDA_RUNTIME = "python3.13"
 POWERTOOLS_VERSION = "3.37.0"
+# Powertools publishes each release's layer ARN, per architecture and runtime, as a public SSM parameter.
+POWERTOOLS_SSM_PATH = "/aws/service/powertools/python/{arch}/{runtime}/{version}"
+
+
+def powertools_layer_parameter(architecture: str) -> str:
+    """The public SSM parameter holding the pinned Powertools layer's ARN for ``architecture``."""
+    return POWERTOOLS_SSM_PATH.format(arch=architecture, runtime=LAMBDA_RUNTIME, version=POWERTOOLS_VERSION)
+
+
+# How the stack names a boolean in the consumer's environment (BLOB_PREFIX_CLEANUP).
+ENV_FLAG_ON, ENV_FLAG_OFF = "on", "off"
+# The partial-batch protocol the mapping and the consumer speak.
+FUNCTION_RESPONSE_TYPES = ("ReportBatchItemFailures",)

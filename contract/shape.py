@@ -1,0 +1,127 @@
+"""The deployed shape the knobs promise, as plain data: what the stack builds, what preflight compares a live
+table with, and what verify expects. A pure function of the config, so the three cannot drift apart."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from contract import names
+from contract.knobs import DocTableConfig
+
+STRING = "S"
+HASH, RANGE = "HASH", "RANGE"
+PROJECTION_ALL = "ALL"
+BILLING_MODE = "PAY_PER_REQUEST"
+
+
+@dataclass(frozen=True)
+class KeyAttribute:
+    name: str
+    key_type: str  # HASH | RANGE
+    type: str = STRING
+
+
+@dataclass(frozen=True)
+class IndexShape:
+    name: str
+    keys: tuple[KeyAttribute, ...]
+    projection: str = PROJECTION_ALL
+
+    def key_schema(self) -> list[dict[str, str]]:
+        return [{"AttributeName": k.name, "KeyType": k.key_type} for k in self.keys]
+
+
+@dataclass(frozen=True)
+class TableShape:
+    name: str
+    keys: tuple[KeyAttribute, ...]
+    indexes: tuple[IndexShape, ...]
+    stream_view_type: str | None
+    ttl_attribute: str | None
+    pitr: bool
+    deletion_protection: bool
+    billing_mode: str = BILLING_MODE
+
+    @property
+    def partition_key(self) -> KeyAttribute:
+        return next(k for k in self.keys if k.key_type == HASH)
+
+    @property
+    def sort_key(self) -> KeyAttribute:
+        return next(k for k in self.keys if k.key_type == RANGE)
+
+    def key_schema(self) -> list[dict[str, str]]:
+        """As DescribeTable's ``KeySchema``."""
+        return [{"AttributeName": k.name, "KeyType": k.key_type} for k in self.keys]
+
+    def attribute_definitions(self) -> dict[str, str]:
+        """Every key attribute of the table and its indexes, name -> type."""
+        attrs = {k.name: k.type for k in self.keys}
+        for index in self.indexes:
+            attrs.update({k.name: k.type for k in index.keys})
+        return attrs
+
+    def index(self, name: str) -> IndexShape | None:
+        return next((i for i in self.indexes if i.name == name), None)
+
+
+@dataclass(frozen=True)
+class MappingShape:
+    """The event-source mapping's settings as GetEventSourceMapping reports them."""
+
+    starting_position: str
+    batch_size: int
+    batching_window: int
+    max_retries: int
+    max_record_age: int
+    parallelization_factor: int
+    bisect_on_error: bool
+    function_response_types: tuple[str, ...]
+    on_failure_is_bucket: bool  # the failure destination is the stack's S3 bucket (never absent)
+
+    def live_fields(self) -> dict[str, object]:
+        """Field name in GetEventSourceMapping -> expected value, for the settings that can drift in place."""
+        return {
+            "BatchSize": self.batch_size,
+            "MaximumBatchingWindowInSeconds": self.batching_window,
+            "MaximumRetryAttempts": self.max_retries,
+            "MaximumRecordAgeInSeconds": self.max_record_age,
+            "ParallelizationFactor": self.parallelization_factor,
+            "BisectBatchOnFunctionError": self.bisect_on_error,
+            "FunctionResponseTypes": list(self.function_response_types),
+        }
+
+
+GSI1 = IndexShape(
+    name=names.GSI_NAME,
+    keys=(KeyAttribute(names.GSI_PARTITION_KEY, HASH), KeyAttribute(names.GSI_SORT_KEY, RANGE)),
+)
+
+
+def table_shape(config: DocTableConfig) -> TableShape:
+    return TableShape(
+        name=config.table_name,
+        keys=(KeyAttribute(names.PARTITION_KEY, HASH), KeyAttribute(names.SORT_KEY, RANGE)),
+        indexes=(GSI1,) if config.has_gsi else (),
+        stream_view_type=config.stream_view_type,
+        ttl_attribute=names.TTL_ATTRIBUTE if config.has_ttl else None,
+        pitr=config.has_pitr,
+        deletion_protection=config.deletion_protection,
+    )
+
+
+def mapping_shape(config: DocTableConfig) -> MappingShape | None:
+    """None when the stack wires no mapping (no stream, or consumer=none)."""
+    if not config.has_mapping:
+        return None
+    return MappingShape(
+        starting_position=config.starting_position_cfn,
+        batch_size=config.batch_size,
+        batching_window=config.batching_window,
+        max_retries=config.max_retries,
+        max_record_age=config.max_record_age,
+        parallelization_factor=config.parallelization_factor,
+        bisect_on_error=True,
+        function_response_types=names.FUNCTION_RESPONSE_TYPES,
+        on_failure_is_bucket=True,
+    )
