@@ -102,8 +102,8 @@ local-env: setup
 bench: setup ## benchmarks against the baseline; writes bench/results.json
 	$(BIN)/python -m bench
 
-bad-input-doc: setup ## regenerate docs/bad-input.md from the bad-input cases (tests/bad_inputs.py)
-	$(BIN)/python -m tests.bad_inputs --write
+bad-input-doc: setup ## regenerate docs/bad-input.md from the bad-input cases (tests/unit/bad_inputs.py)
+	$(BIN)/python -m tests.unit.bad_inputs --write
 
 clean:
 	rm -rf cdk.out build .pytest_cache .ruff_cache .mypy_cache

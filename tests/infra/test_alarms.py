@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from contract import names
-from infra.alarms import FAILED_BATCHES_FILTER_ID, ITERATOR_AGE_MS
 from tests.infra.synth import only, resources, synth
 
 
@@ -29,12 +28,15 @@ def test_four_alarms_with_justified_thresholds_publish_to_the_topic() -> None:
     age = alarms["IteratorAge"]
     assert (age["Namespace"], age["MetricName"], age["Statistic"]) == ("AWS/Lambda", "IteratorAge", "Maximum")
     assert age["Dimensions"] == [{"Name": "FunctionName", "Value": function_ref}]
-    assert (age["Threshold"], age["EvaluationPeriods"]) == (ITERATOR_AGE_MS, 3)
+    # the documented thresholds: iterator age above 10 minutes (in ms) for 3 one-minute periods
+    assert (age["Threshold"], age["Period"], age["EvaluationPeriods"]) == (10 * 60 * 1000, 60, 3)
     errors = alarms["ConsumerErrors"]
+    # consumer errors in 2 of 3 five-minute periods
     assert (errors["MetricName"], errors["Threshold"], errors["DatapointsToAlarm"]) == ("Errors", 1, 2)
+    assert (errors["Period"], errors["EvaluationPeriods"]) == (300, 3)
     failed = alarms["FailedBatches"]
     assert (failed["Namespace"], failed["MetricName"], failed["Threshold"]) == ("AWS/S3", "PutRequests", 1)
-    assert {"Name": "FilterId", "Value": FAILED_BATCHES_FILTER_ID} in failed["Dimensions"]
+    filter_id = next(d["Value"] for d in failed["Dimensions"] if d["Name"] == "FilterId")
     refused = alarms["KeysRefused"]
     assert (refused["Namespace"], refused["MetricName"]) == (names.METRICS_NAMESPACE, "KeysRefused")
     assert refused["Dimensions"] == [{"Name": "service", "Value": names.SERVICE_NAME}]
@@ -44,7 +46,7 @@ def test_four_alarms_with_justified_thresholds_publish_to_the_topic() -> None:
         assert alarm["AlarmActions"] == [{"Ref": topic_id}]
     # AND the failure bucket counts its PUTs under the filter the alarm reads
     failure_bucket = next(v for k, v in resources(template, "AWS::S3::Bucket").items() if "Failure" in k)
-    assert failure_bucket["Properties"]["MetricsConfigurations"] == [{"Id": FAILED_BATCHES_FILTER_ID}]
+    assert failure_bucket["Properties"]["MetricsConfigurations"] == [{"Id": filter_id}]
     assert names.OUT_ALARM_TOPIC_ARN in template["Outputs"]
 
 

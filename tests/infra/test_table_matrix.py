@@ -98,14 +98,20 @@ def test_provenance_tags_on_every_taggable_resource(shape: tuple[Any, dict[str, 
         "AWS::Lambda::EventSourceMapping",
         "AWS::Logs::LogGroup",
     ]
-    seen = 0
+    tagged = set()
     for type_name in taggable:
         for logical_id, resource in resources(template, type_name).items():
             tags = tag_map(resource["Properties"].get("Tags"))
             assert {k: tags.get(k) for k in expected} == expected, logical_id
-            assert "CostCenter" not in tags, "empty tag values are dropped, as the seed's renderer does"
-            seen += 1
-    assert seen >= 1
+            assert "CostCenter" not in tags, "an empty tag value is dropped, not written empty"
+            tagged.add(type_name)
+    # every resource type this shape deploys carries the tags (a shape without a type must not pass vacuously)
+    expected_types = {"AWS::DynamoDB::Table"}
+    if config.has_mapping:
+        expected_types |= {"AWS::S3::Bucket", "AWS::Lambda::EventSourceMapping"}
+    if config.builtin_consumer:
+        expected_types |= {"AWS::IAM::Role", "AWS::Lambda::Function", "AWS::Logs::LogGroup"}
+    assert tagged == expected_types
     table_tags = tag_map(only(template, "AWS::DynamoDB::Table")["Properties"]["Tags"])
     assert table_tags["Name"] == f"items-{config.env}"
 

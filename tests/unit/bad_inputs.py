@@ -7,8 +7,8 @@ and asserts that ``docs/bad-input.md`` is exactly the table rendered from these 
 
 Regenerate the document after changing a case or the code it exercises::
 
-    .venv/bin/python -m tests.bad_inputs --write     # rewrite docs/bad-input.md
-    .venv/bin/python -m tests.bad_inputs --check     # exit 1 when the document is stale
+    .venv/bin/python -m tests.unit.bad_inputs --write     # rewrite docs/bad-input.md
+    .venv/bin/python -m tests.unit.bad_inputs --check     # exit 1 when the document is stale
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-ROOT = Path(__file__).resolve().parent.parent
-# What pytest's ``pythonpath = [".", "functions"]`` gives the tests, for ``python -m tests.bad_inputs`` too.
+ROOT = Path(__file__).resolve().parents[2]
+# What pytest's ``pythonpath = [".", "functions"]`` gives the tests, for ``python -m tests.unit.bad_inputs`` too.
 for _entry in (ROOT, ROOT / "functions"):
     if str(_entry) not in sys.path:
         sys.path.insert(0, str(_entry))
@@ -51,7 +51,7 @@ from tests.unit.events import (  # noqa: E402
 )
 
 DOC_PATH = ROOT / "docs" / "bad-input.md"
-GENERATOR = "python -m tests.bad_inputs --write"
+GENERATOR = "python -m tests.unit.bad_inputs --write"
 OBSERVED_MAX = 160  # characters of the observed outcome shown in the document (the tests check all of it)
 
 REGION = "eu-west-1"
@@ -1204,7 +1204,7 @@ def render(observed: Mapping[str, str] | None = None) -> str:
         "",
         "Every bad input the project has been fed, what it gets, and where the input ends up. The middle column",
         "is what the code really did, trimmed to "
-        f"{OBSERVED_MAX} characters: `tests/bad_inputs.py` feeds each input to the real",
+        f"{OBSERVED_MAX} characters: `tests/unit/bad_inputs.py` feeds each input to the real",
         "code (the knob resolver, the consumer's Lambda handler against an in-process moto S3, the `doctable`",
         "console script) and this page is rendered from what it observed. `tests/unit/test_bad_inputs.py` runs",
         "every case, checks the expected fragments of each outcome, and fails when this page is stale;",
@@ -1229,7 +1229,7 @@ def render(observed: Mapping[str, str] | None = None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.bad_inputs", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tests.unit.bad_inputs", description=__doc__.splitlines()[0])
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--write", action="store_true", help=f"rewrite {DOC_PATH.relative_to(ROOT)}")
     mode.add_argument("--check", action="store_true", help="exit 1 when the document is stale")
