@@ -36,10 +36,11 @@ $(NPM_STAMP): package.json package-lock.json
 
 setup: $(STAMP) $(NPM_STAMP) ## create .venv and node_modules from the registries (idempotent)
 
-lint: setup ## ruff + mypy
+lint: setup ## ruff, mypy, and the import contracts between the parts (lint-imports)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	PYTHONPATH=functions $(BIN)/lint-imports --no-cache
 
 format: setup
 	$(BIN)/ruff check --fix .
