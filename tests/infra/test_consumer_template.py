@@ -250,3 +250,14 @@ def test_role_has_no_managed_policies() -> None:
     assert role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {
         "Service": "lambda.amazonaws.com"
     }
+
+
+def test_runtime_and_powertools_pins_agree_with_the_contract() -> None:
+    # GIVEN the runtime the construct deploys and the Powertools library installed here
+    from importlib import metadata
+
+    from infra.consumer import RUNTIME
+
+    # THEN both are the ones the contract names (the layer parameter and the local stand-in read the contract)
+    assert RUNTIME.name == names.LAMBDA_RUNTIME
+    assert metadata.version("aws-lambda-powertools") == names.POWERTOOLS_VERSION
