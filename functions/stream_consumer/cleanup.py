@@ -1,24 +1,23 @@
-"""Application service: runs the domain over a whole batch and talks to the blob store.
+"""Application service: the batch-wide cleanup of one parsed batch, and the per-record verdicts.
 
-Flow of :meth:`BlobCleaner.clean` (called once per invocation, BEFORE Powertools' per-record pass):
+:meth:`BlobCleaner.clean` (called once per invocation, from :class:`~.processor.CleanupProcessor`'s ``_prepare``):
 
 1. log the proof line (``stream_records_received``);
-2. parse every record (malformed ones fail, see :mod:`.domain`);
+2. refuse a batch holding records of another table; fail malformed records (see :mod:`.domain`);
 3. plan every record, list prefixes (prefix cleanup), refuse foreign keys, drop keys a later record of
    the same item references again;
 4. pool the keys of ALL records (deduplicated) and delete them in as few requests as possible
-   (one DeleteObjects per 1,000 keys for the whole batch);
-5. map per-key failures back to every record owning the key; a request that fails as a whole fails all its
-   keys. A record fails iff it is malformed, its prefix listing failed, or one of its keys failed;
-6. publish the four metrics (always all four, zeros included).
+   (one DeleteObjects per 1,000 keys for the whole batch).
 
-The returned :class:`BatchOutcome` provides the per-record handler for ``process_partial_response``: it raises
-for failed records, so Powertools reports exactly those in ``batchItemFailures``.
+:meth:`BlobCleaner.settle` then runs once per record in Powertools' pass and raises for a failed record, so
+Powertools reports exactly those in ``batchItemFailures``: a record fails iff it is foreign or malformed, its
+prefix listing failed, or one of its keys failed (a request that fails as a whole fails all its keys).
+:meth:`BlobCleaner.publish` emits the four metrics (always all four, zeros included).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -36,17 +35,14 @@ from .constants import (
 from .domain import (
     ChangeRecord,
     CleanupPlan,
-    MalformedRecordError,
     RefusedKey,
+    StreamBatch,
     UnexpectedEventError,
     chunked,
     key_refusal,
-    parse_record,
     plan_cleanup,
     retained_keys,
     stream_records,
-    summarize,
-    table_name_from_arn,
 )
 from .settings import Settings
 
@@ -73,26 +69,22 @@ class UnidentifiableRecordError(ValueError):
 
 
 @dataclass
+class _Work:
+    plan: CleanupPlan
+    keys: list[str] = field(default_factory=list)
+    refused: list[RefusedKey] = field(default_factory=list)
+    retained: int = 0
+
+
+@dataclass
 class BatchOutcome:
     received: int = 0
     deleted: int = 0
     refused: int = 0
     failures: dict[str, str] = field(default_factory=dict)  # sequence number -> why the record failed
     batch_failed: bool = False  # an unidentifiable record failed the whole invocation
-
-    def record_handler(self, record: Any) -> None:
-        """Per-record handler for ``process_partial_response`` (receives a Powertools ``DynamoDBRecord``)."""
-        reason = self.failures.get(record.dynamodb.sequence_number)
-        if reason is not None:
-            raise RecordCleanupError(reason)
-
-
-@dataclass
-class _Work:
-    plan: CleanupPlan
-    keys: list[str] = field(default_factory=list)
-    refused: list[RefusedKey] = field(default_factory=list)
-    retained: int = 0
+    work: dict[str, _Work] = field(default_factory=dict)  # sequence number -> the parsed record's cleanup
+    key_errors: dict[str, str] = field(default_factory=dict)  # blob key -> why its delete failed
 
 
 class BlobCleaner:
@@ -102,64 +94,95 @@ class BlobCleaner:
         self.log = logger
         self.metrics = metrics
 
-    def accept(self, event: Any) -> list[dict[str, Any]]:
-        """The event's stream records; logs and re-raises :class:`UnexpectedEventError` for anything else.
+    def accept(self, event: Any) -> None:
+        """Logs and re-raises :class:`UnexpectedEventError` unless ``event`` is a DynamoDB Streams event.
 
         The four metrics are still published (as zeros): every invocation emits every metric name.
         """
         try:
-            return stream_records(event)
+            stream_records(event)
         except UnexpectedEventError as exc:
             self.log.error("unexpected_event", extra={"error": str(exc)})
-            self._publish(BatchOutcome())
+            self.publish(BatchOutcome())
             raise
 
-    def clean(self, records: Sequence[Any]) -> BatchOutcome:
-        summary = summarize(records)
-        self.log.info(PROOF_LOG_MESSAGE, extra=summary.as_log_fields())
-        outcome = BatchOutcome(received=len(records))
+    def clean(self, batch: StreamBatch) -> BatchOutcome:
+        """Everything batch-wide: proof line, refusals, planning, listing and the pooled deletes.
+
+        Publishes the metrics itself only when it raises (the whole invocation fails); otherwise the caller
+        publishes them once every record is settled.
+        """
+        self.log.info(PROOF_LOG_MESSAGE, extra=batch.summary.as_log_fields())
+        outcome = BatchOutcome(received=batch.summary.record_count)
         try:
-            if not self._refuse_foreign_records(records, outcome):
-                self._clean(records, outcome)
-        finally:
-            self._publish(outcome)
+            if batch.foreign:
+                self._refuse_foreign_records(batch, outcome)
+            else:
+                self._reject_malformed(batch, outcome)
+                self._plan_and_delete(batch.records, outcome)
+        except BaseException:
+            self.publish(outcome)
+            raise
         return outcome
 
-    def _refuse_foreign_records(self, records: Sequence[Any], outcome: BatchOutcome) -> bool:
+    def settle(self, outcome: BatchOutcome, sequence_number: str | None) -> None:
+        """One record's verdict: raises :class:`RecordCleanupError` if it failed, else logs what was cleaned."""
+        item = outcome.work.get(sequence_number or "")
+        if item is not None and sequence_number not in outcome.failures:
+            self._report(item, outcome)
+        reason = outcome.failures.get(sequence_number or "")
+        if reason is not None:
+            raise RecordCleanupError(reason)
+
+    def _refuse_foreign_records(self, batch: StreamBatch, outcome: BatchOutcome) -> None:
         """A mapping wired to another table's stream must not delete anything in this table's bucket.
 
-        Every record fails instead (retried, then kept on the failure destination, where the alarm and an
-        operator see it): nothing is deleted and nothing is lost. True when the batch was refused.
+        Every foreign record fails instead (retried, then kept on the failure destination, where the alarm and
+        an operator see it) and nothing of the batch is cleaned: nothing is deleted and nothing is lost.
         """
         expected = self.settings.table_name
-        foreign: list[tuple[str, str]] = []
-        for raw in records:
-            source = table_name_from_arn(raw.get("eventSourceARN")) if isinstance(raw, Mapping) else None
-            sequence = (raw.get("dynamodb") or {}).get("SequenceNumber") if isinstance(raw, Mapping) else None
-            if expected and source and source != expected and sequence:
-                foreign.append((str(sequence), source))
-        if not foreign:
-            return False
         self.log.error(
             "records_from_foreign_table",
             extra={
                 "expected": expected,
-                "received": sorted({t for _, t in foreign}),
-                "records": len(foreign),
+                "received": sorted({record.table_name for record in batch.foreign}),
+                "records": len(batch.foreign),
             },
         )
-        for sequence, source in foreign:
-            outcome.failures[sequence] = (
-                f"record from table {source}; this consumer cleans up after {expected}"
+        for record in batch.foreign:
+            outcome.failures[record.sequence_number] = (
+                f"record from table {record.table_name}; this consumer cleans up after {expected}"
             )
-        return True
 
     # ------------------------------------------------------------------ steps
 
-    def _clean(self, records: Sequence[Any], outcome: BatchOutcome) -> None:
-        parsed = self._parse(records, outcome)
+    def _reject_malformed(self, batch: StreamBatch, outcome: BatchOutcome) -> None:
+        unidentifiable: list[str] = []
+        for rejected in batch.malformed:
+            self.log.error(
+                "record_rejected",
+                extra={
+                    "position": rejected.position,
+                    "sequence_number": rejected.sequence_number,
+                    "problem": rejected.problem,
+                },
+            )
+            if rejected.sequence_number is None:
+                unidentifiable.append(f"Records[{rejected.position}]: {rejected.problem}")
+            else:
+                outcome.failures[rejected.sequence_number] = f"malformed record: {rejected.problem}"
+        if unidentifiable:
+            # batchItemFailures needs a SequenceNumber; without one only failing the whole batch gets the
+            # record retried (Lambda bisects the batch and finally sends the lone poison record on failure).
+            outcome.batch_failed = True
+            raise UnidentifiableRecordError(
+                "malformed record(s) without dynamodb.SequenceNumber, failing the whole batch: "
+                + "; ".join(unidentifiable)
+            )
+
+    def _plan_and_delete(self, parsed: Sequence[ChangeRecord], outcome: BatchOutcome) -> None:
         work = [
-            self._prepare(plan_cleanup(r, self.settings.blob_root, self.settings.prefix_cleanup), outcome)
+            self._plan(plan_cleanup(r, self.settings.blob_root, self.settings.prefix_cleanup), outcome)
             for r in parsed
         ]
         retained = retained_keys(parsed)
@@ -174,42 +197,12 @@ class BlobCleaner:
             for refused in item.refused:
                 self._log_refused(item.plan.record, refused)
             outcome.refused += len(item.refused)
+            outcome.work[item.plan.record.sequence_number] = item
 
-        key_errors = self._delete(list(owners))
-        outcome.deleted = len(owners) - len(key_errors)
-        for item in work:
-            self._report(item, key_errors, outcome)
+        outcome.key_errors = self._delete(list(owners))
+        outcome.deleted = len(owners) - len(outcome.key_errors)
 
-    def _parse(self, records: Sequence[Any], outcome: BatchOutcome) -> list[ChangeRecord]:
-        parsed: list[ChangeRecord] = []
-        unidentifiable: list[str] = []
-        for position, raw in enumerate(records):
-            try:
-                parsed.append(parse_record(raw, position))
-            except MalformedRecordError as exc:
-                self.log.error(
-                    "record_rejected",
-                    extra={
-                        "position": position,
-                        "sequence_number": exc.sequence_number,
-                        "problem": exc.problem,
-                    },
-                )
-                if exc.sequence_number is None:
-                    unidentifiable.append(f"Records[{position}]: {exc.problem}")
-                else:
-                    outcome.failures[exc.sequence_number] = f"malformed record: {exc.problem}"
-        if unidentifiable:
-            # batchItemFailures needs a SequenceNumber; without one only failing the whole batch gets the
-            # record retried (Lambda bisects the batch and finally sends the lone poison record on failure).
-            outcome.batch_failed = True
-            raise UnidentifiableRecordError(
-                "malformed record(s) without dynamodb.SequenceNumber, failing the whole batch: "
-                + "; ".join(unidentifiable)
-            )
-        return parsed
-
-    def _prepare(self, plan: CleanupPlan, outcome: BatchOutcome) -> _Work:
+    def _plan(self, plan: CleanupPlan, outcome: BatchOutcome) -> _Work:
         item = _Work(plan, list(plan.keys), list(plan.refused))
         record = plan.record
         if plan.missing_images:
@@ -259,11 +252,9 @@ class BlobCleaner:
                 errors.update({key: msg for key, msg in result.failures.items() if key in requested})
         return errors
 
-    def _report(self, item: _Work, key_errors: Mapping[str, str], outcome: BatchOutcome) -> None:
+    def _report(self, item: _Work, outcome: BatchOutcome) -> None:
         record = item.plan.record
-        if record.sequence_number in outcome.failures:
-            return  # already failed (listing)
-        failed = {key: key_errors[key] for key in item.keys if key in key_errors}
+        failed = {key: outcome.key_errors[key] for key in item.keys if key in outcome.key_errors}
         if failed:
             self._fail(
                 record,
@@ -315,7 +306,8 @@ class BlobCleaner:
             },
         )
 
-    def _publish(self, outcome: BatchOutcome) -> None:
+    def publish(self, outcome: BatchOutcome) -> None:
+        """The four metrics, zeros included: every invocation emits every metric name."""
         failed = outcome.received if outcome.batch_failed else len(outcome.failures)
         for name, value in (
             (METRIC_RECORDS_RECEIVED, outcome.received),

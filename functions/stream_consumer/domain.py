@@ -132,6 +132,34 @@ class BatchSummary:
         }
 
 
+@dataclass(frozen=True)
+class ForeignRecord:
+    """A record from another table's stream (the mapping is wired to the wrong table)."""
+
+    position: int
+    sequence_number: str
+    table_name: str
+
+
+@dataclass(frozen=True)
+class RejectedRecord:
+    """A record :func:`parse_record` refused; without a sequence number it cannot be reported alone."""
+
+    position: int
+    sequence_number: str | None
+    problem: str
+
+
+@dataclass(frozen=True)
+class StreamBatch:
+    """One invocation's records, parsed once."""
+
+    summary: BatchSummary
+    records: tuple[ChangeRecord, ...]
+    malformed: tuple[RejectedRecord, ...]
+    foreign: tuple[ForeignRecord, ...]
+
+
 # --------------------------------------------------------------------------- event / record parsing
 
 
@@ -357,22 +385,41 @@ def table_name_from_arn(arn: Any) -> str | None:
 
 def summarize(records: Sequence[Any]) -> BatchSummary:
     """The record-level proof: counts per event name, first/last sequence number, table name."""
+    return parse_batch(records).summary
+
+
+def parse_batch(records: Sequence[Any], expected_table: str | None = None) -> StreamBatch:
+    """Walk the raw records once into one typed batch: summary, foreign, malformed and parsed records.
+
+    A record is foreign when its stream ARN names another table than ``expected_table`` (if given).
+    """
     counts = dict.fromkeys(EVENT_NAMES, 0)
     sequence_numbers: list[str] = []
     table_name: str | None = None
-    for raw in records:
-        name = raw.get("eventName") if isinstance(raw, Mapping) else None
+    foreign: list[ForeignRecord] = []
+    malformed: list[RejectedRecord] = []
+    parsed: list[ChangeRecord] = []
+    for position, raw in enumerate(records):
+        fields: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+        name = fields.get("eventName")
         label = name if isinstance(name, str) else "UNKNOWN"
         counts[label] = counts.get(label, 0) + 1
         number = sequence_number_of(raw)
         if number:
             sequence_numbers.append(number)
-        if table_name is None and isinstance(raw, Mapping):
-            table_name = table_name_from_arn(raw.get("eventSourceARN"))
-    return BatchSummary(
+        source = table_name_from_arn(fields.get("eventSourceARN"))
+        table_name = table_name or source
+        if expected_table and source and source != expected_table and number:
+            foreign.append(ForeignRecord(position, number, source))
+        try:
+            parsed.append(parse_record(raw, position))
+        except MalformedRecordError as exc:
+            malformed.append(RejectedRecord(position, exc.sequence_number, exc.problem))
+    summary = BatchSummary(
         record_count=len(records),
         event_names=counts,
         first_sequence_number=sequence_numbers[0] if sequence_numbers else None,
         last_sequence_number=sequence_numbers[-1] if sequence_numbers else None,
         table_name=table_name,
     )
+    return StreamBatch(summary, tuple(parsed), tuple(malformed), tuple(foreign))

@@ -2,7 +2,8 @@
 
 Settings are validated at import (cold start): a bad environment fails the init with a clear
 :class:`~.settings.SettingsError`. The S3 client is created on first use and reused across invocations.
-Logic lives in :mod:`.domain` (pure) and :mod:`.cleanup` (batch-level deletes, failure mapping).
+Logic lives in :mod:`.domain` (pure), :mod:`.cleanup` (batch-level deletes, failure mapping) and
+:mod:`.processor` (the Powertools batch processor that runs them).
 """
 
 from __future__ import annotations
@@ -10,11 +11,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.batch import process_partial_response
 
 from .blob_store import S3BlobStore
 from .cleanup import BlobCleaner
 from .constants import METRICS_NAMESPACE, SERVICE_NAME
+from .processor import CleanupProcessor
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -29,22 +31,22 @@ metrics = Metrics(namespace=METRICS_NAMESPACE, service=SERVICE_NAME)
 # patching imports botocore.client (~100-200 ms of init), which a batch with nothing to delete never needs.
 tracer = Tracer(service=SERVICE_NAME, auto_patch=False)
 
-# Always a partial batch response, even when every record failed (no BatchProcessingError).
-processor = BatchProcessor(event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
 cleaner = BlobCleaner(
     S3BlobStore(settings.blob_bucket, on_client=lambda: tracer.patch(("botocore",))),
     settings,
     logger,
     metrics,
 )
+processor = CleanupProcessor(cleaner)
 
 
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics(raise_on_empty_metrics=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
-    records = cleaner.accept(event)
-    outcome = cleaner.clean(records)
+    # Checked before Powertools reads event["Records"]: a non-stream event is then refused with an error that
+    # says what was expected, and still emits the metrics.
+    cleaner.accept(event)
     return process_partial_response(
-        event=event, record_handler=outcome.record_handler, processor=processor, context=context
+        event=event, record_handler=processor.settle, processor=processor, context=context
     )
