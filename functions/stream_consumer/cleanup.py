@@ -25,6 +25,8 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from .blob_store import BlobStore
 from .constants import (
+    ENV_FLAG_OFF,
+    ENV_FLAG_ON,
     MAX_KEYS_PER_DELETE,
     METRIC_BLOBS_DELETED,
     METRIC_KEYS_REFUSED,
@@ -212,7 +214,7 @@ class BlobCleaner:
                     "sequence_number": record.sequence_number,
                     "event_name": record.event_name,
                     "view_type": record.view_type,
-                    "prefix_cleanup": "on" if self.settings.prefix_cleanup else "off",
+                    "prefix_cleanup": ENV_FLAG_ON if self.settings.prefix_cleanup else ENV_FLAG_OFF,
                     "action": "clear-prefix" if plan.list_prefix else "none",
                 },
             )

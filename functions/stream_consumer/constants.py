@@ -1,7 +1,7 @@
 """Runtime contract strings.
 
-Duplicated on purpose from ``infra/names.py`` (which is not deployed with the function);
-``tests/unit/test_consumer_settings.py`` asserts that both stay equal.
+Duplicated on purpose from ``contract/names.py``: the function's asset imports nothing outside ``functions/``.
+``tests/unit/test_consumer_contract.py`` asserts that both stay equal.
 """
 
 SERVICE_NAME = "doctable-consumer"
@@ -16,6 +16,8 @@ ENV_BLOB_BUCKET = "BLOB_BUCKET"
 ENV_BLOB_ROOT = "BLOB_ROOT"
 ENV_BLOB_PREFIX_CLEANUP = "BLOB_PREFIX_CLEANUP"
 ENV_TABLE_NAME = "TABLE_NAME"
+# How the stack writes a boolean into BLOB_PREFIX_CLEANUP (read case-insensitively).
+ENV_FLAG_ON, ENV_FLAG_OFF = "on", "off"
 
 # Metric names (all Count, one namespace).
 METRIC_RECORDS_RECEIVED = "RecordsReceived"

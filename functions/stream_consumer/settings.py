@@ -5,8 +5,8 @@ allowed):
 
 * ``BLOB_BUCKET`` (required): the bucket holding the blobs; a plain S3 bucket name, not an ARN or URL.
 * ``BLOB_ROOT`` (optional, default ``""``): key prefix under which each record owns
-  ``<BLOB_ROOT><pk>/<sk>/``. Empty, or ending in ``/``; no leading ``/``, no ``..`` segments, no
-  backslashes or control characters.
+  ``<BLOB_ROOT><pk>/<sk>/``. Empty, or non-empty segments of letters, digits and ``! _ . * ' ( ) -``, each
+  ending in ``/``; no ``..`` segments.
 * ``BLOB_PREFIX_CLEANUP`` (optional, default ``off``): ``on`` or ``off`` (case-insensitive). When ``on``,
   a REMOVE also deletes every object under the record's own prefix.
 * ``TABLE_NAME`` (optional): the table the stream belongs to; only used to warn about foreign records.
@@ -19,10 +19,19 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .constants import ENV_BLOB_BUCKET, ENV_BLOB_PREFIX_CLEANUP, ENV_BLOB_ROOT, ENV_TABLE_NAME
+from .constants import (
+    ENV_BLOB_BUCKET,
+    ENV_BLOB_PREFIX_CLEANUP,
+    ENV_BLOB_ROOT,
+    ENV_FLAG_OFF,
+    ENV_FLAG_ON,
+    ENV_TABLE_NAME,
+)
 
-_BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# The same rules as the stack's knobs (tests/unit/test_consumer_contract.py checks that they agree): S3's bucket
+# naming rules, and a root of safe key characters, so that no configured root can be ambiguous.
+_BUCKET_NAME = re.compile(r"^(?!xn--)(?!sthree-)(?!.*\.\.)(?!.*-s3alias$)[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_BLOB_ROOT = re.compile(r"^([A-Za-z0-9!_.*'()-]+/)*$")
 
 
 class SettingsError(ValueError):
@@ -54,7 +63,7 @@ class Settings:
 
 
 def _bucket(value: str | None) -> str:
-    if not value or not _BUCKET_NAME.match(value):
+    if not value or not _BUCKET_NAME.fullmatch(value):
         raise SettingsError(
             ENV_BLOB_BUCKET,
             value,
@@ -67,26 +76,22 @@ def _bucket(value: str | None) -> str:
 def _root(value: str | None) -> str:
     if not value:
         return ""
-    if (
-        not value.endswith("/")
-        or value.startswith("/")
-        or "\\" in value
-        or _CONTROL.search(value)
-        or ".." in value.split("/")
-    ):
+    if not _BLOB_ROOT.fullmatch(value) or ".." in value.split("/"):
         raise SettingsError(
             ENV_BLOB_ROOT,
             value,
-            "must be empty or a key prefix ending in '/', without a leading '/', '..' segments, "
-            "backslashes or control characters (e.g. 'blobs/')",
+            "must be empty or a key prefix ending in '/', made of non-empty segments of letters, digits and "
+            "! _ . * ' ( ) - without '..' segments (e.g. 'blobs/')",
         )
     return value
 
 
 def _switch(value: str | None) -> bool:
-    normalized = (value or "off").strip().lower()
-    if normalized not in ("on", "off"):
+    normalized = (value or ENV_FLAG_OFF).strip().lower()
+    if normalized not in (ENV_FLAG_ON, ENV_FLAG_OFF):
         raise SettingsError(
-            ENV_BLOB_PREFIX_CLEANUP, value, "allowed values are 'on' or 'off' (default 'off')"
+            ENV_BLOB_PREFIX_CLEANUP,
+            value,
+            f"allowed values are '{ENV_FLAG_ON}' or '{ENV_FLAG_OFF}' (default '{ENV_FLAG_OFF}')",
         )
-    return normalized == "on"
+    return normalized == ENV_FLAG_ON
