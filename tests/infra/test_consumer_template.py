@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +76,45 @@ def test_bundled_powertools_needs_no_layer(tmp_path: Any) -> None:
     asset = _function_asset(template, outdir)
     assert (asset / "aws_lambda_powertools" / "__init__.py").exists()
     assert (asset / "stream_consumer" / "handler.py").exists()
+    # AND the Powertools parts the consumer never imports stay out, as does any machine-built binary
+    assert not (asset / "aws_lambda_powertools" / "event_handler").exists()
+    assert not list(asset.rglob("*.so"))
+
+
+# What the managed Python runtime provides beside a function's own code (the SDK and its dependencies).
+RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six")
+
+
+def test_bundled_asset_starts_with_only_what_the_runtime_provides(tmp_path: Any) -> None:
+    # GIVEN the bundled asset and a directory holding only what the Lambda runtime provides
+    _, template, outdir = synth(**STREAM, powertools="bundled", architecture="x86_64")
+    asset = _function_asset(template, outdir)
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    for name in RUNTIME_PROVIDED:
+        module = importlib.import_module(name)
+        source = (
+            Path(module.__file__).parent if module.__file__.endswith("__init__.py") else Path(module.__file__)
+        )
+        (runtime / source.name).symlink_to(source)
+    env = {
+        "PATH": os.environ["PATH"],
+        "BLOB_BUCKET": "blobs-bucket",
+        "BLOB_ROOT": "",
+        "BLOB_PREFIX_CLEANUP": "off",
+        "TABLE_NAME": "items-dev",
+        "AWS_REGION": "us-east-1",
+        "POWERTOOLS_SERVICE_NAME": names.SERVICE_NAME,
+        "POWERTOOLS_TRACE_DISABLED": "1",
+    }
+    # WHEN an isolated interpreter (no site-packages) cold-starts the handler from that path alone
+    result = subprocess.run(
+        [sys.executable, "-I", "-S", "-c",
+         f"import sys; sys.path[:0] = [{str(asset)!r}, {str(runtime)!r}]; import stream_consumer.handler"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    # THEN it imports: nothing the asset needs is missing (Tracer's aws_xray_sdk and wrapt included)
+    assert result.returncode == 0, result.stderr[-2000:]
 
 
 def test_layer_asset_holds_only_the_handler_code() -> None:
