@@ -211,6 +211,28 @@ class DocTableConfig:
     def as_knobs(self) -> dict[str, Any]:
         return asdict(self)
 
+    def knob_values(self) -> dict[str, str]:
+        """The knobs as resolve_config takes them: resolving these gives this config back."""
+        return {
+            name: (ON if value else OFF) if isinstance(value, bool) else str(value)
+            for name, value in asdict(self).items()
+        }
+
+    def deployed_record(self) -> str:
+        """The stack output that records the resolved knobs (compact JSON), read back by knobs_from_record."""
+        return json.dumps(self.knob_values(), sort_keys=True, separators=(",", ":"))
+
+
+def knobs_from_record(record: str) -> dict[str, str]:
+    """The knobs a deployed stack recorded (its ``Knobs`` output); ValueError when the record is not that."""
+    try:
+        values = json.loads(record)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the stack's knob record is not JSON: {exc}") from None
+    if not isinstance(values, dict) or not all(isinstance(v, str) for v in values.values()):
+        raise ValueError("the stack's knob record is not an object of knob names to strings")
+    return {k: v for k, v in values.items() if k in KNOB_DEFAULTS}
+
 
 def _raw(
     name: str, context: Mapping[str, Any], environ: Mapping[str, str], defaults: Mapping[str, Any]

@@ -68,6 +68,11 @@ class DocTableStack(Stack):
                     failure_bucket=self.consumer.failure_bucket,
                 )
                 self._output(names.OUT_ALARM_TOPIC_ARN, alarms.topic.topic_arn, "Subscribe operators here")
+        self._output(
+            names.OUT_KNOBS,
+            config.deployed_record(),
+            "The resolved knobs of this deployment: what preflight, verify and ledger compare against",
+        )
         for key, value in config.tags().items():
             Tags.of(self).add(key, value)
 

@@ -8,7 +8,14 @@ from typing import Any
 import pytest
 
 from contract import names
-from contract.knobs import ENV_VALUES, MANAGED_BY, PLAN_SOURCE, PLAN_VERSION
+from contract.knobs import (
+    ENV_VALUES,
+    MANAGED_BY,
+    PLAN_SOURCE,
+    PLAN_VERSION,
+    knobs_from_record,
+    resolve_config,
+)
 from tests.infra.synth import only, resources, synth, tag_map
 
 SHAPES = list(
@@ -120,6 +127,8 @@ def test_outputs_have_stable_names(shape: tuple[Any, dict[str, Any]]) -> None:
     config, template = shape
     outputs = template["Outputs"]
     assert outputs[names.OUT_TABLE_NAME]["Value"] == {"Ref": _table_id(template)}
+    # the stack records the knobs it was deployed with, and they resolve back to this config
+    assert resolve_config(context=knobs_from_record(outputs[names.OUT_KNOBS]["Value"]), environ={}) == config
     assert outputs[names.OUT_TABLE_ARN]["Value"] == {"Fn::GetAtt": [_table_id(template), "Arn"]}
     assert names.OUT_RUNTIME_POLICY_ARN in outputs
     if config.has_stream:

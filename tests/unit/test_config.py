@@ -11,6 +11,7 @@ from contract.knobs import (
     DEFAULTS_CONTEXT_KEY,
     KNOB_DEFAULTS,
     ConfigError,
+    knobs_from_record,
     load_cdk_json_defaults,
     resolve_config,
 )
@@ -172,3 +173,28 @@ def test_cdk_namespaced_context_is_not_mistaken_for_a_knob() -> None:
 
     context = {"@aws-cdk/core:checkSecretUsage": True, "aws:cdk:version-reporting": False, "gsi": "gsi1"}
     assert user_context(context) == {"gsi": "gsi1"}
+
+
+@pytest.mark.parametrize(
+    "context",
+    [
+        {},
+        {"stream": "new-and-old", "gsi": "gsi1", "ttl": "on", "pitr": "on", "env": "prod", "owner": "team docs"},
+        {"stream": "new-and-old", "blob_root": "blobs/", "blob_prefix_cleanup": "on", "batch_size": "2000",
+         "batching_window": "5", "powertools": "bundled", "architecture": "x86_64", "starting_position": "latest"},
+        {"stream": "new-and-old", "consumer": "arn:aws:lambda:us-east-1:123456789012:function:theirs"},
+    ],
+)  # fmt: skip
+def test_the_deployed_knob_record_resolves_back_to_the_same_config(context: dict[str, str]) -> None:
+    # GIVEN a config and the record its stack carries
+    config = resolve_config(context=context, environ={})
+    record = config.deployed_record()
+    # WHEN the record is read back as knobs  THEN it resolves to the very same config, whatever the environment
+    again = resolve_config(context=knobs_from_record(record), environ={"GSI": "gsi1", "TTL": "on"})
+    assert again == config
+
+
+@pytest.mark.parametrize("record", ["not json", "[1, 2]", '{"gsi": 1}'])
+def test_a_knob_record_that_is_not_one_is_refused(record: str) -> None:
+    with pytest.raises(ValueError, match="knob record"):
+        knobs_from_record(record)
