@@ -27,7 +27,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from doctable.cli import UserError
+from doctable.errors import UserError
 
 DEFAULT_RETRY_MODE = "adaptive"
 DEFAULT_MAX_ATTEMPTS = 8

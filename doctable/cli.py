@@ -1,4 +1,5 @@
-"""`doctable`: the project's console script. Each command group lives in its own module and registers here."""
+"""`doctable`: the project's console script. It builds the parser from each command module's ``register`` and
+turns a :class:`~doctable.errors.UserError` into one line on stderr (exit 2)."""
 
 from __future__ import annotations
 
@@ -6,24 +7,20 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-
-class UserError(Exception):
-    """An error the user can act on: printed as one line, never as a traceback."""
+from doctable.errors import UserError
+from doctable.ops import ledger, preflight, replay, teardown
+from doctable.ops.verify import command as verify
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="doctable", description="The document table on AWS, done right.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    # Registration is explicit so `doctable --help` lists every group in a stable order.
+    # Registration is explicit so `doctable --help` lists every command in a stable order.
     from local import cli as local_cli
 
     local_cli.register(sub)
-    try:
-        from doctable import ops
-    except ImportError:  # the operations commands land in their own change
-        ops = None  # type: ignore[assignment]
-    if ops is not None:
-        ops.register(sub)
+    for command in (verify, ledger, preflight, teardown, replay):
+        command.register(sub)
     return parser
 
 

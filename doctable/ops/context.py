@@ -12,9 +12,17 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from contract import names
-from contract.knobs import ConfigError, DocTableConfig, load_cdk_json_defaults, resolve_config
+from contract.knobs import (
+    ENV_VALUES,
+    KNOB_DEFAULTS,
+    MANAGED_BY,
+    ConfigError,
+    DocTableConfig,
+    load_cdk_json_defaults,
+    resolve_config,
+)
 from doctable.aws import Aws, arn_account, arn_region, error_code, user_errors
-from doctable.cli import UserError
+from doctable.errors import UserError
 
 STABLE_STACK_STATES = frozenset({"CREATE_COMPLETE", "UPDATE_COMPLETE", "IMPORT_COMPLETE"})
 STATE_DIR_ENV = "DOCTABLE_STATE_DIR"
@@ -23,7 +31,7 @@ STATE_DIR_ENV = "DOCTABLE_STATE_DIR"
 def add_knob_arguments(parser: argparse.ArgumentParser) -> None:
     """``--env`` and ``-c knob=value``: the knobs as ``cdk deploy`` takes them (plus the environment)."""
     group = parser.add_argument_group("knobs (resolved exactly as the CDK app resolves them)")
-    group.add_argument("--env", dest="env_name", metavar="ENV", help="environment: dev|stg|uat|prod")
+    group.add_argument("--env", dest="env_name", metavar="ENV", help=f"environment: {'|'.join(ENV_VALUES)}")
     group.add_argument(
         "-c",
         "--context",
@@ -31,7 +39,8 @@ def add_knob_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KNOB=VALUE",
-        help="a knob as `cdk deploy -c` takes it (repeatable); then env vars (GSI=gsi1 ...), then cdk.json",
+        help=f"a knob as `cdk deploy -c` takes it (repeatable); then env vars (GSI={names.GSI_NAME} ...), "
+        "then cdk.json",
     )
     parser.add_argument("--region", help="AWS region (default: the SDK's, i.e. AWS_REGION / the profile)")
 
@@ -41,7 +50,7 @@ def parse_context(pairs: Sequence[str], env_name: str | None) -> dict[str, str]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise UserError(f"-c {pair!r}: expected KNOB=VALUE, e.g. -c gsi=gsi1")
+            raise UserError(f"-c {pair!r}: expected KNOB=VALUE, e.g. -c gsi={names.GSI_NAME}")
         context[key.strip()] = value.strip()
     if env_name is not None:
         if "env" in context and context["env"] != env_name:
@@ -174,8 +183,26 @@ def require_deployed(deployment: Deployment, *, hint_region: str | None = None) 
     if hint_region and hint_region != deployment.region:
         hint = f"; the ledger records it in {hint_region}: region mismatch? set AWS_REGION={hint_region}"
     knobs = f"-c env={config.env}" + (
-        f" -c table_base={config.table_base}" if config.table_base != "items" else ""
+        f" -c table_base={config.table_base}" if config.table_base != KNOB_DEFAULTS["table_base"] else ""
     )
     raise UserError(
         f"stack {config.stack_name} is not deployed ({where}){hint}; deploy it first: npx cdk deploy {knobs}"
     )
+
+
+def table_tags(aws: Aws, table_arn: str) -> dict[str, str]:
+    """Every tag of a table (ListTagsOfResource pages through them)."""
+    ddb = aws.client("dynamodb")
+    tags: dict[str, str] = {}
+    kwargs: dict[str, Any] = {"ResourceArn": table_arn}
+    while True:
+        reply = ddb.list_tags_of_resource(**kwargs)
+        tags.update({t["Key"]: t["Value"] for t in reply.get("Tags", [])})
+        if not reply.get("NextToken"):
+            return tags
+        kwargs["NextToken"] = reply["NextToken"]
+
+
+def is_ours(tags: dict[str, str]) -> bool:
+    """Made by a doctable stack: the provenance tag says so."""
+    return tags.get("ManagedBy") == MANAGED_BY

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import argparse
 import getpass
 import json
 import os
 from pathlib import Path
 from typing import Any
 
-from doctable.ops.context import Deployment
+from contract.knobs import OFF, ON
+from doctable.aws import Aws, call_or_none, user_errors
+from doctable.ops.command import add_common_arguments, connect, guarded, print_json
+from doctable.ops.context import Deployment, state_dir
 from doctable.ops.render import markdown_table, now_iso
+from doctable.ops.verify.record import load_record
 
 LEDGER_DIR_ENV = "DOCTABLE_LEDGER_DIR"
 IN_PROGRESS_SUFFIX = "_IN_PROGRESS"
@@ -120,7 +125,7 @@ def _yaml_scalar(value: Any) -> str:
     if value is None or value == "":
         return "—"
     if isinstance(value, bool):
-        return "on" if value else "off"
+        return ON if value else OFF
     return str(value)
 
 
@@ -179,3 +184,70 @@ def write_ledger(directory: Path, ledger: dict[str, Any]) -> tuple[Path, Path]:
         tmp.write_text(text)
         tmp.replace(path)
     return md, js
+
+
+# ---------------------------------------------------------------------------------------------- command
+def region_hint(args: argparse.Namespace, table: str) -> str | None:
+    """The region the ledger last recorded the stack in (a hint when the stack is not found here)."""
+    previous = load_ledger(ledger_dir(getattr(args, "ledger_dir", None)), table)
+    return ((previous or {}).get("realized") or {}).get("region")
+
+
+def _retained(aws: Aws, deployment: Deployment) -> dict[str, Any]:
+    if deployment.exists:
+        return {}
+    with user_errors("looking for a retained table"):
+        table = call_or_none(aws.client("dynamodb").describe_table, TableName=deployment.config.table_name)
+    if table is None:
+        return {}
+    return {"table": table["Table"]["TableName"], "table_arn": table["Table"]["TableArn"]}
+
+
+def record_ledger(
+    args: argparse.Namespace,
+    aws: Aws,
+    deployment: Deployment,
+    record: dict[str, Any] | None = None,
+    torn_down: bool = False,
+) -> tuple[dict[str, Any], tuple[Path, Path]]:
+    """Build and write the ledger entry; ``record`` is verify's run (default: the last one kept on disk)."""
+    directory = ledger_dir(getattr(args, "ledger_dir", None))
+    table = deployment.config.table_name
+    if record is None:
+        record = load_record(state_dir(getattr(args, "state_dir", None)), table)
+    entry = build_ledger(
+        deployment,
+        record,
+        load_ledger(directory, table),
+        resolved_by=getattr(args, "resolved_by", None),
+        retained=_retained(aws, deployment),
+        torn_down=torn_down,
+    )
+    return entry, write_ledger(directory, entry)
+
+
+def cmd_ledger(args: argparse.Namespace) -> int:
+    _config, aws, deployment = connect(args)
+    entry, (md, js) = record_ledger(args, aws, deployment)
+    if args.json:
+        print_json(entry)
+    else:
+        verified = entry["last_verified"]
+        when = f"last verified {verified['at']}" if verified else "never verified"
+        print(f"ledger for {entry['table']}: status {entry['status']}, {when}")
+        print(f"wrote {md} and {js}")
+    return 0
+
+
+def register(sub: Any) -> None:
+    ledger = sub.add_parser(
+        "ledger",
+        help="write the environment's Live State (knobs, realized ids, status, last verify) as Markdown + JSON",
+    )
+    add_common_arguments(ledger, json_help="also print the ledger as JSON on stdout")
+    ledger.add_argument("--ledger-dir", help="output directory (default: $DOCTABLE_LEDGER_DIR or ./ledger)")
+    ledger.add_argument("--state-dir", help="where verify kept its last rows (default: ./.doctable)")
+    ledger.add_argument(
+        "--resolved-by", help="who confirmed the knobs (default: $DOCTABLE_RESOLVED_BY or $USER)"
+    )
+    ledger.set_defaults(func=guarded(cmd_ledger))

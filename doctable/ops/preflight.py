@@ -3,25 +3,30 @@ and whether a borrowed consumer exists and can read the stream."""
 
 from __future__ import annotations
 
-import fnmatch
-import json
+import argparse
 from dataclasses import asdict, dataclass
 from typing import Any
-from urllib.parse import unquote
-
-from botocore.exceptions import BotoCoreError, ClientError
 
 from contract import names
-from contract.knobs import MANAGED_BY, DocTableConfig
-from doctable.aws import Aws, arn_region, call_or_none
-from doctable.ops.context import Deployment
-from doctable.ops.render import text_table
+from contract.knobs import MANAGED_BY, NONE, OFF, ON, DocTableConfig
+from contract.shape import TableShape, table_shape
+from doctable.aws import Aws, arn_region, call_or_none, user_errors
+from doctable.ops.command import add_common_arguments, connect, guarded, print_json
+from doctable.ops.context import Deployment, is_ours, table_tags
+from doctable.ops.grants import LIST_STREAMS_ACTION, STREAM_READ_ACTIONS, missing_stream_grants
+from doctable.ops.live import (
+    ACTIVE,
+    TTL_ENABLING,
+    LiveTable,
+    LiveTtl,
+    key_text,
+    pitr_declared,
+    pitr_status,
+)
+from doctable.ops.render import now_iso, text_table
 
 STOP, WARN, CHANGE, OK, INFO = "STOP", "WARN", "CHANGE", "OK", "INFO"
-STREAM_READ_ACTIONS = ("dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator")
-LIST_STREAMS_ACTION = "dynamodb:ListStreams"
 TABLE_TYPE = "AWS::DynamoDB::Table"
-VIEW = "NEW_AND_OLD_IMAGES"
 
 
 @dataclass
@@ -49,278 +54,158 @@ def stack_physical_ids(aws: Aws, deployment: Deployment) -> dict[str, set[str]]:
     return found
 
 
-def table_tags(aws: Aws, table_arn: str) -> dict[str, str]:
-    ddb = aws.client("dynamodb")
-    tags: dict[str, str] = {}
-    kwargs: dict[str, Any] = {"ResourceArn": table_arn}
-    while True:
-        reply = ddb.list_tags_of_resource(**kwargs)
-        tags.update({t["Key"]: t["Value"] for t in reply.get("Tags", [])})
-        if not reply.get("NextToken"):
-            return tags
-        kwargs["NextToken"] = reply["NextToken"]
-
-
-def is_ours(tags: dict[str, str]) -> bool:
-    return tags.get("ManagedBy") == MANAGED_BY
-
-
 # ------------------------------------------------------------------------------------------ shape diff
+def _onoff(value: bool) -> str:
+    return ON if value else OFF
+
+
 def shape_findings(
-    config: DocTableConfig, table: dict[str, Any], ttl: dict[str, Any], pitr_status: str
+    config: DocTableConfig, table: dict[str, Any], ttl: dict[str, Any], pitr: str
 ) -> list[Finding]:
-    """Per difference between the live table and the knobs: what the update will do, and what it costs."""
+    """Per difference between the live table and the knobs' shape: what the update will do, and what it costs."""
+    shape = table_shape(config)
+    live = LiveTable.of(table)
     findings: list[Finding] = []
-    keys = {k["AttributeName"]: k["KeyType"] for k in table.get("KeySchema", [])}
-    types = {a["AttributeName"]: a["AttributeType"] for a in table.get("AttributeDefinitions", [])}
-    want_keys = {names.PARTITION_KEY: "HASH", names.SORT_KEY: "RANGE"}
-    if keys != want_keys or types.get(names.PARTITION_KEY) != "S" or types.get(names.SORT_KEY) != "S":
+    if not live.keys_match(shape):
         findings.append(
             Finding(
                 STOP,
                 "key schema",
-                ", ".join(f"{k} {v} {types.get(k, '?')}" for k, v in keys.items()),
-                "pk HASH S, sk RANGE S",
+                live.key_text(),
+                key_text(shape.keys),
                 "key schema is immutable: this needs a NEW table and a data copy (a migration, not an edit); "
                 "CloudFormation cannot replace a table with a fixed name in place",
             )
         )
-    gsis = {g["IndexName"]: g for g in table.get("GlobalSecondaryIndexes", []) or []}
-    has_gsi = names.GSI_NAME in gsis
-    if config.has_gsi and not has_gsi:
-        findings.append(
-            Finding(
-                CHANGE,
-                "gsi1",
-                "absent",
-                "gsi1",
-                "adds gsi1 to a live table: an ONLINE BACKFILL (minutes to hours on a big table; index queries "
-                "return partial results until IndexStatus=ACTIVE; backfill writes are billed per item)",
-            )
-        )
-    elif not config.has_gsi and has_gsi:
-        findings.append(
-            Finding(
-                CHANGE,
-                "gsi1",
-                "present",
-                "none",
-                "DELETES the index gsi1: queries on it fail from then on; re-adding it later is a full backfill",
-            )
-        )
-    elif has_gsi and gsis[names.GSI_NAME].get("IndexStatus", "ACTIVE") != "ACTIVE":
-        findings.append(
-            Finding(
-                WARN,
-                "gsi1",
-                str(gsis[names.GSI_NAME].get("IndexStatus")),
-                "ACTIVE",
-                "a backfill/index change is still running: another index change is rejected until it ends",
-            )
-        )
-    for other in sorted(set(gsis) - {names.GSI_NAME}):
-        findings.append(Finding(CHANGE, f"index {other}", "present", "absent", f"DELETES the index {other}"))
-
-    spec = table.get("StreamSpecification") or {}
-    live_on, live_view = bool(spec.get("StreamEnabled")), spec.get("StreamViewType")
-    mapping_note = "; the event-source mapping is recreated on the new stream" if config.has_mapping else ""
-    if config.has_stream and not live_on:
-        findings.append(
-            Finding(
-                CHANGE,
-                "stream",
-                "disabled",
-                VIEW,
-                f"enables the stream: a NEW stream ARN (changes before it are not in the feed){mapping_note}",
-            )
-        )
-    elif not config.has_stream and live_on:
-        findings.append(
-            Finding(
-                CHANGE,
-                "stream",
-                str(live_view),
-                "none",
-                "disables the stream: the mapping is deleted first, the stream ARN is retired (records stay "
-                "readable 24 h, then the feed is gone)",
-            )
-        )
-    elif config.has_stream and live_view != VIEW:
-        findings.append(
-            Finding(
-                CHANGE,
-                "stream view",
-                str(live_view),
-                VIEW,
-                "a view-type change is disable + enable: a NEW stream ARN, writes in between are not in the "
-                f"feed{mapping_note}",
-            )
-        )
-
-    ttl_status, ttl_attr = ttl.get("TimeToLiveStatus", "DISABLED"), ttl.get("AttributeName")
-    ttl_on = ttl_status in ("ENABLED", "ENABLING")
-    rate = "TTL changes are rate-limited (about one per table per hour)"
-    if ttl_status in ("ENABLING", "DISABLING") and (config.has_ttl != (ttl_status == "ENABLING")):
-        findings.append(
-            Finding(
-                WARN,
-                "ttl",
-                f"{ttl_status} {ttl_attr or ''}".strip(),
-                "on" if config.has_ttl else "off",
-                f"a TTL change is still in progress; the update's TTL change will be rejected until it ends ({rate})",
-            )
-        )
-    elif config.has_ttl and not ttl_on:
-        findings.append(
-            Finding(
-                CHANGE,
-                "ttl",
-                ttl_status,
-                f"on ({names.TTL_ATTRIBUTE})",
-                f"enables TTL (free; expiry lags up to ~48 h). {rate}: no other TTL change for ~1 h",
-            )
-        )
-    elif not config.has_ttl and ttl_on:
-        findings.append(
-            Finding(
-                CHANGE,
-                "ttl",
-                f"{ttl_status} on {ttl_attr}",
-                "off",
-                f"disables TTL: items stop expiring. {rate}",
-            )
-        )
-    elif config.has_ttl and ttl_attr != names.TTL_ATTRIBUTE:
-        findings.append(
-            Finding(
-                CHANGE,
-                "ttl attribute",
-                str(ttl_attr),
-                names.TTL_ATTRIBUTE,
-                f"an attribute change needs DISABLE then ENABLE — two TTL changes; {rate}, so a one-step update "
-                "fails: disable, wait ~1 h, enable",
-            )
-        )
-
-    if (pitr_status == "ENABLED") != config.has_pitr:
+    findings += _index_findings(shape, live)
+    findings += _stream_findings(shape, live, config.has_mapping)
+    findings += _ttl_findings(shape, LiveTtl.of(ttl))
+    if pitr != pitr_declared(shape):
         findings.append(
             Finding(
                 CHANGE,
                 "pitr",
-                pitr_status,
-                "ENABLED" if config.has_pitr else "DISABLED",
+                pitr,
+                pitr_declared(shape),
                 "cheap toggle: enabling bills continuous-backup storage (~table size); disabling drops the "
                 "35-day restore window"
-                if config.has_pitr
+                if shape.pitr
                 else "cheap toggle: disabling drops the restore window (existing PITR history is lost)",
             )
         )
-    live_dp = bool(table.get("DeletionProtectionEnabled"))
-    if live_dp != config.deletion_protection:
+    if live.deletion_protection != shape.deletion_protection:
         findings.append(
             Finding(
                 CHANGE,
                 "deletion protection",
-                "on" if live_dp else "off",
-                "on" if config.deletion_protection else "off",
-                "free toggle" + ("" if config.deletion_protection else ": the table becomes deletable"),
+                _onoff(live.deletion_protection),
+                _onoff(shape.deletion_protection),
+                "free toggle" + ("" if shape.deletion_protection else ": the table becomes deletable"),
             )
         )
-    billing = (table.get("BillingModeSummary") or {}).get("BillingMode", "PROVISIONED")
-    if billing != "PAY_PER_REQUEST":
+    if live.billing_mode != shape.billing_mode:
         findings.append(
             Finding(
                 CHANGE,
                 "billing mode",
-                billing,
-                "PAY_PER_REQUEST",
+                live.billing_mode,
+                shape.billing_mode,
                 "switches to on-demand; AWS allows one billing-mode flip per ~24 h",
             )
         )
     return findings
 
 
-# ------------------------------------------------------------------------------------- consumer grants
-def _as_list(value: Any) -> list[str]:
-    if value is None:
-        return []
-    return [value] if isinstance(value, str) else [str(v) for v in value]
-
-
-def _document(raw: Any) -> dict[str, Any]:
-    if isinstance(raw, dict):
-        return raw
-    return json.loads(unquote(str(raw)))
-
-
-def _statement_matches(statement: dict[str, Any], action: str, resource: str) -> bool:
-    actions = [a.lower() for a in _as_list(statement.get("Action"))]
-    resources = _as_list(statement.get("Resource"))
-    if "NotAction" in statement or "NotResource" in statement:
-        return False  # not evaluated: the simulator (on AWS) does this properly
-    return any(fnmatch.fnmatchcase(action.lower(), a) for a in actions) and any(
-        fnmatch.fnmatchcase(resource, r) for r in resources
-    )
-
-
-def evaluate_documents(documents: list[dict[str, Any]], action: str, resource: str) -> bool:
-    """Allowed by some Allow statement and no Deny (conditions ignored): an approximation of IAM."""
-    allowed = False
-    for document in documents:
-        for statement in _as_list_of_dicts(document.get("Statement")):
-            if _statement_matches(statement, action, resource):
-                if statement.get("Effect") == "Deny":
-                    return False
-                if statement.get("Effect") == "Allow":
-                    allowed = True
-    return allowed
-
-
-def _as_list_of_dicts(value: Any) -> list[dict[str, Any]]:
-    if isinstance(value, dict):
-        return [value]
-    return [v for v in value or [] if isinstance(v, dict)]
-
-
-def role_documents(aws: Aws, role_name: str) -> list[dict[str, Any]]:
-    iam = aws.client("iam")
-    documents: list[dict[str, Any]] = []
-    for page in iam.get_paginator("list_role_policies").paginate(RoleName=role_name):
-        for policy_name in page.get("PolicyNames", []):
-            reply = iam.get_role_policy(RoleName=role_name, PolicyName=policy_name)
-            documents.append(_document(reply["PolicyDocument"]))
-    for page in iam.get_paginator("list_attached_role_policies").paginate(RoleName=role_name):
-        for attached in page.get("AttachedPolicies", []):
-            policy = iam.get_policy(PolicyArn=attached["PolicyArn"])["Policy"]
-            version = iam.get_policy_version(
-                PolicyArn=attached["PolicyArn"], VersionId=policy["DefaultVersionId"]
+def _index_findings(shape: TableShape, live: LiveTable) -> list[Finding]:
+    findings: list[Finding] = []
+    for index in shape.indexes:
+        if index.name not in live.indexes:
+            findings.append(
+                Finding(
+                    CHANGE,
+                    index.name,
+                    "absent",
+                    index.name,
+                    f"adds {index.name} to a live table: an ONLINE BACKFILL (minutes to hours on a big table; "
+                    "index queries return partial results until IndexStatus=ACTIVE; backfill writes are billed "
+                    "per item)",
+                )
             )
-            documents.append(_document(version["PolicyVersion"]["Document"]))
-    return documents
-
-
-def missing_stream_grants(aws: Aws, role_arn: str, stream_arn: str) -> tuple[list[str], str]:
-    """(actions the role lacks on the stream, how it was decided: 'simulator' or 'policy reading')."""
-    wanted = [(a, stream_arn) for a in STREAM_READ_ACTIONS] + [(LIST_STREAMS_ACTION, "*")]
-    iam = aws.client("iam")
-    try:
-        missing = []
-        for resource in (stream_arn, "*"):
-            actions = [a for a, r in wanted if r == resource]
-            reply = iam.simulate_principal_policy(
-                PolicySourceArn=role_arn, ActionNames=actions, ResourceArns=[resource]
+        elif live.index_status(index.name) != ACTIVE:
+            findings.append(
+                Finding(
+                    WARN,
+                    index.name,
+                    live.index_status(index.name),
+                    ACTIVE,
+                    "a backfill/index change is still running: another index change is rejected until it ends",
+                )
             )
-            for result in reply.get("EvaluationResults", []):
-                if result.get("EvalDecision") != "allowed":
-                    missing.append(result["EvalActionName"])
-        return missing, "simulator"
-    except (ClientError, BotoCoreError, NotImplementedError):
-        # Not available here (the local AWS; moto in-process raises NotImplementedError), or no
-        # iam:SimulatePrincipalPolicy permission: read the role's policies instead.
-        pass
-    role_name = role_arn.rsplit("/", 1)[-1]
-    documents = role_documents(aws, role_name)
-    return [a for a, r in wanted if not evaluate_documents(documents, a, r)], "policy reading (approximate)"
+    for other in live.unexpected_indexes(shape):
+        # The project's own index gets its name as the subject; any other index is named as such.
+        subject = other if other == names.GSI_NAME else f"index {other}"
+        effect = (
+            f"DELETES the index {other}: queries on it fail from then on; re-adding it later is a full backfill"
+            if other == names.GSI_NAME
+            else f"DELETES the index {other}"
+        )
+        findings.append(
+            Finding(CHANGE, subject, "present", NONE if other == names.GSI_NAME else "absent", effect)
+        )
+    return findings
+
+
+def _stream_findings(shape: TableShape, live: LiveTable, has_mapping: bool) -> list[Finding]:
+    want = shape.stream_view_type
+    mapping_note = "; the event-source mapping is recreated on the new stream" if has_mapping else ""
+    if want and not live.stream_enabled:
+        effect = f"enables the stream: a NEW stream ARN (changes before it are not in the feed){mapping_note}"
+        return [Finding(CHANGE, "stream", "disabled", want, effect)]
+    if not want and live.stream_enabled:
+        effect = (
+            "disables the stream: the mapping is deleted first, the stream ARN is retired (records stay "
+            "readable 24 h, then the feed is gone)"
+        )
+        return [Finding(CHANGE, "stream", str(live.stream_view_type), NONE, effect)]
+    if want and live.stream_view_type != want:
+        effect = (
+            "a view-type change is disable + enable: a NEW stream ARN, writes in between are not in the "
+            f"feed{mapping_note}"
+        )
+        return [Finding(CHANGE, "stream view", str(live.stream_view_type), want, effect)]
+    return []
+
+
+def _ttl_findings(shape: TableShape, ttl: LiveTtl) -> list[Finding]:
+    want = shape.ttl_attribute
+    rate = "TTL changes are rate-limited (about one per table per hour)"
+    if ttl.changing and (want is not None) != (ttl.status == TTL_ENABLING):
+        effect = f"a TTL change is still in progress; the update's TTL change will be rejected until it ends ({rate})"
+        return [
+            Finding(
+                WARN, "ttl", f"{ttl.status} {ttl.attribute or ''}".strip(), _onoff(want is not None), effect
+            )
+        ]
+    if want and not ttl.on:
+        effect = f"enables TTL (free; expiry lags up to ~48 h). {rate}: no other TTL change for ~1 h"
+        return [Finding(CHANGE, "ttl", ttl.status, f"{ON} ({want})", effect)]
+    if not want and ttl.on:
+        return [
+            Finding(
+                CHANGE,
+                "ttl",
+                f"{ttl.status} on {ttl.attribute}",
+                OFF,
+                f"disables TTL: items stop expiring. {rate}",
+            )
+        ]
+    if want and ttl.attribute != want:
+        effect = (
+            f"an attribute change needs DISABLE then ENABLE — two TTL changes; {rate}, so a one-step update "
+            "fails: disable, wait ~1 h, enable"
+        )
+        return [Finding(CHANGE, "ttl attribute", str(ttl.attribute), want, effect)]
+    return []
 
 
 def consumer_findings(aws: Aws, config: DocTableConfig, stream_arn: str | None) -> list[Finding]:
@@ -358,7 +243,7 @@ def consumer_findings(aws: Aws, config: DocTableConfig, stream_arn: str | None) 
                 WARN,
                 "consumer role grants",
                 f"lacks {', '.join(missing)}",
-                "DescribeStream, GetRecords, GetShardIterator, ListStreams",
+                ", ".join(a.split(":")[1] for a in (*STREAM_READ_ACTIONS, LIST_STREAMS_ACTION)),
                 f"role {role} cannot read the stream ({how}): creating the mapping will fail until the function's "
                 "own plan grants them",
             )
@@ -446,17 +331,14 @@ def run_preflight(aws: Aws, deployment: Deployment) -> list[Finding]:
             )
     else:
         ttl = ddb.describe_time_to_live(TableName=config.table_name).get("TimeToLiveDescription", {})
-        backups = ddb.describe_continuous_backups(TableName=config.table_name)["ContinuousBackupsDescription"]
-        pitr = (backups.get("PointInTimeRecoveryDescription") or {}).get(
-            "PointInTimeRecoveryStatus", "DISABLED"
-        )
+        pitr = pitr_status(ddb.describe_continuous_backups(TableName=config.table_name))
         diff = shape_findings(config, table, ttl, pitr)
         findings += diff or [
             Finding(OK, "table", "matches the knobs", "—", "the update leaves the table's shape as it is")
         ]
-        spec = table.get("StreamSpecification") or {}
-        if spec.get("StreamEnabled") and spec.get("StreamViewType") == VIEW:
-            stream_arn = table.get("LatestStreamArn")
+        live = LiveTable.of(table)
+        if live.stream_view is not None and live.stream_view == config.stream_view_type:
+            stream_arn = live.latest_stream_arn
     findings += consumer_findings(aws, config, stream_arn)
     return findings
 
@@ -467,3 +349,47 @@ def render_findings(findings: list[Finding]) -> str:
         [[f.level, f.subject, f.live, f.declared, f.effect] for f in findings],
         limit=160,
     )
+
+
+# ---------------------------------------------------------------------------------------------- command
+def cmd_preflight(args: argparse.Namespace) -> int:
+    config, aws, deployment = connect(args, same_region=False)
+    with user_errors(f"preflight of {config.stack_name}"):
+        findings = run_preflight(aws, deployment)
+    stops = [f for f in findings if f.level == STOP]
+    warns = [f for f in findings if f.level == WARN]
+    blocked = bool(stops) or (args.strict and bool(warns))
+    if args.json:
+        print_json(
+            {
+                "kind": "doctable-preflight",
+                "table": config.table_name,
+                "stack": config.stack_name,
+                "region": aws.region,
+                "at": now_iso(),
+                "go": not blocked,
+                "findings": [f.as_dict() for f in findings],
+            }
+        )
+    else:
+        print(f"preflight of {config.stack_name} (table {config.table_name}) in {aws.region}:")
+        print(render_findings(findings))
+        print()
+        if stops:
+            print(f"STOP: {stops[0].effect}" + (f" (+{len(stops) - 1} more)" if len(stops) > 1 else ""))
+        elif blocked:
+            print("STOP (--strict): resolve the warnings first")
+        else:
+            print("go: nothing blocks the deploy" + (f" ({len(warns)} warning(s) above)" if warns else ""))
+    return 1 if blocked else 0
+
+
+def register(sub: Any) -> None:
+    preflight = sub.add_parser(
+        "preflight",
+        help="observe before a deploy: foreign same-named table, what the update does to a live table, consumer",
+    )
+    add_common_arguments(preflight, json_help="print the findings as JSON on stdout")
+    preflight.add_argument("--strict", action="store_true", help="warnings stop the deploy too")
+    preflight.add_argument("--ledger-dir", help=argparse.SUPPRESS)
+    preflight.set_defaults(func=guarded(cmd_preflight))

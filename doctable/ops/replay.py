@@ -17,6 +17,7 @@ lists now are dropped from the old image, so replay never deletes a blob that a 
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,6 +26,10 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer
 
 from contract import names
+from doctable.errors import UserError
+from doctable.ops.command import add_common_arguments, connect, guarded, print_json
+from doctable.ops.context import require_deployed
+from doctable.ops.render import now_iso, text_table
 
 FAILURE_PREFIX = "aws/lambda/"
 _deserialize = TypeDeserializer().deserialize
@@ -157,3 +162,44 @@ def run_replay(
         except ValueError as exc:
             outcomes.append(ReplayOutcome(key=key, records=0, error=str(exc)))
     return outcomes
+
+
+# ---------------------------------------------------------------------------------------------- command
+def cmd_replay(args: argparse.Namespace) -> int:
+    config, aws, deployment = connect(args)
+    require_deployed(deployment)
+    bucket = deployment.out(names.OUT_FAILURE_BUCKET)
+    function = deployment.out(names.OUT_CONSUMER_FUNCTION_NAME) or config.borrowed_consumer_arn
+    if not bucket or not function:
+        raise UserError(f"{config.stack_name} has no consumer and failure bucket: nothing to replay")
+    outcomes = run_replay(
+        s3=aws.client("s3"),
+        lambda_client=aws.client("lambda"),
+        ddb=aws.client("dynamodb"),
+        bucket=bucket,
+        function=function,
+        table=deployment.table_name,
+        dry_run=args.dry_run,
+    )
+    kept = [o for o in outcomes if o.error or o.still_failing]
+    if args.json:
+        print_json({"kind": "doctable-replay", "bucket": bucket, "at": now_iso(),
+                    "objects": [o.as_dict() for o in outcomes], "kept": len(kept)})  # fmt: skip
+    else:
+        rows = [(o.key, o.records, o.succeeded, o.rebased, o.result + (f": {o.error}" if o.error else ""))
+                for o in outcomes]  # fmt: skip
+        print(text_table(["object", "records", "succeeded", "rebased", "result"], rows))
+        print(f"{len(outcomes) - len(kept)} replayed and removed, {len(kept)} kept in s3://{bucket}/")
+    return 1 if kept else 0
+
+
+def register(sub: Any) -> None:
+    replay = sub.add_parser(
+        "replay",
+        help="re-drive the batches kept on the failure destination through the consumer; remove them once done",
+        description="Invoke the consumer with each kept batch; delete the object only when every record in it "
+        "succeeded (still-failing records stay). Exit 1 while anything is kept.",
+    )
+    add_common_arguments(replay, json_help="print the outcome as JSON on stdout")
+    replay.add_argument("--dry-run", action="store_true", help="list what would be replayed, change nothing")
+    replay.set_defaults(func=guarded(cmd_replay))

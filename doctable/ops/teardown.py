@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -12,14 +13,15 @@ from typing import Any
 from botocore.exceptions import ClientError, WaiterError
 
 from contract import names
+from contract.knobs import MANAGED_BY
 from doctable.aws import Aws, call_or_none, is_not_found, user_errors
-from doctable.cli import UserError
-from doctable.ops.context import Deployment
-from doctable.ops.preflight import is_ours, table_tags
-from doctable.ops.render import Progress
+from doctable.errors import UserError
+from doctable.ops.command import add_common_arguments, connect, guarded, print_json, seconds
+from doctable.ops.context import Deployment, describe_stack, is_ours, table_tags
+from doctable.ops.ledger import record_ledger
+from doctable.ops.render import Progress, now_iso
 
 RETAIN_POLICIES = ("Retain", "RetainExceptOnCreate", "Snapshot")
-DESTROYABLE_ENVS = ("dev", "stg")
 PROBED_TYPES = (
     "AWS::DynamoDB::Table",
     "AWS::Lambda::EventSourceMapping",
@@ -125,7 +127,7 @@ def check_ownership(aws: Aws, plan: Plan, lift: bool) -> None:
     tags = table_tags(aws, table["TableArn"])
     if not is_ours(tags):
         raise UserError(
-            f"table {table['TableName']} is not ours (no ManagedBy=ephemera tag): refusing to tear it down — "
+            f"table {table['TableName']} is not ours (no ManagedBy={MANAGED_BY} tag): refusing to tear it down — "
             "that is a human decision"
         )
     if table.get("DeletionProtectionEnabled") and not lift:
@@ -261,7 +263,7 @@ def execute(aws: Aws, plan: Plan, *, timeout: float, progress: Progress) -> Outc
         outcome.notes.append(f"stack {config.stack_name} is not deployed: nothing to remove")
     else:
         for bucket in plan.of_type("AWS::S3::Bucket"):
-            if bucket.retained or config.env not in DESTROYABLE_ENVS:
+            if bucket.retained or config.retain_on_delete:  # an env that keeps its data keeps its blobs
                 continue
             if call_or_none(s3.head_bucket, Bucket=bucket.physical_id) is None:
                 continue
@@ -368,3 +370,59 @@ def run_teardown(
     if note:
         outcome.notes.insert(0, note)
     return plan, outcome
+
+
+# ---------------------------------------------------------------------------------------------- command
+def cmd_teardown(args: argparse.Namespace) -> int:
+    config, aws, deployment = connect(args)
+    progress = Progress("doctable teardown", quiet=args.quiet)
+    _plan, outcome = run_teardown(
+        aws,
+        deployment,
+        assume_yes=args.yes,
+        lift=args.lift_deletion_protection,
+        timeout=args.timeout,
+        progress=progress,
+    )
+    if args.ledger:
+        record_ledger(args, aws, describe_stack(aws, config), torn_down=True)
+    if args.json:
+        print_json(
+            {"kind": "doctable-teardown", "stack": config.stack_name, "at": now_iso(), **outcome.as_dict()}
+        )
+    else:
+        for title, items in (
+            ("removed", outcome.removed),
+            ("emptied first", outcome.emptied),
+            ("retained on purpose", outcome.retained),
+            ("STILL PRESENT", outcome.still_present),
+            ("notes", outcome.notes),
+        ):
+            if items:
+                print(f"{title}:")
+                for item in items:
+                    print(f"  - {item}")
+        print(
+            "teardown complete: nothing left that is not retained" if outcome.clean else "teardown INCOMPLETE"
+        )
+    return 0 if outcome.clean else 1
+
+
+def register(sub: Any) -> None:
+    teardown = sub.add_parser(
+        "teardown",
+        help="remove one environment's stack (ownership-checked, confirmed) and verify what is gone or retained",
+    )
+    add_common_arguments(teardown, json_help="print the outcome as JSON on stdout")
+    teardown.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
+    teardown.add_argument(
+        "--lift-deletion-protection",
+        action="store_true",
+        help="proceed although the table has deletion protection (lifted only where the stack deletes the table)",
+    )
+    teardown.add_argument("--timeout", type=seconds, default=1800.0, help="bound of the deletion wait (1800)")
+    teardown.add_argument("--ledger", action="store_true", help="also write the ledger (status gone)")
+    teardown.add_argument("--ledger-dir", help="ledger directory (default: $DOCTABLE_LEDGER_DIR or ./ledger)")
+    teardown.add_argument("--state-dir", help=argparse.SUPPRESS)
+    teardown.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    teardown.set_defaults(func=guarded(cmd_teardown))

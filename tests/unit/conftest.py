@@ -16,6 +16,10 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from contract.knobs import KNOB_DEFAULTS
+from doctable.aws import Aws
+from tests.support.ops import REGION
+
 CONSUMER_BUCKET = "doctable-blobs-test"
 CONSUMER_SERVICE = "doctable-consumer"
 
@@ -106,18 +110,21 @@ def stdout_json(capsys: pytest.CaptureFixture[str]) -> Callable[[], list[dict[st
     return read
 
 
-OPS_REGION = "eu-west-1"
+KNOB_VARIABLES = [name.upper() for name in KNOB_DEFAULTS]
 
 
 @pytest.fixture
-def moto_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """GIVEN fake credentials, a region, no custom endpoint, and moto in-process; the commands' Aws session."""
-    from doctable.aws import Aws
-
-    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_DEFAULT_REGION"):
+def ops_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """GIVEN fake credentials, a region, no custom endpoint or profile, and no knob set in the environment."""
+    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_DEFAULT_REGION", *KNOB_VARIABLES):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_REGION", OPS_REGION)
+    monkeypatch.setenv("AWS_REGION", REGION)
+
+
+@pytest.fixture
+def moto_env(ops_env: None) -> Iterator[Aws]:
+    """GIVEN ``ops_env`` with moto in-process; the commands' Aws session."""
     with mock_aws():
         yield Aws.connect()

@@ -3,53 +3,37 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from botocore.awsrequest import AWSResponse
-from moto import mock_aws
 
 from contract import names
 from doctable.aws import Aws, retry_config
-from doctable.cli import UserError, main
+from doctable.cli import main
+from doctable.errors import UserError
 from doctable.ops import ledger as lg
-from doctable.ops import testing as ot
-from doctable.ops import verify as v
 from doctable.ops.context import describe_stack, parse_context, resolve_knobs
-
-REGION = "eu-west-1"
+from doctable.ops.verify import record as v
+from tests.support import ops as ot
+from tests.support.cli import run_doctable
+from tests.support.ops import REGION
 
 
 @pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """GIVEN fake credentials, a region, no endpoint, no knob variables, state and ledger under tmp_path."""
-    for name in (
-        "AWS_ENDPOINT_URL",
-        "AWS_PROFILE",
-        "AWS_DEFAULT_REGION",
-        "GSI",
-        "TTL",
-        "STREAM",
-        "PITR",
-        "ENV",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    for knob in ("TABLE_BASE", "CONSUMER", "DEPLOY_TARGET", "TIMEOUT", "MEMORY", "OWNER", "COST_CENTER"):
-        monkeypatch.delenv(knob, raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_REGION", REGION)
+def env(ops_env: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """GIVEN ``ops_env`` with the state and ledger directories under tmp_path."""
     monkeypatch.setenv("DOCTABLE_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("DOCTABLE_LEDGER_DIR", str(tmp_path / "ledger"))
     return tmp_path
 
 
 @pytest.fixture
-def moto(env: Path) -> Iterator[Aws]:
-    with mock_aws():
-        yield Aws.connect()
+def moto(env: Path, moto_env: Aws) -> Aws:
+    return moto_env
 
 
 def one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
@@ -103,6 +87,19 @@ def test_missing_region_is_one_line(
     monkeypatch.setenv("AWS_CONFIG_FILE", str(env / "none"))
     assert main(["ledger"]) == 2
     assert "no AWS region" in one_line_error(capsys)
+
+
+def test_missing_region_as_a_module_is_one_line(tmp_path: Path) -> None:
+    # GIVEN no region and no credentials anywhere, and the console script run as `python -m doctable.cli`
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(AWS_CONFIG_FILE=str(tmp_path / "none"), AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"))
+    # WHEN the ledger is asked for
+    result = run_doctable(["ledger"], env=env, timeout=60, module=True)
+    # THEN one line names the problem (exit 2), without a traceback
+    assert result.code == 2
+    assert result.err.splitlines() == [result.err.strip()] and result.err.startswith(
+        "doctable: no AWS region"
+    )
 
 
 def test_unreachable_endpoint_is_one_line(

@@ -9,11 +9,12 @@ import pytest
 
 from contract import names
 from doctable.aws import Aws
+from doctable.ops import grants
 from doctable.ops import preflight as p
-from doctable.ops import testing as ot
 from doctable.ops.context import describe_stack
+from tests.support import ops as ot
+from tests.support.ops import REGION
 
-REGION = "eu-west-1"
 ACCOUNT = "123456789012"
 
 
@@ -247,7 +248,7 @@ def test_policy_evaluation_allows_wildcards_and_honours_deny() -> None:
     stream = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/items-dev/stream/2026"
     allow = {"Statement": [{"Effect": "Allow", "Action": "dynamodb:Get*", "Resource": "*"}]}
     deny = {"Statement": {"Effect": "Deny", "Action": "dynamodb:GetRecords", "Resource": stream}}
-    assert p.evaluate_documents([allow], "dynamodb:GetRecords", stream)
-    assert not p.evaluate_documents([allow], "dynamodb:DescribeStream", stream)
-    assert not p.evaluate_documents([allow, deny], "dynamodb:GetRecords", stream)
-    assert p.evaluate_documents([allow, deny], "dynamodb:GetShardIterator", stream)
+    assert grants.evaluate_documents([allow], "dynamodb:GetRecords", stream)
+    assert not grants.evaluate_documents([allow], "dynamodb:DescribeStream", stream)
+    assert not grants.evaluate_documents([allow, deny], "dynamodb:GetRecords", stream)
+    assert grants.evaluate_documents([allow, deny], "dynamodb:GetShardIterator", stream)

@@ -6,14 +6,11 @@ import pytest
 
 from contract import names
 from doctable.aws import Aws
-from doctable.cli import UserError
+from doctable.errors import UserError
 from doctable.ops import teardown as t
-from doctable.ops import testing as ot
 from doctable.ops.context import Deployment, describe_stack
 from doctable.ops.render import Progress
-
-REGION = "eu-west-1"
-
+from tests.support import ops as ot
 
 QUIET = Progress(quiet=True, sleep=lambda s: None)
 

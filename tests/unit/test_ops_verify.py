@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -11,12 +12,12 @@ from botocore.stub import Stubber
 
 from contract import names
 from doctable.aws import Aws
-from doctable.ops import testing as ot
-from doctable.ops import verify as v
 from doctable.ops.context import Deployment, describe_stack
 from doctable.ops.render import Progress
-
-REGION = "eu-west-1"
+from doctable.ops.verify import items, proof
+from doctable.ops.verify import record as v
+from doctable.ops.verify.checks import Verifier
+from tests.support import ops as ot
 
 
 def deployed(aws: Aws, **knobs: str) -> Deployment:
@@ -27,7 +28,7 @@ def deployed(aws: Aws, **knobs: str) -> Deployment:
 
 def run(aws: Aws, deployment: Deployment, **kwargs: Any) -> dict[str, v.Row]:
     quiet = Progress(quiet=True, sleep=lambda s: None)
-    rows = v.Verifier(aws, deployment, progress=quiet, timeout=kwargs.pop("timeout", 2), **kwargs).run()
+    rows = Verifier(aws, deployment, progress=quiet, timeout=kwargs.pop("timeout", 2), **kwargs).run()
     return {row.id: row for row in rows}
 
 
@@ -46,14 +47,14 @@ def test_canonical_ignores_set_order_and_number_spelling() -> None:
         "b": {"B": bytearray(b"\x00")},
     }
     # THEN they compare equal, and a real difference is named
-    assert v.item_differences(want, got) == []
-    assert v.item_differences(want, {**got, "n": {"N": "2"}}) == ["n differs"]
-    assert v.item_differences(want, {k: x for k, x in got.items() if k != "s"}) == ["s missing"]
-    assert v.item_differences(want, None) == ["no item returned"]
+    assert items.item_differences(want, got) == []
+    assert items.item_differences(want, {**got, "n": {"N": "2"}}) == ["n differs"]
+    assert items.item_differences(want, {k: x for k, x in got.items() if k != "s"}) == ["s missing"]
+    assert items.item_differences(want, None) == ["no item returned"]
 
 
 def test_test_item_exercises_every_attribute_type() -> None:
-    item = v.test_item("pk1", "sk1", time.time())
+    item = items.test_item("pk1", "sk1", time.time())
     kinds = {next(iter(value)) for value in item.values()}
     assert {"S", "N", "B", "SS", "NS", "BS", "M", "L", "BOOL", "NULL"} <= kinds
 
@@ -73,18 +74,18 @@ def _line(first: str, last: str, table: str = "items-dev", count: int = 2) -> st
 
 def test_proof_line_parsing_and_coverage() -> None:
     # GIVEN a Powertools JSON line (possibly behind a text prefix) and other lines
-    line = v.parse_proof_line("2026-01-01T00:00:00Z\t" + _line("100", "200"))
+    line = proof.parse_proof_line("2026-01-01T00:00:00Z\t" + _line("100", "200"))
     assert line is not None
-    assert v.parse_proof_line('{"message": "record_cleaned"}') is None
-    assert v.parse_proof_line("START RequestId: 1") is None
+    assert proof.parse_proof_line('{"message": "record_cleaned"}') is None
+    assert proof.parse_proof_line("START RequestId: 1") is None
     # THEN a sequence number inside [first..last] is covered, one outside is not (numbers, not strings)
-    assert v.covers(line, "items-dev", "150", event_ms=0, write_ms=10**12)
-    assert not v.covers(line, "items-dev", "99", event_ms=10**13, write_ms=0)
-    assert v.covers(v.parse_proof_line(_line("9", "11")) or {}, "items-dev", "10", 0, 10**12)
+    assert proof.covers(line, "items-dev", "150", event_ms=0, write_ms=10**12)
+    assert not proof.covers(line, "items-dev", "99", event_ms=10**13, write_ms=0)
+    assert proof.covers(proof.parse_proof_line(_line("9", "11")) or {}, "items-dev", "10", 0, 10**12)
     # AND another table's line never covers; without a sequence number, any later line does
-    assert not v.covers(line, "other-dev", "150", 0, 0)
-    assert v.covers(line, "items-dev", None, event_ms=5_000, write_ms=5_000)
-    assert not v.covers(line, "items-dev", None, event_ms=0, write_ms=60_000)
+    assert not proof.covers(line, "other-dev", "150", 0, 0)
+    assert proof.covers(line, "items-dev", None, event_ms=5_000, write_ms=5_000)
+    assert not proof.covers(line, "items-dev", None, event_ms=0, write_ms=60_000)
 
 
 # ------------------------------------------------------------------------------------------- whole runs
@@ -157,7 +158,23 @@ def test_deletion_protection_is_checked_against_the_environment(moto_env: Aws) -
     assert row.result == v.FAIL and row.observed.startswith("disabled")
 
 
-def _stub_stream(verifier: v.Verifier, stream_arn: str, sequence: str) -> Stubber:
+def capture(verifier: Verifier, write: Callable[[], None]) -> str | None:
+    """The nudge write through the sequence-capturing path, as the delivery check makes it."""
+    return proof.capture_sequence(
+        verifier.aws,
+        verifier._describe().get("LatestStreamArn"),
+        write,
+        {names.PARTITION_KEY: verifier.pk, names.SORT_KEY: "nudge"},
+        bound=verifier.timeout,
+        progress=verifier.progress,
+    )
+
+
+def find(verifier: Verifier, group: str, sequence: str | None, write_ms: int) -> dict[str, Any] | None:
+    return proof.find_proof(verifier.aws, group, verifier.table, sequence, write_ms)
+
+
+def _stub_stream(verifier: Verifier, stream_arn: str, sequence: str) -> Stubber:
     """moto's in-process mock has no DynamoDB Streams API: stub the three calls the capture makes."""
     client = verifier.aws.client("dynamodbstreams")
     stubber = Stubber(client)
@@ -193,20 +210,18 @@ def test_stream_proof_reads_our_sequence_number_and_finds_the_covering_line(moto
     logs = moto_env.client("logs")
     logs.create_log_group(logGroupName="consumer")
     logs.create_log_stream(logGroupName="consumer", logStreamName="s")
-    verifier = v.Verifier(moto_env, deployment, progress=Progress(quiet=True), timeout=2)
+    verifier = Verifier(moto_env, deployment, progress=Progress(quiet=True), timeout=2)
     stream_arn = deployment.outputs[names.OUT_STREAM_ARN]
     seq = 4_000_000_000_000_000_000_123
     stubber = _stub_stream(verifier, stream_arn, str(seq))
     write_ms = int(time.time() * 1000)
     # WHEN the nudge is written through the sequence-capturing path
-    sequence = verifier._capture_sequence(
-        lambda: verifier._put({**verifier._key("nudge"), "kind": {"S": "nudge"}}), "nudge"
-    )
+    sequence = capture(verifier, lambda: verifier._put({**verifier._key("nudge"), "kind": {"S": "nudge"}}))
     stubber.assert_no_pending_responses()
     # THEN its own record's sequence number is known (not the other writer's)
     assert sequence == str(seq)
     # AND only a proof line whose range covers it is accepted
-    assert verifier._find_proof("consumer", sequence, write_ms) is None
+    assert find(verifier, "consumer", sequence, write_ms) is None
     logs.put_log_events(
         logGroupName="consumer",
         logStreamName="s",
@@ -215,13 +230,13 @@ def test_stream_proof_reads_our_sequence_number_and_finds_the_covering_line(moto
             {"timestamp": write_ms + 2, "message": "START RequestId: x"},
         ],
     )
-    assert verifier._find_proof("consumer", sequence, write_ms) is None
+    assert find(verifier, "consumer", sequence, write_ms) is None
     logs.put_log_events(
         logGroupName="consumer",
         logStreamName="s",
         logEvents=[{"timestamp": write_ms + 3, "message": _line(str(seq - 1), str(seq + 1))}],
     )
-    found = verifier._find_proof("consumer", sequence, write_ms)
+    found = find(verifier, "consumer", sequence, write_ms)
     assert found is not None and found["record_count"] == 2
     verifier._clean_up()
     assert scan_all(moto_env, "items-dev") == []
@@ -233,9 +248,9 @@ def test_without_the_streams_api_the_proof_falls_back_to_time(moto_env: Aws) -> 
     logs = moto_env.client("logs")
     logs.create_log_group(logGroupName="consumer")
     logs.create_log_stream(logGroupName="consumer", logStreamName="s")
-    verifier = v.Verifier(moto_env, deployment, progress=Progress(quiet=True), timeout=2)
+    verifier = Verifier(moto_env, deployment, progress=Progress(quiet=True), timeout=2)
     write_ms = int(time.time() * 1000)
-    sequence = verifier._capture_sequence(lambda: verifier._put(verifier._key("nudge")), "nudge")
+    sequence = capture(verifier, lambda: verifier._put(verifier._key("nudge")))
     # THEN the write still happened, the sequence is unknown, and any later proof line of our table counts
     assert sequence is None
     assert len(scan_all(moto_env, "items-dev")) == 1
@@ -244,21 +259,21 @@ def test_without_the_streams_api_the_proof_falls_back_to_time(moto_env: Aws) -> 
         logStreamName="s",
         logEvents=[{"timestamp": write_ms + 10, "message": _line("1", "2", table="other-dev")}],
     )
-    assert verifier._find_proof("consumer", None, write_ms) is None
+    assert find(verifier, "consumer", None, write_ms) is None
     logs.put_log_events(
         logGroupName="consumer",
         logStreamName="s",
         logEvents=[{"timestamp": write_ms + 20, "message": _line("1", "2")}],
     )
-    assert verifier._find_proof("consumer", None, write_ms) is not None
+    assert find(verifier, "consumer", None, write_ms) is not None
     verifier._clean_up()
     assert scan_all(moto_env, "items-dev") == []
 
 
 def test_missing_log_group_is_not_an_error_yet(moto_env: Aws) -> None:
     deployment = deployed(moto_env, stream="new-and-old", consumer="none")
-    verifier = v.Verifier(moto_env, deployment, progress=Progress(quiet=True), timeout=1)
-    assert verifier._find_proof("never-created", None, 0) is None
+    verifier = Verifier(moto_env, deployment, progress=Progress(quiet=True), timeout=1)
+    assert find(verifier, "never-created", None, 0) is None
 
 
 def test_record_round_trips_through_the_state_directory(moto_env: Aws, tmp_path: Any) -> None:

@@ -1,0 +1,65 @@
+"""What every command's entry shares: the common arguments, connecting to the stack, one-line errors, JSON out."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+from collections.abc import Callable
+from typing import Any
+
+from contract.knobs import DocTableConfig
+from doctable.aws import Aws, user_errors
+from doctable.errors import UserError
+from doctable.ops.context import Deployment, add_knob_arguments, check_region, describe_stack, resolve_knobs
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def add_common_arguments(parser: argparse.ArgumentParser, *, json_help: str) -> None:
+    """The knobs (as ``cdk deploy`` takes them), ``--region`` and ``--json``."""
+    add_knob_arguments(parser)
+    parser.add_argument("--json", action="store_true", help=json_help)
+
+
+def seconds(value: str) -> float:
+    """argparse type: a non-negative number of seconds."""
+    try:
+        number = float(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from exc
+    if number < 0:
+        raise argparse.ArgumentTypeError("must be >= 0")
+    return number
+
+
+def connect(args: argparse.Namespace, *, same_region: bool = True) -> tuple[DocTableConfig, Aws, Deployment]:
+    """Resolve the knobs, open the session (credentials checked first) and describe the stack.
+
+    ``same_region``: refuse a stack whose ARNs name another region or account than the client's.
+    """
+    config = resolve_knobs(args)
+    aws = Aws.connect(args.region)
+    aws.identity()
+    deployment = describe_stack(aws, config)
+    if same_region:
+        check_region(deployment)
+    return config, aws, deployment
+
+
+def guarded(fn: Command) -> Command:
+    """Whatever AWS or the file system says, the user gets one line (exit 2), never a traceback."""
+
+    @functools.wraps(fn)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            with user_errors(f"running `doctable {args.command}`"):
+                return fn(args)
+        except OSError as exc:
+            raise UserError(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")) from exc
+
+    return run
+
+
+def print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, default=str))

@@ -1,0 +1,56 @@
+"""What verify expects of one environment, derived from the knobs' shape (``contract.shape``): the values the
+checks compare with and the ``expected`` text of each row. Pure: no AWS."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from contract.knobs import STARTING_LATEST, STARTING_POSITION_CFN, DocTableConfig
+from contract.shape import BILLING_MODE, MappingShape, TableShape, mapping_shape, table_shape
+from doctable.ops.live import ACTIVE, PITR_DISABLED, PITR_ENABLED, TTL_ON_STATES
+
+# A LATEST mapping misses writes made right after it reports Enabled: verify waits for it to settle first.
+LATEST = STARTING_POSITION_CFN[STARTING_LATEST]
+STABLE_STACK_TEXT = "CREATE_COMPLETE | UPDATE_COMPLETE"
+
+
+@dataclass(frozen=True)
+class Expectations:
+    table: TableShape
+    mapping: MappingShape | None
+    tags: dict[str, str]
+
+    @classmethod
+    def of(cls, config: DocTableConfig) -> Expectations:
+        return cls(table=table_shape(config), mapping=mapping_shape(config), tags=config.tags())
+
+    @property
+    def shape_text(self) -> str:
+        keys = "/".join(k.name for k in self.table.keys)
+        types = "/".join(sorted({k.type for k in self.table.keys}))
+        billing = "on-demand" if self.table.billing_mode == BILLING_MODE else self.table.billing_mode
+        indexes = ", ".join(f"{i.name} {ACTIVE}" for i in self.table.indexes) or "no GSI"
+        return f"{ACTIVE}, keys {keys} ({types}), {billing}, {indexes}"
+
+    @property
+    def ttl_text(self) -> str:
+        if self.table.ttl_attribute is None:
+            return "DISABLED"
+        return f"{' | '.join(TTL_ON_STATES)} on {self.table.ttl_attribute}"
+
+    @property
+    def stream_text(self) -> str:
+        view = self.table.stream_view_type
+        return f"{view}, = stack's StreamArn" if view else "no stream"
+
+    @property
+    def pitr_text(self) -> str:
+        return PITR_ENABLED if self.table.pitr else PITR_DISABLED
+
+    @property
+    def deletion_protection_text(self) -> str:
+        return "enabled" if self.table.deletion_protection else "disabled"
+
+    @property
+    def tags_text(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.tags.items())

@@ -1,0 +1,87 @@
+"""A verify run as data: its rows, the record kept on disk for the ledger, and how both render."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from doctable.ops.context import Deployment
+from doctable.ops.render import now_iso, text_table
+
+PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
+
+
+@dataclass
+class Row:
+    id: str
+    check: str
+    expected: str
+    observed: str = ""
+    result: str = FAIL
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def verify_record(deployment: Deployment, rows: list[Row], started_at: str, run_id: str) -> dict[str, Any]:
+    return {
+        "kind": "doctable-verify",
+        "run_id": run_id,
+        "table": deployment.table_name,
+        "stack": deployment.config.stack_name,
+        "stack_id": deployment.stack_id,
+        "region": deployment.region,
+        "account": deployment.account,
+        "endpoint": os.environ.get("AWS_ENDPOINT_URL") or None,
+        "started_at": started_at,
+        "finished_at": now_iso(),
+        "passed": all(r.result != FAIL for r in rows),
+        "counts": {k: sum(1 for r in rows if r.result == k) for k in (PASS, FAIL, SKIP)},
+        "knobs": deployment.config.as_knobs(),
+        "rows": [r.as_dict() for r in rows],
+    }
+
+
+def record_path(directory: Path, table: str) -> Path:
+    return directory / f"verify-{table}.json"
+
+
+def save_record(directory: Path, record: dict[str, Any]) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = record_path(directory, record["table"])
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(record, indent=2, default=str) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def load_record(directory: Path, table: str) -> dict[str, Any] | None:
+    try:
+        data = json.loads(record_path(directory, table).read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def render_rows(rows: list[dict[str, Any]] | list[Row]) -> str:
+    dicts = [r.as_dict() if isinstance(r, Row) else r for r in rows]
+    return text_table(
+        ["check", "expected", "observed", "result"],
+        [[d["check"], d["expected"], d["observed"], d["result"]] for d in dicts],
+    )
+
+
+def summary_line(record: Mapping[str, Any]) -> str:
+    counts = record["counts"]
+    verdict = "PASSED" if record["passed"] else "FAILED"
+    failed = [r["id"] for r in record["rows"] if r["result"] == FAIL]
+    tail = f" — failing: {', '.join(failed)}" if failed else ""
+    return (
+        f"verify {verdict}: {record['table']} ({record['region']}) — {counts[PASS]} pass, {counts[FAIL]} fail, "
+        f"{counts[SKIP]} skip{tail}"
+    )
