@@ -1,5 +1,8 @@
-"""Real-shaped DynamoDB Streams events for the benchmarks (same shape as ``tests/unit/events.py``, copied so
-that the bench never imports the tests). Attribute values are written by hand: no boto3 import needed."""
+"""Real-shaped DynamoDB Streams records: the one stream-record builder of the bench and the unit tests.
+
+``tests/unit/events.py`` builds its factories on :func:`record`. Attribute values are written by hand: no
+boto3 import, so a cold-start measurement never finds boto3 already loaded.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +11,20 @@ from typing import Any
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
 TABLE = "doctable-bench-dev"
-STREAM_ARN = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{TABLE}/stream/2024-05-01T12:00:00.000"
+TTL_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
+
+
+def stream_arn(table: str, region: str = REGION, account: str = ACCOUNT) -> str:
+    return f"arn:aws:dynamodb:{region}:{account}:table/{table}/stream/2024-05-01T12:00:00.000"
+
+
+STREAM_ARN = stream_arn(TABLE)
 BLOB_ROOT = "blobs/"
 BLOBS_PER_REMOVE = 3
 
 
 def seq(n: int) -> str:
+    """A DynamoDB-like sequence number (numeric string, increasing with n)."""
     return str(4_421_584_500_000_000_000_000 + n)
 
 
@@ -31,27 +42,44 @@ def blob_keys(pk: str, sk: str, count: int, root: str = BLOB_ROOT) -> list[str]:
     return [f"{root}{pk}/{sk}/part-{i}.bin" for i in range(count)]
 
 
-def record(event_name: str, n: int, pk: str, sk: str, *, old: Any = None, new: Any = None) -> dict[str, Any]:
+def record(
+    event_name: str,
+    n: int,
+    pk: str = "doc#1",
+    sk: str = "v#1",
+    *,
+    old: dict[str, Any] | None = None,
+    new: dict[str, Any] | None = None,
+    keys: dict[str, Any] | None = None,
+    view_type: str = "NEW_AND_OLD_IMAGES",
+    user_identity: dict[str, str] | None = None,
+    region: str = REGION,
+    source_arn: str = STREAM_ARN,
+) -> dict[str, Any]:
+    """One stream record as Lambda delivers it; ``n`` orders it (sequence number, event id, timestamp)."""
     dynamodb: dict[str, Any] = {
         "ApproximateCreationDateTime": 1714564800 + n,
-        "Keys": {"pk": {"S": pk}, "sk": {"S": sk}},
+        "Keys": keys if keys is not None else {"pk": {"S": pk}, "sk": {"S": sk}},
         "SequenceNumber": seq(n),
         "SizeBytes": 256,
-        "StreamViewType": "NEW_AND_OLD_IMAGES",
+        "StreamViewType": view_type,
     }
     if old is not None:
         dynamodb["OldImage"] = old
     if new is not None:
         dynamodb["NewImage"] = new
-    return {
+    raw: dict[str, Any] = {
         "eventID": f"event-{n}",
         "eventName": event_name,
         "eventVersion": "1.1",
         "eventSource": "aws:dynamodb",
-        "awsRegion": REGION,
+        "awsRegion": region,
         "dynamodb": dynamodb,
-        "eventSourceARN": STREAM_ARN,
+        "eventSourceARN": source_arn,
     }
+    if user_identity is not None:
+        raw["userIdentity"] = user_identity
+    return raw
 
 
 def mixed_batch(count: int, root: str = BLOB_ROOT, tag: str = "") -> tuple[dict[str, Any], list[str]]:

@@ -1,4 +1,7 @@
-"""Factories for real-shaped DynamoDB Streams events (and a few non-stream ones) for the consumer tests."""
+"""Factories for real-shaped DynamoDB Streams events (and a few non-stream ones) for the consumer tests.
+
+Records come from the one builder in :mod:`bench.events`; images here are serialized with boto3's rules.
+"""
 
 from __future__ import annotations
 
@@ -7,19 +10,15 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeSerializer
 
+from bench.events import ACCOUNT, TTL_IDENTITY, seq, stream_arn
+from bench.events import record as stream_record
+
 REGION = "eu-west-1"
-ACCOUNT = "123456789012"
 TABLE = "doctable-DocumentTable"
-STREAM_ARN = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{TABLE}/stream/2024-05-01T12:00:00.000"
-TTL_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
+STREAM_ARN = stream_arn(TABLE, REGION)
 
 _serializer = TypeSerializer()
 _UNSET: Any = object()
-
-
-def seq(n: int) -> str:
-    """A DynamoDB-like sequence number (numeric string, increasing with n)."""
-    return str(4_421_584_500_000_000_000_000 + n)
 
 
 def av(value: Any) -> dict[str, Any]:
@@ -36,41 +35,9 @@ def image(pk: str, sk: str, blobs: Any = _UNSET, *, as_set: bool = False, **attr
     return item
 
 
-def record(
-    event_name: str,
-    n: int,
-    pk: str = "doc#1",
-    sk: str = "v#1",
-    *,
-    old: dict[str, Any] | None = None,
-    new: dict[str, Any] | None = None,
-    view_type: str = "NEW_AND_OLD_IMAGES",
-    user_identity: dict[str, str] | None = None,
-    keys: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    dynamodb: dict[str, Any] = {
-        "ApproximateCreationDateTime": 1714564800 + n,
-        "Keys": keys if keys is not None else {"pk": av(pk), "sk": av(sk)},
-        "SequenceNumber": seq(n),
-        "SizeBytes": 256,
-        "StreamViewType": view_type,
-    }
-    if old is not None:
-        dynamodb["OldImage"] = old
-    if new is not None:
-        dynamodb["NewImage"] = new
-    raw: dict[str, Any] = {
-        "eventID": f"event-{n}",
-        "eventName": event_name,
-        "eventVersion": "1.1",
-        "eventSource": "aws:dynamodb",
-        "awsRegion": REGION,
-        "dynamodb": dynamodb,
-        "eventSourceARN": STREAM_ARN,
-    }
-    if user_identity is not None:
-        raw["userIdentity"] = user_identity
-    return raw
+def record(event_name: str, n: int, pk: str = "doc#1", sk: str = "v#1", **fields: Any) -> dict[str, Any]:
+    """One stream record of this module's table (see :func:`bench.events.record` for ``fields``)."""
+    return stream_record(event_name, n, pk, sk, region=REGION, source_arn=STREAM_ARN, **fields)
 
 
 def insert(n: int, pk: str = "doc#1", sk: str = "v#1", blobs: Any = ()) -> dict[str, Any]:
