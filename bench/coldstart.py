@@ -1,4 +1,4 @@
-"""Item 3: cold start = a fresh Python process that imports the handler module and handles a one-record batch.
+"""Cold start = a fresh Python process that imports the handler module and handles a one-record batch.
 
 Three handlers get the same environment and the same event: the project's, the baseline, and a floor (a
 handler importing only ``json``). The environment is Lambda-like with active tracing, as deployed

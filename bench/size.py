@@ -1,4 +1,4 @@
-"""Item 5: artifact sizes. The function zip is built the way CDK's asset does it (``functions/`` without the
+"""Artifact sizes. The function zip is built the way CDK's asset does it (``functions/`` without the
 ``ASSET_EXCLUDES`` of ``infra/consumer.py``), the Powertools layer as a zip of the installed package."""
 
 from __future__ import annotations

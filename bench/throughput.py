@@ -1,4 +1,4 @@
-"""Item 2: one big mixed batch through the project's handler and the baseline, same process, same moto S3."""
+"""Throughput: one big mixed batch through the project's handler and the baseline, same process, same moto S3."""
 
 from __future__ import annotations
 

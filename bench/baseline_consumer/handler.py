@@ -17,6 +17,7 @@ bench matches on), a ``BlobsDeleted`` metric, a failed delete fails (only) its r
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import boto3
 from aws_lambda_powertools import Logger, Metrics, Tracer
@@ -27,6 +28,9 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
     DynamoDBRecordEventName,
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
 tracer = Tracer()
@@ -63,7 +67,7 @@ def record_handler(record: DynamoDBRecord) -> None:
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-def lambda_handler(event: dict, context: LambdaContext) -> dict:
+def lambda_handler(event: dict, context: LambdaContext) -> PartialItemFailureResponse:
     records = event.get("Records", [])
     logger.info(
         "stream_records_received",
