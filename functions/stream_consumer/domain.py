@@ -383,14 +383,10 @@ def table_name_from_arn(arn: Any) -> str | None:
     return match.group(1) if match else None
 
 
-def summarize(records: Sequence[Any]) -> BatchSummary:
-    """The record-level proof: counts per event name, first/last sequence number, table name."""
-    return parse_batch(records).summary
-
-
 def parse_batch(records: Sequence[Any], expected_table: str | None = None) -> StreamBatch:
     """Walk the raw records once into one typed batch: summary, foreign, malformed and parsed records.
 
+    The summary is the record-level proof: counts per event name, first/last sequence number, table name.
     A record is foreign when its stream ARN names another table than ``expected_table`` (if given).
     """
     counts = dict.fromkeys(EVENT_NAMES, 0)

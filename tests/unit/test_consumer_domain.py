@@ -10,11 +10,11 @@ from stream_consumer.domain import (
     UnexpectedEventError,
     chunked,
     key_refusal,
+    parse_batch,
     parse_record,
     plan_cleanup,
     retained_keys,
     stream_records,
-    summarize,
     table_name_from_arn,
 )
 
@@ -235,8 +235,8 @@ def test_summary_counts_names_and_sequence_numbers():
         remove(4, "a", "1", []),
     ]
 
-    # WHEN summarized
-    summary = summarize(records).as_log_fields()
+    # WHEN the batch is parsed
+    summary = parse_batch(records).summary.as_log_fields()
 
     # THEN it counts every record and names the first/last known sequence numbers and the table
     assert summary == {
@@ -246,6 +246,31 @@ def test_summary_counts_names_and_sequence_numbers():
         "last_sequence_number": seq(4),
         "table_name": TABLE,
     }
+
+
+def test_one_walk_sorts_the_batch_into_parsed_malformed_and_foreign_records():
+    # GIVEN a good record, a poison one, one without a sequence number, and one from another table's stream
+    foreign = insert(4, "d", "1")
+    foreign["eventSourceARN"] = STREAM_ARN.replace(TABLE, "other-table")
+    unnamed = insert(3, "c", "1")
+    del unnamed["dynamodb"]["SequenceNumber"]
+    records = [insert(1, "a", "1"), record("REMOVE", 2, keys={}), unnamed, foreign]
+
+    # WHEN parsed for this table
+    batch = parse_batch(records, expected_table=TABLE)
+
+    # THEN each record lands where the cleanup needs it, in batch order
+    assert [r.sequence_number for r in batch.records] == [seq(1), seq(4)]
+    assert [(m.position, m.sequence_number, m.problem) for m in batch.malformed] == [
+        (1, seq(2), "missing dynamodb.Keys"),
+        (2, None, "missing dynamodb.SequenceNumber"),
+    ]
+    assert [(f.position, f.sequence_number, f.table_name) for f in batch.foreign] == [
+        (3, seq(4), "other-table")
+    ]
+    assert batch.summary.record_count == 4
+    # AND without an expected table nothing is foreign
+    assert parse_batch(records).foreign == ()
 
 
 @pytest.mark.parametrize(
