@@ -3,26 +3,23 @@
 Uses the session fixtures of conftest.py (``local_aws``, ``deploy``) but deploys its OWN stacks (table_base
 ``ops*``): the shared ``flat_stack``/``full_stack`` are updated and destroyed by test_local_stack.py. The
 commands run as the console script would (a subprocess, the environment `doctable local env` prints).
-Order matters: drift tests restore what they break; the teardown tests come last.
+Each test stands alone: a stack fixture deploys its stack when it is not there (a teardown test may have
+removed it), drift tests restore what they break, and a test that reads verify's record runs verify first.
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
-from local import testing as lt
+from tests.support import localaws as lt
+from tests.support.cli import Result, context_args, run_doctable
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
-ROOT = Path(__file__).resolve().parents[2]
 FULL = {
     "env": "dev",
     "table_base": "opsfull",
@@ -35,55 +32,56 @@ FLAT = {"env": "stg", "table_base": "opsflat"}
 # prod: deletion protection + RETAIN; a LATEST mapping exercises the settle wait.
 PROD = {"env": "prod", "table_base": "opsprod", "stream": "new-and-old", "starting_position": "latest"}
 VERIFY_BOUND = ["--timeout", "60"]
-
-
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-    def json(self) -> Any:
-        return json.loads(self.out)
+SETTLED = ("CREATE_COMPLETE", "UPDATE_COMPLETE")
+Outputs = dict[str, str]
 
 
 @pytest.fixture(scope="module")
 def doctable(local_aws: lt.LocalAWS, tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Result]:
     state = tmp_path_factory.mktemp("ops-state")
+    env = {
+        **local_aws.env,
+        "DOCTABLE_STATE_DIR": str(state / "state"),
+        "DOCTABLE_LEDGER_DIR": str(state / "ledger"),
+    }
 
     def run(*args: str, knobs: dict[str, str] | None = None) -> Result:
-        env = {
-            **local_aws.env,
-            "DOCTABLE_STATE_DIR": str(state / "state"),
-            "DOCTABLE_LEDGER_DIR": str(state / "ledger"),
-        }
-        command = [
-            sys.executable, "-c", "import sys; from doctable.cli import main; sys.exit(main(sys.argv[1:]))",
-            *args, *lt.context_args(knobs or {}),
-        ]  # fmt: skip
-        proc = subprocess.run(
-            command, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600
-        )
-        assert "Traceback" not in proc.stderr, proc.stderr
-        return Result(proc.returncode, proc.stdout, proc.stderr)
+        return run_doctable([*args, *context_args(knobs or {})], env=env, timeout=600)
 
     run.state = state  # type: ignore[attr-defined]
     return run
 
 
 @pytest.fixture(scope="module")
-def full(deploy: Callable[..., lt.Deployed]) -> lt.Deployed:
-    return deploy(FULL)
+def stack(local_aws: lt.LocalAWS, deploy: Callable[..., Outputs]) -> Callable[[dict[str, str]], Outputs]:
+    """The outputs of the stack these knobs describe, deployed first unless it stands settled already."""
+
+    def ensure(knobs: dict[str, str]) -> Outputs:
+        name = lt.stack_name(knobs)
+        try:
+            stacks = local_aws.client("cloudformation").describe_stacks(StackName=name)["Stacks"]
+        except ClientError:
+            stacks = []
+        if stacks and stacks[0]["StackStatus"] in SETTLED:
+            return lt.stack_outputs(local_aws, name)
+        return deploy(knobs).outputs
+
+    return ensure
 
 
-@pytest.fixture(scope="module")
-def flat(deploy: Callable[..., lt.Deployed]) -> lt.Deployed:
-    return deploy(FLAT)
+@pytest.fixture
+def full(stack: Callable[[dict[str, str]], Outputs]) -> Outputs:
+    return stack(FULL)
 
 
-@pytest.fixture(scope="module")
-def prod(deploy: Callable[..., lt.Deployed]) -> lt.Deployed:
-    return deploy(PROD)
+@pytest.fixture
+def flat(stack: Callable[[dict[str, str]], Outputs]) -> Outputs:
+    return stack(FLAT)
+
+
+@pytest.fixture
+def prod(stack: Callable[[dict[str, str]], Outputs]) -> Outputs:
+    return stack(PROD)
 
 
 def rows_of(result: Result) -> dict[str, dict[str, Any]]:
@@ -96,7 +94,7 @@ def failing(result: Result) -> dict[str, str]:
 
 # ---------------------------------------------------------------------------------------------- verify
 def test_verify_passes_on_the_full_shape(
-    local_aws: lt.LocalAWS, doctable: Callable[..., Result], full: lt.Deployed
+    local_aws: lt.LocalAWS, doctable: Callable[..., Result], full: Outputs
 ) -> None:
     result = doctable("verify", "--json", *VERIFY_BOUND, knobs=FULL)
     assert failing(result) == {}, result.err
@@ -108,14 +106,12 @@ def test_verify_passes_on_the_full_shape(
     assert "TRIM_HORIZON: no settle wait needed" in rows["stream-delivery"]["observed"]
     assert rows["blob-cleanup"]["observed"].startswith("2 blobs gone")
     # and it cleaned up after itself: no verify item left in the table
-    items = local_aws.client("dynamodb").scan(TableName=full.outputs["TableName"], ConsistentRead=True)[
-        "Items"
-    ]
+    items = local_aws.client("dynamodb").scan(TableName=full["TableName"], ConsistentRead=True)["Items"]
     assert not [i for i in items if i["pk"]["S"].startswith("doctable-verify-")]
 
 
 def test_verify_passes_on_the_flat_shape_and_skips_with_reasons(
-    doctable: Callable[..., Result], flat: lt.Deployed
+    doctable: Callable[..., Result], flat: Outputs
 ) -> None:
     result = doctable("verify", "--json", *VERIFY_BOUND, knobs=FLAT)
     assert result.code == 0 and failing(result) == {}
@@ -126,7 +122,7 @@ def test_verify_passes_on_the_flat_shape_and_skips_with_reasons(
 
 
 def test_verify_passes_on_prod_with_a_latest_mapping_after_the_settle_wait(
-    doctable: Callable[..., Result], prod: lt.Deployed
+    doctable: Callable[..., Result], prod: Outputs
 ) -> None:
     result = doctable("verify", "--json", "--settle", "5", *VERIFY_BOUND, knobs=PROD)
     assert failing(result) == {} and result.code == 0
@@ -135,7 +131,7 @@ def test_verify_passes_on_prod_with_a_latest_mapping_after_the_settle_wait(
     assert "LATEST" in rows["stream-delivery"]["observed"]
 
 
-def test_verify_table_output_and_exit_code(doctable: Callable[..., Result], flat: lt.Deployed) -> None:
+def test_verify_table_output_and_exit_code(doctable: Callable[..., Result], flat: Outputs) -> None:
     result = doctable("verify", *VERIFY_BOUND, knobs=FLAT)
     assert result.code == 0
     header = result.out.splitlines()[0].split()
@@ -145,10 +141,10 @@ def test_verify_table_output_and_exit_code(doctable: Callable[..., Result], flat
 
 # ----------------------------------------------------------------------------------------------- drift
 def test_ttl_disabled_behind_the_stack_fails_naming_ttl(
-    local_aws: lt.LocalAWS, doctable: Callable[..., Result], full: lt.Deployed
+    local_aws: lt.LocalAWS, doctable: Callable[..., Result], full: Outputs
 ) -> None:
     ddb = local_aws.client("dynamodb")
-    table = full.outputs["TableName"]
+    table = full["TableName"]
     ddb.update_time_to_live(
         TableName=table, TimeToLiveSpecification={"Enabled": False, "AttributeName": "expiresAt"}
     )
@@ -163,10 +159,10 @@ def test_ttl_disabled_behind_the_stack_fails_naming_ttl(
 
 
 def test_a_removed_tag_fails_naming_the_tags(
-    local_aws: lt.LocalAWS, doctable: Callable[..., Result], full: lt.Deployed
+    local_aws: lt.LocalAWS, doctable: Callable[..., Result], full: Outputs
 ) -> None:
     ddb = local_aws.client("dynamodb")
-    arn = full.outputs["TableArn"]
+    arn = full["TableArn"]
     ddb.untag_resource(ResourceArn=arn, TagKeys=["Environment"])
     try:
         result = doctable("verify", "--json", *VERIFY_BOUND, knobs=FULL)
@@ -178,10 +174,10 @@ def test_a_removed_tag_fails_naming_the_tags(
 
 
 def test_a_disabled_mapping_fails_naming_the_mapping(
-    local_aws: lt.LocalAWS, doctable: Callable[..., Result], full: lt.Deployed
+    local_aws: lt.LocalAWS, doctable: Callable[..., Result], full: Outputs
 ) -> None:
     lam = local_aws.client("lambda")
-    uuid = full.outputs["EventSourceMappingUuid"]
+    uuid = full["EventSourceMappingUuid"]
     lam.update_event_source_mapping(UUID=uuid, Enabled=False)
     try:
         result = doctable("verify", "--json", *VERIFY_BOUND, knobs=FULL)
@@ -195,24 +191,26 @@ def test_a_disabled_mapping_fails_naming_the_mapping(
 
 
 def test_verify_passes_again_once_the_drift_is_repaired(
-    doctable: Callable[..., Result], full: lt.Deployed
+    doctable: Callable[..., Result], full: Outputs
 ) -> None:
     result = doctable("verify", "--json", *VERIFY_BOUND, knobs=FULL)
     assert failing(result) == {} and result.code == 0
 
 
 # ---------------------------------------------------------------------------------------------- ledger
-def test_ledger_records_the_live_state(doctable: Callable[..., Result], full: lt.Deployed) -> None:
+def test_ledger_records_the_live_state(doctable: Callable[..., Result], full: Outputs) -> None:
+    # GIVEN a passing verify of the environment (the ledger records its rows)
+    assert doctable("verify", "-q", *VERIFY_BOUND, knobs=FULL).code == 0
     result = doctable("ledger", "--json", knobs=FULL)
     assert result.code == 0
     entry = result.json()
     assert entry["status"] == "live"
     realized = entry["realized"]
     assert realized["table"] == "opsfull-dev"
-    assert realized["mapping_uuid"] == full.outputs["EventSourceMappingUuid"]
-    assert realized["stream_arn"] == full.outputs["StreamArn"]
-    assert realized["consumer_function"] == full.outputs["ConsumerFunctionName"]
-    assert realized["blob_bucket"] == full.outputs["BlobBucketName"]
+    assert realized["mapping_uuid"] == full["EventSourceMappingUuid"]
+    assert realized["stream_arn"] == full["StreamArn"]
+    assert realized["consumer_function"] == full["ConsumerFunctionName"]
+    assert realized["blob_bucket"] == full["BlobBucketName"]
     assert entry["last_verified"]["passed"] and entry["last_verified"]["rows"]
     ledger_dir = doctable.state / "ledger"  # type: ignore[attr-defined]
     assert (ledger_dir / "opsfull-dev.md").read_text().startswith("# Live State — opsfull-dev")
@@ -239,7 +237,7 @@ def test_preflight_stops_on_a_foreign_same_named_table(
 
 
 def test_preflight_on_our_live_table_explains_each_change(
-    doctable: Callable[..., Result], full: lt.Deployed
+    doctable: Callable[..., Result], full: Outputs
 ) -> None:
     same = doctable("preflight", knobs=FULL)
     assert same.code == 0 and "matches the knobs" in same.out
@@ -263,7 +261,7 @@ def test_preflight_stops_on_a_missing_borrowed_consumer(
 
 # -------------------------------------------------------------------------------------------- teardown
 def test_teardown_refuses_without_confirmation(
-    local_aws: lt.LocalAWS, doctable: Callable[..., Result], flat: lt.Deployed
+    local_aws: lt.LocalAWS, doctable: Callable[..., Result], flat: Outputs
 ) -> None:
     result = doctable("teardown", knobs=FLAT)  # stdin is not a terminal, no --yes
     assert result.code == 2 and "--yes" in result.err
@@ -274,7 +272,7 @@ def test_teardown_refuses_without_confirmation(
 
 
 def test_teardown_of_prod_needs_the_protection_lifted_and_keeps_the_table(
-    local_aws: lt.LocalAWS, doctable: Callable[..., Result], prod: lt.Deployed
+    local_aws: lt.LocalAWS, doctable: Callable[..., Result], prod: Outputs
 ) -> None:
     refused = doctable("teardown", "--yes", knobs=PROD)
     assert refused.code == 2 and "--lift-deletion-protection" in refused.err
@@ -283,7 +281,7 @@ def test_teardown_of_prod_needs_the_protection_lifted_and_keeps_the_table(
     outcome = result.json()
     assert outcome["clean"]
     assert any(r.startswith("AWS::DynamoDB::Table opsprod-prod (RETAIN") for r in outcome["retained"])
-    assert f"AWS::Lambda::EventSourceMapping {prod.outputs['EventSourceMappingUuid']}" in outcome["removed"]
+    assert f"AWS::Lambda::EventSourceMapping {prod['EventSourceMappingUuid']}" in outcome["removed"]
     ddb = local_aws.client("dynamodb")
     assert ddb.describe_table(TableName="opsprod-prod")["Table"]["DeletionProtectionEnabled"]
     ddb.update_table(TableName="opsprod-prod", DeletionProtectionEnabled=False)  # leave the session tidy
@@ -294,26 +292,24 @@ def test_teardown_of_prod_needs_the_protection_lifted_and_keeps_the_table(
 def test_teardown_leaves_nothing_that_is_not_retained(
     local_aws: lt.LocalAWS, doctable: Callable[..., Result], request: pytest.FixtureRequest, which: str
 ) -> None:
-    deployed: lt.Deployed = request.getfixturevalue(which)
+    deployed: Outputs = request.getfixturevalue(which)
     knobs = FULL if which == "full" else FLAT
     if which == "full":  # a non-empty blob bucket must not block the stack deletion (dev is destroyable)
-        local_aws.client("s3").put_object(
-            Bucket=deployed.outputs["BlobBucketName"], Key="left/over", Body=b"x"
-        )
+        local_aws.client("s3").put_object(Bucket=deployed["BlobBucketName"], Key="left/over", Body=b"x")
     result = doctable("teardown", "--yes", "--json", "--ledger", knobs=knobs)
     assert result.code == 0, result.out + result.err
     outcome = result.json()
     assert outcome["clean"] and outcome["still_present"] == [] and outcome["retained"] == []
     # absence, checked independently of the command
-    table = deployed.outputs["TableName"]
+    table = deployed["TableName"]
     assert table not in local_aws.client("dynamodb").list_tables()["TableNames"]
     if which == "full":
         assert not [
             m
             for m in local_aws.client("lambda").list_event_source_mappings()["EventSourceMappings"]
-            if m["UUID"] == deployed.outputs["EventSourceMappingUuid"]
+            if m["UUID"] == deployed["EventSourceMappingUuid"]
         ]
         names = [f["FunctionName"] for f in local_aws.client("lambda").list_functions()["Functions"]]
-        assert deployed.outputs["ConsumerFunctionName"] not in names
+        assert deployed["ConsumerFunctionName"] not in names
     ledger = doctable("ledger", "--json", knobs=knobs).json()
     assert ledger["status"] == "gone" and ledger["realized"]["table_arn"] is None

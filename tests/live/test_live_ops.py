@@ -8,19 +8,17 @@ usable credentials, or without a bootstrapped account/region: the tests FAIL (yo
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.cli import ROOT, Result, context_args, run_doctable
+
 OPTED_IN = os.environ.get("DOCTABLE_LIVE") == "1"
 SKIP_REASON = (
     "live tier NOT RUN (this is not a pass): set DOCTABLE_LIVE=1 with AWS credentials in the default chain "
@@ -37,16 +35,6 @@ BASE = f"dtlive{uuid.uuid4().hex[:6]}"
 KNOBS = {"env": "dev", "table_base": BASE, "gsi": "gsi1", "ttl": "on", "pitr": "on", "stream": "new-and-old"}
 
 
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-    def json(self) -> Any:
-        return json.loads(self.out)
-
-
 def _env(tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("AWS_ENDPOINT_URL", "DEPLOY_TARGET")}
     env.update(
@@ -56,10 +44,6 @@ def _env(tmp: Path) -> dict[str, str]:
         JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION="20",
     )
     return env
-
-
-def _context(knobs: dict[str, str]) -> list[str]:
-    return [arg for key, value in knobs.items() for arg in ("-c", f"{key}={value}")]
 
 
 @pytest.fixture(scope="module")
@@ -76,23 +60,14 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     env = _env(tmp)
 
     def doctable(*args: str, knobs: dict[str, str] | None = None) -> Result:
-        command = [
-            sys.executable,
-            "-c",
-            "import sys; from doctable.cli import main; sys.exit(main(sys.argv[1:]))",
-        ]
-        proc = subprocess.run(
-            [*command, *args, *_context(knobs if knobs is not None else KNOBS)],
-            cwd=ROOT, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=1800,
-        )  # fmt: skip
-        assert "Traceback" not in proc.stderr, proc.stderr
-        return Result(proc.returncode, proc.stdout, proc.stderr)
+        knob_args = context_args(knobs if knobs is not None else KNOBS)
+        return run_doctable([*args, *knob_args], env=env, timeout=1800)
 
     cdk = ["npx", "--no-install", "cdk", "--output", str(tmp / "cdk.out"), "--ci", "--no-notices"]
     preflight = doctable("preflight", "--json")
     assert preflight.code == 0, preflight.out + preflight.err
     deploy = subprocess.run(
-        [*cdk, "deploy", "--require-approval", "never", *_context(KNOBS)],
+        [*cdk, "deploy", "--require-approval", "never", *context_args(KNOBS)],
         cwd=ROOT, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=1800,
     )  # fmt: skip
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from contract import names
 from contract.knobs import STARTING_LATEST, STARTING_POSITION_CFN, DocTableConfig
 from contract.shape import BILLING_MODE, MappingShape, TableShape, mapping_shape, table_shape
 from doctable.ops.live import ACTIVE, PITR_DISABLED, PITR_ENABLED, TTL_ON_STATES
@@ -23,6 +24,34 @@ class Expectations:
     @classmethod
     def of(cls, config: DocTableConfig) -> Expectations:
         return cls(table=table_shape(config), mapping=mapping_shape(config), tags=config.tags())
+
+    def rows(self) -> list[tuple[str, str, str]]:
+        """(row id, check, expected) of every row, in the order verify runs the checks."""
+        return [
+            ("stack", "stack healthy", STABLE_STACK_TEXT),
+            ("shape", "table active, shape = knobs", self.shape_text),
+            ("round-trip", "item round-trip", "put → consistent get → attribute-identical"),
+            ("query", "key query answers", "query pk = :p AND sk = :s returns the item"),
+            (
+                "gsi-query",
+                f"{names.GSI_NAME} query answers",
+                f"query on {names.GSI_NAME} returns the item (retried)",
+            ),
+            ("ttl", "TTL as declared", self.ttl_text),
+            ("stream", "stream as declared", self.stream_text),
+            ("pitr", "PITR as declared", self.pitr_text),
+            ("deletion-protection", "deletion protection as declared", self.deletion_protection_text),
+            ("negative", "deleted item is gone", "delete → consistent get → no item"),
+            ("table-tags", "table tags", self.tags_text),
+            ("mapping", "mapping enabled", "Enabled, on the live stream, → the consumer"),
+            ("mapping-tags", "mapping tags", self.tags_text),
+            (
+                "stream-delivery",
+                "stream delivers (record-level)",
+                f"a {names.PROOF_LOG_MESSAGE} line covers the nudge write",
+            ),
+            ("blob-cleanup", "deleted item's blobs removed", "blobs under <pk>/<sk>/ gone"),
+        ]
 
     @property
     def shape_text(self) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from contract import names
+from contract.knobs import STARTING_LATEST, STARTING_POSITION_CFN
 from doctable.aws import Aws, is_not_found
 from doctable.ops.render import Progress
 
@@ -17,6 +18,8 @@ MAX_SHARDS_TRACKED = 64
 SEQUENCE_LOOKUP_BOUND = 20.0
 CLOCK_SKEW_MS = 5_000
 LOG_LOOKBACK_MS = 60_000
+# A shard iterator at the newest end of the shard: the same word as a LATEST mapping's starting position.
+NEWEST = STARTING_POSITION_CFN[STARTING_LATEST]
 
 
 def _seq(value: Any) -> int | None:
@@ -69,9 +72,9 @@ def _open_shard_iterators(streams: Any, stream_arn: str) -> list[str]:
     if len(open_shards) > MAX_SHARDS_TRACKED:
         return []
     return [
-        streams.get_shard_iterator(
-            StreamArn=stream_arn, ShardId=shard["ShardId"], ShardIteratorType="LATEST"
-        )["ShardIterator"]
+        streams.get_shard_iterator(StreamArn=stream_arn, ShardId=shard["ShardId"], ShardIteratorType=NEWEST)[
+            "ShardIterator"
+        ]
         for shard in open_shards
     ]
 
