@@ -89,7 +89,7 @@ teardown: setup ## ownership-checked, absence-verified removal (asks for confirm
 	$(BIN)/doctable teardown
 
 local: setup ## the main job: local AWS up, bootstrap, deploy env=dev with the stream, show the consumer at work
-	$(BIN)/python -m local.demo
+	$(BIN)/python -m doctable.demo
 
 local-up: setup
 	$(BIN)/doctable local up

@@ -1,9 +1,8 @@
 """Item 4: end-to-end latency on the local AWS, from ``put_item`` returning to the consumer's proof line.
 
-Flow: start a PRIVATE local AWS (``local.cli.start`` on a free port with its own state directory, so a local
-AWS another engineer runs on the default port is never touched), take the environment from
-``doctable local env``, ``cdk bootstrap`` + ``cdk deploy -c stream=new-and-old -c env=dev -c table_base=bench``
-with the real CDK CLI (``DEPLOY_TARGET=local``), then write items and poll ``logs.filter_log_events`` on the
+Flow: start a PRIVATE local AWS (on a free port with its own state directory, so a local AWS another engineer
+runs on the default port is never touched), ``cdk bootstrap`` + ``cdk deploy -c stream=new-and-old -c env=dev
+-c table_base=bench`` with the real CDK CLI (through ``local.api.run_cdk``, as the tests do), then write items and poll ``logs.filter_log_events`` on the
 stack's ``ConsumerLogGroupName`` for ``stream_records_received`` lines. A line covers the records between its
 ``first_sequence_number`` and ``last_sequence_number``; the writer is one thread, so the stream's order is the
 write order and the k-th new record is the k-th write. Latency = the log event's timestamp - the moment
@@ -20,27 +19,24 @@ the reason; the rest of the bench still runs.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
-import os
-import shlex
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 import zipfile
 from pathlib import Path
 from typing import Any
 
-from bench.common import BENCH_DIR, PROJECT_ROOT
+from bench.common import BENCH_DIR
+from local.api import LocalError
+from tests.support import localaws as lt
 
 KNOBS = {"stream": "new-and-old", "env": "dev", "table_base": "bench"}
 LINE_TIMEOUT = 30.0
 BURST_TIMEOUT = 180.0
 POLL_SECONDS = 0.01
-PROOF = "stream_records_received"
+PROOF = lt.PROOF
 
 
 class Skip(Exception):
@@ -59,56 +55,12 @@ def _percentiles(values: list[float]) -> dict[str, float | int]:
     return {"n": len(ordered), "p50": pct(50), "p95": pct(95), "max": ordered[-1], "min": ordered[0]}
 
 
-def _doctable_env(directory: Path, port: int) -> dict[str, str]:
-    """The exports ``doctable local env`` prints for the private local AWS (parsed), plus DEPLOY_TARGET."""
-    env = {**os.environ, "DOCTABLE_LOCAL_DIR": str(directory)}
-    script = Path(sys.executable).with_name("doctable")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "doctable.cli"]
-    proc = subprocess.run(
-        [*command, "local", "env"], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=60
-    )
-    exports: dict[str, str] = {}
-    for line in proc.stdout.splitlines():
-        if line.startswith("export "):
-            key, _, value = line[len("export ") :].partition("=")
-            exports[key] = shlex.split(value)[0] if value else ""
-    if proc.returncode != 0 or "AWS_ENDPOINT_URL" not in exports:
-        raise Skip(
-            f"`doctable local env` failed (exit {proc.returncode}): {(proc.stderr or proc.stdout).strip()[-300:]}"
-        )
-    if not exports["AWS_ENDPOINT_URL"].endswith(f":{port}"):
-        raise Skip(
-            f"`doctable local env` points at {exports['AWS_ENDPOINT_URL']}, not the bench's port {port}"
-        )
-    env.update(exports)
-    env["DEPLOY_TARGET"] = "local"
-    env.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
-    env.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
-    env["CDK_DISABLE_CLI_TELEMETRY"] = "true"
-    return env
-
-
-def _cdk(args: list[str], env: dict[str, str], log: Path, timeout: float = 300) -> float:
-    started = time.perf_counter()
-    with open(log, "ab") as out:
-        out.write(f"\n$ cdk {' '.join(args)}\n".encode())
-        out.flush()
-        try:
-            proc = subprocess.run(
-                ["npx", "--no-install", "cdk", *args],
-                cwd=PROJECT_ROOT,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                timeout=timeout,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise Skip(f"`cdk {args[0]}` could not run: {exc}") from None
-    if proc.returncode != 0:
-        tail = " | ".join(log.read_text(errors="replace").strip().splitlines()[-4:])
-        raise Skip(f"`cdk {args[0]}` failed (exit {proc.returncode}): {tail[-400:]}")
-    return time.perf_counter() - started
+def _cdk(aws: lt.LocalAWS, args: list[str]) -> float:
+    """Seconds ``cdk <args>`` took; Skip with the log's tail when it fails."""
+    try:
+        return lt.run_cdk(aws, args, aws.directory / "cdk.out").seconds
+    except lt.CdkFailed as exc:
+        raise Skip(str(exc).split("\n--- server.log ---", 1)[0][-400:]) from None
 
 
 class ProofLines:
@@ -122,34 +74,13 @@ class ProofLines:
 
     def fetch_new(self) -> list[tuple[int, int, int, int]]:
         """New lines as (first_seq, last_seq, record_count, timestamp_ms), in sequence order."""
-        kwargs: dict[str, Any] = {
-            "logGroupName": self.group,
-            "startTime": self.since_ms,
-            "filterPattern": f'"{PROOF}"',
-        }
-        found: list[tuple[int, int, int, int]] = []
-        while True:
-            try:
-                page = self.logs.filter_log_events(**kwargs)
-            except self.logs.exceptions.ResourceNotFoundException:
-                return []  # the function has not written its first line yet
-            for event in page.get("events", []):
-                message = event.get("message", "")
-                if not message.lstrip().startswith("{"):
-                    continue
-                try:
-                    line = json.loads(message)
-                    first, last = int(line["first_sequence_number"]), int(line["last_sequence_number"])
-                    count = int(line["record_count"])
-                except (ValueError, KeyError, TypeError):
-                    continue
-                if line.get("message") == PROOF and first > self.seen_max:
-                    found.append((first, last, count, int(event["timestamp"])))
-            token = page.get("nextToken")
-            if not token or token == kwargs.get("nextToken"):
-                break
-            kwargs["nextToken"] = token
-        found = sorted(set(found))
+        found = sorted(
+            {
+                (line.first, line.last, line.count, line.timestamp)
+                for line in lt.proof_lines(self.logs, self.group, self.since_ms)
+                if line.first is not None and line.last is not None and line.first > self.seen_max
+            }
+        )
         if found:
             self.seen_max = max(last for _, last, _, _ in found)
         return found
@@ -261,66 +192,53 @@ def _deploy_baseline(lam: Any, project_function: str, stream_arn: str, mapping_u
 def run(singles: int = 50, burst: int = 1000, work_dir: Path | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"singles": singles, "burst": burst, "knobs": KNOBS}
     directory = Path(tempfile.mkdtemp(prefix="doctable-bench-local-", dir=work_dir))
-    local_cli = None
     started = time.perf_counter()
     try:
-        try:
-            from local import cli as local_cli  # optional: being built concurrently
-            from local import state as local_state
-        except Exception as exc:
-            raise Skip(f"local AWS package not importable: {type(exc).__name__}: {exc}") from None
         if shutil.which("npx") is None:
             raise Skip("npx not found (the CDK CLI comes from node_modules)")
         try:
-            info = local_cli.start(port=0, directory=directory)
-        except Exception as exc:  # UserError or anything from a half-built local/
-            raise Skip(f"local AWS did not start: {type(exc).__name__}: {exc}") from None
-        out["local_aws_start_seconds"] = time.perf_counter() - started
-        env = _doctable_env(directory, info.port)
-        log = directory / "cdk.log"
-        account, region = (
-            env.get("CDK_DEFAULT_ACCOUNT", local_state.ACCOUNT_ID),
-            env.get("AWS_REGION", "us-east-1"),
-        )
-        out["bootstrap_seconds"] = _cdk(["bootstrap", f"aws://{account}/{region}"], env, log)
-        outputs_file = directory / "outputs.json"
-        context = [arg for key, value in KNOBS.items() for arg in ("-c", f"{key}={value}")]
-        out["deploy_seconds"] = _cdk(
-            ["deploy", *context, "--require-approval", "never", "--outputs-file", str(outputs_file)], env, log
-        )
-        try:
-            outputs = next(iter(json.loads(outputs_file.read_text()).values()))
-            table, group = outputs["TableName"], outputs["ConsumerLogGroupName"]
-            function, stream_arn = outputs["ConsumerFunctionName"], outputs["StreamArn"]
-            mapping_uuid = outputs["EventSourceMappingUuid"]
-        except (OSError, ValueError, KeyError, StopIteration) as exc:
-            raise Skip(f"deploy outputs incomplete: {type(exc).__name__}: {exc}") from None
-
-        import boto3
-
-        session = boto3.session.Session(
-            aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-            region_name=region,
-        )
-        endpoint = env["AWS_ENDPOINT_URL"]
-        ddb, logs, lam = (
-            session.client(name, endpoint_url=endpoint) for name in ("dynamodb", "logs", "lambda")
-        )
-        out["project"] = _measure(ddb, logs, table, group, "project", singles, burst)
-        try:
-            _, baseline_group = _deploy_baseline(lam, function, stream_arn, mapping_uuid)
-            out["baseline"] = _measure(ddb, logs, table, baseline_group, "baseline", singles, burst)
-        except Exception as exc:  # the project's figures stand without the baseline's
-            out["baseline"] = {"skipped": f"{type(exc).__name__}: {exc}"[:300]}
+            with lt.private_local_aws(directory) as aws:
+                out["local_aws_start_seconds"] = time.perf_counter() - started
+                out.update(_run_on(aws, singles, burst))
+        except LocalError as exc:  # the local AWS did not start
+            raise Skip(f"local AWS: {exc}") from None
     except Skip as exc:
         out["skipped"] = str(exc)
     except Exception as exc:  # never fail the whole bench for this section
         out["skipped"] = f"{type(exc).__name__}: {exc}"[:400]
     finally:
-        if local_cli is not None:
-            with contextlib.suppress(Exception):
-                local_cli.stop(directory)
         out["section_seconds"] = time.perf_counter() - started
         shutil.rmtree(directory, ignore_errors=True)
+    return out
+
+
+def _run_on(aws: lt.LocalAWS, singles: int, burst: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    out["bootstrap_seconds"] = _cdk(aws, ["bootstrap", f"aws://{lt.ACCOUNT}/{lt.REGION}"])
+    outputs_file = aws.directory / "outputs.json"
+    out["deploy_seconds"] = _cdk(
+        aws,
+        [
+            "deploy",
+            *lt.context_args(KNOBS),
+            "--require-approval",
+            "never",
+            "--outputs-file",
+            str(outputs_file),
+        ],
+    )
+    try:
+        outputs = next(iter(json.loads(outputs_file.read_text()).values()))
+        table, group = outputs["TableName"], outputs["ConsumerLogGroupName"]
+        function, stream_arn = outputs["ConsumerFunctionName"], outputs["StreamArn"]
+        mapping_uuid = outputs["EventSourceMappingUuid"]
+    except (OSError, ValueError, KeyError, StopIteration) as exc:
+        raise Skip(f"deploy outputs incomplete: {type(exc).__name__}: {exc}") from None
+    ddb, logs, lam = (aws.client(name) for name in ("dynamodb", "logs", "lambda"))
+    out["project"] = _measure(ddb, logs, table, group, "project", singles, burst)
+    try:
+        _, baseline_group = _deploy_baseline(lam, function, stream_arn, mapping_uuid)
+        out["baseline"] = _measure(ddb, logs, table, baseline_group, "baseline", singles, burst)
+    except Exception as exc:  # the project's figures stand without the baseline's
+        out["baseline"] = {"skipped": f"{type(exc).__name__}: {exc}"[:300]}
     return out

@@ -7,6 +7,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from doctable import local_adapter
 from doctable.errors import UserError
 from doctable.ops import ledger, preflight, replay, teardown
 from doctable.ops.verify import command as verify
@@ -16,9 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="doctable", description="The document table on AWS, done right.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # Registration is explicit so `doctable --help` lists every command in a stable order.
-    from local import cli as local_cli
-
-    local_cli.register(sub)
+    local_adapter.register(sub)
     for command in (verify, ledger, preflight, teardown, replay):
         command.register(sub)
     return parser
@@ -29,7 +28,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except UserError as exc:
+    except (UserError, local_adapter.LocalError) as exc:
         print(f"doctable: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

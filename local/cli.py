@@ -1,141 +1,15 @@
-"""``doctable local up|down|env|status``: the embedded local AWS (moto server mode, adapted by local/)."""
+"""``doctable local up|down|env|status`` (and ``python -m local``): the embedded local AWS's commands."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shlex
-import signal
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
-from pathlib import Path
 from typing import Any
 
 from local import state
-
-READY_TIMEOUT = 60.0
-STOP_TIMEOUT = 15.0
-
-
-def _user_error(message: str) -> Exception:
-    # `python -m doctable.cli` runs the console script as __main__: raise the class its main() catches.
-    error_class: Any = getattr(sys.modules.get("__main__"), "UserError", None)
-    if not (isinstance(error_class, type) and issubclass(error_class, Exception)):
-        from doctable.cli import UserError
-
-        error_class = UserError
-    return error_class(message)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (exited, not yet reaped) is not running.
-    try:
-        status = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].split()[0]
-        return status != "Z"
-    except (OSError, IndexError):
-        return True
-
-
-def health(port: int, timeout: float = 1.0) -> dict[str, Any] | None:
-    try:
-        with urllib.request.urlopen(f"http://localhost:{port}/_doctable/health", timeout=timeout) as response:
-            return json.loads(response.read())
-    except (urllib.error.URLError, OSError, ValueError):
-        return None
-
-
-def running(directory: Path | None = None) -> state.ServerInfo | None:
-    """The server recorded in the state directory, if its process lives and it answers."""
-    info = state.ServerInfo.load(directory)
-    if info is None or not _alive(info.pid):
-        return None
-    reply = health(info.port)
-    if reply is None or reply.get("pid") != info.pid:
-        return None
-    return info
-
-
-def start(
-    port: int = state.DEFAULT_PORT, directory: Path | None = None, timeout: float = READY_TIMEOUT
-) -> state.ServerInfo:
-    """Start the server in the background (or find it running) and wait until it answers."""
-    directory = (directory or state.state_dir()).resolve()
-    current = running(directory)
-    if current is not None:
-        if port not in (0, current.port):
-            raise _user_error(
-                f"the local AWS already runs on port {current.port} (pid {current.pid}); "
-                f"run `doctable local down` first to move it to port {port}"
-            )
-        return current
-    if port and health(port, timeout=0.5) is not None:
-        raise _user_error(
-            f"port {port} is taken by another local AWS (not this state directory's): stop it first"
-        )
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "server.json").unlink(missing_ok=True)
-    log_path = directory / "server.log"
-    env = dict(os.environ)
-    env["DOCTABLE_LOCAL_DIR"] = str(directory)
-    root = str(state.PROJECT_ROOT)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    with open(log_path, "ab") as log_file:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "local.server", "--port", str(port), "--dir", str(directory)],
-            stdin=subprocess.DEVNULL,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            cwd=root,
-            env=env,
-            start_new_session=True,
-        )
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        code = process.poll()
-        if code is not None:
-            tail = log_path.read_text(errors="replace").strip().splitlines()[-5:]
-            raise _user_error(f"the local AWS exited during start-up (code {code}): " + " | ".join(tail))
-        info = state.ServerInfo.load(directory)
-        if info is not None and info.pid == process.pid and health(info.port, timeout=0.5):
-            return info
-        time.sleep(0.05)
-    process.terminate()
-    raise _user_error(f"the local AWS did not answer within {timeout:.0f}s; see {log_path}")
-
-
-def stop(directory: Path | None = None, timeout: float = STOP_TIMEOUT) -> bool:
-    """Stop the recorded server; True if one was running."""
-    directory = (directory or state.state_dir()).resolve()
-    info = state.ServerInfo.load(directory)
-    if info is None or not _alive(info.pid):
-        (directory / "server.json").unlink(missing_ok=True)
-        return False
-    reply = health(info.port)
-    if reply is not None and reply.get("pid") != info.pid:
-        (directory / "server.json").unlink(missing_ok=True)
-        return False  # the pid was reused by something else: never signal it
-    os.kill(info.pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and _alive(info.pid):
-        time.sleep(0.05)
-    if _alive(info.pid):
-        os.kill(info.pid, signal.SIGKILL)
-    (directory / "server.json").unlink(missing_ok=True)
-    return True
-
-
-def env_lines(port: int) -> list[str]:
-    return [f"export {key}={shlex.quote(value)}" for key, value in state.client_env(port).items()]
+from local.control import env_lines, running, start, stop
+from local.errors import LocalError
 
 
 # ---- commands ----
@@ -162,7 +36,7 @@ def _cmd_down(args: argparse.Namespace) -> int:
 def _cmd_env(args: argparse.Namespace) -> int:
     info = running()
     if info is None and not args.port:
-        raise _user_error("the local AWS is not running; start it with `doctable local up`")
+        raise LocalError("the local AWS is not running; start it with `doctable local up`")
     port = info.port if info is not None else args.port
     print("\n".join(env_lines(port)))
     return 0

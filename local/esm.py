@@ -33,9 +33,34 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from local import faults  # [faults hook] in StreamPoller.deliver
+from local.faults import hooks
+from local.patching import Target
+from local.runner import InvokeResult, get_runner
+from local.timefmt import iso_ms
 
 log = logging.getLogger("doctable.local.esm")
+
+MOTO_TARGETS = (
+    Target("moto.awslambda.models", "lambda_backends"),
+    Target(
+        "moto.awslambda.models", "LambdaBackend.get_function", ("self", "function_name_or_arn", "qualifier")
+    ),
+    Target("moto.awslambda.models", "LambdaBackend.get_event_source_mapping", ("self", "uuid")),
+    Target("moto.dynamodb.models", "dynamodb_backends"),
+    Target("moto.dynamodb.models.table", "StreamShard.get", ("self", "start", "quantity")),
+    Target("moto.dynamodbstreams.models", "dynamodbstreams_backends"),
+    Target(
+        "moto.dynamodbstreams.models",
+        "DynamoDBStreamsBackend.get_shard_iterator",
+        ("self", "arn", "shard_id", "shard_iterator_type", "sequence_number"),
+    ),
+    Target(
+        "moto.dynamodbstreams.models", "DynamoDBStreamsBackend.get_records", ("self", "iterator_arn", "limit")
+    ),
+    Target("moto.s3.models", "S3Backend.put_object"),
+    Target("moto.sqs.models", "SQSBackend.send_message"),
+    Target("moto.sns.models", "SNSBackend.publish"),
+)
 
 POLL_SECONDS = 1.0  # a safety net: writes wake the pollers at once
 RETRY_BACKOFF_SECONDS = (0.1, 0.2, 0.4, 0.8, 1.0)
@@ -61,6 +86,7 @@ class PollerState:
     reason: str = "USER_INITIATED"
     last_result: str = "No records processed"
     window_started: float | None = None
+    polls: int = 0  # passes of the poller's loop, enabled or not: "it has looked since" for tests
     invocations: int = 0
     history: list[dict[str, Any]] = field(default_factory=list)
 
@@ -82,10 +108,12 @@ class StreamPoller(threading.Thread):
 
         return lambda_backends[self.account_id][self.region]
 
-    def _mapping(self) -> Any:
-        return self._lambda()._event_source_mappings.get(self.uuid)
+    def mapping(self) -> Any:
+        """The mapping in the Lambda backend (None once deleted)."""
+        return self._lambda().get_event_source_mapping(self.uuid)
 
-    def _shard(self, esm: Any) -> tuple[Any, Any] | None:
+    def shard(self, esm: Any) -> tuple[Any, Any] | None:
+        """(table, stream shard) of the mapping's stream, None if the stream is gone or was replaced."""
         from moto.dynamodb.models import dynamodb_backends
 
         arn = esm.event_source_arn
@@ -102,7 +130,7 @@ class StreamPoller(threading.Thread):
     # ---- lifecycle ----
     def initialise(self, esm: Any) -> None:
         """Fix the starting checkpoint as of the mapping's creation."""
-        found = self._shard(esm)
+        found = self.shard(esm)
         if found is None:
             self.status.checkpoint = None
         else:
@@ -126,7 +154,7 @@ class StreamPoller(threading.Thread):
     def run(self) -> None:
         while not self.stopped.is_set():
             timeout = POLL_SECONDS
-            esm = self._mapping()
+            esm = self.mapping()
             if esm is None:
                 break
             try:
@@ -138,6 +166,7 @@ class StreamPoller(threading.Thread):
             except Exception:
                 log.exception("event source mapping %s: poll failed", self.uuid)
                 self.status.last_result = "PROBLEM: Internal error"
+            self.status.polls += 1
             self.manager.wait(self, timeout)
         self.status.state = "Deleting"
 
@@ -147,16 +176,22 @@ class StreamPoller(threading.Thread):
         from moto.dynamodbstreams.models import dynamodbstreams_backends
 
         streams = dynamodbstreams_backends[self.account_id][self.region]
-        iterator = streams.get_shard_iterator(esm.event_source_arn, shard.id, "AT_SEQUENCE_NUMBER", start)
+        # moto annotates the sequence number as str; its ShardIterator does arithmetic on it (an int).
+        iterator = streams.get_shard_iterator(
+            esm.event_source_arn,
+            shard.id,
+            "AT_SEQUENCE_NUMBER",
+            start,  # type: ignore[arg-type]
+        )
         result = streams.get_records(iterator.arn, limit)
         # Our iterators are single-use: drop them so a long-running poller does not grow the backend's map.
         streams.shard_iterators.pop(iterator.arn, None)
-        streams.shard_iterators.pop(result.get("NextShardIterator"), None)
+        streams.shard_iterators.pop(result.get("NextShardIterator", ""), None)
         return [Record(int(r["dynamodb"]["SequenceNumber"]), r) for r in result["Records"]]
 
     def poll(self, esm: Any) -> float:
         """Deliver what is due; return how long to sleep before looking again."""
-        found = self._shard(esm)
+        found = self.shard(esm)
         if found is None:
             return POLL_SECONDS
         _, shard = found
@@ -211,7 +246,7 @@ class StreamPoller(threading.Thread):
         while batches:
             if self.stopped.is_set():
                 return
-            esm = self._mapping()
+            esm = self.mapping()
             if esm is None or not esm.enabled:
                 return  # the checkpoint stays where it is: a re-enabled mapping resumes there
             batch, attempts = batches.popleft()
@@ -219,8 +254,8 @@ class StreamPoller(threading.Thread):
             if not batch:
                 continue
             result = self._invoke(esm, batch)
-            # [faults hook] duplicate delivery (local/faults.py): the same batch once more, its result counts.
-            if result is not None and result.ok and faults.duplicate_delivery(self.uuid):
+            # Fault injection: the same batch once more (its first checkpoint "lost"); the second result counts.
+            if result is not None and result.ok and hooks.duplicate_delivery(self.uuid):
                 result = self._invoke(esm, batch) or result
             if result is None:  # the function is gone: keep the records, try again later
                 batches.appendleft((batch, attempts))
@@ -260,17 +295,10 @@ class StreamPoller(threading.Thread):
         self.status.checkpoint = expired[-1].seq + 1
         return [r for r in batch if r.created >= cutoff]
 
-    def _invoke(self, esm: Any, batch: list[Record]) -> Any:
-        from moto.awslambda.exceptions import UnknownFunctionException
-
-        from local.runner import get_runner
-
+    def _invoke(self, esm: Any, batch: list[Record]) -> InvokeResult | None:
         try:
             fn = self._lambda().get_function(esm.function_arn)
-        except UnknownFunctionException:
-            self.status.last_result = "PROBLEM: Function not found"
-            return None
-        except Exception:
+        except Exception:  # UnknownFunctionException, or a malformed ARN: the function is not there
             self.status.last_result = "PROBLEM: Function not found"
             return None
         self.status.invocations += 1
@@ -322,13 +350,13 @@ class StreamPoller(threading.Thread):
             },
             "responseContext": {"statusCode": 200, "executedVersion": "$LATEST"},
             "version": "1.0",
-            "timestamp": now.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
+            "timestamp": iso_ms(now.timestamp()),
             "DDBStreamBatchInfo": {
                 "shardId": shard.id,
                 "startSequenceNumber": str(records[0].seq),
                 "endSequenceNumber": str(records[-1].seq),
-                "approximateArrivalOfFirstRecord": _iso(records[0].created),
-                "approximateArrivalOfLastRecord": _iso(records[-1].created),
+                "approximateArrivalOfFirstRecord": iso_ms(records[0].created),
+                "approximateArrivalOfLastRecord": iso_ms(records[-1].created),
                 "batchSize": len(records),
                 "streamArn": esm.event_source_arn,
             },
@@ -387,10 +415,6 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-def _iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
 class MappingManager:
     """All pollers of the process; stream writes and mapping updates wake them."""
 
@@ -432,6 +456,27 @@ class MappingManager:
     def status(self, uuid_: str) -> PollerState | None:
         poller = self.pollers.get(uuid_)
         return poller.status if poller else None
+
+    def progress(self) -> dict[str, dict[str, Any]]:
+        """Each mapping's checkpoint against the end of its shard (``pending`` 0: nothing left to deliver)."""
+        with self.lock:
+            pollers = list(self.pollers.items())
+        out: dict[str, dict[str, Any]] = {}
+        for mapping_uuid, poller in pollers:
+            esm = poller.mapping()
+            found = poller.shard(esm) if esm is not None else None
+            end = found[1].starting_sequence_number + len(found[1].items) if found else None
+            checkpoint = poller.status.checkpoint
+            out[mapping_uuid] = {
+                "state": poller.status.state,
+                "checkpoint": str(checkpoint) if checkpoint is not None else None,
+                "shard_end": str(end) if end is not None else None,
+                "pending": (end - checkpoint) if end is not None and checkpoint is not None else None,
+                "polls": poller.status.polls,
+                "invocations": poller.status.invocations,
+                "last_result": poller.status.last_result,
+            }
+        return out
 
     def shutdown(self) -> None:
         with self.lock:

@@ -11,7 +11,16 @@ import json
 import logging
 from typing import Any
 
+from local.patching import Target
+
 log = logging.getLogger("doctable.local.metrics")
+
+MOTO_TARGETS = (
+    Target("moto.cloudwatch.models", "cloudwatch_backends"),
+    Target(
+        "moto.cloudwatch.models", "CloudWatchBackend.put_metric_data", ("self", "namespace", "metric_data")
+    ),
+)
 
 
 def _put(account_id: str, region: str, namespace: str, data: list[dict[str, Any]]) -> None:

@@ -34,7 +34,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from local import faults, metrics  # faults: [faults hook] in Worker.invoke
+from local import metrics
+from local.faults import hooks
+from local.patching import Target
+from local.timefmt import iso_ms
 
 log = logging.getLogger("doctable.local.runner")
 
@@ -59,9 +62,20 @@ MAX_WORKERS_PER_FUNCTION = 4
 IDLE_WORKER_SECONDS = 15 * 60  # an execution environment that has been idle this long is shut down
 LOG_TAIL_BYTES = 4096
 
-
-def _now_iso() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+MOTO_TARGETS = (
+    Target("moto.awslambda.models", "lambda_backends"),
+    Target("moto.awslambda.models", "LambdaBackend.layers_versions_by_arn", ("self", "layer_version_arn")),
+    Target("moto.logs.models", "logs_backends"),
+    Target("moto.logs.models", "LogsBackend.ensure_log_group", ("self", "log_group_name")),
+    Target(
+        "moto.logs.models", "LogsBackend.create_log_stream", ("self", "log_group_name", "log_stream_name")
+    ),
+    Target(
+        "moto.logs.models",
+        "LogsBackend.put_log_events",
+        ("self", "log_group_name", "log_stream_name", "log_events"),
+    ),
+)
 
 
 def _link_packages(target: Path, names: tuple[str, ...]) -> None:
@@ -288,7 +302,7 @@ class Worker:
         error: dict[str, Any] | None = None
         body = "null"
         status = ""
-        armed = faults.arm_invocation(spec.function_name, self.kill)  # [faults hook] crash/timeout fault
+        armed = hooks.arm_invocation(spec.function_name, self.kill)  # a crash/timeout fault, when asked
         try:
             assert self.proc.stdin is not None
             self.proc.stdin.write((json.dumps(request) + "\n").encode("utf-8"))
@@ -296,7 +310,7 @@ class Worker:
             kind, payload = self._wait_result(request_id, spec.timeout)
         except (BrokenPipeError, OSError):
             kind, payload = "EXIT", {"code": self.proc.poll()}
-        kind = faults.disarm_invocation(armed, kind)  # [faults hook]
+        kind = hooks.disarm_invocation(armed, kind)
         duration_ms = (time.monotonic() - started) * 1000
         if kind == "RESULT" and "error" not in payload:
             body = payload.get("body", "null")
@@ -305,7 +319,7 @@ class Worker:
             error["requestId"] = request_id if error.get("errorType") else error.get("requestId", "")
         elif kind == "TIMEOUT":
             self.kill()
-            message = f"{_now_iso()} {request_id} Task timed out after {spec.timeout:.2f} seconds"
+            message = f"{iso_ms()} {request_id} Task timed out after {spec.timeout:.2f} seconds"
             self.sink.put([message])
             error = {"errorMessage": message}
             status = "\tStatus: timeout"
@@ -569,10 +583,6 @@ class LambdaRunner:
             worker.kill()
 
 
-class UnsupportedRuntime(Exception):
-    pass
-
-
 def _trace_header(mode: str) -> str:
     now = int(time.time())
     root = f"1-{now:08x}-{uuid.uuid4().hex[:24]}"
@@ -599,4 +609,4 @@ def get_runner() -> LambdaRunner:
     return _RUNNER
 
 
-__all__ = ["FunctionSpec", "InvokeResult", "LambdaRunner", "UnsupportedRuntime", "get_runner", "install"]
+__all__ = ["FunctionSpec", "InvokeResult", "LambdaRunner", "get_runner", "install"]

@@ -3,7 +3,7 @@
 The project resolves the Powertools layer through the public SSM parameter
 ``/aws/service/powertools/python/<arch>/python3.13/<version>``. Here a local layer version stands in for
 the public one (its content is a marker; the Lambda runner provides the venv's installed Powertools for it),
-published once per architecture, and the parameters (for the pinned version and ``latest``) point to it.
+published once per architecture, and the parameters (for the installed version and ``latest``) point to it.
 """
 
 from __future__ import annotations
@@ -11,10 +11,23 @@ from __future__ import annotations
 import base64
 import io
 import zipfile
+from importlib import metadata
 
-POWERTOOLS_VERSION = "3.37.0"
+from local.patching import Target
+
+# The layer stands in for the Powertools the venv has, so it carries that version.
+POWERTOOLS_VERSION = metadata.version("aws-lambda-powertools")
 PYTHON_RUNTIMES = ("python3.13",)
 ARCHITECTURES = ("arm64", "x86_64")
+
+MOTO_TARGETS = (
+    Target("moto.awslambda.models", "lambda_backends"),
+    Target("moto.awslambda.models", "LambdaBackend.list_layer_versions", ("self", "layer_name")),
+    Target("moto.awslambda.models", "LambdaBackend.publish_layer_version", ("self", "spec")),
+    Target("moto.core.utils", "utcnow"),
+    Target("moto.ssm.models", "Parameter.__init__"),
+    Target("moto.ssm.models", "ssm_backends"),
+)
 
 
 def layer_name(runtime: str, architecture: str) -> str:
@@ -46,7 +59,7 @@ def seed(account_id: str, region: str) -> dict[str, str]:
     for runtime in PYTHON_RUNTIMES:
         for arch in ARCHITECTURES:
             name = layer_name(runtime, arch)
-            versions = backend.list_layer_versions(name)
+            versions = list(backend.list_layer_versions(name))
             if versions:
                 version = versions[-1]
             else:
@@ -66,7 +79,7 @@ def seed(account_id: str, region: str) -> dict[str, str]:
                 if ssm._parameters.get(path):
                     continue
                 ssm._parameters[path].append(
-                    Parameter(
+                    Parameter(  # type: ignore[abstract]  # moto instantiates it the same way
                         account_id=account_id,
                         name=path,
                         value=version.arn,

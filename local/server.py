@@ -20,10 +20,16 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from local import state
+from local import compat, esm, runner, seed, services, state, ttl
+from local.faults.middleware import FaultMiddleware
+from local.patching import Target
 
 log = logging.getLogger("doctable.local.server")
-HEALTH_PATH = "/_doctable/health"
+MOTO_TARGETS = (
+    Target("moto.moto_server.werkzeug_app", "DomainDispatcherApplication"),
+    Target("moto.moto_server.werkzeug_app", "MotoRequestHandler"),
+    Target("moto.moto_server.werkzeug_app", "create_backend_app"),
+)
 # Backends the CDK CLI and the stack touch: their Flask apps are built before the server reports ready.
 WARM_SERVICES = (
     "cloudformation",
@@ -44,7 +50,7 @@ class _HealthMiddleware:
         self.info = info
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
-        if environ.get("PATH_INFO") == HEALTH_PATH:
+        if environ.get("PATH_INFO") == state.HEALTH_PATH:
             body = json.dumps(self.info).encode("utf-8")
             start_response(
                 "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
@@ -75,18 +81,16 @@ class LocalAWS:
         self.port = port
         self.servers: list[Any] = []
         self.threads: list[threading.Thread] = []
-        self.runner: Any = None
-        self.manager: Any = None
-        self.sweeper: Any = None
+        self.runner: runner.LambdaRunner | None = None
+        self.manager: esm.MappingManager | None = None
+        self.sweeper: ttl.TtlSweeper | None = None
 
     @property
     def url(self) -> str:
         return state.endpoint_url(self.port)
 
     def start(self) -> LocalAWS:
-        from local import compat
-
-        compat.check()
+        compat.check(MOTO_TARGETS)
         started = time.monotonic()
         from moto.moto_server.werkzeug_app import (
             DomainDispatcherApplication,
@@ -95,23 +99,20 @@ class LocalAWS:
         )
         from werkzeug.serving import make_server
 
-        from local import esm, patches, runner, seed, ttl
-
-        patches.apply()
+        services.apply()
+        self.manager = esm.MappingManager()
+        esm.install(self.manager)
         dispatcher = DomainDispatcherApplication(create_backend_app)
         info: dict[str, Any] = {"status": "ready", "pid": os.getpid(), "moto": metadata.version("moto")}
-        app = _HealthMiddleware(dispatcher, info)
-        # [faults hook] /_doctable/faults and S3 DeleteObjects fault injection (local/faults.py); inert until
-        # a test posts rules.
-        from local.faults import FaultMiddleware
-
-        app = FaultMiddleware(app)  # type: ignore[assignment]
+        # Fault injection (/_doctable/faults, S3 DeleteObjects) is inert until a test posts rules.
+        app = FaultMiddleware(_HealthMiddleware(dispatcher, info), progress=self.manager.progress)
 
         addresses = _loopback_addresses()
         for index, (_family, address) in enumerate(addresses):
-            port = self.port if index == 0 else self.port
             try:
-                server = make_server(address, port, app, threaded=True, request_handler=MotoRequestHandler)
+                server = make_server(
+                    address, self.port, app, threaded=True, request_handler=MotoRequestHandler
+                )
             except OSError:
                 if index == 0:
                     raise
@@ -125,8 +126,6 @@ class LocalAWS:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.runner = runner.LambdaRunner(self.directory / "lambda", self.url)
         runner.install(self.runner)
-        self.manager = esm.MappingManager()
-        esm.install(self.manager)
         self.runner.provided_layers.update(seed.seed(state.ACCOUNT_ID, state.REGION))
         for service in WARM_SERVICES:
             if service not in dispatcher.app_instances:

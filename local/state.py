@@ -9,6 +9,7 @@ from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PORT = 4566
+HEALTH_PATH = "/_doctable/health"
 ACCOUNT_ID = "123456789012"
 REGION = "us-east-1"
 ACCESS_KEY_ID = "test"

@@ -15,17 +15,19 @@ import threading
 import time
 from typing import Any
 
+from local.patching import Target
+from local.services.dynamodb import WRITE_LOCK, ttl_deletion
+
 log = logging.getLogger("doctable.local.ttl")
 
 FIVE_YEARS = 5 * 365 * 24 * 3600
-TTL_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
 
-_deleting = threading.local()
-
-
-def deleting_for_ttl() -> bool:
-    """True while the sweeper deletes an item (the stream record then carries the TTL service identity)."""
-    return bool(getattr(_deleting, "active", False))
+MOTO_TARGETS = (
+    Target("moto.dynamodb.models", "dynamodb_backends"),
+    Target("moto.dynamodb.models.table", "Table.all_items", ("self",)),
+    Target("moto.dynamodb.models.table", "Table.get_item", ("self", "hash_key", "range_key")),
+    Target("moto.dynamodb.models.table", "Table.delete_item", ("self", "hash_key", "range_key")),
+)
 
 
 def sweep_once(now: float | None = None) -> int:
@@ -56,11 +58,9 @@ def _expired(item: Any, attribute: str, now: float) -> bool:
 
 
 def _sweep_table(table: Any, attribute: str, now: float) -> int:
-    # Under the DynamoDB write lock (local/patches.py): the list is read while no write changes it, and each
-    # item is checked again just before it is deleted, so an item written since (expiresAt moved or removed)
-    # is not deleted on the strength of its old value. (Found by the soak: tests/integration/test_soak.py.)
-    from local.patches import WRITE_LOCK
-
+    # Under the DynamoDB write lock: the list is read while no write changes it, and each item is checked
+    # again just before it is deleted, so an item written since (expiresAt moved or removed) is not deleted
+    # on the strength of its old value (a race the soak, tests/integration/test_soak.py, found).
     with WRITE_LOCK:
         due = [(i.hash_key, i.range_key) for i in table.all_items() if _expired(i, attribute, now)]
     deleted = 0
@@ -69,12 +69,9 @@ def _sweep_table(table: Any, attribute: str, now: float) -> int:
             item = table.get_item(hash_key, range_key)
             if item is None or not _expired(item, attribute, now):
                 continue
-            _deleting.active = True
-            try:
+            with ttl_deletion():
                 table.delete_item(hash_key, range_key)
-                deleted += 1
-            finally:
-                _deleting.active = False
+            deleted += 1
     return deleted
 
 

@@ -2,19 +2,18 @@
 
 One local AWS per test session (started the way ``doctable local up`` starts it, on a free port, with its state
 in a temporary directory), ``npx cdk bootstrap`` once, then each stack shape deployed once with
-``npx cdk deploy`` from the project root, its outputs read back from CloudFormation. Helpers: local/testing.py.
+``npx cdk deploy`` from the project root, its outputs read back from CloudFormation. Helpers:
+tests/support/localaws.py.
 """
 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
 
-from local import cli as local_cli
-from local import testing as lt
+from tests.support import localaws as lt
 
 
 @pytest.fixture(scope="session")
@@ -24,30 +23,12 @@ def local_aws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[lt.LocalAWS]
         if os.environ.get("CI"):
             pytest.fail(message)  # in CI a missing CLI is a broken set-up, not a reason to skip
         pytest.skip(message)
-    directory = tmp_path_factory.mktemp("local-aws")
-    started = time.monotonic()
-    info = local_cli.start(lt.free_port(), directory)
-    ready = time.monotonic() - started
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "CDK_"))}
-    for line in local_cli.env_lines(info.port):  # exactly what `doctable local env` prints
-        key, _, value = line.removeprefix("export ").partition("=")
-        env[key] = value.strip("'")
-    env.update(
-        {
-            "CDK_DISABLE_CLI_TELEMETRY": "true",
-            "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
-            "DOCTABLE_LOCAL_DIR": str(directory),
-        }
-    )
-    aws = lt.LocalAWS(info=info, directory=directory, env=env, ready_seconds=ready)
-    try:
+    with lt.private_local_aws(tmp_path_factory.mktemp("local-aws")) as aws:
         yield aws
-    finally:
-        local_cli.stop(directory)
 
 
 @pytest.fixture(scope="session")
-def bootstrapped(local_aws: lt.LocalAWS, tmp_path_factory: pytest.TempPathFactory) -> lt.CdkResult:
+def bootstrapped(local_aws: lt.LocalAWS, tmp_path_factory: pytest.TempPathFactory) -> lt.api.CdkRun:
     out = tmp_path_factory.mktemp("cdk-bootstrap")
     try:
         return lt.run_cdk(local_aws, ["bootstrap", f"aws://{lt.ACCOUNT}/{lt.REGION}"], out)
@@ -57,7 +38,7 @@ def bootstrapped(local_aws: lt.LocalAWS, tmp_path_factory: pytest.TempPathFactor
 
 @pytest.fixture(scope="session")
 def deploy(
-    local_aws: lt.LocalAWS, bootstrapped: lt.CdkResult, tmp_path_factory: pytest.TempPathFactory
+    local_aws: lt.LocalAWS, bootstrapped: lt.api.CdkRun, tmp_path_factory: pytest.TempPathFactory
 ) -> Callable[..., lt.Deployed]:
     def _run(knobs: dict[str, str], extra: list[str] | None = None) -> lt.Deployed:
         try:

@@ -37,8 +37,8 @@ from functools import partial
 from typing import Any
 
 from doctable.ops.replay import run_replay
-from local import testing as lt
-from local.faults import FaultClient
+from local.api import FaultClient
+from tests.support import localaws as lt
 
 SOAK_KNOBS = {
     "env": "dev",
@@ -147,41 +147,6 @@ def stream_records(aws: lt.LocalAWS, stream_arn: str) -> list[dict[str, Any]]:
             records += page["Records"]
             iterator = page.get("NextShardIterator")
     return records
-
-
-@dataclass(frozen=True)
-class ProofLine:
-    timestamp: int
-    count: int
-    first: int
-    last: int
-
-
-def proof_lines(aws: lt.LocalAWS, log_group: str, since_ms: int) -> list[ProofLine]:
-    logs = aws.client("logs")
-    lines: list[ProofLine] = []
-    kwargs: dict[str, Any] = {"logGroupName": log_group, "filterPattern": lt.PROOF, "startTime": since_ms}
-    while True:
-        page = logs.filter_log_events(**kwargs)
-        for event in page["events"]:
-            try:
-                body = json.loads(event["message"])
-            except ValueError:
-                continue
-            if body.get("message") != lt.PROOF or not body.get("first_sequence_number"):
-                continue
-            lines.append(
-                ProofLine(
-                    event["timestamp"],
-                    int(body["record_count"]),
-                    int(body["first_sequence_number"]),
-                    int(body["last_sequence_number"]),
-                )
-            )
-        if not page.get("nextToken"):
-            break
-        kwargs["nextToken"] = page["nextToken"]
-    return sorted(lines, key=lambda p: (p.timestamp, p.first))
 
 
 def failure_records(aws: lt.LocalAWS, bucket: str) -> dict[str, dict[str, Any]]:
@@ -672,7 +637,11 @@ def run_soak(
         report.problems.append(f"{len(foreign)} stream record(s) of other writers in the soak's range")
     ordered = sorted(set(seqs))
     position = {s: i for i, s in enumerate(ordered)}
-    lines = [p for p in proof_lines(aws, group, since) if p.first >= start_seq]
+    lines = [
+        p
+        for p in lt.proof_lines(aws.client("logs"), group, since)
+        if p.first is not None and p.last is not None and p.first >= start_seq
+    ]
     covered: Counter[int] = Counter()
     for line in lines:
         if line.first not in position or line.last not in position:

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from doctable.ops.replay import run_replay
-from local import testing as lt
-from local.faults import FaultClient, FaultSpecError
+from local.api import FaultClient, FaultSpecError
+from tests.support import localaws as lt
 
 from . import soak
 

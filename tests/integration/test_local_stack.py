@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import pytest
 
-from local import testing as lt
+from tests.support import localaws as lt
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -158,20 +158,16 @@ def test_invocations_and_emf_metrics_reach_cloudwatch(
     assert lt.wait_for(lambda: total("Doctable", "RecordsReceived", service), what="the EMF metric") >= 1
 
 
-def test_put_to_proof_line_latency(local_aws: lt.LocalAWS, full_stack: lt.Deployed) -> None:
+def test_each_put_gets_its_proof_line(local_aws: lt.LocalAWS, full_stack: lt.Deployed) -> None:
     out = full_stack.outputs
     ddb = local_aws.client("dynamodb")
-    latencies = []
     for i in range(5):
         since = lt.now_ms()
-        started = time.monotonic()
         ddb.put_item(TableName=out["TableName"], Item=_item("latency", str(i)))
-        lt.wait_for(
+        counts = lt.wait_for(
             lambda s=since: lt.proof_counts(local_aws, out["ConsumerLogGroupName"], s), what="a proof line"
         )
-        latencies.append(time.monotonic() - started)
-    latencies.sort()
-    assert latencies[len(latencies) // 2] < 1.0, f"p50 put->log latency {latencies}"
+        assert counts == [1]
 
 
 def test_burst_is_delivered_in_batches_of_the_batch_size(
@@ -184,12 +180,15 @@ def test_burst_is_delivered_in_batches_of_the_batch_size(
     lt.wait_for(lambda: lam.get_event_source_mapping(UUID=uuid)["State"] == "Disabled", what="Disabled")
     since = lt.now_ms()
     ddb = local_aws.client("dynamodb")
+    invocations = local_aws.faults.mappings()[uuid]["invocations"]
     for i in range(28):
         ddb.put_item(TableName=out["TableName"], Item=_item("burst", f"{i:02d}"))
-    time.sleep(1.0)
-    assert lt.proof_counts(local_aws, out["ConsumerLogGroupName"], since) == [], (
+    # The poller has looked at the stream since the writes (twice), and delivered nothing.
+    progress = lt.polled_past(local_aws, uuid)
+    assert progress["invocations"] == invocations and progress["pending"] >= 28, (
         "a disabled mapping delivered"
     )
+    assert lt.proof_counts(local_aws, out["ConsumerLogGroupName"], since) == []
     lam.update_event_source_mapping(UUID=uuid, Enabled=True)
     counts = lt.wait_for(
         lambda: (c := lt.proof_counts(local_aws, out["ConsumerLogGroupName"], since)) and sum(c) >= 28 and c,
@@ -241,10 +240,12 @@ def test_latest_mapping_skips_earlier_writes_and_other_readers_keep_theirs(
     lt.wait_for(lambda: lt.proof_counts(local_aws, out["ConsumerLogGroupName"], since), what="the consumer")
     sks = [r["dynamodb"]["Keys"]["sk"]["S"] for r in _stream_records(local_aws, out["StreamArn"], "latest")]
     assert sks == ["before", "after"]
-    # Deleting the mapping stops it.
+    # Deleting the mapping stops its poller: the write after it reaches the consumer, never the recorder.
     lam.delete_event_source_mapping(UUID=mapping["UUID"])
+    assert mapping["UUID"] not in local_aws.faults.mappings()
+    since = lt.now_ms()
     ddb.put_item(TableName=out["TableName"], Item=_item("latest", "deleted"))
-    time.sleep(1.0)
+    lt.wait_for(lambda: lt.proof_counts(local_aws, out["ConsumerLogGroupName"], since), what="the consumer")
     assert recorded() == ["after"]
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import pytest
 
-from local import testing as lt
+from tests.support import localaws as lt
 
 from . import soak
 

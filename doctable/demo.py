@@ -10,19 +10,24 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from local import cli as local_cli
-from local import state
+import boto3
 
-ROOT = state.PROJECT_ROOT
+from contract import names
+from contract.knobs import resolve_config
+from doctable import local_adapter as local
+from doctable.ops.verify.proof import parse_proof_line
+
+ROOT = Path(__file__).resolve().parent.parent
 DEMO_KNOBS = {"env": "dev", "stream": "new-and-old"}
 WAIT_SECONDS = 60.0
+T = TypeVar("T")
 
 
 class DemoError(Exception):
@@ -33,38 +38,16 @@ def _step(number: int, text: str) -> None:
     print(f"\n[{number}/7] {text}", flush=True)
 
 
-def _cdk(args: list[str], env: dict[str, str], log: Path) -> None:
-    command = ["npx", "--no-install", "cdk", *args]
-    started = time.monotonic()
-    with open(log, "ab") as out:
-        out.write(f"\n$ {' '.join(command)}\n".encode())
-        out.flush()
-        result = subprocess.run(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    if result.returncode != 0:
-        tail = log.read_text(errors="replace").strip().splitlines()[-15:]
-        raise DemoError(
-            f"`cdk {args[0]}` failed (exit {result.returncode}); last lines of {log}:\n" + "\n".join(tail)
-        )
-    print(f"      done in {time.monotonic() - started:.1f}s (full output: {_shown(log)})")
-
-
 def _shown(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
-def _clients(env: dict[str, str]) -> dict[str, Any]:
-    import boto3
-
-    session = boto3.session.Session(
-        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-        region_name=env["AWS_REGION"],
-    )
-    endpoint = env["AWS_ENDPOINT_URL"]
-    return {name: session.client(name, endpoint_url=endpoint) for name in ("dynamodb", "s3", "logs")}
+def _cdk(args: list[str], port: int, log: Path) -> None:
+    run = local.run_cdk(args, project_dir=ROOT, port=port, log=log)
+    print(f"      done in {run.seconds:.1f}s (full output: {_shown(log)})")
 
 
-def _wait(what: str, condition: Any, timeout: float = WAIT_SECONDS) -> Any:
+def _wait(what: str, condition: Callable[[], T | None], timeout: float = WAIT_SECONDS) -> T:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()
@@ -74,31 +57,36 @@ def _wait(what: str, condition: Any, timeout: float = WAIT_SECONDS) -> Any:
     raise DemoError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
-def run(keep_running: bool = True, port: int = state.DEFAULT_PORT) -> int:
-    from contract.knobs import resolve_config
-
+def run(keep_running: bool = True, port: int = local.DEFAULT_PORT) -> int:
     config = resolve_config(context=DEMO_KNOBS, environ={})
-    log = state.state_dir() / "demo.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
+    log = local.state_dir() / "demo.log"
 
     _step(1, "Starting the embedded local AWS (moto server mode, no Docker, no account)")
-    info = local_cli.start(port)
+    info = local.start(port)
     print(f"      listening on {info.url}")
-    env = {**os.environ, **state.client_env(info.port)}
+    env = local.client_env(info.port)
 
     _step(2, "cdk bootstrap (the CDK CLI from package.json, pointed at the local AWS)")
-    _cdk(["bootstrap", f"aws://{env['CDK_DEFAULT_ACCOUNT']}/{env['CDK_DEFAULT_REGION']}"], env, log)
+    _cdk(["bootstrap", f"aws://{env['CDK_DEFAULT_ACCOUNT']}/{env['CDK_DEFAULT_REGION']}"], info.port, log)
 
     _step(3, f"cdk deploy {config.stack_name} with " + " ".join(f"-c {k}={v}" for k, v in DEMO_KNOBS.items()))
-    outputs_file = state.state_dir() / f"outputs-{config.env}.json"
+    outputs_file = local.state_dir() / f"outputs-{config.env}.json"
     context = [arg for k, v in DEMO_KNOBS.items() for arg in ("-c", f"{k}={v}")]
-    _cdk(["deploy", *context, "--require-approval", "never", "--outputs-file", str(outputs_file)], env, log)
+    _cdk(
+        ["deploy", *context, "--require-approval", "never", "--outputs-file", str(outputs_file)],
+        info.port,
+        log,
+    )
     outputs = json.loads(outputs_file.read_text())[config.stack_name]
     for key in ("TableName", "StreamArn", "ConsumerFunctionName", "BlobBucketName", "ConsumerLogGroupName"):
         print(f"      {key:22} {outputs[key]}")
 
-    clients = _clients(env)
-    ddb, s3, logs = clients["dynamodb"], clients["s3"], clients["logs"]
+    session = boto3.session.Session(
+        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        region_name=env["AWS_REGION"],
+    )
+    ddb, s3, logs = (session.client(n, endpoint_url=info.url) for n in ("dynamodb", "s3", "logs"))
     table, bucket, log_group = (
         outputs["TableName"],
         outputs["BlobBucketName"],
@@ -143,19 +131,16 @@ def run(keep_running: bool = True, port: int = state.DEFAULT_PORT) -> int:
     if len(left) != 4:
         raise DemoError(f"expected the 4 blobs of the 2 live records to remain, found {len(left)}")
 
-    _step(6, f"Reading stream_records_received from the log group {log_group}")
-
-    def _proof_lines() -> list[dict[str, Any]]:
-        events = logs.filter_log_events(
-            logGroupName=log_group, startTime=written_at - 1000, filterPattern='"stream_records_received"'
-        ).get("events", [])
-        return [json.loads(e["message"]) for e in events if e["message"].lstrip().startswith("{")]
+    _step(6, f"Reading {names.PROOF_LOG_MESSAGE} from the log group {log_group}")
 
     def _covering() -> list[dict[str, Any]] | None:
-        found = _proof_lines()
+        events = logs.filter_log_events(
+            logGroupName=log_group, startTime=written_at - 1000, filterPattern=f'"{names.PROOF_LOG_MESSAGE}"'
+        ).get("events", [])
+        found = [line for e in events if (line := parse_proof_line(e["message"]))]
         return found if sum(int(x.get("record_count", 0)) for x in found) >= 4 else None
 
-    lines = _wait("stream_records_received lines covering the 4 writes", _covering)
+    lines = _wait(f"{names.PROOF_LOG_MESSAGE} lines covering the 4 writes", _covering)
     for line in lines:
         print(
             "      stream_records_received: record_count={record_count} event_names={event_names} "
@@ -168,26 +153,26 @@ def run(keep_running: bool = True, port: int = state.DEFAULT_PORT) -> int:
         print('        eval "$(.venv/bin/doctable local env)"')
         print("      stop it with `make local-down`")
     else:
-        local_cli.stop()
+        local.stop()
         print("      the local AWS is stopped")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m local.demo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m doctable.demo", description=__doc__)
     parser.add_argument("--down", action="store_true", help="stop the local AWS at the end")
     parser.add_argument(
-        "--port", type=int, default=int(os.environ.get("DOCTABLE_LOCAL_PORT", state.DEFAULT_PORT))
+        "--port", type=int, default=int(os.environ.get("DOCTABLE_LOCAL_PORT", local.DEFAULT_PORT))
     )
     args = parser.parse_args(argv)
     try:
         return run(keep_running=not args.down, port=args.port)
-    except DemoError as exc:
+    except (DemoError, local.LocalError) as exc:
         print(f"\nmake local failed: {exc}", file=sys.stderr)
         return 1
     finally:
         if args.down:
-            local_cli.stop()
+            local.stop()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,79 @@
+"""The one runner of the CDK CLI against the local AWS: ``npx --no-install cdk <args>`` in a project directory.
+
+The CLI gets the caller's environment without its own AWS_/CDK_ settings (a real account is never reached),
+plus what ``doctable local env`` exports. Its output is appended to a log file; a failure raises LocalError
+with the command and the log's last lines.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from local import state
+from local.errors import LocalError
+
+CDK_TIMEOUT = 900.0
+TAIL_LINES = 30
+
+
+@dataclass(frozen=True)
+class CdkRun:
+    args: tuple[str, ...]
+    seconds: float
+    output: str  # what this run wrote to the log
+
+
+def cdk_env(port: int, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``base`` (default: this process's environment) minus its AWS_/CDK_ settings, pointed at the local AWS."""
+    source = os.environ if base is None else base
+    env = {k: v for k, v in source.items() if not k.startswith(("AWS_", "CDK_"))}
+    env.update(state.client_env(port))
+    env["CDK_DISABLE_CLI_TELEMETRY"] = "true"
+    # jsii warns on every call that Node 20 is past its end of life; the pinned CLI still runs on it.
+    env.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+    return env
+
+
+def run_cdk(
+    args: Sequence[str],
+    *,
+    project_dir: Path,
+    port: int,
+    log: Path,
+    env: Mapping[str, str] | None = None,
+    timeout: float = CDK_TIMEOUT,
+) -> CdkRun:
+    """Run ``cdk <args>`` against the local AWS on ``port``; LocalError with the log's tail if it fails."""
+    command = ["npx", "--no-install", "cdk", *args]
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
+        out.write(f"\n$ {' '.join(command)}\n".encode())
+        out.flush()
+        start = out.tell()
+        started = time.monotonic()
+        try:
+            result = subprocess.run(
+                command,
+                cwd=project_dir,
+                env=cdk_env(port, env),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                timeout=timeout,
+            )
+            failure = f"exit {result.returncode}" if result.returncode else None
+        except subprocess.TimeoutExpired:
+            failure = f"no answer within {timeout:.0f}s"
+        seconds = time.monotonic() - started
+    with open(log, "rb") as written:
+        written.seek(start)
+        output = written.read().decode(errors="replace")
+    if failure is not None:
+        tail = "\n".join(output.strip().splitlines()[-TAIL_LINES:])
+        raise LocalError(f"`cdk {' '.join(args)}` failed ({failure}); last lines of {log}:\n{tail}")
+    return CdkRun(tuple(args), seconds, output)

@@ -1,0 +1,21 @@
+"""The adaptations of moto 5.2.5, one module per service patched; each declares its moto targets (MOTO_TARGETS)."""
+
+from __future__ import annotations
+
+from local.patching import Target
+from local.services import awslambda, cfn_models, cloudformation, dynamodb, iam, logs, mappings, s3
+
+_MODULES = (awslambda, mappings, dynamodb, cloudformation, iam, logs, s3, cfn_models)
+MOTO_TARGETS: tuple[Target, ...] = tuple(t for module in _MODULES for t in module.MOTO_TARGETS)
+
+_applied = False
+
+
+def apply() -> None:
+    """Apply every adaptation once (idempotent)."""
+    global _applied
+    if _applied:
+        return
+    for module in _MODULES:
+        module.apply()
+    _applied = True

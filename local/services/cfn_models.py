@@ -1,0 +1,208 @@
+"""CloudFormation resource types moto lacks: AWS::S3::BucketPolicy, AWS::SNS::TopicPolicy, AWS::CloudWatch::Alarm.
+
+Defining a ``CloudFormationModel`` subclass registers it; moto's cached model maps are then cleared.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+from local.patching import Target, truthy
+
+MOTO_TARGETS = (
+    Target("moto.cloudformation.parsing", "get_model_list"),
+    Target("moto.cloudformation.parsing", "get_model_map"),
+    Target("moto.cloudformation.parsing", "get_name_type_map"),
+    Target("moto.core.common_models", "CloudFormationModel"),
+    Target("moto.s3.models", "S3Backend.put_bucket_policy", ("self", "bucket_name", "policy")),
+    Target("moto.s3.models", "S3Backend.delete_bucket_policy", ("self", "bucket_name")),
+    Target("moto.cloudwatch.models", "CloudWatchBackend.put_metric_alarm"),
+    Target("moto.cloudwatch.models", "CloudWatchBackend.delete_alarms", ("self", "alarm_names")),
+    Target(
+        "moto.sns.models",
+        "SNSBackend.set_topic_attribute",
+        ("self", "topic_arn", "attribute_name", "attribute_value"),
+    ),
+)
+
+
+def apply() -> None:
+    """CloudFormation models moto lacks: AWS::S3::BucketPolicy, AWS::SNS::TopicPolicy, AWS::CloudWatch::Alarm."""
+    from moto.cloudformation import parsing as cp
+    from moto.cloudwatch.models import cloudwatch_backends
+    from moto.core.common_models import CloudFormationModel
+    from moto.s3.models import s3_backends
+    from moto.utilities.utils import get_partition
+
+    class BucketPolicy(CloudFormationModel):
+        def __init__(self, bucket: str, account_id: str, region: str):
+            self.bucket = bucket
+            self.account_id = account_id
+            self.region = region
+
+        @staticmethod
+        def cloudformation_type() -> str:
+            return "AWS::S3::BucketPolicy"
+
+        @staticmethod
+        def cloudformation_name_type() -> str:
+            return ""
+
+        @property
+        def physical_resource_id(self) -> str:
+            return self.bucket
+
+        @classmethod
+        def create_from_cloudformation_json(  # type: ignore[override]
+            cls,
+            resource_name: str,
+            cloudformation_json: dict[str, Any],
+            account_id: str,
+            region_name: str,
+            **kw: Any,
+        ) -> BucketPolicy:
+            properties = cloudformation_json["Properties"]
+            backend = s3_backends[account_id][get_partition(region_name)]
+            document = properties["PolicyDocument"]
+            backend.put_bucket_policy(properties["Bucket"], json.dumps(document).encode("utf-8"))
+            return cls(properties["Bucket"], account_id, region_name)
+
+        @classmethod
+        def update_from_cloudformation_json(  # type: ignore[override]
+            cls, original_resource: Any, new_resource_name: str, cloudformation_json: dict[str, Any],
+            account_id: str, region_name: str,
+        ) -> BucketPolicy:  # fmt: skip
+            original_resource.delete(account_id, region_name)
+            return cls.create_from_cloudformation_json(
+                new_resource_name, cloudformation_json, account_id, region_name
+            )
+
+        def delete(self, account_id: str, region_name: str) -> None:
+            backend = s3_backends[account_id][get_partition(region_name)]
+            with contextlib.suppress(Exception):  # the bucket is gone already
+                backend.delete_bucket_policy(self.bucket)
+
+    class Alarm(CloudFormationModel):
+        def __init__(self, name: str, account_id: str, region: str):
+            self.name = name
+            self.account_id = account_id
+            self.region = region
+
+        @staticmethod
+        def cloudformation_type() -> str:
+            return "AWS::CloudWatch::Alarm"
+
+        @staticmethod
+        def cloudformation_name_type() -> str:
+            return "AlarmName"
+
+        @property
+        def physical_resource_id(self) -> str:
+            return self.name
+
+        @classmethod
+        def has_cfn_attr(cls, attr: str) -> bool:
+            return attr == "Arn"
+
+        def get_cfn_attribute(self, attribute_name: str) -> str:
+            return f"arn:aws:cloudwatch:{self.region}:{self.account_id}:alarm:{self.name}"
+
+        @classmethod
+        def create_from_cloudformation_json(  # type: ignore[override]
+            cls,
+            resource_name: str,
+            cloudformation_json: dict[str, Any],
+            account_id: str,
+            region_name: str,
+            **kw: Any,
+        ) -> Alarm:
+            p = cloudformation_json["Properties"]
+            name = p.get("AlarmName", resource_name)
+            cloudwatch_backends[account_id][region_name].put_metric_alarm(
+                name=name,
+                namespace=p.get("Namespace"),
+                metric_name=p.get("MetricName"),
+                comparison_operator=p.get("ComparisonOperator"),
+                evaluation_periods=p.get("EvaluationPeriods"),
+                period=p.get("Period"),
+                threshold=p.get("Threshold"),
+                statistic=p.get("Statistic"),
+                description=p.get("AlarmDescription"),
+                dimensions=list(p.get("Dimensions", [])),
+                alarm_actions=p.get("AlarmActions", []),
+                ok_actions=p.get("OKActions", []),
+                insufficient_data_actions=p.get("InsufficientDataActions", []),
+                datapoints_to_alarm=p.get("DatapointsToAlarm"),
+                extended_statistic=p.get("ExtendedStatistic"),
+                unit=p.get("Unit"),
+                actions_enabled=truthy(p.get("ActionsEnabled", True)),
+                treat_missing_data=p.get("TreatMissingData"),
+            )
+            return cls(name, account_id, region_name)
+
+        @classmethod
+        def update_from_cloudformation_json(  # type: ignore[override]
+            cls, original_resource: Any, new_resource_name: str, cloudformation_json: dict[str, Any],
+            account_id: str, region_name: str,
+        ) -> Alarm:  # fmt: skip
+            original_resource.delete(account_id, region_name)
+            return cls.create_from_cloudformation_json(
+                cloudformation_json["Properties"].get("AlarmName", original_resource.name),
+                cloudformation_json, account_id, region_name,
+            )  # fmt: skip
+
+        def delete(self, account_id: str, region_name: str) -> None:
+            cloudwatch_backends[account_id][region_name].delete_alarms([self.name])
+
+    class TopicPolicy(CloudFormationModel):
+        def __init__(self, topics: list[str], logical: str):
+            self.topics = topics
+            self.logical = logical
+
+        @staticmethod
+        def cloudformation_type() -> str:
+            return "AWS::SNS::TopicPolicy"
+
+        @staticmethod
+        def cloudformation_name_type() -> str:
+            return ""
+
+        @property
+        def physical_resource_id(self) -> str:
+            return self.logical
+
+        @classmethod
+        def create_from_cloudformation_json(  # type: ignore[override]
+            cls,
+            resource_name: str,
+            cloudformation_json: dict[str, Any],
+            account_id: str,
+            region_name: str,
+            **kw: Any,
+        ) -> TopicPolicy:
+            from moto.sns.models import sns_backends
+
+            properties = cloudformation_json["Properties"]
+            topics = list(properties.get("Topics", []))
+            for arn in topics:
+                sns_backends[account_id][arn.split(":")[3]].set_topic_attribute(
+                    arn, "policy", json.dumps(properties.get("PolicyDocument", {}))
+                )
+            return cls(topics, resource_name)
+
+        @classmethod
+        def update_from_cloudformation_json(  # type: ignore[override]
+            cls, original_resource: Any, new_resource_name: str, cloudformation_json: dict[str, Any],
+            account_id: str, region_name: str,
+        ) -> TopicPolicy:  # fmt: skip
+            return cls.create_from_cloudformation_json(
+                new_resource_name, cloudformation_json, account_id, region_name
+            )
+
+        def delete(self, account_id: str, region_name: str) -> None:
+            pass  # the topic keeps its last policy; deleting the topic removes it
+
+    for cached in (cp.get_model_list, cp.get_model_map, cp.get_name_type_map):
+        cached.cache_clear()

@@ -1,0 +1,158 @@
+"""Lambda event-source mappings on DynamoDB streams: served by local/esm.py instead of moto's own delivery.
+
+moto delivers from inside ``put_item`` and then empties the shard; here that is switched off and a poller per
+mapping (local/esm.py) delivers with AWS semantics. Mapping tags from a template become the dict ListTags
+needs; State, StateTransitionReason and LastProcessingResult come from the poller; a mapping's function is
+pre-warmed when the mapping is created.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from local.esm import get_manager
+from local.patching import Target, replace, tags_dict, truthy
+from local.runner import get_runner
+
+_MODELS = "moto.awslambda.models"
+MOTO_TARGETS = (
+    Target(_MODELS, "EventSourceMapping.__init__", ("self", "spec")),
+    Target(_MODELS, "EventSourceMapping.get_configuration", ("self",)),
+    Target(_MODELS, "EventSourceMapping.update_from_cloudformation_json"),
+    Target(_MODELS, "EventSourceMapping._get_service_source_from_arn", ("self",)),
+    Target(_MODELS, "LambdaBackend.create_event_source_mapping", ("self", "spec")),
+    Target(_MODELS, "LambdaBackend.update_event_source_mapping", ("self", "uuid", "spec")),
+    Target(_MODELS, "LambdaBackend.delete_event_source_mapping", ("self", "uuid")),
+    Target("moto.dynamodb.models", "dynamodb_backends"),
+)
+# The stream sources whose unset retry settings mean "until the records expire" (-1), as on AWS.
+_STREAM_SOURCES = ("dynamodb", "kinesis")
+
+
+def apply() -> None:
+    from moto.awslambda import models as lm
+    from moto.dynamodb.models import dynamodb_backends
+
+    Esm = lm.EventSourceMapping
+    Backend = lm.LambdaBackend
+
+    def _forget_moto_delivery(backend: Any, function_arn: str) -> None:
+        for table in dynamodb_backends[backend.account_id][backend.region_name].tables.values():
+            table.lambda_event_source_mappings.pop(function_arn, None)
+
+    def __init__(self: Any, spec: dict[str, Any]) -> None:
+        spec = dict(spec)
+        spec["Tags"] = tags_dict(spec.get("Tags"))
+        original_init(self, spec)
+        if self._get_service_source_from_arn() in _STREAM_SOURCES:
+            if self.max_retry_attempts is None:
+                self.max_retry_attempts = -1
+            if self.max_record_age is None:
+                self.max_record_age = -1
+            if self.bisect_on_error is None:
+                self.bisect_on_error = False
+            if self.parallelization_factor is None:
+                self.parallelization_factor = 1
+        if self.max_batch_window is None:
+            self.max_batch_window = 0
+        self.enabled = truthy(self.enabled) if not isinstance(self.enabled, bool) else self.enabled
+
+    original_init = replace(Esm, "__init__", __init__)
+
+    def get_configuration(self: Any) -> dict[str, Any]:
+        config = original_get_configuration(self)
+        config.pop("Tags", None)  # not part of the mapping's configuration on AWS (ListTags has them)
+        status = get_manager().status(self.uuid)
+        if status is not None:
+            config["State"] = (
+                status.state if status.state != "Creating" else ("Enabled" if self.enabled else "Disabled")
+            )
+            config["StateTransitionReason"] = status.reason
+            config["LastProcessingResult"] = status.last_result
+        else:
+            config["State"] = "Enabled" if self.enabled else "Disabled"
+            config["StateTransitionReason"] = "USER_INITIATED"
+        if self.enabled and config["State"] == "Disabled":
+            config["State"] = "Enabling"
+        elif not self.enabled and config["State"] == "Enabled":
+            config["State"] = "Disabling"
+        return config
+
+    original_get_configuration = replace(Esm, "get_configuration", get_configuration)
+
+    def update_from_cloudformation_json(
+        cls: Any, original_resource: Any, new_resource_name: str, cloudformation_json: dict[str, Any],
+        account_id: str, region_name: str,
+    ) -> Any:  # fmt: skip
+        properties = dict(cloudformation_json["Properties"])
+        backend = lm.get_backend(account_id, region_name)
+        replaced = any(
+            properties.get(key) != getattr(original_resource, attr)
+            for key, attr in (
+                ("EventSourceArn", "event_source_arn"),
+                ("StartingPosition", "starting_position"),
+            )
+            if key in properties
+        )
+        if replaced:  # immutable properties: a new mapping replaces the old one, as on AWS
+            new = backend.create_event_source_mapping(properties)
+            backend.delete_event_source_mapping(original_resource.uuid)
+            return new
+        tags = properties.pop("Tags", None)
+        updates = {k: v for k, v in properties.items() if k not in ("EventSourceArn", "StartingPosition")}
+        updates.setdefault("Enabled", True)
+        updates.setdefault("DestinationConfig", {})
+        updates.setdefault("FunctionResponseTypes", [])
+        updates.setdefault("BisectBatchOnFunctionError", False)
+        esm = backend.update_event_source_mapping(original_resource.uuid, updates)
+        if esm is not None:
+            esm.tags = tags_dict(tags)
+        return esm
+
+    replace(Esm, "update_from_cloudformation_json", classmethod(update_from_cloudformation_json))
+
+    def create_event_source_mapping(self: Any, spec: dict[str, Any]) -> Any:
+        spec = dict(spec)
+        if "Enabled" in spec:
+            spec["Enabled"] = truthy(spec["Enabled"])
+        esm = original_create(self, spec)
+        if esm._get_service_source_from_arn() == "dynamodb":
+            _forget_moto_delivery(self, esm.function_arn)
+            get_manager().start(esm)
+            _prewarm(self, esm.function_arn)
+        return esm
+
+    original_create = replace(Backend, "create_event_source_mapping", create_event_source_mapping)
+
+    def update_event_source_mapping(self: Any, uuid: str, spec: dict[str, Any]) -> Any:
+        spec = dict(spec)
+        if "Enabled" in spec:
+            spec["Enabled"] = truthy(spec["Enabled"])
+        esm = original_update(self, uuid, spec)
+        if esm is not None:
+            if "MaximumRecordAgeInSeconds" in spec and spec["MaximumRecordAgeInSeconds"] is None:
+                esm.max_record_age = -1
+            if "MaximumRetryAttempts" in spec and spec["MaximumRetryAttempts"] is None:
+                esm.max_retry_attempts = -1
+            get_manager().wake()
+        return esm
+
+    original_update = replace(Backend, "update_event_source_mapping", update_event_source_mapping)
+
+    def delete_event_source_mapping(self: Any, uuid: str) -> Any:
+        esm = original_delete(self, uuid)
+        get_manager().stop(uuid)
+        if esm is not None:
+            _forget_moto_delivery(self, esm.function_arn)
+        return esm
+
+    original_delete = replace(Backend, "delete_event_source_mapping", delete_event_source_mapping)
+
+
+def _prewarm(backend: Any, function_arn: str) -> None:
+    try:
+        fn = backend.get_function(function_arn)
+    except Exception:
+        return
+    threading.Thread(target=get_runner().prewarm, args=(fn,), name="lambda-prewarm", daemon=True).start()

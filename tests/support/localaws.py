@@ -1,0 +1,217 @@
+"""The integration tests' harness for the local AWS: start it, run the real CDK CLI against it, read the proof.
+
+Used by tests/integration (fixtures in its conftest.py), the soak and bench/e2e.py; everything it does to the
+local AWS goes through ``local.api``.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+from contract import names
+from contract.knobs import resolve_config
+from doctable.ops.verify.proof import parse_proof_line
+from local import api
+
+ROOT = Path(__file__).resolve().parents[2]
+CDK_BIN = ROOT / "node_modules" / ".bin" / "cdk"
+ACCOUNT = api.ACCOUNT_ID
+REGION = api.REGION
+PROOF = names.PROOF_LOG_MESSAGE
+
+# The two shapes every integration run deploys; distinct env/table_base so the stacks coexist.
+FLAT = {"env": "dev", "table_base": "itflat"}
+FULL = {
+    "env": "stg",
+    "table_base": "itfull",
+    "gsi": "gsi1",
+    "ttl": "on",
+    "pitr": "on",
+    "stream": "new-and-old",
+}
+
+
+class CdkFailed(AssertionError):
+    pass
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class LocalAWS:
+    info: api.ServerInfo
+    directory: Path
+    env: dict[str, str]  # what a subprocess (the CDK CLI, `doctable`) needs to reach it
+
+    @property
+    def faults(self) -> api.FaultClient:
+        return api.FaultClient(self.info.url)
+
+    def client(self, service: str) -> Any:
+        return boto3.client(
+            service,
+            endpoint_url=self.info.url,
+            region_name=REGION,
+            aws_access_key_id=api.ACCESS_KEY_ID,
+            aws_secret_access_key=api.SECRET_ACCESS_KEY,
+        )
+
+
+@contextmanager
+def private_local_aws(directory: Path) -> Iterator[LocalAWS]:
+    """A local AWS of its own (a free port, its state in ``directory``), stopped on exit."""
+    info = api.start(free_port(), directory)
+    env = api.cdk_env(info.port)
+    env["DOCTABLE_LOCAL_DIR"] = str(directory)
+    try:
+        yield LocalAWS(info=info, directory=directory, env=env)
+    finally:
+        api.stop(directory)
+
+
+def run_cdk(aws: LocalAWS, args: list[str], out_dir: Path) -> api.CdkRun:
+    """``cdk <args>`` from the project root, its cloud assembly in ``out_dir``; CdkFailed with the logs' tails."""
+    try:
+        return api.run_cdk(
+            [*args, "--output", str(out_dir), "--no-notices", "--ci"],
+            project_dir=ROOT,
+            port=aws.info.port,
+            log=out_dir / "cdk.log",
+            env=aws.env,
+        )
+    except api.LocalError as exc:
+        server_log = (aws.directory / "server.log").read_text(errors="replace").splitlines()[-40:]
+        raise CdkFailed(f"{exc}\n--- server.log ---\n" + "\n".join(server_log)) from None
+
+
+def context_args(knobs: dict[str, str]) -> list[str]:
+    return [arg for key, value in knobs.items() for arg in ("-c", f"{key}={value}")]
+
+
+def stack_name(knobs: dict[str, str]) -> str:
+    return resolve_config(context=knobs, environ={}).stack_name
+
+
+def stack_outputs(aws: LocalAWS, name: str) -> dict[str, str]:
+    stack = aws.client("cloudformation").describe_stacks(StackName=name)["Stacks"][0]
+    return {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
+
+
+@dataclass
+class Deployed:
+    name: str
+    knobs: dict[str, str]
+    outputs: dict[str, str]
+    deploy: api.CdkRun
+
+
+def deploy(aws: LocalAWS, knobs: dict[str, str], out: Path, extra: list[str] | None = None) -> Deployed:
+    outputs_file = out / "outputs.json"
+    result = run_cdk(
+        aws,
+        [
+            "deploy",
+            "--require-approval",
+            "never",
+            "--outputs-file",
+            str(outputs_file),
+            *(extra or []),
+            *context_args(knobs),
+        ],
+        out,
+    )
+    name = stack_name(knobs)
+    return Deployed(name=name, knobs=knobs, outputs=stack_outputs(aws, name), deploy=result)
+
+
+# ---- reading what the consumer did ----
+@dataclass(frozen=True)
+class ProofLine:
+    timestamp: int  # the log event's, in ms
+    count: int
+    first: int | None  # sequence numbers of the records it covers
+    last: int | None
+
+
+def proof_lines(logs: Any, log_group: str, since_ms: int) -> list[ProofLine]:
+    """Every ``stream_records_received`` line in the log group since ``since_ms``, oldest first."""
+    lines: list[ProofLine] = []
+    kwargs: dict[str, Any] = {"logGroupName": log_group, "filterPattern": f'"{PROOF}"', "startTime": since_ms}
+    while True:
+        try:
+            page = logs.filter_log_events(**kwargs)
+        except logs.exceptions.ResourceNotFoundException:
+            return []  # the function has not written its first line yet
+        for event in page.get("events", []):
+            line = parse_proof_line(event.get("message", ""))
+            if line is None:
+                continue
+            first, last = line.get("first_sequence_number"), line.get("last_sequence_number")
+            lines.append(
+                ProofLine(
+                    int(event["timestamp"]),
+                    int(line.get("record_count", 0)),
+                    int(first) if first else None,
+                    int(last) if last else None,
+                )
+            )
+        token = page.get("nextToken")
+        if not token or token == kwargs.get("nextToken"):
+            break
+        kwargs["nextToken"] = token
+    return sorted(lines, key=lambda p: (p.timestamp, p.first or 0))
+
+
+def proof_counts(aws: LocalAWS, log_group: str, since_ms: int) -> list[int]:
+    """record_count of every proof line in the log group since ``since_ms``, in order."""
+    return [line.count for line in proof_lines(aws.client("logs"), log_group, since_ms)]
+
+
+def wait_for(
+    predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.05, what: str = ""
+) -> Any:
+    """The first truthy value of ``predicate()``; AssertionError after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what or predicate}")
+        time.sleep(interval)
+
+
+def polled_past(aws: LocalAWS, mapping_uuid: str, passes: int = 2, timeout: float = 30.0) -> dict[str, Any]:
+    """Wait until the mapping's poller has made ``passes`` more passes; return its progress then."""
+    start = aws.faults.mappings()[mapping_uuid]["polls"]
+    return wait_for(
+        lambda: (p := aws.faults.mappings()[mapping_uuid])["polls"] >= start + passes and p,
+        timeout=timeout,
+        what=f"{passes} more passes of mapping {mapping_uuid}'s poller",
+    )
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000) - 5  # CloudWatch timestamps are milliseconds; allow clock rounding
+
+
+def empty_bucket(aws: LocalAWS, bucket: str) -> None:
+    s3 = aws.client("s3")
+    while True:
+        listing = s3.list_objects_v2(Bucket=bucket)
+        keys = [{"Key": o["Key"]} for o in listing.get("Contents", [])]
+        if not keys:
+            return
+        s3.delete_objects(Bucket=bucket, Delete={"Objects": keys})
