@@ -169,7 +169,7 @@ class Aws:
 
     @classmethod
     def connect(cls, region: str | None = None) -> Aws:
-        # botocore reads AWS_DEFAULT_REGION and the profile; the AWS CLI (and the seed) also honour AWS_REGION.
+        # botocore reads AWS_DEFAULT_REGION and the profile; the AWS CLI and the CDK also honour AWS_REGION.
         region = region or os.environ.get("AWS_REGION") or None
         with user_errors("starting the AWS session"):
             session = boto3.session.Session(region_name=region)
@@ -199,10 +199,6 @@ class Aws:
     @property
     def partition(self) -> str:
         return self.session.get_partition_for_region(self.region) if self.region else "aws"
-
-    @property
-    def endpoint(self) -> str | None:
-        return os.environ.get("AWS_ENDPOINT_URL") or None
 
 
 def call_or_none(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
