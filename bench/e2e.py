@@ -1,4 +1,4 @@
-"""Item 4: end-to-end latency on the local AWS, from ``put_item`` returning to the consumer's proof line.
+"""End-to-end latency on the local AWS, from ``put_item`` returning to the consumer's proof line.
 
 Flow: start a PRIVATE local AWS (on a free port with its own state directory, so a local AWS another engineer
 runs on the default port is never touched), ``cdk bootstrap`` + ``cdk deploy -c stream=new-and-old -c env=dev
@@ -8,7 +8,7 @@ stack's ``ConsumerLogGroupName`` for ``stream_records_received`` lines. A line c
 write order and the k-th new record is the k-th write. Latency = the log event's timestamp - the moment
 ``put_item`` returned.
 
-Phases per consumer: 1 warm-up write (not counted: cold start is item 3), N single writes (each waits for its
+Phases per consumer: 1 warm-up write (not counted: bench/coldstart.py measures cold starts), N single writes (each waits for its
 line), then a burst of M writes as fast as one client thread goes. The baseline runs the same phases, deployed
 next to the project's function (same role, layers, environment) with its own mapping created at LATEST after the
 project's mapping is disabled, so the two never compete for the 2 cores.

@@ -234,7 +234,7 @@ def _s3_error(start_response: Any, action: str) -> list[bytes]:
 def _delete_result(start_response: Any, moto_xml: str, failed: dict[str, str]) -> list[bytes]:
     errors = "".join(
         f"<Error><Key>{escape(key)}</Key><Code>{escape(code)}</Code>"
-        f"<Message>injected by local/faults.py</Message></Error>"
+        f"<Message>injected by the local AWS (fault injection)</Message></Error>"
         for key, code in failed.items()
     )
     if "</DeleteResult>" in moto_xml:

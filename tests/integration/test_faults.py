@@ -1,4 +1,4 @@
-"""Fault injection in the local AWS (local/faults.py), one fault at a time, against the deployed consumer.
+"""Fault injection in the local AWS (local/faults/), one fault at a time, against the deployed consumer.
 
 Each test switches its faults on through the control endpoint (``POST /_doctable/faults``) and off again; the
 stack is the soak's (tests/integration/soak.py: ttl on, max_retries=3, batch_size=25), deployed once.
