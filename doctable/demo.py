@@ -20,12 +20,12 @@ from typing import Any, TypeVar
 import boto3
 
 from contract import names
-from contract.knobs import resolve_config
+from contract.knobs import KNOB_DEFAULTS, STREAM_NEW_AND_OLD, resolve_config
 from doctable import local_adapter as local
 from doctable.ops.verify.proof import parse_proof_line
 
 ROOT = Path(__file__).resolve().parent.parent
-DEMO_KNOBS = {"env": "dev", "stream": "new-and-old"}
+DEMO_KNOBS = {"env": KNOB_DEFAULTS["env"], "stream": STREAM_NEW_AND_OLD}
 WAIT_SECONDS = 60.0
 T = TypeVar("T")
 

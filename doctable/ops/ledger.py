@@ -14,7 +14,7 @@ from doctable.aws import Aws, call_or_none, user_errors
 from doctable.ops.command import add_common_arguments, connect, guarded, print_json
 from doctable.ops.context import Deployment, state_dir
 from doctable.ops.render import markdown_table, now_iso
-from doctable.ops.verify.record import load_record
+from doctable.ops.verify_record import load_record
 
 LEDGER_DIR_ENV = "DOCTABLE_LEDGER_DIR"
 IN_PROGRESS_SUFFIX = "_IN_PROGRESS"

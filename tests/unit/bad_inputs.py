@@ -1229,7 +1229,9 @@ def render(observed: Mapping[str, str] | None = None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.unit.bad_inputs", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.unit.bad_inputs", description=__doc__.splitlines()[0]
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--write", action="store_true", help=f"rewrite {DOC_PATH.relative_to(ROOT)}")
     mode.add_argument("--check", action="store_true", help="exit 1 when the document is stale")

@@ -107,5 +107,10 @@ def test_the_entry_imports_only_the_knobs_and_the_constructs() -> None:
     tree = ast.parse((ROOT / "app.py").read_text())
     imported = {
         (node.module or "").split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-    } | {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    } | {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
     assert imported <= {"__future__", "os", "sys", "aws_cdk", "contract", "infra"}, imported

@@ -16,8 +16,8 @@ from doctable.aws import Aws, retry_config
 from doctable.cli import main
 from doctable.errors import UserError
 from doctable.ops import ledger as lg
+from doctable.ops import verify_record as v
 from doctable.ops.context import describe_stack, parse_context, resolve_knobs
-from doctable.ops.verify import record as v
 from tests.support import ops as ot
 from tests.support.cli import run_doctable
 from tests.support.ops import REGION

@@ -12,10 +12,10 @@ from botocore.stub import Stubber
 
 from contract import names
 from doctable.aws import Aws
+from doctable.ops import verify_record as v
 from doctable.ops.context import Deployment, describe_stack
 from doctable.ops.render import Progress
 from doctable.ops.verify import items, proof
-from doctable.ops.verify import record as v
 from doctable.ops.verify.checks import Verifier
 from tests.support import ops as ot
 

@@ -1,6 +1,6 @@
 """``doctable verify``: the acceptance contract against one deployed environment.
 
 ``expect`` derives what the knobs promise (from ``contract.shape``), ``checks`` observes it (one row per
-check), ``proof`` finds the consumer's record-level evidence, ``record`` keeps and renders a run, ``command``
-is the console-script entry.
+check), ``proof`` finds the consumer's record-level evidence, ``command``
+is the console-script entry. A run's record (kept for the ledger too) is ``doctable.ops.verify_record``.
 """

@@ -23,7 +23,7 @@ from doctable.ops.render import Progress
 from doctable.ops.verify.expect import LATEST, Expectations
 from doctable.ops.verify.items import Scratch, item_differences, test_item
 from doctable.ops.verify.proof import SEQUENCE_LOOKUP_BOUND, capture_sequence, find_proof
-from doctable.ops.verify.record import FAIL, PASS, SKIP, Row
+from doctable.ops.verify_record import FAIL, PASS, SKIP, Row
 
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_SETTLE = 120.0  # a fresh LATEST poller takes one to two minutes to settle

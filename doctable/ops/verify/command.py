@@ -12,7 +12,7 @@ from doctable.ops.ledger import record_ledger, region_hint
 from doctable.ops.render import Progress, now_iso
 from doctable.ops.verify.checks import DEFAULT_SETTLE, DEFAULT_TIMEOUT, Verifier
 from doctable.ops.verify.expect import LATEST
-from doctable.ops.verify.record import render_rows, save_record, summary_line, verify_record
+from doctable.ops.verify_record import render_rows, save_record, summary_line, verify_record
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
