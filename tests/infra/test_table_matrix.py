@@ -40,7 +40,7 @@ def test_table_shape_follows_the_knobs(shape: tuple[Any, dict[str, Any]]) -> Non
     # WHEN we read its single table
     table = only(template, "AWS::DynamoDB::Table")
     props = table["Properties"]
-    # THEN the name, keys and billing are fixed by the seed
+    # THEN the name, keys and billing are fixed (a single-table design)
     assert props["TableName"] == f"items-{config.env}"
     assert props["KeySchema"] == [
         {"AttributeName": "pk", "KeyType": "HASH"},
