@@ -26,6 +26,7 @@ from botocore.exceptions import (
     ProfileNotFound,
     ReadTimeoutError,
 )
+from botocore.parsers import ResponseParserError
 
 from doctable.errors import UserError
 
@@ -143,6 +144,11 @@ def user_error_for(exc: BaseException, action: str = "") -> UserError | None:
         return UserError(f"{operation} failed{doing}: {code}: {message}")
     if isinstance(exc, BotoCoreError):
         return UserError(f"AWS client error{doing}: {exc}")
+    if isinstance(exc, ResponseParserError):
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return UserError(
+            f"AWS answered with a reply the client cannot parse{doing}: {first}{endpoint_hint()}"
+        )
     return None
 
 
@@ -151,7 +157,7 @@ def user_errors(action: str = "") -> Iterator[None]:
     """Turn botocore failures into :class:`UserError` (one line, exit 2) instead of a traceback."""
     try:
         yield
-    except (BotoCoreError, ClientError) as exc:
+    except (BotoCoreError, ClientError, ResponseParserError) as exc:
         translated = user_error_for(exc, action)
         if translated is None:  # pragma: no cover - every botocore error is translated above
             raise

@@ -11,7 +11,16 @@ from typing import Any
 from contract.knobs import DocTableConfig
 from doctable.aws import Aws, user_errors
 from doctable.errors import UserError
-from doctable.ops.context import Deployment, add_knob_arguments, check_region, describe_stack, resolve_knobs
+from doctable.ops.context import (
+    Deployment,
+    add_knob_arguments,
+    check_region,
+    describe_stack,
+    given_knobs,
+    resolve_knobs,
+    use_deployed_knobs,
+)
+from doctable.ops.render import Progress
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -34,17 +43,30 @@ def seconds(value: str) -> float:
 
 
 def connect(args: argparse.Namespace, *, same_region: bool = True) -> tuple[DocTableConfig, Aws, Deployment]:
-    """Resolve the knobs, open the session (credentials checked first) and describe the stack.
+    """Resolve the knobs, open the session (credentials checked first) and describe the stack; the config
+    returned is the one the stack was deployed with (its ``Knobs`` output) whenever it recorded one.
 
+    Knobs given that differ from the deployed ones are reported on stderr as pending (``deployment.pending``).
     ``same_region``: refuse a stack whose ARNs name another region or account than the client's.
     """
     config = resolve_knobs(args)
+    given = given_knobs(args)
     aws = Aws.connect(args.region)
     aws.identity()
-    deployment = describe_stack(aws, config)
+    deployment = use_deployed_knobs(describe_stack(aws, config), given)
     if same_region:
         check_region(deployment)
-    return config, aws, deployment
+    # Not silenced by --quiet: a knob that is not live yet must never pass unnoticed.
+    report_knobs(deployment, Progress(f"doctable {getattr(args, 'command', '')}".rstrip()))
+    return deployment.config, aws, deployment
+
+
+def report_knobs(deployment: Deployment, progress: Progress) -> None:
+    """One stderr line per pending knob, and the note on where the knobs came from."""
+    for pending in deployment.pending:
+        progress.say(f"{pending.text()} — pending: deploy to apply")
+    if deployment.knob_note:
+        progress.say(deployment.knob_note)
 
 
 def guarded(fn: Command) -> Command:

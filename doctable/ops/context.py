@@ -18,6 +18,7 @@ from contract.knobs import (
     MANAGED_BY,
     ConfigError,
     DocTableConfig,
+    knobs_from_record,
     load_cdk_json_defaults,
     resolve_config,
 )
@@ -26,6 +27,8 @@ from doctable.errors import UserError
 
 STABLE_STACK_STATES = frozenset({"CREATE_COMPLETE", "UPDATE_COMPLETE", "IMPORT_COMPLETE"})
 STATE_DIR_ENV = "DOCTABLE_STATE_DIR"
+# The knobs that name the stack: they choose WHICH stack a command reads, so giving them is never a change.
+IDENTITY_KNOBS = ("env", "table_base")
 
 
 def add_knob_arguments(parser: argparse.ArgumentParser) -> None:
@@ -59,6 +62,14 @@ def parse_context(pairs: Sequence[str], env_name: str | None) -> dict[str, str]:
     return context
 
 
+def given_knobs(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> set[str]:
+    """The knobs the user gave: ``-c``/``--env``, or a non-empty upper-cased environment variable. cdk.json's
+    defaults are not given: they are what a deploy without knobs would use, not what the stack runs with."""
+    environ = os.environ if environ is None else environ
+    context = parse_context(args.context or [], args.env_name)
+    return {name for name in KNOB_DEFAULTS if name in context or environ.get(name.upper())}
+
+
 def resolve_knobs(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> DocTableConfig:
     context = parse_context(args.context or [], args.env_name)
     try:
@@ -76,6 +87,21 @@ def state_dir(explicit: str | None = None) -> Path:
     return Path(explicit or os.environ.get(STATE_DIR_ENV) or ".doctable")
 
 
+@dataclass(frozen=True)
+class PendingKnob:
+    """A knob given that differs from the deployed one: it takes effect with the next deploy, not before."""
+
+    name: str
+    deployed: str
+    given: str
+
+    def text(self) -> str:
+        return f"{self.name}: deployed {self.deployed or '(empty)'}, given {self.given or '(empty)'}"
+
+    def as_dict(self) -> dict[str, str]:
+        return {"knob": self.name, "deployed": self.deployed, "given": self.given}
+
+
 @dataclass
 class Deployment:
     """The stack of one environment as CloudFormation reports it (None fields: not deployed / no output)."""
@@ -88,6 +114,20 @@ class Deployment:
     status_reason: str | None = None
     outputs: dict[str, str] = field(default_factory=dict)
     last_updated: str | None = None
+    # What the knobs given (plus cdk.json's defaults) resolve to: what a deploy with them would build. ``config``
+    # is the truth the commands check: the knobs the stack recorded when there is a record, else these.
+    intended: DocTableConfig | None = None
+    knobs_source: str = "given"  # "deployed" | "given"
+    pending: list[PendingKnob] = field(default_factory=list)
+    knob_note: str | None = None  # why the deployed knobs could not be used, or what a knob-less deploy does
+    given: set[str] = field(default_factory=set)
+
+    @property
+    def target(self) -> DocTableConfig:
+        """What a deploy is compared with: the knobs given, or the deployed ones when none are given."""
+        if self.intended is not None and self.given - set(IDENTITY_KNOBS):
+            return self.intended
+        return self.config
 
     @property
     def exists(self) -> bool:
@@ -149,6 +189,62 @@ def describe_stack(aws: Aws, config: DocTableConfig) -> Deployment:
         last.isoformat() if hasattr(last, "isoformat") else (str(last) if last else None)
     )
     deployment.outputs = {o["OutputKey"]: o.get("OutputValue", "") for o in stack.get("Outputs", []) or []}
+    return deployment
+
+
+def deployed_config(deployment: Deployment) -> DocTableConfig | None:
+    """The knobs the stack recorded (its ``Knobs`` output) resolved back to a config; None without a record.
+
+    Raises UserError when a record exists but does not resolve (a hand-edited or foreign output)."""
+    record = deployment.out(names.OUT_KNOBS)
+    if not record:
+        return None
+    try:
+        return resolve_config(context={}, environ={}, defaults=knobs_from_record(record))
+    except (ValueError, ConfigError) as exc:
+        problems = "; ".join(exc.problems) if isinstance(exc, ConfigError) else str(exc)
+        raise UserError(
+            f"stack {deployment.config.stack_name}'s {names.OUT_KNOBS} output does not resolve ({problems}): "
+            "redeploy it with the knobs you mean"
+        ) from exc
+
+
+def pending_knobs(given: set[str], intended: DocTableConfig, deployed: DocTableConfig) -> list[PendingKnob]:
+    """Each knob given whose value differs from the deployed one (identity knobs name the stack: never)."""
+    want, have = intended.knob_values(), deployed.knob_values()
+    return [
+        PendingKnob(name, have[name], want[name])
+        for name in KNOB_DEFAULTS
+        if name in given and name not in IDENTITY_KNOBS and want[name] != have[name]
+    ]
+
+
+def use_deployed_knobs(deployment: Deployment, given: set[str]) -> Deployment:
+    """Make the knobs the stack was deployed with the truth (``deployment.config``); knobs given that differ
+    become ``pending`` (a change the next deploy makes), never the truth. Without a record: the knobs given."""
+    intended = deployment.config
+    deployment.intended = intended
+    deployment.given = set(given)
+    deployed = deployed_config(deployment) if deployment.exists else None
+    if deployed is None:
+        if deployment.exists:
+            deployment.knob_note = (
+                f"stack {intended.stack_name} records no {names.OUT_KNOBS} output: using the knobs given "
+                "(and cdk.json's defaults for the rest)"
+            )
+        return deployment
+    deployment.config = deployed
+    deployment.knobs_source = "deployed"
+    deployment.pending = pending_knobs(given, intended, deployed)
+    if not given - set(IDENTITY_KNOBS):
+        differ = [
+            name for name, value in intended.knob_values().items() if deployed.knob_values()[name] != value
+        ]
+        if differ:
+            deployment.knob_note = (
+                "no knobs given: using the deployed ones; a deploy without knobs would deploy cdk.json's "
+                f"defaults, which differ in {', '.join(differ)}"
+            )
     return deployment
 
 

@@ -92,6 +92,9 @@ def build_ledger(
             "resolved_by": resolved_by or _who(),
             "resolved_at": now_iso(),
         },
+        # "deployed": the knobs the stack recorded; "given": the stack records none (not deployed, or older)
+        "knobs_source": deployment.knobs_source,
+        "pending_knobs": [p.as_dict() for p in deployment.pending],
         "realized": realized,
         "stack": {
             "status": deployment.stack_status,
@@ -153,6 +156,11 @@ def render_markdown(ledger: dict[str, Any]) -> str:
     lines += ["", "resolved_inputs:"]
     for key, value in ledger["resolved_inputs"].items():
         lines.append(f"  {key + ':':<24}{_yaml_scalar(value)}")
+    for pending in ledger.get("pending_knobs") or []:
+        lines.append(
+            f"  # pending: {pending['knob']} deployed {pending['deployed']}, given {pending['given']} "
+            "(deploy to apply)"
+        )
     lines += [
         "realized:" + ("                 # cleared: the stack is gone" if ledger["status"] == "gone" else "")
     ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from contract.shape import IndexShape, KeyAttribute, TableShape
+from contract.shape import IndexShape, KeyAttribute, MappingShape, TableShape
 
 ACTIVE = "ACTIVE"
 TTL_DISABLED, TTL_ENABLING = "DISABLED", "ENABLING"
@@ -108,3 +108,45 @@ def pitr_status(backups: dict[str, Any]) -> str:
 
 def pitr_declared(shape: TableShape) -> str:
     return PITR_ENABLED if shape.pitr else PITR_DISABLED
+
+
+# ------------------------------------------------------------------------------------------- the mapping
+MAPPING_ENABLED = "Enabled"
+MAPPING_ON_STATES = (MAPPING_ENABLED, "Enabling")
+DESTINATION_FIELD = "DestinationConfig.OnFailure"
+ENABLED_FIELD = "State"
+
+
+def s3_bucket_arn(partition: str, bucket: str) -> str:
+    return f"arn:{partition}:s3:::{bucket}"
+
+
+def on_failure_destination(mapping: dict[str, Any]) -> str | None:
+    return ((mapping.get("DestinationConfig") or {}).get("OnFailure") or {}).get("Destination") or None
+
+
+def mapping_differences(
+    mapping: dict[str, Any], shape: MappingShape, destination: str | None
+) -> list[tuple[str, object, object]]:
+    """(field, live, declared) for each in-place setting of a live mapping (GetEventSourceMapping) that differs
+    from the shape: the settings, the enabled state and the on-failure destination (``destination``: the
+    stack's failure bucket ARN; None when unknown, then only its presence is checked)."""
+    differences: list[tuple[str, object, object]] = []
+    for name, want in shape.live_fields().items():
+        have = mapping.get(name)
+        if isinstance(want, list):
+            have = sorted(have or [])
+            want = sorted(want)
+        if have != want:
+            differences.append((name, have, want))
+    state = mapping.get("State")
+    if state not in MAPPING_ON_STATES:
+        differences.append((ENABLED_FIELD, state, MAPPING_ENABLED))
+    have_destination = on_failure_destination(mapping)
+    if shape.on_failure_is_bucket and (
+        have_destination is None or (destination is not None and have_destination != destination)
+    ):
+        differences.append(
+            (DESTINATION_FIELD, have_destination or "none", destination or "the failure bucket")
+        )
+    return differences

@@ -11,6 +11,7 @@ from contract import names
 from contract.knobs import MANAGED_BY, NONE, OFF, ON, DocTableConfig
 from contract.shape import TableShape, table_shape
 from doctable.aws import Aws, arn_region, call_or_none, user_errors
+from doctable.ops import drift
 from doctable.ops.command import add_common_arguments, connect, guarded, print_json
 from doctable.ops.context import Deployment, is_ours, table_tags
 from doctable.ops.grants import LIST_STREAMS_ACTION, STREAM_READ_ACTIONS, missing_stream_grants
@@ -23,10 +24,18 @@ from doctable.ops.live import (
     pitr_declared,
     pitr_status,
 )
+from doctable.ops.ownership import TABLE_TYPE, stack_physical_ids
 from doctable.ops.render import now_iso, text_table
 
 STOP, WARN, CHANGE, OK, INFO = "STOP", "WARN", "CHANGE", "OK", "INFO"
-TABLE_TYPE = "AWS::DynamoDB::Table"
+DRIFT = "DRIFT"  # changed out of band; the deploy leaves it as it is (CloudFormation repairs no drift)
+# Shape-finding subjects reconcile restores itself (drift.table_drift reports them, with the call).
+RECONCILED_SUBJECTS = {
+    "ttl": "ttl",
+    "ttl attribute": "ttl",
+    "pitr": "pitr",
+    "deletion protection": "deletion_protection",
+}
 
 
 @dataclass
@@ -39,19 +48,6 @@ class Finding:
 
     def as_dict(self) -> dict[str, str]:
         return asdict(self)
-
-
-def stack_physical_ids(aws: Aws, deployment: Deployment) -> dict[str, set[str]]:
-    """resource type -> physical ids of the stack's resources (empty when the stack does not exist)."""
-    found: dict[str, set[str]] = {}
-    if not deployment.exists:
-        return found
-    paginator = aws.client("cloudformation").get_paginator("list_stack_resources")
-    for page in paginator.paginate(StackName=deployment.config.stack_name):
-        for resource in page.get("StackResourceSummaries", []):
-            if resource.get("PhysicalResourceId"):
-                found.setdefault(resource["ResourceType"], set()).add(resource["PhysicalResourceId"])
-    return found
 
 
 # ------------------------------------------------------------------------------------------ shape diff
@@ -253,7 +249,7 @@ def consumer_findings(aws: Aws, config: DocTableConfig, stream_arn: str | None) 
 
 # ---------------------------------------------------------------------------------------------- runner
 def run_preflight(aws: Aws, deployment: Deployment) -> list[Finding]:
-    config = deployment.config
+    config = deployment.target
     findings: list[Finding] = []
     status = deployment.stack_status or ""
     if deployment.exists:
@@ -333,14 +329,100 @@ def run_preflight(aws: Aws, deployment: Deployment) -> list[Finding]:
         ttl = ddb.describe_time_to_live(TableName=config.table_name).get("TimeToLiveDescription", {})
         pitr = pitr_status(ddb.describe_continuous_backups(TableName=config.table_name))
         diff = shape_findings(config, table, ttl, pitr)
-        findings += diff or [
-            Finding(OK, "table", "matches the knobs", "—", "the update leaves the table's shape as it is")
-        ]
+        if deployment.knobs_source == "deployed" and in_stack:
+            diff = split_drift(aws, deployment, table, diff)
+        if not diff:
+            diff = [
+                Finding(OK, "table", "matches the knobs", "—", "the update leaves the table's shape as it is")
+            ]
+        elif all(f.level == DRIFT for f in diff):
+            diff.insert(
+                0,
+                Finding(
+                    OK,
+                    "table",
+                    "no template change",
+                    "—",
+                    "the update leaves the table as it is (drift below)",
+                ),
+            )
+        findings += diff
         live = LiveTable.of(table)
         if live.stream_view is not None and live.stream_view == config.stream_view_type:
             stream_arn = live.latest_stream_arn
     findings += consumer_findings(aws, config, stream_arn)
+    findings += _knobless_findings(deployment)
     return findings
+
+
+def _knobless_findings(deployment: Deployment) -> list[Finding]:
+    """With no knobs given, preflight compares with the deployed knobs; a deploy without knobs would not."""
+    intended = deployment.intended
+    if deployment.knobs_source != "deployed" or intended is None or deployment.target is intended:
+        return []
+    have, want = deployment.config.knob_values(), intended.knob_values()
+    differ = [f"{k} {have[k]}→{want[k]}" for k in want if have[k] != want[k]]
+    if not differ:
+        return []
+    return [
+        Finding(
+            WARN, "knobs", "none given: compared with the deployed knobs", "cdk.json defaults",
+            "a deploy WITHOUT knobs (`make deploy`, `cdk deploy`) deploys cdk.json's defaults and changes "
+            f"{', '.join(differ)}: give the knobs you mean to deploy",
+        )
+    ]  # fmt: skip
+
+
+def _shape_prop(subject: str) -> str | None:
+    """Which knob-driven property a shape finding is about (None: one no knob changes: keys, billing)."""
+    if subject in RECONCILED_SUBJECTS:
+        return RECONCILED_SUBJECTS[subject]
+    if subject in ("stream", "stream view"):
+        return "stream"
+    if subject == names.GSI_NAME or subject.startswith("index "):
+        return "gsi"
+    return None
+
+
+def _deploy_changes(prop: str | None, deployed: DocTableConfig, target: DocTableConfig) -> bool:
+    if prop == "stream":
+        return deployed.stream_view_type != target.stream_view_type
+    if prop == "gsi":
+        return deployed.has_gsi != target.has_gsi
+    return prop is not None and drift.changed_by_deploy(prop, deployed, target)
+
+
+def split_drift(
+    aws: Aws, deployment: Deployment, table: dict[str, Any], diff: list[Finding]
+) -> list[Finding]:
+    """Tell what the deploy changes (the template's values differ) from drift it will not repair (the live value
+    differs from the deployed template's, which the deploy keeps): drift becomes DRIFT findings."""
+    deployed, target = deployment.config, deployment.target
+    kept: list[Finding] = []
+    for finding in diff:
+        prop = _shape_prop(finding.subject)
+        if finding.level != CHANGE or _deploy_changes(prop, deployed, target):
+            kept.append(finding)
+        elif prop not in RECONCILED_SUBJECTS.values():
+            finding.level = DRIFT
+            finding.effect = (
+                "changed behind the stack: the deploy leaves it so (CloudFormation updates only what its template "
+                "changes), and reconcile cannot restore it: restore it by hand or redeploy through a knob change"
+            )
+            kept.append(finding)
+    for found in drift.detect(aws, deployment, table):
+        if drift.changed_by_deploy(found.prop, deployed, target):
+            continue
+        kept.append(
+            Finding(
+                DRIFT, found.subject, found.live, found.declared,
+                "changed behind the stack: the deploy will NOT repair it (CloudFormation updates only what its "
+                "template changes); `doctable reconcile --apply` restores it"
+                if found.op
+                else f"changed behind the stack: the deploy will NOT repair it; {found.how}",
+            )
+        )  # fmt: skip
+    return kept
 
 
 def render_findings(findings: list[Finding]) -> str:
@@ -358,6 +440,8 @@ def cmd_preflight(args: argparse.Namespace) -> int:
         findings = run_preflight(aws, deployment)
     stops = [f for f in findings if f.level == STOP]
     warns = [f for f in findings if f.level == WARN]
+    drifted = [f for f in findings if f.level == DRIFT]
+    changes = [f for f in findings if f.level != DRIFT]
     blocked = bool(stops) or (args.strict and bool(warns))
     if args.json:
         print_json(
@@ -368,13 +452,23 @@ def cmd_preflight(args: argparse.Namespace) -> int:
                 "region": aws.region,
                 "at": now_iso(),
                 "go": not blocked,
-                "findings": [f.as_dict() for f in findings],
+                "knobs_source": deployment.knobs_source,
+                "pending": [p.as_dict() for p in deployment.pending],
+                "findings": [f.as_dict() for f in changes],
+                "drift": [f.as_dict() for f in drifted],
             }
         )
     else:
         print(f"preflight of {config.stack_name} (table {config.table_name}) in {aws.region}:")
-        print(render_findings(findings))
+        print("what this deploy changes:")
+        print(render_findings(changes))
         print()
+        if drifted:
+            print(
+                "drift CloudFormation will not repair (the deploy leaves it; `doctable reconcile` lists the repairs):"
+            )
+            print(render_findings(drifted))
+            print()
         if stops:
             print(f"STOP: {stops[0].effect}" + (f" (+{len(stops) - 1} more)" if len(stops) > 1 else ""))
         elif blocked:

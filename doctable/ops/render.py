@@ -88,3 +88,11 @@ class Progress:
                 next_report = self.clock() + self.every
             self.sleep(min(delay, max(0.0, timeout - elapsed)))
             delay = min(delay * 1.5, max_interval)
+
+    def countdown(self, what: str, seconds: float) -> None:
+        """Wait ``seconds``, saying how many are left at the start and every ``every`` seconds."""
+        deadline = self.clock() + seconds
+        while (left := deadline - self.clock()) > 0:
+            self.say(f"waiting for {what}: {left:.0f}s left")
+            self.sleep(min(self.every, left))
+        self.say(f"{what}: done")

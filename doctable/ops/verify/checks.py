@@ -18,7 +18,16 @@ from contract import names
 from contract.knobs import DocTableConfig
 from doctable.aws import Aws, call_or_none, is_not_found, user_error_for
 from doctable.ops.context import Deployment, table_tags
-from doctable.ops.live import ACTIVE, LiveTable, LiveTtl, pitr_declared, pitr_status
+from doctable.ops.live import (
+    ACTIVE,
+    ENABLED_FIELD,
+    LiveTable,
+    LiveTtl,
+    mapping_differences,
+    pitr_declared,
+    pitr_status,
+    s3_bucket_arn,
+)
 from doctable.ops.render import Progress
 from doctable.ops.verify.expect import LATEST, Expectations
 from doctable.ops.verify.items import Scratch, item_differences, test_item
@@ -343,6 +352,7 @@ class Verifier:
         problems = []
         if state != MAPPING_ENABLED:
             problems.append(f"state {state} ({mapping.get('StateTransitionReason', '')})")
+        problems += self._setting_problems(mapping)
         live_stream = self._describe().get("LatestStreamArn")
         if mapping.get("EventSourceArn") != live_stream:
             problems.append(f"reads {mapping.get('EventSourceArn')}, not the live stream {live_stream}")
@@ -362,6 +372,18 @@ class Verifier:
             self._mapping_problem = "; ".join(problems)
             raise CheckFailed(self._mapping_problem)
         return observed
+
+    def _setting_problems(self, mapping: dict[str, Any]) -> list[str]:
+        """Every declared in-place setting (batch size ... on-failure destination = the stack's bucket)."""
+        if self.expect.mapping is None:
+            return []
+        bucket = self.deployment.out(names.OUT_FAILURE_BUCKET)
+        destination = s3_bucket_arn(self.aws.partition, bucket) if bucket else None
+        return [
+            f"{name} {live}, declared {want}"
+            for name, live, want in mapping_differences(mapping, self.expect.mapping, destination)
+            if name != ENABLED_FIELD  # the state is reported above, with its reason
+        ]
 
     def _check_mapping_tags(self) -> str:
         uuid_ = self._require_mapping_config()
@@ -399,18 +421,14 @@ class Verifier:
         if self._settled:
             return f"{LATEST}: settled"
         last = self._mapping.get("LastModified")
-        age = self.wall() - last.timestamp() if isinstance(last, datetime) else 0.0
-        remaining = self.settle - age
+        age = max(0.0, self.wall() - last.timestamp()) if isinstance(last, datetime) else 0.0
+        remaining = min(self.settle, self.settle - age)
         self._settled = True
         if remaining <= 0:
             return f"{LATEST}: settled ({age:.0f}s since last change)"
-        deadline = time.monotonic() + remaining
-        self.progress.wait(
-            f"the {LATEST} poller to settle ({remaining:.0f}s more; --settle {self.settle:.0f})",
-            lambda: True if time.monotonic() >= deadline else None,
-            remaining + 1,
-            interval=min(5.0, remaining),
-            max_interval=5.0,
+        self.progress.countdown(
+            f"the {LATEST} poller to settle (last change {age:.0f}s ago, --settle {self.settle:.0f})",
+            remaining,
         )
         return f"{LATEST}: waited {remaining:.0f}s for the poller to settle"
 

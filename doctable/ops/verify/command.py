@@ -9,6 +9,7 @@ from doctable.aws import user_errors
 from doctable.ops.command import add_common_arguments, connect, guarded, print_json, seconds
 from doctable.ops.context import require_deployed, state_dir
 from doctable.ops.ledger import record_ledger, region_hint
+from doctable.ops.ownership import require_owned_table
 from doctable.ops.render import Progress, now_iso
 from doctable.ops.verify.checks import DEFAULT_SETTLE, DEFAULT_TIMEOUT, Verifier
 from doctable.ops.verify.expect import LATEST
@@ -18,6 +19,9 @@ from doctable.ops.verify_record import render_rows, save_record, summary_line, v
 def cmd_verify(args: argparse.Namespace) -> int:
     config, aws, deployment = connect(args)
     require_deployed(deployment, hint_region=region_hint(args, config.table_name))
+    with user_errors(f"checking that stack {config.stack_name} owns {deployment.table_name}"):
+        # Before one test item is written: never into a table the stack does not own.
+        require_owned_table(aws, deployment, doing="write verify's test items into it")
     progress = Progress("doctable verify", quiet=args.quiet)
     started = now_iso()
     verifier = Verifier(aws, deployment, timeout=args.timeout, settle=args.settle, progress=progress)
