@@ -20,7 +20,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from local import compat, esm, runner, seed, services, state, ttl
+from local import auth, compat, esm, runner, seed, services, state, ttl
+from local.auth import policy, principals
+from local.auth.middleware import AuthMiddleware
 from local.faults.middleware import FaultMiddleware
 from local.patching import Target
 
@@ -90,7 +92,7 @@ class LocalAWS:
         return state.endpoint_url(self.port)
 
     def start(self) -> LocalAWS:
-        compat.check(MOTO_TARGETS)
+        compat.check(MOTO_TARGETS + principals.MOTO_TARGETS)
         started = time.monotonic()
         from moto.moto_server.werkzeug_app import (
             DomainDispatcherApplication,
@@ -103,9 +105,16 @@ class LocalAWS:
         self.manager = esm.MappingManager()
         esm.install(self.manager)
         dispatcher = DomainDispatcherApplication(create_backend_app)
-        info: dict[str, Any] = {"status": "ready", "pid": os.getpid(), "moto": metadata.version("moto")}
+        enforced = auth.enforced()
+        info: dict[str, Any] = {
+            "status": "ready",
+            "pid": os.getpid(),
+            "moto": metadata.version("moto"),
+            "iam": "enforced" if enforced else "off",
+        }
+        inner: Any = AuthMiddleware(dispatcher) if enforced else dispatcher
         # Fault injection (/_doctable/faults, S3 DeleteObjects) is inert until a test posts rules.
-        app = FaultMiddleware(_HealthMiddleware(dispatcher, info), progress=self.manager.progress)
+        app = FaultMiddleware(_HealthMiddleware(inner, info), progress=self.manager.progress)
 
         addresses = _loopback_addresses()
         for index, (_family, address) in enumerate(addresses):
@@ -127,6 +136,8 @@ class LocalAWS:
         self.runner = runner.LambdaRunner(self.directory / "lambda", self.url)
         runner.install(self.runner)
         self.runner.provided_layers.update(seed.seed(state.ACCOUNT_ID, state.REGION))
+        principals.ensure_admin_deployer()
+        _report_iam(enforced)
         for service in WARM_SERVICES:
             if service not in dispatcher.app_instances:
                 dispatcher.app_instances[service] = create_backend_app(service)  # type: ignore[arg-type]
@@ -150,6 +161,21 @@ class LocalAWS:
             self.manager.shutdown()
         if self.runner is not None:
             self.runner.shutdown()
+
+
+def _report_iam(enforced: bool) -> None:
+    if not enforced:
+        log.info("IAM is not enforced (%s=off): every signed request is allowed", auth.ENV)
+        return
+    log.info(
+        "IAM enforced: identity policies of users and assumed-role sessions, S3 bucket policies, role trust "
+        "policies; condition keys evaluated: %s; every other condition key is not evaluated (treated as "
+        "absent from the request, so only its ...IfExists and negated operators hold), among them "
+        "aws:SourceIp, aws:SourceVpce, aws:SourceArn, aws:SourceAccount, aws:ResourceTag/*, aws:RequestTag/*, "
+        "aws:TagKeys, aws:PrincipalTag/*, aws:CurrentTime, aws:MultiFactorAuthPresent, s3:ResourceAccount, "
+        "kms:ViaService; not enforced: SCPs, permission boundaries, session policies, signatures",
+        ", ".join(policy.EVALUATED_KEYS),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

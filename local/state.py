@@ -12,8 +12,9 @@ DEFAULT_PORT = 4566
 HEALTH_PATH = "/_doctable/health"
 ACCOUNT_ID = "123456789012"
 REGION = "us-east-1"
-ACCESS_KEY_ID = "test"
-SECRET_ACCESS_KEY = "test"  # noqa: S105 - a well-known dummy, moto accepts anything
+# The admin deployer's key (an IAM user the server creates at start, with AdministratorAccess).
+ACCESS_KEY_ID = "AKIALOCALDEPLOYER000"
+SECRET_ACCESS_KEY = "doctable-local-deployer-secret-key-000000"  # noqa: S105 - a local-only, published key
 
 
 def state_dir() -> Path:

@@ -39,7 +39,7 @@ def apply() -> None:
     Backend = im.IAMBackend
 
     def attach_role_policy(self: Any, policy_arn: str, role_name: str) -> None:
-        _ensure_aws_managed_policy(self, policy_arn)
+        ensure_aws_managed_policy(self, policy_arn)
         original_attach(self, policy_arn, role_name)
 
     original_attach = replace(Backend, "attach_role_policy", attach_role_policy)
@@ -123,7 +123,7 @@ def apply() -> None:
             )
             return new
         document = json.dumps(properties.get("PolicyDocument"))
-        if document != policy.document:
+        if document != next((v.document for v in policy.versions if v.is_default), None):
             if len(policy.versions) >= 5:
                 for version in list(policy.versions):
                     if not version.is_default:
@@ -153,7 +153,7 @@ def apply() -> None:
     replace(im.ManagedPolicy, "delete", delete_managed_policy)
 
 
-def _ensure_aws_managed_policy(backend: Any, policy_arn: str) -> None:
+def ensure_aws_managed_policy(backend: Any, policy_arn: str) -> None:
     """Load one AWS managed policy on demand (moto loads none unless MOTO_IAM_LOAD_MANAGED_POLICIES)."""
     if policy_arn in backend.managed_policies or ":iam::aws:policy/" not in policy_arn:
         return

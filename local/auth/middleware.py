@@ -1,0 +1,222 @@
+"""The WSGI middleware that authorizes every API call as AWS does, answering a refusal in the service's format.
+
+A request's access key names the principal (an IAM user's key, or an assumed-role session's key with its
+token); its identity policies, and for S3 the bucket policy, are evaluated for each action and resource the
+request needs (local/auth/requests.py). sts:AssumeRole also needs the role's trust policy to allow the caller;
+sts:GetCallerIdentity is always allowed. S3 DeleteObjects is authorized key by key: denied keys come back as
+per-key AccessDenied errors, the rest are deleted. Calls the server makes itself (CloudFormation creating
+resources) do not pass through here.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import uuid
+from typing import Any
+from xml.sax.saxutils import escape
+
+from local.auth import policy, principals, requests
+
+log = logging.getLogger("doctable.local.auth")
+_BYPASS = ("/_doctable/", "/moto-api")
+INVALID_TOKEN = "The security token included in the request is invalid."
+
+
+def bucket_policy(bucket: str | None) -> Any:
+    """The bucket's policy document, None when it has none (or the bucket does not exist)."""
+    if not bucket:
+        return None
+    from moto.s3.models import s3_backends
+
+    found = s3_backends[principals.state.ACCOUNT_ID]["aws"].buckets.get(bucket)
+    raw = getattr(found, "policy", None)
+    if not raw:
+        return None
+    return raw.decode() if isinstance(raw, bytes) else raw
+
+
+def authorize(
+    principal: principals.Principal, check: requests.Check, resource_policy: Any = None
+) -> policy.Decision:
+    """One action on one resource by ``principal``, with the request's condition keys."""
+    request = principal.request(check.action, check.resource, check.context)
+    return policy.evaluate(request, principal.policies, resource_policy)
+
+
+class AuthMiddleware:
+    """WSGI: refuses what the caller's policies do not allow; everything allowed passes through unchanged."""
+
+    def __init__(self, app: Any, secure_transport: bool = True) -> None:
+        self.app = app
+        # The loopback HTTP listener stands in for AWS's HTTPS endpoint (README: how it differs from AWS).
+        self.secure_transport = secure_transport
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        path = environ.get("PATH_INFO", "")
+        if path.startswith(_BYPASS) or path == "/_doctable/health":
+            return self.app(environ, start_response)
+        body = self._body(environ)
+        parsed = requests.parse(environ, body)
+        if parsed is None:
+            return self.app(environ, start_response)  # unsigned: moto answers (S3 anonymous, health, ...)
+        try:
+            principal = principals.resolve(parsed.access_key or "", parsed.session_token)
+        except principals.UnknownKey:
+            return _invalid_key(start_response, parsed)
+        secure = "true" if self.secure_transport or environ.get("wsgi.url_scheme") == "https" else "false"
+        for check in parsed.checks:
+            check.context.setdefault("aws:SecureTransport", [secure])
+        if parsed.service == "sts" and parsed.operation == "GetCallerIdentity":
+            return self.app(environ, start_response)
+        if parsed.service == "sts" and parsed.operation == "AssumeRole":
+            refusal = _assume_role_refusal(principal, parsed.checks[0])
+            if refusal:
+                return _denied(start_response, parsed, refusal)
+            return self.app(environ, start_response)
+        resource_policy = bucket_policy(parsed.bucket) if parsed.service == "s3" else None
+        if parsed.delete_keys is not None:
+            return self._delete_objects(environ, start_response, parsed, principal, resource_policy, body)
+        for check in parsed.checks:
+            decision = authorize(principal, check, resource_policy)
+            if not decision.allowed:
+                resource = f'"{check.resource}"' if parsed.service == "s3" else check.resource
+                message = policy.denial_message(principal.arn, check.action, resource, decision.reason)
+                log.info("denied: %s", message)
+                return _denied(start_response, parsed, message)
+        return self.app(environ, start_response)
+
+    @staticmethod
+    def _body(environ: dict[str, Any]) -> bytes | None:
+        """The body of a request whose authorization depends on it (not an S3 upload); re-readable after."""
+        auth = environ.get("HTTP_AUTHORIZATION", "")
+        is_s3 = "/s3/aws4_request" in auth
+        if is_s3 and "delete" not in environ.get("QUERY_STRING", ""):
+            return None
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        stream = environ.get("wsgi.input")
+        if length > 0 and stream is not None:
+            body = stream.read(length)
+        elif environ.get("wsgi.input_terminated") and stream is not None:
+            body = stream.read()
+        else:
+            body = b""
+        environ["wsgi.input"] = io.BytesIO(body)
+        environ["CONTENT_LENGTH"] = str(len(body))
+        return body
+
+    def _delete_objects(
+        self, environ: dict[str, Any], start_response: Any, parsed: requests.Parsed,
+        principal: principals.Principal, resource_policy: Any, body: bytes | None,
+    ) -> Any:  # fmt: skip
+        from local.faults.middleware import _delete_body, _forward
+
+        keys = parsed.delete_keys or []
+        denied: dict[str, str] = {}
+        for key, check in zip(keys, parsed.checks, strict=True):
+            decision = authorize(principal, check, resource_policy)
+            if not decision.allowed:
+                denied[key] = policy.denial_message(
+                    principal.arn, check.action, f'"{check.resource}"', decision.reason
+                )
+        if not denied:
+            return self.app(environ, start_response)
+        log.info("DeleteObjects: %d of %d keys denied to %s", len(denied), len(keys), principal.arn)
+        allowed = [k for k in keys if k not in denied]
+        result = ""
+        if allowed:
+            status, headers, data = _forward(self.app, environ, _delete_body(body or b"", allowed))
+            if not status.startswith("200"):
+                start_response(status, headers)
+                return [data]
+            result = data.decode("utf-8")
+        errors = "".join(
+            f"<Error><Key>{escape(k)}</Key><Code>AccessDenied</Code><Message>{escape(m)}</Message></Error>"
+            for k, m in denied.items()
+        )
+        if "</DeleteResult>" in result:
+            xml = result.replace("</DeleteResult>", errors + "</DeleteResult>")
+        else:
+            xml = (
+                '<?xml version="1.0" encoding="UTF-8"?>\n'
+                f'<DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">{errors}</DeleteResult>'
+            )
+        out = xml.encode("utf-8")
+        start_response("200 OK", [("Content-Type", "application/xml"), ("Content-Length", str(len(out)))])
+        return [out]
+
+
+def _assume_role_refusal(principal: principals.Principal, check: requests.Check) -> str | None:
+    """None when the caller may assume the role (its identity policy allows it and the trust policy trusts it)."""
+    from moto.iam.models import iam_backends
+
+    message = (
+        f"User: {principal.arn} is not authorized to perform: sts:AssumeRole on resource: {check.resource}"
+    )
+    role = next(
+        (
+            r
+            for r in iam_backends[principals.state.ACCOUNT_ID]["aws"].roles.values()
+            if r.arn == check.resource
+        ),
+        None,
+    )
+    if role is None:
+        return message
+    if not authorize(principal, check).allowed:
+        return message
+    trust = principal.request("sts:AssumeRole", check.resource, check.context)
+    if not policy.trust_allows(role.assume_role_policy_document, trust):
+        return message
+    return None
+
+
+def _denied(start_response: Any, parsed: requests.Parsed, message: str) -> list[bytes]:
+    return _error(start_response, parsed, "AccessDenied", "AccessDeniedException", message)
+
+
+def _invalid_key(start_response: Any, parsed: requests.Parsed) -> list[bytes]:
+    if parsed.protocol == "rest-xml":
+        message = "The AWS Access Key Id you provided does not exist in our records."
+        return _error(start_response, parsed, "InvalidAccessKeyId", "", message)
+    code = "InvalidClientTokenId" if parsed.protocol == "query" else "UnrecognizedClientException"
+    return _error(start_response, parsed, code, code, INVALID_TOKEN)
+
+
+def _error(
+    start_response: Any, parsed: requests.Parsed, xml_code: str, json_code: str, message: str
+) -> list[bytes]:
+    request_id = str(uuid.uuid4())
+    headers = [("x-amzn-RequestId", request_id)]
+    if parsed.protocol == "json":
+        status = "400 Bad Request"
+        body = json.dumps({"__type": f"com.amazon.coral.service#{json_code}", "Message": message})
+        headers.append(("Content-Type", "application/x-amz-json-1.0"))
+    elif parsed.protocol == "rest-json":
+        status = "403 Forbidden"
+        body = json.dumps({"Type": "User", "Message": message})
+        headers += [("Content-Type", "application/json"), ("x-amzn-ErrorType", json_code)]
+    elif parsed.protocol == "rest-xml":
+        status = "403 Forbidden"
+        body = (
+            '<?xml version="1.0" encoding="UTF-8"?>\n'
+            f"<Error><Code>{xml_code}</Code><Message>{escape(message)}</Message>"
+            f"<RequestId>{request_id[:16].upper()}</RequestId><HostId>doctable-local</HostId></Error>"
+        )
+        headers += [("Content-Type", "application/xml"), ("x-amz-request-id", request_id[:16].upper())]
+    else:
+        status = "403 Forbidden"
+        body = (
+            "<ErrorResponse><Error><Type>Sender</Type>"
+            f"<Code>{xml_code}</Code><Message>{escape(message)}</Message></Error>"
+            f"<RequestId>{request_id}</RequestId></ErrorResponse>"
+        )
+        headers.append(("Content-Type", "text/xml"))
+    data = body.encode("utf-8")
+    headers.append(("Content-Length", str(len(data))))
+    start_response(status, headers)
+    return [data]
