@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from local import metrics
+from local.auth import principals
 from local.faults import hooks
 from local.patching import Target
 from local.timefmt import iso_ms
@@ -136,17 +137,20 @@ class FunctionSpec:
     log_format: str
     architecture: str
     tracing_mode: str
+    role: str = ""  # the execution role: the environment holds a session of it
 
 
 class LogSink:
     """Writes one execution environment's lines to CloudWatch Logs through the moto backend, in process."""
 
-    def __init__(self, account_id: str, region: str, group: str, stream: str):
+    def __init__(self, account_id: str, region: str, group: str, stream: str, role: str = ""):
         from moto.logs.models import logs_backends
 
         self.backend = logs_backends[account_id][region]
         self.group = group
         self.stream = stream
+        self.role = role
+        self.stream_arn = f"arn:aws:logs:{region}:{account_id}:log-group:{group}:log-stream:{stream}"
         self.lock = threading.Lock()
         self._ensure()
 
@@ -158,7 +162,7 @@ class LogSink:
 
     def put(self, lines: list[str]) -> None:
         events = [{"timestamp": int(time.time() * 1000), "message": line} for line in lines if line]
-        if not events:
+        if not events or not self._role_may_write():
             return
         with self.lock:
             try:
@@ -166,6 +170,15 @@ class LogSink:
                 self.backend.put_log_events(self.group, self.stream, events)
             except Exception:  # the log group may have been deleted under us (stack destroy)
                 log.debug("could not write to %s/%s", self.group, self.stream, exc_info=True)
+
+    def _role_may_write(self) -> bool:
+        """Lambda writes a function's logs as its execution role: without the grant they are lost, as on AWS."""
+        if not self.role:
+            return True
+        for action in ("logs:CreateLogStream", "logs:PutLogEvents"):
+            if not principals.role_may(self.role, "lambda-logs", action, self.stream_arn).allowed:
+                return False
+        return True
 
 
 class Worker:
@@ -177,7 +190,7 @@ class Worker:
         self.env_id = uuid.uuid4().hex
         today = datetime.now(UTC)
         self.log_stream = f"{today:%Y/%m/%d}/[{spec.version}]{self.env_id}"
-        self.sink = LogSink(spec.account_id, spec.region, spec.log_group, self.log_stream)
+        self.sink = LogSink(spec.account_id, spec.region, spec.log_group, self.log_stream, spec.role)
         self.busy = threading.Lock()
         self.last_used = time.monotonic()
         self.results: queue.Queue[tuple[str, dict[str, Any]]] = queue.Queue()
@@ -229,9 +242,6 @@ class Worker:
             "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
             "AWS_REGION": spec.region,
             "AWS_DEFAULT_REGION": spec.region,
-            "AWS_ACCESS_KEY_ID": "test",
-            "AWS_SECRET_ACCESS_KEY": "test",
-            "AWS_SESSION_TOKEN": "local-session-token",
             "AWS_XRAY_CONTEXT_MISSING": "LOG_ERROR",
             "AWS_XRAY_DAEMON_ADDRESS": "127.0.0.1:2000",
             "_AWS_XRAY_DAEMON_ADDRESS": "127.0.0.1",
@@ -239,6 +249,8 @@ class Worker:
         }
         if spec.log_format == "JSON":
             env["AWS_LAMBDA_LOG_FORMAT"] = "JSON"
+        # The execution role's temporary credentials, as Lambda hands them to a function.
+        env.update(principals.role_session(spec.role, spec.function_name))
         env.update(dict(spec.environment))
         # AWS calls from the function come back to this server (the function cannot override it: it would
         # reach real AWS from a local test, which is never what anyone wants).
@@ -489,6 +501,7 @@ class LambdaRunner:
             log_format=logging_config.get("LogFormat", "Text"),
             architecture=(fn.architectures or ["x86_64"])[0],
             tracing_mode=(fn.tracing_config or {}).get("Mode", "PassThrough"),
+            role=str(fn.role or ""),
         )
 
     # ---- invocation ----

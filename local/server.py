@@ -136,7 +136,7 @@ class LocalAWS:
         self.runner = runner.LambdaRunner(self.directory / "lambda", self.url)
         runner.install(self.runner)
         self.runner.provided_layers.update(seed.seed(state.ACCOUNT_ID, state.REGION))
-        principals.ensure_admin_deployer()
+        principals.ensure_admin_deployer(services.iam.ensure_aws_managed_policy)
         _report_iam(enforced)
         for service in WARM_SERVICES:
             if service not in dispatcher.app_instances:

@@ -24,19 +24,6 @@ _BYPASS = ("/_doctable/", "/moto-api")
 INVALID_TOKEN = "The security token included in the request is invalid."
 
 
-def bucket_policy(bucket: str | None) -> Any:
-    """The bucket's policy document, None when it has none (or the bucket does not exist)."""
-    if not bucket:
-        return None
-    from moto.s3.models import s3_backends
-
-    found = s3_backends[principals.state.ACCOUNT_ID]["aws"].buckets.get(bucket)
-    raw = getattr(found, "policy", None)
-    if not raw:
-        return None
-    return raw.decode() if isinstance(raw, bytes) else raw
-
-
 def authorize(
     principal: principals.Principal, check: requests.Check, resource_policy: Any = None
 ) -> policy.Decision:
@@ -75,7 +62,7 @@ class AuthMiddleware:
             if refusal:
                 return _denied(start_response, parsed, refusal)
             return self.app(environ, start_response)
-        resource_policy = bucket_policy(parsed.bucket) if parsed.service == "s3" else None
+        resource_policy = principals.bucket_policy(parsed.bucket) if parsed.service == "s3" else None
         if parsed.delete_keys is not None:
             return self._delete_objects(environ, start_response, parsed, principal, resource_policy, body)
         for check in parsed.checks:

@@ -6,10 +6,11 @@ and the execution role sessions a function and its event-source mapping act with
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from local import state
+from local import auth, state
 from local.auth import policy
 from local.patching import Target
 
@@ -19,6 +20,7 @@ MOTO_TARGETS = (
     Target("moto.iam.models", "IAMBackend.get_groups_for_user", ("self", "user_name")),
     Target("moto.iam.models", "AccessKey"),
     Target("moto.sts.models", "sts_backends"),
+    Target("moto.s3.models", "s3_backends"),
     Target(
         "moto.sts.models",
         "STSBackend.assume_role",
@@ -163,7 +165,7 @@ def role_session(role_arn: str, session_name: str, duration: int = 43200) -> dic
     }
 
 
-def ensure_admin_deployer() -> None:
+def ensure_admin_deployer(load_managed_policy: Callable[[Any, str], None]) -> None:
     """The IAM user whose key ``doctable local env`` exports, with AdministratorAccess (idempotent)."""
     from moto.iam.models import AccessKey
 
@@ -172,12 +174,39 @@ def ensure_admin_deployer() -> None:
         backend.create_user(region_name=state.REGION, user_name=ADMIN_USER, path="/", tags=[])
     user = backend.users[ADMIN_USER]
     if ADMIN_POLICY_ARN not in user.managed_policies:
-        from local.services.iam import ensure_aws_managed_policy
-
-        ensure_aws_managed_policy(backend, ADMIN_POLICY_ARN)
+        load_managed_policy(backend, ADMIN_POLICY_ARN)
         backend.attach_user_policy(ADMIN_POLICY_ARN, ADMIN_USER)
     if not any(k.access_key_id == state.ACCESS_KEY_ID for k in user.access_keys):
         key = AccessKey(ADMIN_USER, prefix="AKIA", account_id=state.ACCOUNT_ID)  # type: ignore[abstract]
         key.access_key_id = state.ACCESS_KEY_ID
         key.secret_access_key = state.SECRET_ACCESS_KEY
         user.access_keys.append(key)
+
+
+def role_may(
+    role_arn: str,
+    session_name: str,
+    action: str,
+    resource: str,
+    resource_policy: Any = None,
+    context: dict[str, list[str]] | None = None,
+) -> policy.Decision:
+    """Whether a session of ``role_arn`` may act (the service acting as the role); always when IAM is off."""
+    if not auth.enforced():
+        return policy.Decision(True, "allowed")
+    principal = role_principal(role_arn, session_name)
+    request = principal.request(action, resource, {"aws:SecureTransport": ["true"], **(context or {})})
+    return policy.evaluate(request, principal.policies, resource_policy)
+
+
+def bucket_policy(bucket: str | None) -> Any:
+    """The bucket's policy document, None when it has none (or the bucket does not exist)."""
+    if not bucket:
+        return None
+    from moto.s3.models import s3_backends
+
+    found = s3_backends[state.ACCOUNT_ID]["aws"].buckets.get(bucket)
+    raw = getattr(found, "policy", None)
+    if not raw:
+        return None
+    return raw.decode() if isinstance(raw, bytes) else raw
