@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from local.esm import get_manager
+from local.esm import get_manager, stream_access_refusal
 from local.patching import Target, replace, tags_dict, truthy
 from local.runner import get_runner
 
@@ -116,6 +116,7 @@ def apply() -> None:
         spec = dict(spec)
         if "Enabled" in spec:
             spec["Enabled"] = truthy(spec["Enabled"])
+        _check_stream_access(self, spec)
         esm = original_create(self, spec)
         if esm._get_service_source_from_arn() == "dynamodb":
             _forget_moto_delivery(self, esm.function_arn)
@@ -148,6 +149,22 @@ def apply() -> None:
         return esm
 
     original_delete = replace(Backend, "delete_event_source_mapping", delete_event_source_mapping)
+
+
+def _check_stream_access(backend: Any, spec: dict[str, Any]) -> None:
+    """CreateEventSourceMapping checks up front that the function's role can read the stream, as on AWS."""
+    from moto.awslambda.exceptions import InvalidParameterValueException
+
+    source = str(spec.get("EventSourceArn") or "")
+    if ":dynamodb:" not in source or "/stream/" not in source:
+        return
+    try:
+        role = str(backend.get_function(spec.get("FunctionName")).role or "")
+    except Exception:
+        return  # moto reports the missing function
+    refusal = stream_access_refusal(role, source)
+    if refusal is not None:
+        raise InvalidParameterValueException(refusal)
 
 
 def _prewarm(backend: Any, function_arn: str) -> None:
