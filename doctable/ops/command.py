@@ -56,16 +56,20 @@ def connect(args: argparse.Namespace, *, same_region: bool = True) -> tuple[DocT
     deployment = use_deployed_knobs(describe_stack(aws, config), given)
     if same_region:
         check_region(deployment)
-    # Not silenced by --quiet: a knob that is not live yet must never pass unnoticed.
-    report_knobs(deployment, Progress(f"doctable {getattr(args, 'command', '')}".rstrip()))
+    report_knobs(
+        deployment,
+        Progress(f"doctable {getattr(args, 'command', '')}".rstrip()),
+        quiet=bool(getattr(args, "quiet", False)),
+    )
     return deployment.config, aws, deployment
 
 
-def report_knobs(deployment: Deployment, progress: Progress) -> None:
-    """One stderr line per pending knob, and the note on where the knobs came from."""
+def report_knobs(deployment: Deployment, progress: Progress, *, quiet: bool = False) -> None:
+    """One stderr line per pending knob (even when ``quiet``: a knob that is not live yet must never pass
+    unnoticed), and, unless ``quiet``, the note on where the knobs came from."""
     for pending in deployment.pending:
         progress.say(f"{pending.text()} — pending: deploy to apply")
-    if deployment.knob_note:
+    if deployment.knob_note and not quiet:
         progress.say(deployment.knob_note)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from contract import names
 from contract.knobs import DocTableConfig, resolve_config
-from contract.shape import TableShape, table_shape
+from contract.shape import TableShape, mapping_shape, table_shape
 
 REGION = "eu-west-1"  # where the unit tests' moto runs
 TABLE_TYPE = "AWS::DynamoDB::Table"
@@ -47,7 +47,13 @@ def table_properties(config: DocTableConfig, shape: TableShape) -> dict[str, Any
     return properties
 
 
-def template(config: DocTableConfig, *, with_bucket: bool = False) -> dict[str, Any]:
+def template(
+    config: DocTableConfig,
+    *,
+    with_bucket: bool = False,
+    record_knobs: bool = True,
+    extra_outputs: dict[str, str] | None = None,
+) -> dict[str, Any]:
     policy = "Retain" if config.retain_on_delete else "Delete"
     resources: dict[str, Any] = {
         names.ID_TABLE: {
@@ -63,6 +69,10 @@ def template(config: DocTableConfig, *, with_bucket: bool = False) -> dict[str, 
     }
     if config.has_stream:
         outputs[names.OUT_STREAM_ARN] = {"Value": {"Fn::GetAtt": [names.ID_TABLE, "StreamArn"]}}
+    if record_knobs:  # as the real stack does: the knobs it was deployed with
+        outputs[names.OUT_KNOBS] = {"Value": config.deployed_record()}
+    for key, value in (extra_outputs or {}).items():
+        outputs[key] = {"Value": value}
     if with_bucket:
         resources[names.ID_BLOB_BUCKET] = {"Type": BUCKET_TYPE, "DeletionPolicy": policy}
         outputs[names.OUT_BLOB_BUCKET] = {"Value": {"Ref": names.ID_BLOB_BUCKET}}
@@ -70,16 +80,25 @@ def template(config: DocTableConfig, *, with_bucket: bool = False) -> dict[str, 
 
 
 def deploy(
-    clients: Callable[[str], Any], config: DocTableConfig, *, with_bucket: bool = False
+    clients: Callable[[str], Any],
+    config: DocTableConfig,
+    *,
+    with_bucket: bool = False,
+    record_knobs: bool = True,
+    extra_outputs: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """Create the stack in moto, then apply what moto's CloudFormation leaves out; return the outputs.
 
-    ``clients`` is a callable ``service -> boto3 client``.
+    ``clients`` is a callable ``service -> boto3 client``; ``record_knobs`` False: a stack deployed before it
+    recorded its knobs; ``extra_outputs``: literal outputs (a mapping made by :func:`wire_mapping`).
     """
     shape = table_shape(config)
     cfn = clients("cloudformation")
     cfn.create_stack(
-        StackName=config.stack_name, TemplateBody=json.dumps(template(config, with_bucket=with_bucket))
+        StackName=config.stack_name,
+        TemplateBody=json.dumps(
+            template(config, with_bucket=with_bucket, record_knobs=record_knobs, extra_outputs=extra_outputs)
+        ),
     )
     ddb = clients("dynamodb")
     if shape.ttl_attribute:
@@ -93,4 +112,59 @@ def deploy(
     if shape.deletion_protection:
         ddb.update_table(TableName=shape.name, DeletionProtectionEnabled=True)
     stack = cfn.describe_stacks(StackName=config.stack_name)["Stacks"][0]
+    return {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
+
+
+FAILURE_BUCKET = "doctable-failures-test"
+
+
+def wire_mapping(clients: Callable[[str], Any], config: DocTableConfig) -> dict[str, str]:
+    """A consumer function, a failure bucket and the event-source mapping the knobs declare, on the table's
+    stream (moto's CloudFormation cannot build them); return them as the stack's outputs name them."""
+    import io
+    import zipfile
+
+    shape = mapping_shape(config)
+    assert shape is not None, "the knobs wire no mapping"
+    role = clients("iam").create_role(RoleName="consumer-role", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("handler.py", "def handler(event, context):\n    return {}\n")
+    function = clients("lambda").create_function(
+        FunctionName="consumer", Runtime=names.LAMBDA_RUNTIME, Role=role, Handler="handler.handler",
+        Code={"ZipFile": buffer.getvalue()},
+    )  # fmt: skip
+    s3 = clients("s3")
+    s3.create_bucket(Bucket=FAILURE_BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
+    stream = clients("dynamodb").describe_table(TableName=config.table_name)["Table"]["LatestStreamArn"]
+    mapping = clients("lambda").create_event_source_mapping(
+        EventSourceArn=stream,
+        FunctionName=function["FunctionArn"],
+        StartingPosition=shape.starting_position,
+        BatchSize=shape.batch_size,
+        MaximumBatchingWindowInSeconds=shape.batching_window,
+        MaximumRetryAttempts=shape.max_retries,
+        MaximumRecordAgeInSeconds=shape.max_record_age,
+        ParallelizationFactor=shape.parallelization_factor,
+        BisectBatchOnFunctionError=shape.bisect_on_error,
+        FunctionResponseTypes=list(shape.function_response_types),
+        DestinationConfig={"OnFailure": {"Destination": f"arn:aws:s3:::{FAILURE_BUCKET}"}},
+        Tags=config.tags(),
+    )
+    return {
+        names.OUT_MAPPING_UUID: mapping["UUID"],
+        names.OUT_FAILURE_BUCKET: FAILURE_BUCKET,
+        names.OUT_CONSUMER_FUNCTION_ARN: function["FunctionArn"],
+        names.OUT_CONSUMER_FUNCTION_NAME: "consumer",
+    }
+
+
+def deploy_with_mapping(clients: Callable[[str], Any], config: DocTableConfig) -> dict[str, str]:
+    """:func:`deploy`, then :func:`wire_mapping`, then the stack updated to output them; return the outputs."""
+    deploy(clients, config)
+    wired = wire_mapping(clients, config)
+    clients("cloudformation").update_stack(
+        StackName=config.stack_name, TemplateBody=json.dumps(template(config, extra_outputs=wired))
+    )
+    stack = clients("cloudformation").describe_stacks(StackName=config.stack_name)["Stacks"][0]
     return {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}

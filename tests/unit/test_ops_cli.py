@@ -286,3 +286,21 @@ def test_verify_rows_render_as_a_table() -> None:
     text = v.render_rows(rows)
     assert text.splitlines()[0].split() == ["check", "expected", "observed", "result"]
     assert "check b" in text and "FAIL" in text
+
+
+def test_an_unparseable_reply_is_one_line(
+    moto: Aws, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN an endpoint answering ListStackResources with another service's error shape
+    from botocore.parsers import ResponseParserError
+
+    ot.deploy(moto.client, ot.config_of())
+
+    def garbled(*args: Any, **kwargs: Any) -> Any:
+        raise ResponseParserError("Unable to parse response (syntax error), invalid XML received:\nb'{}'")
+
+    monkeypatch.setattr("doctable.ops.preflight.stack_physical_ids", garbled)
+    # WHEN preflight runs THEN one line, exit 2, never a traceback
+    assert main(["preflight"]) == 2
+    line = one_line_error(capsys)
+    assert "cannot parse" in line and "Unable to parse response" in line

@@ -9,9 +9,10 @@ import pytest
 
 from contract import names
 from doctable.aws import Aws
+from doctable.cli import main
 from doctable.ops import grants
 from doctable.ops import preflight as p
-from doctable.ops.context import describe_stack
+from doctable.ops.context import describe_stack, use_deployed_knobs
 from tests.support import ops as ot
 from tests.support.ops import REGION
 
@@ -252,3 +253,67 @@ def test_policy_evaluation_allows_wildcards_and_honours_deny() -> None:
     assert not grants.evaluate_documents([allow], "dynamodb:DescribeStream", stream)
     assert not grants.evaluate_documents([allow, deny], "dynamodb:GetRecords", stream)
     assert grants.evaluate_documents([allow, deny], "dynamodb:GetShardIterator", stream)
+
+
+# ----------------------------------------------------------------------------------------------- drift
+def preflight_deployed(aws: Aws, given: set[str], **knobs: str) -> list[p.Finding]:
+    """Preflight as the console script runs it: the stack's recorded knobs are the truth, ``knobs`` the target."""
+    return p.run_preflight(aws, use_deployed_knobs(describe_stack(aws, ot.config_of(**knobs)), given))
+
+
+def test_ttl_disabled_behind_the_stack_is_drift_not_a_deploy_change(moto_env: Aws) -> None:
+    # GIVEN a ttl=on stack whose TTL was disabled out of band
+    ot.deploy(moto_env.client, ot.config_of(ttl="on"))
+    moto_env.client("dynamodb").update_time_to_live(
+        TableName="items-dev",
+        TimeToLiveSpecification={"Enabled": False, "AttributeName": names.TTL_ATTRIBUTE},
+    )
+    # WHEN preflight runs for the same knobs
+    findings = by_subject(preflight_deployed(moto_env, {"ttl"}, ttl="on"))
+    # THEN TTL is DRIFT the deploy will not repair (never "enables TTL"), and the table has no template change
+    assert findings["ttl"].level == p.DRIFT
+    assert "will NOT repair" in findings["ttl"].effect and "reconcile" in findings["ttl"].effect
+    assert "enables TTL" not in findings["ttl"].effect
+    assert findings["table"].level == p.OK
+
+
+def test_a_knob_change_over_a_drifted_property_is_the_deploys_change(moto_env: Aws) -> None:
+    # GIVEN a pitr=on stack whose PITR was switched off out of band, and knobs that turn TTL on
+    ot.deploy(moto_env.client, ot.config_of(pitr="on"))
+    moto_env.client("dynamodb").update_continuous_backups(
+        TableName="items-dev", PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": False}
+    )
+    findings = preflight_deployed(moto_env, {"pitr", "ttl"}, pitr="on", ttl="on")
+    levels = {(f.subject, f.level) for f in findings}
+    # THEN TTL is what the deploy changes, PITR is drift
+    assert ("ttl", p.CHANGE) in levels and ("pitr", p.DRIFT) in levels
+
+
+def test_mapping_and_tag_drift_are_reported_as_drift(moto_env: Aws) -> None:
+    config = ot.config_of(stream="new-and-old")
+    outputs = ot.deploy_with_mapping(moto_env.client, config)
+    moto_env.client("lambda").update_event_source_mapping(UUID=outputs[names.OUT_MAPPING_UUID], BatchSize=1)
+    moto_env.client("dynamodb").untag_resource(ResourceArn=outputs[names.OUT_TABLE_ARN], TagKeys=["Source"])
+    findings = by_subject(preflight_deployed(moto_env, set(), stream="new-and-old"))
+    assert findings["mapping BatchSize"].level == p.DRIFT and findings["mapping BatchSize"].live == "1"
+    assert findings["table tag Source"].level == p.DRIFT
+
+
+def test_a_batch_size_knob_change_is_a_deploy_change_not_drift(moto_env: Aws) -> None:
+    config = ot.config_of(stream="new-and-old")
+    outputs = ot.deploy_with_mapping(moto_env.client, config)
+    moto_env.client("lambda").update_event_source_mapping(UUID=outputs[names.OUT_MAPPING_UUID], BatchSize=1)
+    findings = preflight_deployed(moto_env, {"batch_size"}, stream="new-and-old", batch_size="50")
+    assert not [f for f in findings if f.level == p.DRIFT]
+
+
+def test_preflight_text_separates_the_deploy_from_the_drift(
+    moto_env: Aws, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ot.deploy(moto_env.client, ot.config_of(pitr="on"))
+    moto_env.client("dynamodb").update_continuous_backups(
+        TableName="items-dev", PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": False}
+    )
+    assert main(["preflight"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("what this deploy changes:") < out.index("drift CloudFormation will not repair")

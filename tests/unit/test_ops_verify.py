@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from botocore.stub import Stubber
 
 from contract import names
 from doctable.aws import Aws
+from doctable.cli import main
 from doctable.ops import verify_record as v
 from doctable.ops.context import Deployment, describe_stack
 from doctable.ops.render import Progress
@@ -300,3 +302,128 @@ def test_progress_wait_is_bounded_and_reports(capsys: pytest.CaptureFixture[str]
     assert value is None and seconds >= 20
     err = capsys.readouterr().err
     assert "waiting for nothing" in err and "gave up" in err
+
+
+# ------------------------------------------------------------------------------- the mapping's settings
+def mapping_row(aws: Aws, deployment: Deployment) -> v.Row:
+    """The mapping check alone (moto's in-process mapping would invoke the function on the run's writes)."""
+    verifier = Verifier(aws, deployment, progress=Progress(quiet=True, sleep=lambda s: None), timeout=2)
+    return verifier._run_check("mapping", "mapping enabled", "", verifier._check_mapping)
+
+
+def test_mapping_settings_changed_behind_the_stack_fail_verify(moto_env: Aws) -> None:
+    # GIVEN a mapping whose batch size, retries, bisect, response types and destination were changed out of band
+    config = ot.config_of(stream="new-and-old")
+    outputs = ot.deploy_with_mapping(moto_env.client, config)
+    deployment = describe_stack(moto_env, config)
+    assert mapping_row(moto_env, deployment).result == v.PASS
+    moto_env.client("lambda").update_event_source_mapping(
+        UUID=outputs[names.OUT_MAPPING_UUID],
+        BatchSize=1,
+        MaximumRetryAttempts=0,
+        BisectBatchOnFunctionError=False,
+        FunctionResponseTypes=[],
+        DestinationConfig={"OnFailure": {}},
+    )
+    # WHEN verify runs
+    row = mapping_row(moto_env, deployment)
+    # THEN the mapping row fails naming each setting with its declared value
+    assert row.result == v.FAIL
+    for words in (
+        "BatchSize 1, declared 10",
+        "MaximumRetryAttempts 0, declared 5",
+        "BisectBatchOnFunctionError False, declared True",
+        "FunctionResponseTypes [], declared ['ReportBatchItemFailures']",
+        f"DestinationConfig.OnFailure none, declared arn:aws:s3:::{ot.FAILURE_BUCKET}",
+    ):
+        assert words in row.observed
+
+
+def test_a_destination_other_than_the_failure_bucket_fails(moto_env: Aws) -> None:
+    config = ot.config_of(stream="new-and-old")
+    outputs = ot.deploy_with_mapping(moto_env.client, config)
+    moto_env.client("lambda").update_event_source_mapping(
+        UUID=outputs[names.OUT_MAPPING_UUID],
+        DestinationConfig={"OnFailure": {"Destination": "arn:aws:s3:::someone-elses"}},
+    )
+    row = mapping_row(moto_env, describe_stack(moto_env, config))
+    assert row.result == v.FAIL and "arn:aws:s3:::someone-elses" in row.observed
+
+
+# ------------------------------------------------------------------------------------------ ownership
+def test_verify_refuses_a_table_tagged_as_someone_elses_before_writing(
+    moto_env: Aws, monkeypatch: pytest.MonkeyPatch, tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN the stack's table re-tagged as another owner's
+    monkeypatch.setenv("DOCTABLE_STATE_DIR", str(tmp_path))
+    ot.deploy(moto_env.client, ot.config_of())
+    arn = moto_env.client("dynamodb").describe_table(TableName="items-dev")["Table"]["TableArn"]
+    moto_env.client("dynamodb").tag_resource(
+        ResourceArn=arn, Tags=[{"Key": "ManagedBy", "Value": "payments"}]
+    )
+    # WHEN verify runs THEN one line, exit 2, and not one item written
+    assert main(["verify", "-q", "--timeout", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "refusing to write verify's test items" in err[0]
+    assert scan_all(moto_env, "items-dev") == []
+
+
+def test_verify_refuses_a_failed_create_beside_a_retained_table(
+    moto_env: Aws, monkeypatch: pytest.MonkeyPatch, tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a stack that reports ROLLBACK_COMPLETE while a same-named table stands
+    monkeypatch.setenv("DOCTABLE_STATE_DIR", str(tmp_path))
+    ot.deploy(moto_env.client, ot.config_of())
+    real = describe_stack
+
+    def rolled_back(aws: Aws, config: Any) -> Deployment:
+        deployment = real(aws, config)
+        deployment.stack_status, deployment.outputs = "ROLLBACK_COMPLETE", {}
+        return deployment
+
+    monkeypatch.setattr("doctable.ops.command.describe_stack", rolled_back)
+    assert main(["verify", "-q", "--timeout", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "ROLLBACK_COMPLETE" in err[0] and "owns no table" in err[0]
+    assert scan_all(moto_env, "items-dev") == []
+
+
+# -------------------------------------------------------------------------------------- the LATEST settle
+def _settling(moto_env: Aws, position: str, age: float) -> tuple[Verifier, list[str], list[float]]:
+    said: list[str] = []
+    slept: list[float] = []
+    clock = [0.0]
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        clock[0] += seconds
+
+    progress = Progress(stream=None, sleep=sleep, clock=lambda: clock[0])
+    progress.say = said.append  # type: ignore[method-assign]
+    now = 1_800_000_000.0
+    deployment = deployed(moto_env, stream="new-and-old")
+    verifier = Verifier(moto_env, deployment, settle=120, progress=progress, wall_clock=lambda: now)
+    verifier._mapping = {
+        "StartingPosition": position,
+        "LastModified": datetime.fromtimestamp(now - age, tz=UTC),
+    }
+    return verifier, said, slept
+
+
+def test_latest_settle_waits_only_what_is_left_and_counts_down(moto_env: Aws) -> None:
+    # GIVEN a LATEST mapping changed 95 s ago (settle 120 s)
+    verifier, said, slept = _settling(moto_env, "LATEST", age=95)
+    # WHEN the settle runs
+    result = verifier._settle()
+    # THEN it waited the 25 s left, and its progress lines count down
+    assert sum(slept) == pytest.approx(25)
+    lefts = [line for line in said if "s left" in line]
+    assert [line.rsplit(": ", 1)[1] for line in lefts] == ["25s left", "15s left", "5s left"]
+    assert "waited 25s" in result
+
+
+@pytest.mark.parametrize(("position", "age"), [("LATEST", 600), ("TRIM_HORIZON", 0)])
+def test_no_settle_wait_when_settled_or_on_trim_horizon(moto_env: Aws, position: str, age: float) -> None:
+    verifier, said, slept = _settling(moto_env, position, age)
+    verifier._settle()
+    assert slept == [] and said == []
