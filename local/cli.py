@@ -7,8 +7,8 @@ import os
 import time
 from typing import Any
 
-from local import state
-from local.control import env_lines, running, start, stop
+from local import auth, state
+from local.control import env_lines, health, running, start, stop
 from local.errors import LocalError
 
 
@@ -16,10 +16,11 @@ from local.errors import LocalError
 def _cmd_up(args: argparse.Namespace) -> int:
     started = time.monotonic()
     was = running()
-    info = start(args.port)
+    info = start(args.port, iam=False if args.no_iam else None)
     verb = "already running" if was is not None else f"started in {time.monotonic() - started:.1f}s"
+    mode = (health(info.port) or {}).get("iam", "?")
     print(
-        f"local AWS {verb}: {info.url} (pid {info.pid}, state in {state.state_dir()})\n"
+        f"local AWS {verb}: {info.url} (pid {info.pid}, IAM {mode}, state in {state.state_dir()})\n"
         'point a shell at it with:  eval "$(doctable local env)"'
     )
     return 0
@@ -64,6 +65,11 @@ def register(sub: Any) -> None:
     )
     up.add_argument(
         "--port", type=int, default=int(os.environ.get("DOCTABLE_LOCAL_PORT", state.DEFAULT_PORT))
+    )
+    up.add_argument(
+        "--no-iam",
+        action="store_true",
+        help=f"do not enforce IAM (the lenient mode; also {auth.ENV}=off): every signed request is allowed",
     )
     up.set_defaults(func=_cmd_up)
 

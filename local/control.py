@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from local import state
+from local import auth, state
 from local.errors import LocalError
 
 READY_TIMEOUT = 60.0
@@ -59,9 +59,15 @@ def running(directory: Path | None = None) -> state.ServerInfo | None:
 
 
 def start(
-    port: int = state.DEFAULT_PORT, directory: Path | None = None, timeout: float = READY_TIMEOUT
+    port: int = state.DEFAULT_PORT,
+    directory: Path | None = None,
+    timeout: float = READY_TIMEOUT,
+    iam: bool | None = None,
 ) -> state.ServerInfo:
-    """Start the server in the background (or find it running) and wait until it answers."""
+    """Start the server in the background (or find it running) and wait until it answers.
+
+    ``iam`` False starts it without IAM enforcement (the lenient mode); None keeps ``$DOCTABLE_LOCAL_IAM``.
+    """
     directory = (directory or state.state_dir()).resolve()
     current = running(directory)
     if current is not None:
@@ -80,6 +86,8 @@ def start(
     log_path = directory / "server.log"
     env = dict(os.environ)
     env["DOCTABLE_LOCAL_DIR"] = str(directory)
+    if iam is not None:
+        env[auth.ENV] = "on" if iam else "off"
     root = str(state.PROJECT_ROOT)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     with open(log_path, "ab") as log_file:
