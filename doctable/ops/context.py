@@ -29,6 +29,9 @@ STABLE_STACK_STATES = frozenset({"CREATE_COMPLETE", "UPDATE_COMPLETE", "IMPORT_C
 STATE_DIR_ENV = "DOCTABLE_STATE_DIR"
 # The knobs that name the stack: they choose WHICH stack a command reads, so giving them is never a change.
 IDENTITY_KNOBS = ("env", "table_base")
+# Knobs that say where the stack goes, not what it is: `doctable local env` exports DEPLOY_TARGET for every
+# command, so giving them (with the identity knobs) still counts as "no knobs given" for what a deploy changes.
+PLACE_KNOBS = (*IDENTITY_KNOBS, "deploy_target")
 
 
 def add_knob_arguments(parser: argparse.ArgumentParser) -> None:
@@ -125,7 +128,7 @@ class Deployment:
     @property
     def target(self) -> DocTableConfig:
         """What a deploy is compared with: the knobs given, or the deployed ones when none are given."""
-        if self.intended is not None and self.given - set(IDENTITY_KNOBS):
+        if self.intended is not None and self.given - set(PLACE_KNOBS):
             return self.intended
         return self.config
 
@@ -236,7 +239,7 @@ def use_deployed_knobs(deployment: Deployment, given: set[str]) -> Deployment:
     deployment.config = deployed
     deployment.knobs_source = "deployed"
     deployment.pending = pending_knobs(given, intended, deployed)
-    if not given - set(IDENTITY_KNOBS):
+    if not given - set(PLACE_KNOBS):
         differ = [
             name for name, value in intended.knob_values().items() if deployed.knob_values()[name] != value
         ]
