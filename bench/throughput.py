@@ -34,6 +34,23 @@ def _seed(client: Any, keys: list[str]) -> None:
             client.put_object(Bucket=BUCKET, Key=key, Body=b"x")
 
 
+def _create_table() -> None:
+    """The table the project's consumer reads live items from; empty: no record's item exists any more."""
+    import boto3
+
+    from bench.events import TABLE
+
+    boto3.client("dynamodb", region_name=REGION).create_table(
+        TableName=TABLE,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
 def _listed(client: Any, prefix: str) -> set[str]:
     pages = client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)
     return {item["Key"] for page in pages for item in page.get("Contents", [])}
@@ -128,6 +145,7 @@ def run(records: int = 10_000, project_repeats: int = 3) -> dict[str, Any]:
             counter.install(boto3.DEFAULT_SESSION)
             client = boto3.client("s3", region_name=REGION)
             client.create_bucket(Bucket=BUCKET)
+            _create_table()
             out: dict[str, Any] = {}
             for label, module_name, repeats in (
                 ("project", PROJECT_MODULE, project_repeats),

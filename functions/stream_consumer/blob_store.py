@@ -1,32 +1,65 @@
 """Blob-store port and its S3 adapter.
 
-The port is deliberately small: one ``delete_keys`` call is ONE store request (at most
-:data:`~.constants.MAX_KEYS_PER_DELETE` keys) so the caller controls batching, and a whole-request
-failure is an exception (the caller fails every key of that request).
+One ``delete_keys`` call is ONE request (at most :data:`~.constants.MAX_KEYS_PER_DELETE` keys, each deleted only
+if it still has the ETag given); ``observe`` is one HEAD. A whole-request failure is an exception.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .constants import MAX_KEYS_PER_DELETE
 
+PRECONDITION_FAILED = "PreconditionFailed"
+
+
+def lazy_client(service: str, on_client: Callable[[], object] | None) -> Any:
+    """A boto3 client, built on first use (batches with nothing to do never import boto3)."""
+    import boto3
+    from botocore.config import Config
+
+    if on_client is not None:
+        on_client()
+    # Bounded so that all attempts fit in the function's 30 s default timeout (3 x 8 s reads + backoff): a throttled
+    # call then fails its records, which the mapping retries, instead of timing out the batch. Lambda sets
+    # AWS_REGION; botocore itself reads only AWS_DEFAULT_REGION.
+    return boto3.client(
+        service,
+        region_name=os.environ.get("AWS_REGION") or None,
+        config=Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=2, read_timeout=8),
+    )
+
 
 @dataclass(frozen=True)
 class DeleteResult:
-    """Outcome of one delete request: keys that could NOT be deleted, each with an error text.
+    """Keys of one request that could NOT be deleted (with the error), and keys left because their ETag changed.
 
     Keys not listed succeeded; a key that did not exist counts as success.
     """
 
     failures: Mapping[str, str] = field(default_factory=dict)
+    changed: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class ObjectIdentity:
+    """What one HEAD observed: the object's ETag (as S3 returns it, quoted) and LastModified (epoch seconds)."""
+
+    etag: str
+    last_modified: float
 
 
 class BlobStore(Protocol):
-    def delete_keys(self, keys: Sequence[str]) -> DeleteResult:
-        """Delete up to ``MAX_KEYS_PER_DELETE`` keys in one request; raise if the request as a whole fails."""
+    def delete_keys(self, keys: Sequence[str], etags: Mapping[str, str] | None = None) -> DeleteResult:
+        """Delete up to ``MAX_KEYS_PER_DELETE`` keys in one request, each key in ``etags`` only if its object
+        still has that ETag; raise if the request as a whole fails."""
+        ...
+
+    def observe(self, key: str) -> ObjectIdentity | None:
+        """The identity of the object ``key`` names now (one HEAD), None if there is none; raise on failure."""
         ...
 
     def list_prefix(self, prefix: str) -> list[str]:
@@ -50,36 +83,45 @@ class S3BlobStore:
     @property
     def client(self) -> Any:
         if self._client is None:
-            import boto3  # deferred: batches with nothing to delete never pay for it
-            from botocore.config import Config
-
-            if self._on_client is not None:
-                self._on_client()
-            # Bounded so that all attempts fit in the function's 30 s default timeout (3 x 8 s reads + backoff):
-            # a throttled key then fails its record, which the mapping retries, instead of timing out the batch.
-            self._client = boto3.client(
-                "s3",
-                config=Config(
-                    retries={"mode": "standard", "max_attempts": 3}, connect_timeout=2, read_timeout=8
-                ),
-            )
+            self._client = lazy_client("s3", self._on_client)
         return self._client
 
-    def delete_keys(self, keys: Sequence[str]) -> DeleteResult:
+    def delete_keys(self, keys: Sequence[str], etags: Mapping[str, str] | None = None) -> DeleteResult:
         if not keys:
             return DeleteResult()
         if len(keys) > MAX_KEYS_PER_DELETE:
             raise ValueError(f"at most {MAX_KEYS_PER_DELETE} keys per DeleteObjects request, got {len(keys)}")
+        conditions = etags or {}
         response = self.client.delete_objects(
             Bucket=self.bucket,
-            Delete={"Objects": [{"Key": key} for key in keys], "Quiet": True},
+            Delete={
+                "Objects": [
+                    {"Key": key, "ETag": conditions[key]} if key in conditions else {"Key": key}
+                    for key in keys
+                ],
+                "Quiet": True,
+            },
         )
+        errors = response.get("Errors", [])
+        changed = frozenset(e["Key"] for e in errors if e.get("Code") == PRECONDITION_FAILED)
         failures = {
             error["Key"]: f"{error.get('Code', 'Unknown')}: {error.get('Message', '')}".rstrip(": ")
-            for error in response.get("Errors", [])
-            if error.get("Code") != "NoSuchKey"  # already gone: the goal is reached
+            for error in errors
+            # NoSuchKey: already gone, the goal is reached; PreconditionFailed: another object now, left alone
+            if error.get("Code") not in ("NoSuchKey", PRECONDITION_FAILED)
         }
-        return DeleteResult(failures)
+        return DeleteResult(failures, changed)
+
+    def observe(self, key: str) -> ObjectIdentity | None:
+        from botocore.exceptions import ClientError
+
+        try:
+            head = self.client.head_object(Bucket=self.bucket, Key=key)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return None
+            raise
+        return ObjectIdentity(head["ETag"], head["LastModified"].timestamp())
 
     def list_prefix(self, prefix: str) -> list[str]:
         paginator = self.client.get_paginator("list_objects_v2")

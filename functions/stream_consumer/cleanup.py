@@ -1,29 +1,21 @@
 """Application service: the batch-wide cleanup of one parsed batch, and the per-record verdicts.
 
-:meth:`BlobCleaner.clean` (called once per invocation, from :class:`~.processor.CleanupProcessor`'s ``_prepare``):
-
-1. log the proof line (``stream_records_received``);
-2. refuse a batch holding records of another table; fail malformed records (see :mod:`.domain`);
-3. plan every record, list prefixes (prefix cleanup), refuse foreign keys, drop keys a later record of
-   the same item references again;
-4. pool the keys of ALL records (deduplicated) and delete them in as few requests as possible
-   (one DeleteObjects per 1,000 keys for the whole batch).
-
-:meth:`BlobCleaner.settle` then runs once per record in Powertools' pass and raises for a failed record, so
-Powertools reports exactly those in ``batchItemFailures``: a record fails iff it is foreign or malformed, its
-prefix listing failed, or one of its keys failed (a request that fails as a whole fails all its keys).
-:meth:`BlobCleaner.publish` emits the four metrics (always all four, zeros included).
+The steps, and why no blob a live item lists is deleted even when keys are reused, are in docs/consumer.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from .blob_store import BlobStore
+from .blob_store import BlobStore, ObjectIdentity
 from .constants import (
     ENV_FLAG_OFF,
     ENV_FLAG_ON,
@@ -32,7 +24,9 @@ from .constants import (
     METRIC_KEYS_REFUSED,
     METRIC_RECORDS_FAILED,
     METRIC_RECORDS_RECEIVED,
+    OBSERVE_CONCURRENCY,
     PROOF_LOG_MESSAGE,
+    REUPLOAD_SETTLE_SECONDS,
 )
 from .domain import (
     ChangeRecord,
@@ -46,10 +40,15 @@ from .domain import (
     retained_keys,
     stream_records,
 )
+from .live_items import LiveItems
 from .settings import Settings
 
 # At most this many keys are repeated in one log line (the counts are always complete).
 _LOGGED_KEYS = 20
+# Why a dropped key was left in place (the reasons counted in record_cleaned's keys_kept).
+KEPT_NEWER = "newer-upload"  # modified after the record
+KEPT_LIVE = "listed-by-live-item"  # the item, read after the record, lists it
+KEPT_CHANGED = "replaced-during-check"  # ETag changed between HEAD and delete
 
 
 class Log(Protocol):
@@ -78,6 +77,14 @@ class _Work:
     retained: int = 0
 
 
+@dataclass(frozen=True)
+class Dropped:
+    """A dropped key's item, and the latest second of the records dropping it."""
+
+    item: tuple[str, str]
+    created: int
+
+
 @dataclass
 class BatchOutcome:
     received: int = 0
@@ -87,20 +94,31 @@ class BatchOutcome:
     batch_failed: bool = False  # an unidentifiable record failed the whole invocation
     work: dict[str, _Work] = field(default_factory=dict)  # sequence number -> the parsed record's cleanup
     key_errors: dict[str, str] = field(default_factory=dict)  # blob key -> why its delete failed
+    kept: dict[str, str] = field(default_factory=dict)  # blob key -> why it was left in place (KEPT_*)
 
 
 class BlobCleaner:
-    def __init__(self, store: BlobStore, settings: Settings, logger: Log, metrics: MetricsSink) -> None:
+    def __init__(
+        self,
+        store: BlobStore,
+        settings: Settings,
+        logger: Log,
+        metrics: MetricsSink,
+        live: LiveItems,
+        *,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.store = store
         self.settings = settings
         self.log = logger
         self.metrics = metrics
+        self.live = live
+        self.clock = clock
+        self.sleep = sleep
 
     def accept(self, event: Any) -> None:
-        """Logs and re-raises :class:`UnexpectedEventError` unless ``event`` is a DynamoDB Streams event.
-
-        The four metrics are still published (as zeros): every invocation emits every metric name.
-        """
+        """Logs, publishes zero metrics and re-raises :class:`UnexpectedEventError` for a non-stream event."""
         try:
             stream_records(event)
         except UnexpectedEventError as exc:
@@ -109,19 +127,13 @@ class BlobCleaner:
             raise
 
     def clean(self, batch: StreamBatch) -> BatchOutcome:
-        """Everything batch-wide: proof line, refusals, planning, listing and the pooled deletes.
-
-        Publishes the metrics itself only when it raises (the whole invocation fails); otherwise the caller
-        publishes them once every record is settled.
-        """
+        """Everything batch-wide; publishes the metrics itself only when it raises (else the caller does)."""
         self.log.info(PROOF_LOG_MESSAGE, extra=batch.summary.as_log_fields())
         outcome = BatchOutcome(received=batch.summary.record_count)
         try:
-            if batch.foreign:
-                self._refuse_foreign_records(batch, outcome)
-            else:
-                self._reject_malformed(batch, outcome)
-                self._plan_and_delete(batch.records, outcome)
+            self._reject_malformed(batch, outcome)
+            foreign = self._refuse_foreign_records(batch, outcome)
+            self._plan_and_delete([r for r in batch.records if r.position not in foreign], outcome)
         except BaseException:
             self.publish(outcome)
             raise
@@ -136,25 +148,24 @@ class BlobCleaner:
         if reason is not None:
             raise RecordCleanupError(reason)
 
-    def _refuse_foreign_records(self, batch: StreamBatch, outcome: BatchOutcome) -> None:
-        """A mapping wired to another table's stream must not delete anything in this table's bucket.
-
-        Every foreign record fails instead (retried, then kept on the failure destination, where the alarm and
-        an operator see it) and nothing of the batch is cleaned: nothing is deleted and nothing is lost.
-        """
+    def _refuse_foreign_records(self, batch: StreamBatch, outcome: BatchOutcome) -> set[int]:
+        """Fail each foreign record (retried, then kept on the failure bucket); return their positions."""
+        if not batch.foreign:
+            return set()
         expected = self.settings.table_name
         self.log.error(
             "records_from_foreign_table",
             extra={
                 "expected": expected,
-                "received": sorted({record.table_name for record in batch.foreign}),
+                "received": sorted({record.table_name or repr(record.source) for record in batch.foreign}),
                 "records": len(batch.foreign),
             },
         )
         for record in batch.foreign:
             outcome.failures[record.sequence_number] = (
-                f"record from table {record.table_name}; this consumer cleans up after {expected}"
+                f"{record.why}; this consumer cleans up after {expected}"
             )
+        return {record.position for record in batch.foreign}
 
     # ------------------------------------------------------------------ steps
 
@@ -188,21 +199,24 @@ class BlobCleaner:
             for r in parsed
         ]
         retained = retained_keys(parsed)
-        # key -> sequence numbers of the records owning it (insertion-ordered: stable requests)
-        owners: dict[str, list[str]] = {}
+        # key -> the latest creation second of the records dropping it (insertion-ordered: stable requests)
+        dropped: dict[str, Dropped] = {}
         for item in work:
-            keep = retained.get(item.plan.record.position, frozenset())
+            record = item.plan.record
+            keep = retained.get(record.position, frozenset())
             item.retained = sum(1 for key in item.keys if key in keep)
             item.keys = [key for key in item.keys if key not in keep]
+            created = record.created or 0
             for key in item.keys:
-                owners.setdefault(key, []).append(item.plan.record.sequence_number)
+                earlier = dropped.get(key)
+                dropped[key] = Dropped(record.item, max(created, earlier.created if earlier else 0))
             for refused in item.refused:
-                self._log_refused(item.plan.record, refused)
+                self._log_refused(record, refused)
             outcome.refused += len(item.refused)
-            outcome.work[item.plan.record.sequence_number] = item
-
-        outcome.key_errors = self._delete(list(owners))
-        outcome.deleted = len(owners) - len(outcome.key_errors)
+            outcome.work[record.sequence_number] = item
+        if dropped:
+            outcome.key_errors, outcome.kept = self._delete_dropped(dropped)
+        outcome.deleted = len(dropped) - len(outcome.key_errors) - len(outcome.kept)
 
     def _plan(self, plan: CleanupPlan, outcome: BatchOutcome) -> _Work:
         item = _Work(plan, list(plan.keys), list(plan.refused))
@@ -239,12 +253,44 @@ class BlobCleaner:
                     item.keys.append(key)
         return item
 
-    def _delete(self, keys: list[str]) -> dict[str, str]:
-        """Delete the pooled keys, ``MAX_KEYS_PER_DELETE`` per request; return the failed keys with errors."""
+    def _delete_dropped(self, dropped: dict[str, Dropped]) -> tuple[dict[str, str], dict[str, str]]:
+        """Delete each dropped key unless a live item lists it or its object is not the one the record dropped;
+        return (key -> error) for failed keys and (key -> KEPT_*) for keys left in place on purpose."""
         errors: dict[str, str] = {}
-        for chunk in chunked(keys, MAX_KEYS_PER_DELETE):
+        kept: dict[str, str] = {}
+        observed = self._observe(list(dropped), errors)
+        settle_until = 0.0
+        for key, identity in observed.items():
+            if identity is None:
+                continue
+            modified, created = math.floor(identity.last_modified), dropped[key].created
+            if modified > created:
+                kept[key] = KEPT_NEWER
+            elif modified == created:
+                settle_until = max(settle_until, modified + 1 + REUPLOAD_SETTLE_SECONDS)
+        candidates = [k for k, identity in observed.items() if identity is not None and k not in kept]
+        if not candidates:
+            return errors, kept
+        wait = settle_until - self.clock()
+        if wait > 0:
+            self.sleep(wait)
+        try:
+            live = self.live.listed_keys([dropped[key].item for key in candidates])
+        except Exception as exc:  # nothing is deleted unchecked: the records are retried
+            error = f"reading the live items failed: {type(exc).__name__}: {exc}"
+            self.log.warning("live_items_read_failed", extra={"key_count": len(candidates), "error": error})
+            errors.update(dict.fromkeys(candidates, error))
+            return errors, kept
+        deletable = []
+        for key in candidates:
+            if key in live.get(dropped[key].item, frozenset()):
+                kept[key] = KEPT_LIVE
+            else:
+                deletable.append(key)
+        for chunk in chunked(deletable, MAX_KEYS_PER_DELETE):
+            etags = {key: observed[key].etag for key in chunk if observed[key] is not None}  # type: ignore[union-attr]
             try:
-                result = self.store.delete_keys(chunk)
+                result = self.store.delete_keys(chunk, etags)
             except Exception as exc:  # the whole request failed: every key of it failed
                 error = f"{type(exc).__name__}: {exc}"
                 self.log.warning("delete_request_failed", extra={"key_count": len(chunk), "error": error})
@@ -252,7 +298,22 @@ class BlobCleaner:
             else:
                 requested = set(chunk)
                 errors.update({key: msg for key, msg in result.failures.items() if key in requested})
-        return errors
+                kept.update({key: KEPT_CHANGED for key in result.changed if key in requested})
+        return errors, kept
+
+    def _observe(self, keys: list[str], errors: dict[str, str]) -> dict[str, ObjectIdentity | None]:
+        """One HEAD per key, several in flight; a failed HEAD fails its key (``errors``); absent objects: None."""
+
+        def head(key: str) -> tuple[str, ObjectIdentity | None, str | None]:
+            try:
+                return key, self.store.observe(key), None
+            except Exception as exc:  # this key's records are retried
+                return key, None, f"observing the object failed: {type(exc).__name__}: {exc}"
+
+        with ThreadPoolExecutor(max_workers=min(OBSERVE_CONCURRENCY, len(keys))) as pool:
+            results = list(pool.map(head, keys))
+        errors.update({key: error for key, _, error in results if error is not None})
+        return {key: identity for key, identity, error in results if error is None}
 
     def _report(self, item: _Work, outcome: BatchOutcome) -> None:
         record = item.plan.record
@@ -274,9 +335,10 @@ class BlobCleaner:
                     "pk": record.pk,
                     "sk": record.sk,
                     "reason": item.plan.reason,
-                    "keys_deleted": len(item.keys),
+                    "keys_deleted": sum(1 for key in item.keys if key not in outcome.kept),
                     "keys_refused": len(item.refused),
                     "keys_retained": item.retained,
+                    "keys_kept": dict(Counter(outcome.kept[key] for key in item.keys if key in outcome.kept)),
                 },
             )
 

@@ -1,25 +1,7 @@
 """Pure domain logic: stream records in, cleanup plans out. No I/O, no logging.
 
-Decisions (the contract the tests pin down):
-
-* Ownership. A record owns exactly the keys under ``<BLOB_ROOT><pk>/<sk>/``. A key listed in ``blobs``
-  that is outside that prefix, or is not a string, is empty, has a leading ``/``, a ``..`` segment, a
-  backslash or a control character, is *refused*: never deleted, logged and counted, but it does NOT fail
-  the record (a retry cannot fix it). If ``pk`` or ``sk`` contain ``/``, ``\\`` or control characters, or
-  are ``.``/``..``, the prefix is ambiguous (``a`` + ``b/c`` and ``a/b`` + ``c`` share it), so every key of
-  that record is refused.
-* Malformed records FAIL (reported in ``batchItemFailures``, retried, then sent to the on-failure
-  destination): unknown ``eventName``, no ``Keys``, images that do not deserialize, ``pk``/``sk``
-  missing or not non-empty strings, a ``blobs`` attribute that is neither a list nor a string set
-  (``NULL`` counts as empty). A record that is not an object or has no ``dynamodb.SequenceNumber``
-  cannot be named in ``batchItemFailures``; the application layer then fails the whole invocation.
-* INSERT deletes nothing. MODIFY deletes the orphans: keys the old image lists and the new image does not
-  (reason ``orphaned``). REMOVE deletes the old image's keys (reason ``deleted``, or ``ttl-expiry`` when the
-  DynamoDB TTL service removed the item) and, with prefix cleanup on, everything under the record's prefix.
-  A record without the image it needs (KEYS_ONLY / NEW_IMAGE streams) deletes nothing, except a REMOVE
-  with prefix cleanup on, which uses the prefix built from ``Keys``.
-* Ordering inside one batch. Deletes run after the whole batch is planned, so a key that a LATER record of
-  the same item references again (the item's last new image in the batch) is retained, not deleted.
+The decisions (ownership, malformed records, what each event deletes, ordering, time, source) are
+listed in docs/consumer.md; the unit tests pin each.
 """
 
 from __future__ import annotations
@@ -80,6 +62,7 @@ class ChangeRecord:
     ttl_expiry: bool = False
     view_type: str | None = None
     event_id: str | None = None
+    created: int | None = None  # dynamodb.ApproximateCreationDateTime: epoch seconds, rounded down
 
     @property
     def item(self) -> tuple[str, str]:
@@ -134,11 +117,18 @@ class BatchSummary:
 
 @dataclass(frozen=True)
 class ForeignRecord:
-    """A record from another table's stream (the mapping is wired to the wrong table)."""
+    """A record from another table's stream, or from no DynamoDB stream this consumer can name."""
 
     position: int
     sequence_number: str
-    table_name: str
+    table_name: str | None  # None: eventSourceARN missing or not a DynamoDB stream ARN
+    source: Any = None  # the eventSourceARN as received
+
+    @property
+    def why(self) -> str:
+        if self.table_name is not None:
+            return f"record from table {self.table_name}"
+        return f"record from an unknown source (eventSourceARN {self.source!r} is not a DynamoDB stream ARN)"
 
 
 @dataclass(frozen=True)
@@ -231,6 +221,11 @@ def parse_record(raw: Any, position: int = 0) -> ChangeRecord:
         and identity.get("type") == TTL_IDENTITY_TYPE
         and identity.get("principalId") == TTL_IDENTITY_PRINCIPAL
     )
+    created = dynamodb.get("ApproximateCreationDateTime")
+    if isinstance(created, bool) or not isinstance(created, (int, float)):
+        if event_name != "INSERT":
+            raise malformed(f"dynamodb.ApproximateCreationDateTime must be epoch seconds, got {created!r}")
+        created = None
     view_type = dynamodb.get("StreamViewType")
     return ChangeRecord(
         position=position,
@@ -243,6 +238,7 @@ def parse_record(raw: Any, position: int = 0) -> ChangeRecord:
         ttl_expiry=ttl_expiry,
         view_type=view_type if isinstance(view_type, str) else None,
         event_id=raw.get("eventID") if isinstance(raw.get("eventID"), str) else None,
+        created=None if created is None else int(created),
     )
 
 
@@ -387,7 +383,8 @@ def parse_batch(records: Sequence[Any], expected_table: str | None = None) -> St
     """Walk the raw records once into one typed batch: summary, foreign, malformed and parsed records.
 
     The summary is the record-level proof: counts per event name, first/last sequence number, table name.
-    A record is foreign when its stream ARN names another table than ``expected_table`` (if given).
+    With ``expected_table`` given, a record is foreign when its ``eventSourceARN`` names another table, or is
+    missing or not a DynamoDB stream ARN.
     """
     counts = dict.fromkeys(EVENT_NAMES, 0)
     sequence_numbers: list[str] = []
@@ -405,8 +402,8 @@ def parse_batch(records: Sequence[Any], expected_table: str | None = None) -> St
             sequence_numbers.append(number)
         source = table_name_from_arn(fields.get("eventSourceARN"))
         table_name = table_name or source
-        if expected_table and source and source != expected_table and number:
-            foreign.append(ForeignRecord(position, number, source))
+        if expected_table and source != expected_table and number:
+            foreign.append(ForeignRecord(position, number, source, fields.get("eventSourceARN")))
         try:
             parsed.append(parse_record(raw, position))
         except MalformedRecordError as exc:

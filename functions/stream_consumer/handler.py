@@ -15,7 +15,8 @@ from aws_lambda_powertools.utilities.batch import process_partial_response
 
 from .blob_store import S3BlobStore
 from .cleanup import BlobCleaner
-from .constants import METRICS_NAMESPACE, SERVICE_NAME
+from .constants import METRIC_DIMENSION_ENVIRONMENT, METRIC_DIMENSION_TABLE, METRICS_NAMESPACE, SERVICE_NAME
+from .live_items import DynamoLiveItems
 from .processor import CleanupProcessor
 from .settings import Settings
 
@@ -27,6 +28,11 @@ settings = Settings.from_env()
 
 logger = Logger(service=SERVICE_NAME)
 metrics = Metrics(namespace=METRICS_NAMESPACE, service=SERVICE_NAME)
+# Each stack's series apart: its alarms select its environment and table.
+metrics.set_default_dimensions(
+    **{METRIC_DIMENSION_TABLE: settings.table_name},
+    **({METRIC_DIMENSION_ENVIRONMENT: settings.environment} if settings.environment else {}),
+)
 # Patch only botocore (the S3 calls), not every supported library, and only when the S3 client is created:
 # patching imports botocore.client (~100-200 ms of init), which a batch with nothing to delete never needs.
 tracer = Tracer(service=SERVICE_NAME, auto_patch=False)
@@ -36,6 +42,7 @@ cleaner = BlobCleaner(
     settings,
     logger,
     metrics,
+    DynamoLiveItems(settings.table_name, on_client=lambda: tracer.patch(("botocore",))),
 )
 processor = CleanupProcessor(cleaner)
 

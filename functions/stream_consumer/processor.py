@@ -1,10 +1,6 @@
 """Powertools' DynamoDB Streams batch processor, extended with the consumer's batch-wide work.
 
-A record's verdict depends on the whole batch (keys are pooled into one DeleteObjects per 1,000 keys, and a key
-a later record of the same item lists again is kept), so the work cannot run record by record. It runs in the
-processor's documented extension points instead: ``_prepare`` parses the batch once and does the cleanup,
-the record handler (:meth:`CleanupProcessor.settle`) gives each record its verdict in Powertools' own pass,
-and ``_clean`` publishes the metrics before Powertools builds the partial batch response.
+Why the batch-wide work runs in `_prepare` and `_clean`: docs/consumer.md.
 """
 
 from __future__ import annotations

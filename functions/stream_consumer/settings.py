@@ -1,15 +1,7 @@
 """Typed settings read from the environment, validated once at cold start.
 
-Contract (each violation raises one :class:`SettingsError` naming the variable, the value and what is
-allowed):
-
-* ``BLOB_BUCKET`` (required): the bucket holding the blobs; a plain S3 bucket name, not an ARN or URL.
-* ``BLOB_ROOT`` (optional, default ``""``): key prefix under which each record owns
-  ``<BLOB_ROOT><pk>/<sk>/``. Empty, or non-empty segments of letters, digits and ``! _ . * ' ( ) -``, each
-  ending in ``/``; no ``..`` segments.
-* ``BLOB_PREFIX_CLEANUP`` (optional, default ``off``): ``on`` or ``off`` (case-insensitive). When ``on``,
-  a REMOVE also deletes every object under the record's own prefix.
-* ``TABLE_NAME`` (optional): the table the stream belongs to; only used to warn about foreign records.
+The variables and their rules are listed in docs/consumer.md; each violation raises one
+:class:`SettingsError` naming the variable, the value and what is allowed.
 """
 
 from __future__ import annotations
@@ -23,6 +15,7 @@ from .constants import (
     ENV_BLOB_BUCKET,
     ENV_BLOB_PREFIX_CLEANUP,
     ENV_BLOB_ROOT,
+    ENV_ENVIRONMENT,
     ENV_FLAG_OFF,
     ENV_FLAG_ON,
     ENV_TABLE_NAME,
@@ -31,6 +24,7 @@ from .constants import (
 # The same rules as the stack's knobs (tests/unit/test_consumer_contract.py checks that they agree): S3's bucket
 # naming rules, and a root of safe key characters, so that no configured root can be ambiguous.
 _BUCKET_NAME = re.compile(r"^(?!xn--)(?!sthree-)(?!.*\.\.)(?!.*-s3alias$)[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_TABLE_NAME = re.compile(r"^[A-Za-z0-9_.-]{3,255}$")
 _BLOB_ROOT = re.compile(r"^([A-Za-z0-9!_.*'()-]+/)*$")
 
 
@@ -49,7 +43,8 @@ class Settings:
     blob_bucket: str
     blob_root: str = ""
     prefix_cleanup: bool = False
-    table_name: str | None = None
+    table_name: str = ""
+    environment: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -58,8 +53,20 @@ class Settings:
             blob_bucket=_bucket(env.get(ENV_BLOB_BUCKET)),
             blob_root=_root(env.get(ENV_BLOB_ROOT)),
             prefix_cleanup=_switch(env.get(ENV_BLOB_PREFIX_CLEANUP)),
-            table_name=(env.get(ENV_TABLE_NAME) or "").strip() or None,
+            table_name=_table(env.get(ENV_TABLE_NAME)),
+            environment=(env.get(ENV_ENVIRONMENT) or "").strip() or None,
         )
+
+
+def _table(value: str | None) -> str:
+    if not value or not _TABLE_NAME.fullmatch(value):
+        raise SettingsError(
+            ENV_TABLE_NAME,
+            value,
+            "required; the DynamoDB table whose stream this function consumes (a table name, 3-255 of "
+            "letters, digits, '_', '-', '.')",
+        )
+    return value
 
 
 def _bucket(value: str | None) -> str:

@@ -37,6 +37,8 @@ for _entry in (ROOT, ROOT / "functions"):
         sys.path.insert(0, str(_entry))
 
 from tests.unit.events import (  # noqa: E402
+    STREAM_ARN,
+    TABLE,
     FakeLambdaContext,
     av,
     image,
@@ -346,6 +348,7 @@ CONSUMER_ENV = {
     "BLOB_BUCKET": BUCKET,
     "BLOB_ROOT": "blobs/",
     "BLOB_PREFIX_CLEANUP": "off",
+    "TABLE_NAME": TABLE,
 }
 
 
@@ -358,6 +361,7 @@ class ConsumerRun:
     lines: list[dict[str, Any]] = field(default_factory=list)
     delete_requests: int = 0
     list_requests: int = 0
+    head_requests: int = 0
     left: list[str] = field(default_factory=list)
     cold_start: bool = True
 
@@ -409,7 +413,10 @@ class ConsumerRun:
         if metrics:
             parts.append("metrics " + " ".join(f"{k}={v}" for k, v in metrics.items()))
         if not self.cold_start:
-            parts.append(f"S3 requests: {self.delete_requests} DeleteObjects, {self.list_requests} list")
+            parts.append(
+                f"S3 requests: {self.head_requests} HEAD, {self.delete_requests} DeleteObjects, "
+                f"{self.list_requests} list"
+            )
         return normalize("; ".join(parts))
 
 
@@ -445,6 +452,21 @@ def _s3_client() -> Any:
     return S3BlobStore(BUCKET).client
 
 
+def _create_table() -> None:
+    """The consumer's table, empty: no record's item exists any more (so no blob is kept as live)."""
+    import boto3
+
+    boto3.client("dynamodb", region_name=REGION).create_table(
+        TableName=TABLE,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
 def run_consumer(
     event: Any,
     *,
@@ -468,6 +490,7 @@ def run_consumer(
             s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
             for key in objects:
                 s3.put_object(Bucket=BUCKET, Key=key, Body=b"x")
+        _create_table()
         _purge_consumer()
         try:
             try:
@@ -479,17 +502,21 @@ def run_consumer(
             saved = _point_logger(out)
             store = handler.cleaner.store
             store._client = s3  # the client the store would create (see _s3_client), built once per process
-            real_delete, real_list = store.delete_keys, store.list_prefix
+            real_delete, real_list, real_observe = store.delete_keys, store.list_prefix, store.observe
 
-            def delete_keys(keys: Any) -> Any:
+            def delete_keys(keys: Any, etags: Any = None) -> Any:
                 run.delete_requests += 1
-                return real_delete(keys)
+                return real_delete(keys, etags)
+
+            def observe(key: str) -> Any:
+                run.head_requests += 1
+                return real_observe(key)
 
             def list_prefix(prefix: str) -> Any:
                 run.list_requests += 1
                 return real_list(prefix)
 
-            store.delete_keys, store.list_prefix = delete_keys, list_prefix
+            store.delete_keys, store.list_prefix, store.observe = delete_keys, list_prefix, observe
             run.cold_start = False
             try:
                 run.response = handler.lambda_handler(event, FakeLambdaContext())
@@ -715,6 +742,74 @@ consumer_case(
     id="record-foreign-table",
 )
 
+
+def _from(source: Any, *records: dict[str, Any]) -> dict[str, Any]:
+    """A stream event whose records carry ``source`` as eventSourceARN (``None``: the field is missing)."""
+    for raw in records:
+        raw.pop("eventSourceARN")
+        if source is not None:
+            raw["eventSourceARN"] = source
+    return stream_event(*records)
+
+
+consumer_case(
+    EVENTS,
+    "a batch mixing a record from another table with the table's own",
+    lambda: stream_event(
+        *_from(STREAM_ARN.replace(TABLE, "other-table"), remove(1, "doc#1", "v#1", [OWN]))["Records"],
+        remove(2, "doc#2", "v#1", [THEIRS]),
+    ),
+    ["batchItemFailures=[seq1]", f"bucket keeps ['{OWN}']", "record_cleaned doc#2/v#1: deleted"],
+    "the foreign record fails (retried → kept on the failure bucket); the table's own record is cleaned",
+    objects=[OWN, THEIRS],
+    id="record-foreign-beside-own",
+)
+for _source, _label, _id in (
+    ("eventsource_arn", "an `eventSourceARN` that is not a DynamoDB stream ARN", "record-source-unknown"),
+    (None, "a record without `eventSourceARN`", "record-source-missing"),
+):
+    consumer_case(
+        EVENTS,
+        _label,
+        functools.partial(lambda source: _from(source, remove(1, "doc#1", "v#1", [OWN])), _source),
+        ["batchItemFailures=[seq1]", f"bucket keeps ['{OWN}']", "0 DeleteObjects"],
+        "refused like a record of another table: nothing deleted, the record fails → retried → kept on the "
+        "failure bucket",
+        objects=[OWN],
+        id=_id,
+    )
+
+
+def _without_creation_time() -> dict[str, Any]:
+    raw = remove(1, "doc#1", "v#1", [OWN])
+    del raw["dynamodb"]["ApproximateCreationDateTime"]
+    return stream_event(raw)
+
+
+consumer_case(
+    EVENTS,
+    "a REMOVE without `dynamodb.ApproximateCreationDateTime`",
+    _without_creation_time,
+    [
+        "batchItemFailures=[seq1]",
+        "ApproximateCreationDateTime must be epoch seconds",
+        f"bucket keeps ['{OWN}']",
+    ],
+    RETRIED + " (without the record's time no dropped blob can be told from a newer upload)",
+    objects=[OWN],
+    id="record-no-creation-time",
+)
+consumer_case(
+    KEYS,
+    "a REMOVE whose blob key was uploaded again after the record (key reuse)",
+    lambda: stream_event(remove(1, "doc#1", "v#1", [OWN], created=1_000_000_000)),
+    ["batchItemFailures=[]", f"bucket keeps ['{OWN}']", "1 HEAD, 0 DeleteObjects"],
+    "kept: the object is newer than the record (LastModified after its ApproximateCreationDateTime), so it is "
+    "not the blob the record dropped; logged in record_cleaned's keys_kept",
+    objects=[OWN],
+    id="key-reused-newer-upload",
+)
+
 # ---- images with unexpected types
 consumer_case(
     IMAGES,
@@ -910,15 +1005,16 @@ consumer_case(
     ],
     "processed in one invocation: keys pooled, 1,000 per request; the mapping never sends more than "
     "10,000 (`batch_size` ≤ 10000)",
-    objects=["blobs/d1/1/a", "blobs/d10000/1/keep"],
+    objects=[*(f"blobs/d{n}/1/a" for n in range(1, 10_002, 10)), "blobs/d10000/1/keep"],
     id="batch-10001",
 )
 consumer_case(
     BATCH,
     "one REMOVE listing 1,001 keys",
     lambda: stream_event(remove(1, "doc#1", "v#1", [f"blobs/doc#1/v#1/{i:04d}" for i in range(1001)])),
-    ["batchItemFailures=[]", "BlobsDeleted=1001", "2 DeleteObjects"],
-    "processed: split into requests of 1,000 keys",
+    ["batchItemFailures=[]", "BlobsDeleted=1001", "1001 HEAD, 2 DeleteObjects"],
+    "processed: one HEAD per key, deletes split into requests of 1,000 keys",
+    objects=[f"blobs/doc#1/v#1/{i:04d}" for i in range(1001)],
     id="batch-1001-keys",
 )
 consumer_case(
@@ -927,8 +1023,7 @@ consumer_case(
     lambda: stream_event(remove(1, "a", "1", ["blobs/a/1/x"]), insert(2, "b", "1"), remove(3, "c", "1", [])),
     [
         "batchItemFailures=[seq1]",
-        "delete_request_failed (1 keys): NoSuchBucket",
-        "NoSuchBucket",
+        "observing the object failed: NoSuchBucket",
         "record_failed seq1: 1 blob key(s) could not be deleted",
     ],
     RETRIED + "; records with nothing to delete succeed",
@@ -948,6 +1043,7 @@ consumer_case(
 # ---- environment at cold start
 _COLD_CASES: list[tuple[dict[str, str | None], str, str, str]] = [
     ({"BLOB_BUCKET": None}, "BLOB_BUCKET", "BLOB_BUCKET=<unset>: required", "`BLOB_BUCKET` unset"),
+    ({"TABLE_NAME": None}, "TABLE_NAME", "TABLE_NAME=<unset>: required", "`TABLE_NAME` unset"),
     ({"BLOB_BUCKET": ""}, "BLOB_BUCKET", "BLOB_BUCKET='': required", "`BLOB_BUCKET` empty"),
     (
         {"BLOB_BUCKET": "arn:aws:s3:::doctable-blobs"},

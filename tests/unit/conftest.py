@@ -22,6 +22,7 @@ from tests.support.ops import REGION
 
 CONSUMER_BUCKET = "doctable-blobs-test"
 CONSUMER_SERVICE = "doctable-consumer"
+CONSUMER_TABLE = "doctable-DocumentTable"  # tests.unit.events.TABLE: the table the test records come from
 
 
 @pytest.fixture
@@ -39,9 +40,9 @@ def consumer_env(monkeypatch: pytest.MonkeyPatch) -> None:
         "BLOB_BUCKET": CONSUMER_BUCKET,
         "BLOB_ROOT": "blobs/",
         "BLOB_PREFIX_CLEANUP": "off",
+        "TABLE_NAME": CONSUMER_TABLE,
     }.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.delenv("TABLE_NAME", raising=False)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
 
 
@@ -66,6 +67,19 @@ def s3(consumer_env: None) -> Iterator[Bucket]:
         client = boto3.client("s3", region_name="eu-west-1")
         client.create_bucket(
             Bucket=CONSUMER_BUCKET, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"}
+        )
+        # The table the consumer reads live items from (empty: no record's item exists any more).
+        boto3.client("dynamodb", region_name="eu-west-1").create_table(
+            TableName=CONSUMER_TABLE,
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
         )
         yield Bucket(client)
 

@@ -16,6 +16,9 @@ from bench.events import record as stream_record
 REGION = "eu-west-1"
 TABLE = "doctable-DocumentTable"
 STREAM_ARN = stream_arn(TABLE, REGION)
+# Record n is created at LATER + n (2100-01-01 onwards): after every object a test uploads, so each blob a record
+# lists is the one it dropped. A test of a newer upload passes ``created`` explicitly.
+LATER = 4_102_444_800
 
 _serializer = TypeSerializer()
 _UNSET: Any = object()
@@ -35,21 +38,37 @@ def image(pk: str, sk: str, blobs: Any = _UNSET, *, as_set: bool = False, **attr
     return item
 
 
-def record(event_name: str, n: int, pk: str = "doc#1", sk: str = "v#1", **fields: Any) -> dict[str, Any]:
-    """One stream record of this module's table (see :func:`bench.events.record` for ``fields``)."""
-    return stream_record(event_name, n, pk, sk, region=REGION, source_arn=STREAM_ARN, **fields)
+def record(
+    event_name: str, n: int, pk: str = "doc#1", sk: str = "v#1", *, created: int | None = None, **fields: Any
+) -> dict[str, Any]:
+    """One stream record of this module's table (see :func:`bench.events.record` for ``fields``), created at
+    ``created`` (epoch seconds; default ``LATER + n``)."""
+    raw = stream_record(event_name, n, pk, sk, region=REGION, source_arn=STREAM_ARN, **fields)
+    raw["dynamodb"]["ApproximateCreationDateTime"] = LATER + n if created is None else created
+    return raw
 
 
 def insert(n: int, pk: str = "doc#1", sk: str = "v#1", blobs: Any = ()) -> dict[str, Any]:
     return record("INSERT", n, pk, sk, new=image(pk, sk, blobs))
 
 
-def modify(n: int, pk: str, sk: str, old_blobs: Any, new_blobs: Any) -> dict[str, Any]:
-    return record("MODIFY", n, pk, sk, old=image(pk, sk, old_blobs), new=image(pk, sk, new_blobs))
+def modify(
+    n: int, pk: str, sk: str, old_blobs: Any, new_blobs: Any, *, created: int | None = None
+) -> dict[str, Any]:
+    return record(
+        "MODIFY", n, pk, sk, old=image(pk, sk, old_blobs), new=image(pk, sk, new_blobs), created=created
+    )
 
 
 def remove(
-    n: int, pk: str, sk: str, blobs: Any, *, as_set: bool = False, ttl: bool = False
+    n: int,
+    pk: str,
+    sk: str,
+    blobs: Any,
+    *,
+    as_set: bool = False,
+    ttl: bool = False,
+    created: int | None = None,
 ) -> dict[str, Any]:
     return record(
         "REMOVE",
@@ -58,6 +77,7 @@ def remove(
         sk,
         old=image(pk, sk, blobs, as_set=as_set),
         user_identity=TTL_IDENTITY if ttl else None,
+        created=created,
     )
 
 

@@ -32,7 +32,13 @@ class FakeStore:
     failing_prefixes: set[str] = field(default_factory=set)
     delete_calls: list[list[str]] = field(default_factory=list)
 
-    def delete_keys(self, keys: Sequence[str]) -> Any:
+    def observe(self, key: str) -> Any:
+        """Every key names an object older than any test record (this fake models requests, not absence)."""
+        from stream_consumer.blob_store import ObjectIdentity
+
+        return ObjectIdentity(etag=f'"{key}"', last_modified=0.0)
+
+    def delete_keys(self, keys: Sequence[str], etags: Any = None) -> Any:
         from stream_consumer.blob_store import DeleteResult
 
         assert 0 < len(keys) <= 1000
@@ -49,13 +55,21 @@ class FakeStore:
         return sorted(key for key in self.objects if key.startswith(prefix))
 
 
+class NothingLive:
+    """Live items: none of the records' items exists any more."""
+
+    def listed_keys(self, items: Any) -> dict[Any, frozenset[str]]:
+        return {}
+
+
 @pytest.fixture
 def consumer(load_consumer, monkeypatch):
-    """A freshly loaded handler whose S3 store is replaced by a FakeStore."""
+    """A freshly loaded handler whose S3 store is replaced by a FakeStore (and whose items are all deleted)."""
 
     def load(store: FakeStore, **env: str) -> Any:
         handler = load_consumer(**env)
         monkeypatch.setattr(handler.cleaner, "store", store)
+        monkeypatch.setattr(handler.cleaner, "live", NothingLive())
         return handler
 
     return load

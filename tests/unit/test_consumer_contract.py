@@ -24,6 +24,9 @@ SHARED_NAMES = (
     "ENV_BLOB_ROOT",
     "ENV_BLOB_PREFIX_CLEANUP",
     "ENV_TABLE_NAME",
+    "ENV_ENVIRONMENT",
+    "METRIC_DIMENSION_ENVIRONMENT",
+    "METRIC_DIMENSION_TABLE",
     "ENV_FLAG_ON",
     "ENV_FLAG_OFF",
 )
@@ -102,7 +105,7 @@ def assert_config_at_least_as_strict(knob: str, variable: str, value: str) -> No
 
 def consumer_accepts(**env: str) -> bool:
     try:
-        Settings.from_env({"BLOB_BUCKET": "my-bucket", **env})
+        Settings.from_env({"BLOB_BUCKET": "my-bucket", "TABLE_NAME": "items-dev", **env})
     except SettingsError:
         return False
     return True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import boto3
 import pytest
 
 from tests.unit.events import (
@@ -319,10 +320,9 @@ def test_records_from_another_table_are_refused_not_cleaned(s3, load_consumer, s
 
 
 def test_batch_deletes_use_one_request_per_thousand_keys(s3, load_consumer, stdout_json):
-    # GIVEN 5 deleted items listing 500 blobs each (2,500 keys), some of which exist
+    # GIVEN 5 deleted items listing 500 existing blobs each (2,500 keys)
     keys = {n: [f"blobs/doc#{n}/v#1/{i:04d}" for i in range(500)] for n in range(5)}
-    existing = [k for n in keys for k in keys[n][::50]]
-    s3.put(*existing, "blobs/keep/v#1/x")
+    s3.put(*[k for n in keys for k in keys[n]], "blobs/keep/v#1/x")
     handler = load_consumer()
     calls: list[int] = []
     handler.cleaner.store.client.meta.events.register(
@@ -333,8 +333,76 @@ def test_batch_deletes_use_one_request_per_thousand_keys(s3, load_consumer, stdo
     event = stream_event(*(remove(n + 1, f"doc#{n}", "v#1", keys[n]) for n in keys))
     response = handler.lambda_handler(event, FakeLambdaContext())
 
-    # THEN 3 DeleteObjects requests cleared everything (missing keys count as deleted)
+    # THEN 3 DeleteObjects requests cleared everything
     assert response == NO_FAILURES
     assert len(calls) == 3
     assert s3.keys() == {"blobs/keep/v#1/x"}
     assert emitted_metrics(stdout_json()) == counts(received=5, deleted=2500)
+
+
+def test_foreign_records_fail_while_the_tables_own_are_cleaned(s3, load_consumer, stdout_json):
+    # GIVEN a batch holding a REMOVE from another table's stream and one from this table's
+    s3.put("blobs/doc#1/v#1/a.pdf", "blobs/doc#2/v#1/b.pdf")
+    handler = load_consumer()
+    foreign = remove(1, "doc#1", "v#1", ["blobs/doc#1/v#1/a.pdf"])
+    foreign["eventSourceARN"] = foreign["eventSourceARN"].replace(f"table/{TABLE}/", "table/other/")
+    event = stream_event(foreign, remove(2, "doc#2", "v#1", ["blobs/doc#2/v#1/b.pdf"]))
+
+    # WHEN the batch is consumed
+    response = handler.lambda_handler(event, FakeLambdaContext())
+
+    # THEN the foreign record fails and deletes nothing, and the table's own record is cleaned
+    assert response == failures(1)
+    assert s3.keys() == {"blobs/doc#1/v#1/a.pdf"}
+
+
+@pytest.mark.parametrize("source", ["eventsource_arn", None, "arn:aws:sqs:eu-west-1:123456789012:queue"])
+def test_a_record_of_an_unknown_source_is_refused(s3, load_consumer, source):
+    # GIVEN a REMOVE whose eventSourceARN is not a DynamoDB stream ARN (or is missing)
+    s3.put("blobs/doc#1/v#1/a.pdf")
+    handler = load_consumer()
+    raw = remove(1, "doc#1", "v#1", ["blobs/doc#1/v#1/a.pdf"])
+    raw.pop("eventSourceARN")
+    if source is not None:
+        raw["eventSourceARN"] = source
+
+    # WHEN it is consumed
+    response = handler.lambda_handler(stream_event(raw), FakeLambdaContext())
+
+    # THEN it is refused like a foreign record: it fails and its blob stays
+    assert response == failures(1)
+    assert s3.keys() == {"blobs/doc#1/v#1/a.pdf"}
+
+
+def test_a_key_the_live_item_lists_again_is_kept(s3, load_consumer, stdout_json):
+    # GIVEN the item was deleted (the REMOVE) and put back listing one of its keys again
+    s3.put("blobs/doc#1/v#1/a.pdf", "blobs/doc#1/v#1/b.pdf")
+    boto3.client("dynamodb", region_name="eu-west-1").put_item(
+        TableName=TABLE,
+        Item={"pk": av("doc#1"), "sk": av("v#1"), "blobs": av(["blobs/doc#1/v#1/a.pdf"])},
+    )
+    handler = load_consumer()
+    event = stream_event(remove(1, "doc#1", "v#1", ["blobs/doc#1/v#1/a.pdf", "blobs/doc#1/v#1/b.pdf"]))
+
+    # WHEN the REMOVE is consumed
+    response = handler.lambda_handler(event, FakeLambdaContext())
+
+    # THEN the key the live item lists stays, the other is deleted, and the log says why the first was kept
+    assert response == NO_FAILURES
+    assert s3.keys() == {"blobs/doc#1/v#1/a.pdf"}
+    (cleaned,) = messages(stdout_json(), "record_cleaned")
+    assert (cleaned["keys_deleted"], cleaned["keys_kept"]) == (1, {"listed-by-live-item": 1})
+
+
+def test_metrics_carry_the_environment_and_the_table(s3, load_consumer, stdout_json):
+    # GIVEN the stack's environment and table in the function's environment
+    handler = load_consumer(ENVIRONMENT="prod")
+
+    # WHEN a batch is consumed
+    handler.lambda_handler(stream_event(insert(1)), FakeLambdaContext())
+
+    # THEN the metrics are published under service, environment and table
+    (blob,) = [line for line in stdout_json() if "_aws" in line]
+    (directive,) = blob["_aws"]["CloudWatchMetrics"]
+    assert sorted(directive["Dimensions"][0]) == ["environment", "service", "table"]
+    assert (blob["environment"], blob["table"], blob["service"]) == ("prod", TABLE, "doctable-consumer")

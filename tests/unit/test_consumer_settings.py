@@ -15,8 +15,9 @@ PACKAGE = Path(__file__).resolve().parents[2] / "functions" / "stream_consumer"
 
 
 def test_defaults():
-    # GIVEN only the bucket  WHEN loaded  THEN the optional variables take their defaults
-    assert Settings.from_env({"BLOB_BUCKET": "my-bucket"}) == Settings("my-bucket", "", False, None)
+    # GIVEN only the bucket and the table  WHEN loaded  THEN the optional variables take their defaults
+    env = {"BLOB_BUCKET": "my-bucket", "TABLE_NAME": "items-dev"}
+    assert Settings.from_env(env) == Settings("my-bucket", "", False, "items-dev", None)
 
 
 def test_all_variables():
@@ -24,15 +25,23 @@ def test_all_variables():
         "BLOB_BUCKET": "my.bucket-1",
         "BLOB_ROOT": "a/b/",
         "BLOB_PREFIX_CLEANUP": " ON ",
-        "TABLE_NAME": "t",
+        "TABLE_NAME": "items-prod",
+        "ENVIRONMENT": "prod",
     }
-    assert Settings.from_env(env) == Settings("my.bucket-1", "a/b/", True, "t")
+    assert Settings.from_env(env) == Settings("my.bucket-1", "a/b/", True, "items-prod", "prod")
 
 
 @pytest.mark.parametrize(
     ("env", "variable", "shown"),
     [
         ({}, "BLOB_BUCKET", "<unset>"),
+        ({"BLOB_BUCKET": "b1b"}, "TABLE_NAME", "<unset>"),
+        ({"BLOB_BUCKET": "b1b", "TABLE_NAME": "t"}, "TABLE_NAME", "'t'"),
+        (
+            {"BLOB_BUCKET": "b1b", "TABLE_NAME": "arn:aws:dynamodb:eu-west-1:1:table/t"},
+            "TABLE_NAME",
+            "'arn:aws:dynamodb:eu-west-1:1:table/t'",
+        ),
         ({"BLOB_BUCKET": ""}, "BLOB_BUCKET", "''"),
         ({"BLOB_BUCKET": "arn:aws:s3:::bucket"}, "BLOB_BUCKET", "'arn:aws:s3:::bucket'"),
         ({"BLOB_BUCKET": "b1b", "BLOB_ROOT": "blobs"}, "BLOB_ROOT", "'blobs'"),
@@ -52,6 +61,7 @@ def test_invalid_values_raise_one_clear_error(env, variable, shown):
         "BLOB_BUCKET": "S3 bucket name",
         "BLOB_ROOT": "ending in '/'",
         "BLOB_PREFIX_CLEANUP": "'on' or 'off'",
+        "TABLE_NAME": "the DynamoDB table whose stream",
     }
     assert allowed[variable] in str(caught.value)
 

@@ -1,0 +1,88 @@
+"""Live-item port and its DynamoDB adapter: which blob keys the table's items list now (strongly consistent
+BatchGetItem, so a write acknowledged before the call is seen; a failure raises and the records are retried)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from .blob_store import lazy_client
+from .constants import BLOBS_ATTRIBUTE, MAX_ITEMS_PER_BATCH_GET, PARTITION_KEY, SORT_KEY
+
+Item = tuple[str, str]
+# Rounds of asking again for UnprocessedKeys (throttling).
+_UNPROCESSED_ROUNDS = 5
+
+
+class LiveItems(Protocol):
+    def listed_keys(self, items: Sequence[Item]) -> dict[Item, frozenset[str]]:
+        """Per existing item, the string keys its ``blobs`` lists; raise if any item could not be read."""
+        ...
+
+
+class DynamoLiveItems:
+    """DynamoDB adapter (client built on first use)."""
+
+    def __init__(
+        self,
+        table_name: str,
+        client: Any | None = None,
+        on_client: Callable[[], object] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.table_name = table_name
+        self._client = client
+        self._on_client = on_client
+        self._sleep = sleep
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = lazy_client("dynamodb", self._on_client)
+        return self._client
+
+    def listed_keys(self, items: Sequence[Item]) -> dict[Item, frozenset[str]]:
+        found: dict[Item, frozenset[str]] = {}
+        unique = list(dict.fromkeys(items))
+        for start in range(0, len(unique), MAX_ITEMS_PER_BATCH_GET):
+            keys = [
+                {PARTITION_KEY: {"S": pk}, SORT_KEY: {"S": sk}}
+                for pk, sk in unique[start : start + MAX_ITEMS_PER_BATCH_GET]
+            ]
+            for _ in range(_UNPROCESSED_ROUNDS):
+                response = self.client.batch_get_item(
+                    RequestItems={
+                        self.table_name: {
+                            "Keys": keys,
+                            "ConsistentRead": True,
+                            "ProjectionExpression": "#pk, #sk, #blobs",
+                            "ExpressionAttributeNames": {
+                                "#pk": PARTITION_KEY,
+                                "#sk": SORT_KEY,
+                                "#blobs": BLOBS_ATTRIBUTE,
+                            },
+                        }
+                    }
+                )
+                for item in response.get("Responses", {}).get(self.table_name, []):
+                    found[(item[PARTITION_KEY]["S"], item[SORT_KEY]["S"])] = _listed(
+                        item.get(BLOBS_ATTRIBUTE)
+                    )
+                keys = response.get("UnprocessedKeys", {}).get(self.table_name, {}).get("Keys", [])
+                if not keys:
+                    break
+                self._sleep(0.05)
+            else:
+                raise RuntimeError(
+                    f"BatchGetItem left {len(keys)} item(s) unprocessed after {_UNPROCESSED_ROUNDS} rounds"
+                )
+        return found
+
+
+def _listed(value: Any) -> frozenset[str]:
+    if not isinstance(value, dict):
+        return frozenset()
+    if "SS" in value:
+        return frozenset(value["SS"])
+    return frozenset(entry["S"] for entry in value.get("L", []) if isinstance(entry, dict) and "S" in entry)
