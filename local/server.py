@@ -172,7 +172,7 @@ def _report_iam(enforced: bool) -> None:
         "policies; condition keys evaluated: %s; every other condition key is not evaluated (treated as "
         "absent from the request, so only its ...IfExists and negated operators hold), among them "
         "aws:SourceIp, aws:SourceVpce, aws:SourceArn, aws:SourceAccount, aws:ResourceTag/*, aws:RequestTag/*, "
-        "aws:TagKeys, aws:PrincipalTag/*, aws:CurrentTime, aws:MultiFactorAuthPresent, s3:ResourceAccount, "
+        "aws:TagKeys, aws:PrincipalTag/*, aws:CurrentTime, aws:MultiFactorAuthPresent, sts:ExternalId, "
         "kms:ViaService; not enforced: SCPs, permission boundaries, session policies, signatures",
         ", ".join(policy.EVALUATED_KEYS),
     )

@@ -27,6 +27,8 @@ EVALUATED_KEYS = (
     "aws:PrincipalType",
     "aws:username",
     "aws:RequestedRegion",
+    "aws:ResourceAccount",
+    "s3:ResourceAccount",
     "s3:prefix",
     "s3:delimiter",
     "iam:PassedToService",

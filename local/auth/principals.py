@@ -56,6 +56,9 @@ class Principal:
             "aws:PrincipalAccount": [state.ACCOUNT_ID],
             "aws:PrincipalType": [self.kind],
             "aws:RequestedRegion": [state.REGION],
+            # One account: every resource the local AWS holds is in it.
+            "aws:ResourceAccount": [state.ACCOUNT_ID],
+            "s3:ResourceAccount": [state.ACCOUNT_ID],
         }
         if self.kind == "User":
             ctx["aws:username"] = [self.name]

@@ -13,6 +13,7 @@ MOTO_TARGETS = (
     Target(_MODELS, "LogsBackend.put_retention_policy", ("self", "log_group_name", "retention_in_days")),
     Target(_MODELS, "LogsBackend.tag_resource", ("self", "arn", "tags")),
     Target(_MODELS, "logs_backends"),
+    Target(_MODELS, "LogGroup.get_cfn_attribute", ("self", "attribute_name")),
 )
 
 
@@ -65,6 +66,13 @@ def apply() -> None:
         return original_resource
 
     replace(LogGroup, "update_from_cloudformation_json", classmethod(update))
+
+    def get_cfn_attribute(self: Any, attribute_name: str) -> Any:
+        # AWS's Fn::GetAtt Arn of a log group ends in ":*" (the ARN IAM grants on; moto's lacked it).
+        value = original_attribute(self, attribute_name)
+        return f"{value}:*" if attribute_name == "Arn" else value
+
+    original_attribute = replace(LogGroup, "get_cfn_attribute", get_cfn_attribute)
 
 
 def _retain(backend: Any, name: str, days: Any) -> None:
