@@ -17,7 +17,8 @@ the in-process backend) from its own checkpoint, and applies:
   payload, under ``aws/lambda/<uuid>/<shardId>/YYYY/MM/DD/<timestamp>-<uuid>``), an SQS queue or an SNS topic;
 - deleting the mapping stops its poller; State / StateTransitionReason / LastProcessingResult are reported.
 
-Pollers wake on every stream write (no busy polling when idle) and at least every POLL_SECONDS.
+One idea, a mapping's poller; pollers wake on every stream write (no busy polling when idle), at least
+every POLL_SECONDS.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from local.auth import principals
+from local.auth import service_roles
 from local.faults import hooks
 from local.patching import Target
 from local.runner import InvokeResult, get_runner
@@ -213,39 +214,12 @@ class StreamPoller(threading.Thread):
             if remaining > 0:
                 return min(remaining, POLL_SECONDS)
         self.status.window_started = None
-        if not self._role_may_read(esm):
+        if not service_roles.may_read(self.status, esm):  # Lambda reads as the function's role
             return POLL_SECONDS
         records = self._read(esm, shard, self.status.checkpoint, batch_size)
         if records:
             self.deliver(esm, shard, records)
         return 0.0 if end - self.status.checkpoint > 0 else POLL_SECONDS
-
-    # ---- acting as the function's execution role ----
-    def _role(self, esm: Any) -> str:
-        try:
-            return str(self._lambda().get_function(esm.function_arn).role or "")
-        except Exception:
-            return ""
-
-    def _role_may_read(self, esm: Any) -> bool:
-        """Lambda reads the stream as the function's role: a denied read shows in StateTransitionReason."""
-        refusal = stream_access_refusal(self._role(esm), esm.event_source_arn)
-        if refusal is not None:
-            self.status.reason = self.status.last_result = f"PROBLEM: {refusal}"
-            return False
-        if self.status.reason.startswith("PROBLEM: Cannot access stream"):
-            self.status.reason = "USER_INITIATED"
-        return True
-
-    def _may_write_failure(self, esm: Any, bucket: str, key: str) -> None:
-        """Lambda writes to the on-failure bucket as the function's role; PermissionError when it may not."""
-        resource = f"arn:aws:s3:::{bucket}/{key}"
-        role = self._role(esm)
-        decision = principals.role_may(
-            role, "lambda-esm", "s3:PutObject", resource, principals.bucket_policy(bucket)
-        )
-        if not decision.allowed:
-            raise PermissionError(f"{role} may not s3:PutObject on {resource}")
 
     # ---- delivering ----
     def _event(self, records: list[Record], esm: Any) -> dict[str, Any]:
@@ -419,7 +393,7 @@ class StreamPoller(threading.Thread):
         body = dict(record)
         body["payload"] = json.dumps(self._event(records, esm))
         key = f"aws/lambda/{esm.uuid}/{shard.id}/{now:%Y/%m/%d}/{now:%Y-%m-%dT%H.%M.%S}-{uuid.uuid4()}"
-        self._may_write_failure(esm, bucket, key)
+        service_roles.check_failure_write(esm, bucket, key)  # Lambda writes as the function's role
         s3_backends[self.account_id]["aws"].put_object(bucket, key, json.dumps(body).encode("utf-8"))
 
     def _to_sqs(self, arn: str, record: dict[str, Any]) -> None:
@@ -433,21 +407,6 @@ class StreamPoller(threading.Thread):
 
         region, account = arn.split(":")[3:5]
         sns_backends[account][region].publish(json.dumps(record), arn=arn)
-
-
-STREAM_ACTIONS = ("dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:DescribeStream")
-
-
-def stream_access_refusal(role: str, stream_arn: str) -> str | None:
-    """AWS's message when ``role`` lacks one of the actions a mapping reads its stream with; None if it has them."""
-    checks = [(action, stream_arn) for action in STREAM_ACTIONS] + [("dynamodb:ListStreams", "*")]
-    for action, resource in checks:
-        if not principals.role_may(role, "lambda-esm", action, resource).allowed:
-            return (
-                f"Cannot access stream {stream_arn}. Please ensure the role can perform the GetRecords, "
-                "GetShardIterator, DescribeStream, and ListStreams Actions on your stream in IAM."
-            )
-    return None
 
 
 def _json_safe(value: Any) -> Any:

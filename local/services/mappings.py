@@ -11,7 +11,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from local.esm import get_manager, stream_access_refusal
+from local.auth.service_roles import stream_access_refusal
+from local.esm import get_manager
 from local.patching import Target, replace, tags_dict, truthy
 from local.runner import get_runner
 
