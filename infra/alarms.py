@@ -9,7 +9,9 @@ Thresholds (why these numbers):
 - failed batches: any object written to the failure bucket means records left the stream unprocessed; an
   operator must look and replay (`doctable replay`). Threshold 1, one period.
 - keys refused: a record listed a blob outside its own prefix. Never deleted, but it means a writer is
-  producing records that break the layout contract. Threshold 1, one period.
+  producing records that break the layout contract. Threshold 1, one period. The consumer's metrics carry the
+  environment and the table beside the service, and the alarm selects its own stack's: environments sharing an
+  account and region never fire each other's alarm.
 """
 
 from __future__ import annotations
@@ -93,7 +95,13 @@ class ConsumerAlarms(Construct):
                 cloudwatch.Metric(
                     namespace=names.METRICS_NAMESPACE,
                     metric_name="KeysRefused",
-                    dimensions_map={"service": names.SERVICE_NAME},
+                    # This stack's own series: the consumer publishes under its environment and table too, so
+                    # another environment's refused keys never fire this alarm.
+                    dimensions_map={
+                        "service": names.SERVICE_NAME,
+                        names.METRIC_DIMENSION_ENVIRONMENT: config.env,
+                        names.METRIC_DIMENSION_TABLE: config.table_name,
+                    },
                     statistic="Sum",
                     period=Duration.minutes(5),
                 ),

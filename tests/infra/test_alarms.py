@@ -39,7 +39,11 @@ def test_four_alarms_with_justified_thresholds_publish_to_the_topic() -> None:
     filter_id = next(d["Value"] for d in failed["Dimensions"] if d["Name"] == "FilterId")
     refused = alarms["KeysRefused"]
     assert (refused["Namespace"], refused["MetricName"]) == (names.METRICS_NAMESPACE, "KeysRefused")
-    assert refused["Dimensions"] == [{"Name": "service", "Value": names.SERVICE_NAME}]
+    assert refused["Dimensions"] == [
+        {"Name": "environment", "Value": "dev"},
+        {"Name": "service", "Value": names.SERVICE_NAME},
+        {"Name": "table", "Value": "items-dev"},
+    ]
     for alarm in alarms.values():
         assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
         assert alarm["TreatMissingData"] == "notBreaching"
@@ -61,3 +65,20 @@ def test_topic_enforces_tls() -> None:
 def test_no_alarms_without_the_builtin_consumer() -> None:
     _, template, _ = synth()
     assert resources(template, "AWS::CloudWatch::Alarm") == {}
+
+
+def test_each_environment_alarms_on_its_own_series_only() -> None:
+    # GIVEN two environments' stacks in one account and region
+    for env in ("dev", "prod"):
+        _, template, _ = synth(stream="new-and-old", env=env)
+        refused = _alarms(template)["KeysRefused"]
+        variables = only(template, "AWS::Lambda::Function")["Properties"]["Environment"]["Variables"]
+        table_ref = {"Ref": next(iter(resources(template, "AWS::DynamoDB::Table")))}
+
+        # THEN its alarm selects only its own environment's and table's series
+        dimensions = {d["Name"]: d["Value"] for d in refused["Dimensions"]}
+        assert dimensions == {"service": names.SERVICE_NAME, "environment": env, "table": f"items-{env}"}
+        # AND its consumer publishes exactly that series (the table's name is the Ref of items-<env>)
+        assert variables[names.ENV_ENVIRONMENT] == env
+        assert variables[names.ENV_TABLE_NAME] == table_ref
+        assert only(template, "AWS::DynamoDB::Table")["Properties"]["TableName"] == f"items-{env}"
