@@ -48,7 +48,8 @@ def _cmd_status(args: argparse.Namespace) -> int:
     if info is None:
         print("local AWS: not running")
         return 1
-    print(f"local AWS: running at {info.url} (pid {info.pid}, moto {info.moto_version}, "
+    mode = (health(info.port) or {}).get("iam", "?")
+    print(f"local AWS: running at {info.url} (pid {info.pid}, moto {info.moto_version}, IAM {mode}, "
           f"up {time.time() - info.started_at:.0f}s, state in {state.state_dir()})")  # fmt: skip
     return 0
 

@@ -189,12 +189,23 @@ def test_consumer_role_deletes_under_its_blob_root_only(
     assert remaining == ["elsewhere/a.bin"]
 
 
-def _without_statement(local_aws: lt.LocalAWS, role: dict[str, str], sid: str) -> str:
-    """Put the role's policy back without statement ``sid``; return the original document to restore."""
+def _without_grant(local_aws: lt.LocalAWS, role: dict[str, str], sid: str, action: str | None = None) -> str:
+    """Put the role's policy back without ``action`` in statement ``sid`` (the whole statement when None, or
+    when it was its only action); return the original document to restore."""
     iam = local_aws.client("iam")
     document = iam.get_role_policy(RoleName=role["name"], PolicyName=role["policy"])["PolicyDocument"]
-    narrowed = dict(document, Statement=[s for s in document["Statement"] if s.get("Sid") != sid])
-    assert len(narrowed["Statement"]) == len(document["Statement"]) - 1
+    statements = []
+    for statement in document["Statement"]:
+        if statement.get("Sid") == sid:
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            assert action is None or action in actions
+            kept = [a for a in actions if a != action] if action else []
+            if kept:
+                statements.append(dict(statement, Action=kept))
+            continue
+        statements.append(statement)
+    assert statements != document["Statement"]
+    narrowed = dict(document, Statement=statements)
     iam.put_role_policy(RoleName=role["name"], PolicyName=role["policy"], PolicyDocument=json.dumps(narrowed))
     return json.dumps(document)
 
@@ -202,9 +213,9 @@ def _without_statement(local_aws: lt.LocalAWS, role: dict[str, str], sid: str) -
 def test_consumer_without_its_delete_grant_fails_naming_the_action(
     local_aws: lt.LocalAWS, stack: lt.Deployed, consumer_role: dict[str, str]
 ) -> None:
-    # GIVEN the consumer's role without its DeleteBlobs statement, and an item owning a blob
+    # GIVEN the consumer's role without s3:DeleteObject, and an item owning a blob
     out = stack.outputs
-    original = _without_statement(local_aws, consumer_role, "DeleteBlobs")
+    original = _without_grant(local_aws, consumer_role, "DeleteBlobs", "s3:DeleteObject")
     s3, ddb = local_aws.client("s3"), local_aws.client("dynamodb")
     key = "blobs/denied/1/a.bin"
     s3.put_object(Bucket=out["BlobBucketName"], Key=key, Body=b"x")
@@ -269,7 +280,7 @@ def test_mapping_acts_as_the_function_role(
     )
     # WHEN the role loses its own stream grant THEN the mapping's reads are denied and say so
     uuid = stack.outputs["EventSourceMappingUuid"]
-    original = _without_statement(local_aws, consumer_role, "ReadOwnStream")
+    original = _without_grant(local_aws, consumer_role, "ReadOwnStream")
     try:
         ddb.put_item(TableName=stack.outputs["TableName"], Item={"pk": {"S": "unread"}, "sk": {"S": "1"}})
         reason = lt.wait_for(
