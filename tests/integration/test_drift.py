@@ -12,9 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from botocore.exceptions import ClientError
 
 from tests.support import localaws as lt
+from tests.support import ops as ot
 from tests.support.cli import Result, context_args, run_doctable
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
@@ -30,8 +30,6 @@ KNOBS = {
 }
 WHICH = {"env": KNOBS["env"], "table_base": KNOBS["table_base"]}  # names the stack; no shape knob given
 TABLE = "drift-dev"
-TTL_RATE_LIMITED = "Time to live has been modified multiple times within a fixed interval"
-TTL_INTERVAL_BOUND = 30.0  # how long the TTL case waits for the local AWS's (shortened) TTL change interval
 Outputs = dict[str, str]
 
 
@@ -53,12 +51,6 @@ def doctable(local_aws: lt.LocalAWS, tmp_path_factory: pytest.TempPathFactory) -
         return run_doctable([*args, *context_args(WHICH)], env=env, timeout=600)
 
     return run
-
-
-def _ttl_disabled(aws: lt.LocalAWS, out: Outputs) -> None:
-    aws.client("dynamodb").update_time_to_live(
-        TableName=TABLE, TimeToLiveSpecification={"Enabled": False, "AttributeName": "expiresAt"}
-    )
 
 
 def _pitr_off(aws: lt.LocalAWS, out: Outputs) -> None:
@@ -156,19 +148,9 @@ def test_ttl_disabled_behind_the_stack_is_drift_and_reconcile_respects_the_rate_
 ) -> None:
     # GIVEN TTL disabled behind the stack (the deploy enabled it: this is the table's second TTL change, refused
     # by DynamoDB's rate limit until its interval has passed since the deploy's change)
-    def disabled() -> bool:
-        try:
-            _ttl_disabled(local_aws, outputs)
-        except ClientError as exc:
-            assert TTL_RATE_LIMITED in str(exc), exc  # AWS's own refusal: the interval has not passed yet
-            return False
-        return True
-
-    try:
-        lt.wait_for(disabled, timeout=TTL_INTERVAL_BOUND, interval=0.5, what="the TTL interval to pass")
-    except AssertionError:
+    if not ot.change_ttl_when_allowed(local_aws.client("dynamodb"), TABLE, enabled=False):
         pytest.skip(
-            f"the local AWS's TTL change interval outlasts {TTL_INTERVAL_BOUND:.0f}s (it is "
+            f"the local AWS's TTL change interval outlasts {ot.TTL_INTERVAL_BOUND:.0f}s (it is "
             "DOCTABLE_LOCAL_TTL_CHANGE_INTERVAL_SECONDS, default 3600): TTL cannot be disabled behind the stack"
         )
     # THEN preflight reports drift (never "enables TTL"), reconcile lists UpdateTimeToLive
@@ -177,7 +159,7 @@ def test_ttl_disabled_behind_the_stack_is_drift_and_reconcile_respects_the_rate_
     if applied.code == 2:
         # WHEN the repair is the third TTL change within the interval THEN one line saying when to retry
         lines = applied.err.strip().splitlines()
-        assert TTL_RATE_LIMITED in lines[-1] and "retry `doctable reconcile --apply` after" in lines[-1]
+        assert ot.TTL_RATE_LIMITED in lines[-1] and "retry `doctable reconcile --apply` after" in lines[-1]
         return
     assert applied.code == 0, applied.out + applied.err
     assert applied.json()["restored"] == ["ttl"]

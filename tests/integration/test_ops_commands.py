@@ -16,6 +16,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from tests.support import localaws as lt
+from tests.support import ops as ot
 from tests.support.cli import Result, context_args, run_doctable
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
@@ -145,16 +146,16 @@ def test_ttl_disabled_behind_the_stack_fails_naming_ttl(
 ) -> None:
     ddb = local_aws.client("dynamodb")
     table = full["TableName"]
-    ddb.update_time_to_live(
-        TableName=table, TimeToLiveSpecification={"Enabled": False, "AttributeName": "expiresAt"}
-    )
+    # The deploy enabled TTL: disabling it is the table's next TTL change, allowed once DynamoDB's interval passed.
+    if not ot.change_ttl_when_allowed(ddb, table, enabled=False):
+        pytest.skip(f"the local AWS's TTL change interval outlasts {ot.TTL_INTERVAL_BOUND:.0f}s")
     try:
         result = doctable("verify", "--json", *VERIFY_BOUND, knobs=FULL)
         assert result.code == 1
         assert set(failing(result)) == {"ttl"}
     finally:
-        ddb.update_time_to_live(
-            TableName=table, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expiresAt"}
+        assert ot.change_ttl_when_allowed(ddb, table, enabled=True), (
+            "TTL could not be restored within the bound"
         )
 
 
@@ -214,6 +215,28 @@ def test_ledger_records_the_live_state(doctable: Callable[..., Result], full: Ou
     assert entry["last_verified"]["passed"] and entry["last_verified"]["rows"]
     ledger_dir = doctable.state / "ledger"  # type: ignore[attr-defined]
     assert (ledger_dir / "opsfull-dev.md").read_text().startswith("# Live State — opsfull-dev")
+
+
+def test_ledger_without_knobs_records_the_deployed_knobs_and_reports_given_ones_pending(
+    doctable: Callable[..., Result], full: Outputs
+) -> None:
+    # GIVEN the all-on stack, named by env and table_base only (no shape knob given)
+    which = {"env": FULL["env"], "table_base": FULL["table_base"]}
+    # WHEN the ledger is written THEN its inputs are the knobs the stack recorded, not cdk.json's defaults
+    entry = doctable("ledger", "--json", knobs=which).json()
+    inputs = entry["resolved_inputs"]
+    assert (inputs["gsi"], inputs["ttl"], inputs["pitr"], inputs["stream"]) == (
+        "gsi1",
+        "on",
+        "on",
+        "new-and-old",
+    )
+    assert entry["knobs_source"] == "deployed"
+    # AND a knob given that differs is pending, never taken as the truth
+    pending = doctable("ledger", "--json", knobs={**which, "gsi": "none"})
+    assert "gsi: deployed gsi1, given none — pending: deploy to apply" in pending.err
+    assert pending.json()["resolved_inputs"]["gsi"] == "gsi1"
+    assert pending.json()["pending_knobs"] == [{"knob": "gsi", "deployed": "gsi1", "given": "none"}]
 
 
 # ------------------------------------------------------------------------------------------- preflight
