@@ -17,7 +17,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 PYTEST_ARGS ?=
 
 .PHONY: help setup lint format test unit infra-tests integration synth deploy destroy diff \
-        preflight verify ledger teardown bad-input-doc \
+        preflight verify ledger reconcile teardown bad-input-doc \
         local local-up local-down local-env bench soak live clean
 
 help: ## list the targets
@@ -84,6 +84,9 @@ verify: setup ## the acceptance contract against a deployed environment; writes 
 
 ledger: setup
 	$(BIN)/doctable ledger
+
+reconcile: setup ## list drift CloudFormation will not repair (TTL, PITR, tags, protection, mapping); APPLY=1 repairs it
+	$(BIN)/doctable reconcile $(if $(APPLY),--apply)
 
 teardown: setup ## ownership-checked, absence-verified removal (asks for confirmation)
 	$(BIN)/doctable teardown
