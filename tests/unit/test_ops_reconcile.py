@@ -218,3 +218,15 @@ def test_a_table_outside_the_stack_is_refused(moto: Aws) -> None:
     deployment.outputs[names.OUT_TABLE_NAME] = TABLE
     with pytest.raises(UserError, match="is not stack doctable-other-dev's"):
         require_owned_table(moto, deployment, doing="reconcile it")
+
+
+def test_a_mapping_that_stays_busy_is_one_line(
+    moto: Aws, stack: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a drifted mapping that never leaves a transitional state (no state counts as settled)
+    _mapping_disabled(moto, stack)
+    monkeypatch.setattr("doctable.ops.reconcile.SETTLED_MAPPING_STATES", ())
+    # WHEN reconcile applies with a zero bound THEN one line, exit 2
+    assert main(["reconcile", "--apply", "-q", "--timeout", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "did not settle within 0s" in err[0]
