@@ -232,8 +232,8 @@ def use_deployed_knobs(deployment: Deployment, given: set[str]) -> Deployment:
     if deployed is None:
         if deployment.exists:
             deployment.knob_note = (
-                f"stack {intended.stack_name} records no {names.OUT_KNOBS} output: using the knobs given "
-                "(and cdk.json's defaults for the rest)"
+                f"stack {intended.stack_name} ({deployment.stack_status}) records no {names.OUT_KNOBS} output: "
+                "using the knobs given (and cdk.json's defaults for the rest)"
             )
         return deployment
     deployment.config = deployed
