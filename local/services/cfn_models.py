@@ -1,4 +1,4 @@
-"""CloudFormation resource types moto lacks: AWS::S3::BucketPolicy, AWS::SNS::TopicPolicy, AWS::CloudWatch::Alarm.
+"""CloudFormation resource types moto lacks: S3::BucketPolicy, SNS::TopicPolicy, CloudWatch::Alarm, Lambda::Alias.
 
 Defining a ``CloudFormationModel`` subclass registers it; moto's cached model maps are then cleared.
 """
@@ -16,6 +16,10 @@ MOTO_TARGETS = (
     Target("moto.cloudformation.parsing", "get_model_map"),
     Target("moto.cloudformation.parsing", "get_name_type_map"),
     Target("moto.core.common_models", "CloudFormationModel"),
+    Target("moto.awslambda.models", "lambda_backends"),
+    Target("moto.awslambda.models", "LambdaBackend.create_alias", ("self", "name", "function_name")),
+    Target("moto.awslambda.models", "LambdaBackend.update_alias", ("self", "name", "function_name")),
+    Target("moto.awslambda.models", "LambdaBackend.delete_alias", ("self", "name", "function_name")),
     Target("moto.s3.models", "S3Backend.put_bucket_policy", ("self", "bucket_name", "policy")),
     Target("moto.s3.models", "S3Backend.delete_bucket_policy", ("self", "bucket_name")),
     Target("moto.cloudwatch.models", "CloudWatchBackend.put_metric_alarm"),
@@ -29,7 +33,8 @@ MOTO_TARGETS = (
 
 
 def apply() -> None:
-    """CloudFormation models moto lacks: AWS::S3::BucketPolicy, AWS::SNS::TopicPolicy, AWS::CloudWatch::Alarm."""
+    """CloudFormation models moto lacks: S3::BucketPolicy, SNS::TopicPolicy, CloudWatch::Alarm, Lambda::Alias."""
+    from moto.awslambda.models import lambda_backends
     from moto.cloudformation import parsing as cp
     from moto.cloudwatch.models import cloudwatch_backends
     from moto.core.common_models import CloudFormationModel
@@ -203,6 +208,72 @@ def apply() -> None:
 
         def delete(self, account_id: str, region_name: str) -> None:
             pass  # the topic keeps its last policy; deleting the topic removes it
+
+    class Alias(CloudFormationModel):
+        """AWS::Lambda::Alias: Ref is the alias ARN; Name and FunctionName replace it, the rest updates in place."""
+
+        def __init__(self, arn: str, name: str, function_name: str):
+            self.arn = arn
+            self.name = name
+            self.function_name = function_name
+
+        @staticmethod
+        def cloudformation_type() -> str:
+            return "AWS::Lambda::Alias"
+
+        @staticmethod
+        def cloudformation_name_type() -> str:
+            return ""
+
+        @property
+        def physical_resource_id(self) -> str:
+            return self.arn
+
+        @classmethod
+        def has_cfn_attr(cls, attr: str) -> bool:
+            return attr in ("AliasArn",)
+
+        def get_cfn_attribute(self, attribute_name: str) -> str:
+            return self.arn
+
+        @classmethod
+        def create_from_cloudformation_json(  # type: ignore[override]
+            cls,
+            resource_name: str,
+            cloudformation_json: dict[str, Any],
+            account_id: str,
+            region_name: str,
+            **kw: Any,
+        ) -> Alias:
+            properties = cloudformation_json["Properties"]
+            backend = lambda_backends[account_id][region_name]
+            function = backend.get_function(properties["FunctionName"])
+            alias = backend.create_alias(
+                properties["Name"],
+                function.function_name,
+                str(properties["FunctionVersion"]),
+                properties.get("Description", ""),
+                properties.get("RoutingConfig"),
+            )
+            return cls(alias.arn, properties["Name"], function.function_name)
+
+        @classmethod
+        def update_from_cloudformation_json(  # type: ignore[override]
+            cls, original_resource: Any, new_resource_name: str, cloudformation_json: dict[str, Any],
+            account_id: str, region_name: str,
+        ) -> Alias:  # fmt: skip
+            properties = cloudformation_json["Properties"]
+            lambda_backends[account_id][region_name].update_alias(
+                original_resource.name,
+                original_resource.function_name,
+                str(properties["FunctionVersion"]),
+                properties.get("Description", ""),
+                properties.get("RoutingConfig"),
+            )
+            return original_resource  # type: ignore[no-any-return]
+
+        def delete(self, account_id: str, region_name: str) -> None:
+            lambda_backends[account_id][region_name].delete_alias(self.name, self.function_name)
 
     for cached in (cp.get_model_list, cp.get_model_map, cp.get_name_type_map):
         cached.cache_clear()

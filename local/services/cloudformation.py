@@ -1,21 +1,23 @@
-"""CloudFormation: change sets per stack, stack updates in dependency order, failures reported as AWS does.
+"""CloudFormation: change sets per stack id, updates and rollbacks as AWS runs them (local/services/cfn_update.py).
 
-- change sets are looked up per stack; deleting a missing one is a clean error, not a 500;
+- change sets belong to a stack id (a deleted stack's never answer for a new one, ListChangeSets lists the
+  stack's own); deleting a missing one succeeds, as on AWS;
 - executing a change set refreshes the stack's template, parameters and Outputs (moto returned none);
 - UsePreviousValue for a parameter that was never passed keeps its default (SSM-typed parameters are
   resolved again, as on AWS) instead of ``KeyError: 'BootstrapVersion'``;
 - a modified resource whose type has no update support keeps its resource instead of becoming ``None``;
-- a failing deployment ends in ``*_ROLLBACK_COMPLETE`` / ``DELETE_FAILED`` with the reason, as on AWS,
-  instead of a 500 the CDK CLI cannot explain.
+- a failing deployment is rolled back and ends in ``*_ROLLBACK_COMPLETE`` (``UPDATE_ROLLBACK_FAILED`` when
+  the rollback fails) / ``DELETE_FAILED`` with the reason, as on AWS, instead of a 500 the CLI cannot explain;
+- ListStackResources lists the resources the stack has (moto created missing ones lazily while listing).
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any
 
 from local.patching import Target, replace, truthy
+from local.services import cfn_update
 
 log = logging.getLogger("doctable.local.cloudformation")
 
@@ -28,13 +30,6 @@ MOTO_TARGETS = (
         "parse_and_update_resource",
         ("logical_id", "resource_json", "resources_map", "account_id", "region_name"),
     ),
-    Target(_PARSING, "ResourceMap.update", ("self", "template", "parameters")),
-    Target(_PARSING, "ResourceMap.build_resource_diff", ("self", "other_template", "parameters")),
-    Target(_PARSING, "ResourceMap._delete_resource", ("self", "parsed_resource", "resource_json")),
-    Target(_PARSING, "ResourceMap.load_mapping", ("self",)),
-    Target(_PARSING, "ResourceMap.load_parameters", ("self",)),
-    Target(_PARSING, "ResourceMap.load_conditions", ("self",)),
-    Target(_PARSING, "MAX_UPDATE_ATTEMPTS"),
     Target(_MODELS, "CloudFormationBackend.create_change_set"),
     Target(_MODELS, "CloudFormationBackend.describe_change_set", ("self", "change_set_name")),
     Target(_MODELS, "CloudFormationBackend.delete_change_set", ("self", "change_set_name")),
@@ -43,6 +38,9 @@ MOTO_TARGETS = (
         _MODELS, "CloudFormationBackend._resolve_update_parameters", ("self", "instance", "incoming_params")
     ),
     Target(_MODELS, "CloudFormationBackend.delete_stack", ("self", "name_or_stack_id")),
+    Target(_MODELS, "CloudFormationBackend.list_change_sets", ("self",)),
+    Target(_MODELS, "Stack.stack_resources"),
+    Target(_RESPONSES, "CloudFormationResponse.list_change_sets", ("self",)),
     Target(_MODELS, "Stack._create_output_map", ("self",)),
     Target(_MODELS, "Stack._parse_template", ("self",)),
     Target(_MODELS, "Stack.update"),
@@ -57,6 +55,7 @@ MOTO_TARGETS = (
     Target(_RESPONSES, "EmptyResult"),
     Target("moto.cloudformation.exceptions", "ValidationError"),
     Target("moto.cloudformation.exceptions", "CloudFormationError"),
+    *cfn_update.MOTO_TARGETS,
 )
 
 
@@ -78,53 +77,7 @@ def apply() -> None:
         return new
 
     original_parse_update = replace(cp, "parse_and_update_resource", parse_and_update_resource)
-
-    # Stack updates in dependency order: moto created every added resource before updating any modified one,
-    # so a new mapping could not read the StreamArn of a table whose stream the same update turns on.
-    def resource_map_update(
-        self: Any, template: dict[str, Any], parameters: dict[str, Any] | None = None
-    ) -> None:
-        actions = self.build_resource_diff(template, parameters)
-        removes = list(actions["Remove"])
-        last_exception: Exception | None = None
-        for _ in range(cp.MAX_UPDATE_ATTEMPTS):
-            if not removes:
-                break
-            for logical_name in list(removes):
-                resource_json = self._resource_json_map[logical_name]
-                try:
-                    resource = self._parsed_resources.get(logical_name)
-                    if resource is not None and resource_json.get("DeletionPolicy") != "Retain":
-                        self._delete_resource(resource, resource_json)
-                    self._parsed_resources.pop(logical_name, None)
-                except Exception as exc:  # a dependency not gone yet: try again in the next pass
-                    last_exception = exc
-                else:
-                    removes.remove(logical_name)
-        if removes and last_exception is not None:
-            raise last_exception
-
-        self._template = template
-        if parameters:
-            self.input_parameters = parameters
-        self.load_mapping()
-        self.load_parameters()
-        self.load_conditions()
-        self._resource_json_map = template["Resources"]
-
-        pending = list(actions["Add"]) + list(actions["Modify"])
-        for logical_name in _dependency_order(pending, template["Resources"]):
-            resource_json = self._resource_json_map[logical_name]
-            if logical_name in actions["Add"]:
-                _ = self[logical_name]  # creates it (or skips it when its Condition is false)
-                continue
-            changed = cp.parse_and_update_resource(
-                logical_name, resource_json, self, account_id=self._account_id, region_name=self._region_name
-            )
-            if changed is not None:
-                self._parsed_resources[logical_name] = changed
-
-    replace(cp.ResourceMap, "update", resource_map_update)
+    cfn_update.apply()
 
     Backend = cm.CloudFormationBackend
 
@@ -142,13 +95,26 @@ def apply() -> None:
 
     replace(Backend, "_resolve_update_parameters", _resolve_update_parameters)
 
+    def _stack_id_of(self: Any, stack_name: str | None) -> str | None:
+        """The id of the stack ``stack_name`` names now (a live stack by name, or any stack by id)."""
+        if not stack_name:
+            return None
+        if stack_name in self.stacks or stack_name in self.deleted_stacks:
+            return str(stack_name)
+        for stack in self.stacks.values():
+            if stack.name == stack_name:
+                return str(stack.stack_id)
+        return ""  # no such stack: matches no change set
+
     def _find_change_set(self: Any, change_set_name: str, stack_name: str | None) -> Any:
+        # Change sets belong to a stack id: a deleted stack's change sets never answer for a new stack.
         if change_set_name in self.change_sets:
             return self.change_sets[change_set_name]
+        stack_id = _stack_id_of(self, stack_name)
         for change_set in reversed(list(self.change_sets.values())):
             if change_set.change_set_name != change_set_name:
                 continue
-            if stack_name and stack_name not in (change_set.stack_name, change_set.stack_id):
+            if stack_id is not None and change_set.stack_id != stack_id:
                 continue
             return change_set
         return None
@@ -164,7 +130,7 @@ def apply() -> None:
     def delete_change_set(self: Any, change_set_name: str, stack_name: str | None = None) -> None:
         change_set = _find_change_set(self, change_set_name, stack_name)
         if change_set is None:
-            raise _change_set_not_found(change_set_name)
+            return  # AWS answers a delete of a change set that is not there with success
         self.change_sets.pop(change_set.change_set_id, None)
         stack = self.stacks.get(change_set.stack_id)
         if (
@@ -191,20 +157,12 @@ def apply() -> None:
         previous = (stack.template, dict(stack.parameters))
         try:
             change_set.apply()
-        except Exception as exc:  # roll back the bookkeeping, report the reason as AWS does
-            log.exception("executing change set %s on %s failed", change_set.change_set_name, stack.name)
-            reason = f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # rolled back by the update engine: report it as AWS does
             change_set.execution_status = "EXECUTE_FAILED"
-            if creating:
-                stack._add_stack_event("CREATE_FAILED", resource_status_reason=reason)
-                stack._add_stack_event("ROLLBACK_COMPLETE", resource_status_reason=reason)
-                stack.status = "ROLLBACK_COMPLETE"
-            else:
-                stack._add_stack_event("UPDATE_FAILED", resource_status_reason=reason)
-                stack._add_stack_event("UPDATE_ROLLBACK_COMPLETE", resource_status_reason=reason)
-                stack.status = "UPDATE_ROLLBACK_COMPLETE"
+            _rolled_back(stack, exc, creating)
+            if not creating:
                 stack.template, stack.parameters = previous
-            stack.status_reason = reason
+                stack._parse_template()
             return
         stack.template = change_set.template
         stack._parse_template()
@@ -221,10 +179,17 @@ def apply() -> None:
         change_set.execution_status = "EXECUTE_COMPLETE"
         stack._add_stack_event(f"{verb}_COMPLETE")
         stack.status = f"{verb}_COMPLETE"
+        stack.status_reason = None
         if creating:
             stack.creation_time = cm.utcnow()
 
     replace(Backend, "execute_change_set", execute_change_set)
+
+    def list_change_sets(self: Any, stack_name: str | None = None) -> list[Any]:
+        stack_id = _stack_id_of(self, stack_name)
+        return [c for c in self.change_sets.values() if stack_id is None or c.stack_id == stack_id]
+
+    replace(Backend, "list_change_sets", list_change_sets)
 
     def delete_stack(self: Any, name_or_stack_id: str) -> None:
         stack = None
@@ -235,16 +200,20 @@ def apply() -> None:
         if stack is None:
             return original_delete_stack(self, name_or_stack_id)
         try:
-            return original_delete_stack(self, name_or_stack_id)
+            original_delete_stack(self, name_or_stack_id)
         except Exception as exc:
             log.exception("deleting stack %s failed", stack.name)
-            reason = f"{type(exc).__name__}: {exc}"
+            reason = cfn_update.reason_of(exc)
             self.stacks[stack.stack_id] = stack
             self.deleted_stacks.pop(stack.stack_id, None)
             stack._add_stack_event("DELETE_FAILED", resource_status_reason=reason)
             stack.status = "DELETE_FAILED"
             stack.status_reason = reason
             return None
+        for change_set in list(self.change_sets.values()):  # a stack's change sets go with it
+            if change_set.stack_id == stack.stack_id:
+                self.change_sets.pop(change_set.change_set_id, None)
+        return None
 
     original_delete_stack = replace(Backend, "delete_stack", delete_stack)
 
@@ -255,15 +224,11 @@ def apply() -> None:
         try:
             original_stack_update(self, template, role_arn, parameters=parameters, tags=tags)
         except Exception as exc:
-            log.exception("updating stack %s failed", self.name)
-            reason = f"{type(exc).__name__}: {exc}"
             self.template, self.parameters = previous
             self._parse_template()
-            self._add_stack_event("UPDATE_FAILED", resource_status_reason=reason)
-            self._add_stack_event("UPDATE_ROLLBACK_COMPLETE", resource_status_reason=reason)
-            self.status = "UPDATE_ROLLBACK_COMPLETE"
-            self.status_reason = reason
+            _rolled_back(self, exc, creating=False)
             return
+        self.status_reason = None
         self.description = self.template_dict.get("Description")
 
     original_stack_update = replace(cm.Stack, "update", stack_update)
@@ -271,15 +236,28 @@ def apply() -> None:
     def create_resources(self: Any) -> None:
         try:
             original_create_resources(self)
-        except Exception as exc:  # a failed CreateStack: ROLLBACK_COMPLETE with the reason, not a 500
-            log.exception("creating stack %s failed", self.name)
-            reason = f"{type(exc).__name__}: {exc}"
-            self._add_stack_event("CREATE_FAILED", resource_status_reason=reason)
-            self._add_stack_event("ROLLBACK_COMPLETE", resource_status_reason=reason)
-            self.status = "ROLLBACK_COMPLETE"
-            self.status_reason = reason
+        except Exception as exc:  # a failed CreateStack: what it made goes; ROLLBACK_COMPLETE with the reason
+            _roll_back_create(self.resource_map)
+            _rolled_back(self, exc, creating=True)
+            return
+        rmap = self.resource_map
+        for name in [n for n in rmap._parsed_resources if n in rmap._resource_json_map]:
+            cfn_update.resource_event(rmap, name, "CREATE_IN_PROGRESS")
+            cfn_update.resource_event(rmap, name, "CREATE_COMPLETE")
 
     original_create_resources = replace(cm.Stack, "create_resources", create_resources)
+
+    # ListStackResources lists what the stack has, never creating what it lacks (moto's lazy map created a
+    # resource a failed create never made, and answered with that service's error).
+    def stack_resources(self: Any) -> list[Any]:
+        parsed = self.resource_map._parsed_resources
+        return [
+            resource
+            for name, resource in parsed.items()
+            if name in self.resource_map._resource_json_map and hasattr(resource, "physical_resource_id")
+        ]
+
+    replace(cm.Stack, "stack_resources", property(stack_resources))
 
     # Responses: pass StackName through; UsePreviousValue resolves to the previous *input* value.
     Response = cr.CloudFormationResponse
@@ -307,6 +285,12 @@ def apply() -> None:
         return cr.EmptyResult()
 
     replace(Response, "execute_change_set", execute_change_set_response)
+
+    def list_change_sets_response(self: Any) -> Any:
+        change_sets = self.cloudformation_backend.list_change_sets(stack_name=self._get_param("StackName"))
+        return cr.ActionResult({"Summaries": change_sets})
+
+    replace(Response, "list_change_sets", list_change_sets_response)
 
     def create_change_set_response(self: Any) -> Any:
         stack_name = self._get_param("StackName")
@@ -357,56 +341,6 @@ def apply() -> None:
     replace(cm.Stack, "status_reason", None)
 
 
-def _references(node: Any, found: set[str]) -> set[str]:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "Ref" and isinstance(value, str):
-                found.add(value)
-            elif key == "Fn::GetAtt":
-                target = value[0] if isinstance(value, list) else str(value).split(".", 1)[0]
-                found.add(target)
-            elif key == "Fn::Sub":
-                text = value[0] if isinstance(value, list) else value
-                if isinstance(text, str):
-                    for name in re.findall(r"\$\{([^}!][^}]*)\}", text):
-                        found.add(name.split(".", 1)[0])
-                _references(value, found)
-            else:
-                _references(value, found)
-    elif isinstance(node, list):
-        for item in node:
-            _references(item, found)
-    return found
-
-
-def _dependency_order(names: list[str], resources: dict[str, Any]) -> list[str]:
-    """``names`` ordered so that every resource comes after the ones (among ``names``) it refers to."""
-    wanted = set(names)
-    deps: dict[str, set[str]] = {}
-    for name in names:
-        body = resources[name]
-        refs = _references(body.get("Properties", {}), set())
-        depends = body.get("DependsOn", [])
-        refs.update([depends] if isinstance(depends, str) else depends)
-        deps[name] = (refs & wanted) - {name}
-    ordered: list[str] = []
-    done: set[str] = set()
-
-    def visit(name: str, path: set[str]) -> None:
-        if name in done or name in path:
-            return
-        path.add(name)
-        for dep in sorted(deps[name]):
-            visit(dep, path)
-        path.discard(name)
-        done.add(name)
-        ordered.append(name)
-
-    for name in names:
-        visit(name, set())
-    return ordered
-
-
 def _change_set_not_found(name: str) -> Exception:
     from moto.cloudformation.exceptions import CloudFormationError
 
@@ -414,3 +348,35 @@ def _change_set_not_found(name: str) -> Exception:
         code = "ChangeSetNotFoundException"
 
     return ChangeSetNotFound(f"ChangeSet [{name}] does not exist")
+
+
+def _rolled_back(stack: Any, exc: Exception, creating: bool) -> None:
+    """The stack's status and events after a failed operation was rolled back (or failed to roll back)."""
+    reason = exc.reason if isinstance(exc, cfn_update.UpdateFailed) else cfn_update.reason_of(exc)
+    rollback_error = exc.rollback_error if isinstance(exc, cfn_update.UpdateFailed) else None
+    log.warning("%s of stack %s failed: %s", "create" if creating else "update", stack.name, reason)
+    prefix = "" if creating else "UPDATE_"
+    stack._add_stack_event("CREATE_FAILED" if creating else "UPDATE_FAILED", resource_status_reason=reason)
+    stack._add_stack_event(f"{prefix}ROLLBACK_IN_PROGRESS", resource_status_reason=reason)
+    if rollback_error is not None:
+        stack._add_stack_event(f"{prefix}ROLLBACK_FAILED", resource_status_reason=rollback_error)
+        stack.status = f"{prefix}ROLLBACK_FAILED"
+        stack.status_reason = rollback_error
+        return
+    stack._add_stack_event(f"{prefix}ROLLBACK_COMPLETE", resource_status_reason=reason)
+    stack.status = f"{prefix}ROLLBACK_COMPLETE"
+    stack.status_reason = reason
+
+
+def _roll_back_create(resource_map: Any) -> None:
+    """Delete what a failed create made, newest first, keeping ``Retain`` resources."""
+    parsed = resource_map._parsed_resources
+    for name in reversed([n for n in parsed if n in resource_map._resource_json_map]):
+        resource, body = parsed[name], resource_map._resource_json_map[name]
+        if not hasattr(resource, "physical_resource_id") or body.get("DeletionPolicy") == "Retain":
+            continue
+        try:
+            resource_map._delete_resource(resource, body)
+            parsed.pop(name, None)
+        except Exception:
+            log.exception("rolling back the creation of %s failed", name)

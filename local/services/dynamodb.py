@@ -15,14 +15,21 @@ dropped the writes other threads made meanwhile and appended stream records nobo
   service's ``userIdentity``;
 - shard iterators are trimmed (moto keeps them forever: a reader polling every 100 ms grows the map);
 - CloudFormation applies TimeToLiveSpecification and PointInTimeRecoverySpecification, and updates a table
-  in place (GSIs, stream, TTL, PITR, deletion protection, tags) instead of losing track of it.
+  in place (GSIs, stream, TTL, PITR, deletion protection, tags) instead of losing track of it;
+- AWS's update constraints: UpdateTimeToLive refuses a second change within an interval
+  (``DOCTABLE_LOCAL_TTL_CHANGE_INTERVAL_SECONDS``, default 3600) and a change to what is already set; a GSI
+  added to a live table is CREATING (its queries leave out the items written before it, not yet backfilled)
+  and ACTIVE after ``DOCTABLE_LOCAL_GSI_BACKFILL_SECONDS`` (default 2), CloudFormation waiting for it as on
+  AWS; one GSI create or delete per UpdateTable and per stack update.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import os
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,6 +37,13 @@ from local.esm import get_manager
 from local.patching import Target, replace, truthy
 
 MAX_SHARD_ITERATORS = 20_000
+TTL_CHANGE_INTERVAL_ENV = "DOCTABLE_LOCAL_TTL_CHANGE_INTERVAL_SECONDS"
+GSI_BACKFILL_ENV = "DOCTABLE_LOCAL_GSI_BACKFILL_SECONDS"
+TTL_RATE_LIMITED = "Time to live has been modified multiple times within a fixed interval"
+GSI_LIMIT = (
+    "Subscriber limit exceeded: Only 1 online index can be created or deleted simultaneously per table"
+)
+CFN_GSI_LIMIT = "Cannot perform more than one GSI creation or deletion in a single update"
 TTL_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
 
 WRITE_LOCK = threading.RLock()
@@ -61,6 +75,12 @@ MOTO_TARGETS = (
         _MODELS, "DynamoDBBackend.update_continuous_backups", ("self", "table_name", "point_in_time_spec")
     ),
     Target(_MODELS, "DynamoDBBackend.update_table_global_indexes", ("self", "table", "global_index_updates")),
+    Target(_MODELS, "DynamoDBBackend.get_table", ("self", "table_name")),
+    Target(_TABLE, "Table.query", ("self", "hash_key", "range_comparison", "range_objs", "limit")),
+    Target(_TABLE, "GlobalSecondaryIndex.__init__", ("self", "index_name", "schema", "projection")),
+    Target("moto.dynamodb.exceptions", "MockValidationException"),
+    Target("moto.dynamodb.exceptions", "DynamodbException"),
+    Target("moto.dynamodb.exceptions", "ERROR_TYPE_PREFIX"),
     Target(
         _STREAMS,
         "DynamoDBStreamsBackend.get_shard_iterator",
@@ -85,6 +105,7 @@ def apply() -> None:
     _patch_writes()
     _patch_shard_iterators()
     _patch_cloudformation()
+    _patch_update_constraints()
 
 
 def _append_records(records: list[tuple[Any, Any]]) -> None:
@@ -271,8 +292,11 @@ def _patch_cloudformation() -> None:
             updates.append({"Delete": {"IndexName": name}})
         for name in wanted.keys() - have.keys():
             updates.append({"Create": wanted[name]})
+        if len(updates) > 1:
+            raise _validation(CFN_GSI_LIMIT)
         if updates:
             backend.update_table_global_indexes(table, updates)
+            _wait_active(table)
         stream = properties.get("StreamSpecification")
         current = table.stream_specification or {}
         if stream and stream.get("StreamViewType") != current.get("StreamViewType"):
@@ -304,14 +328,11 @@ def _apply_table_extras(
     from moto.dynamodb.models import dynamodb_backends
 
     backend = dynamodb_backends[account_id][region]
-    ttl = properties.get("TimeToLiveSpecification")
-    if ttl:
-        backend.update_time_to_live(
-            table.name,
-            {"Enabled": truthy(ttl.get("Enabled")), "AttributeName": ttl.get("AttributeName", "")},
-        )
-    elif not creating and table.ttl.get("TimeToLiveStatus") == "ENABLED":
-        table.ttl = {"TimeToLiveStatus": "DISABLED"}
+    ttl = properties.get("TimeToLiveSpecification") or {}
+    wanted = truthy(ttl.get("Enabled"))
+    if wanted != (table.ttl.get("TimeToLiveStatus") == "ENABLED"):  # CloudFormation calls it on a change only
+        attribute = ttl.get("AttributeName") or table.ttl.get("AttributeName", "")
+        backend.update_time_to_live(table.name, {"Enabled": wanted, "AttributeName": attribute})
     pitr = properties.get("PointInTimeRecoverySpecification") or {}
     enabled = truthy(pitr.get("PointInTimeRecoveryEnabled"))
     spec: dict[str, Any] = {"PointInTimeRecoveryEnabled": enabled}
@@ -319,3 +340,91 @@ def _apply_table_extras(
         spec["RecoveryPeriodInDays"] = int(pitr["RecoveryPeriodInDays"])
     if enabled or not creating:
         backend.update_continuous_backups(table.name, spec)
+
+
+def _validation(message: str) -> Exception:
+    from moto.dynamodb.exceptions import MockValidationException
+
+    return MockValidationException(message)
+
+
+def _wait_active(table: Any) -> None:
+    """Block until the table's new GSIs are ACTIVE (CloudFormation waits for the backfill, as on AWS)."""
+    for index in table.global_indexes:
+        done = getattr(index, "doctable_active", None)
+        if done is not None:
+            done.wait(_seconds(GSI_BACKFILL_ENV, 2.0) + 30)
+
+
+def _seconds(env: str, default: float) -> float:
+    try:
+        return float(os.environ.get(env, default))
+    except ValueError:
+        return default
+
+
+def _patch_update_constraints() -> None:
+    from moto.dynamodb import models as dm
+    from moto.dynamodb.exceptions import ERROR_TYPE_PREFIX, DynamodbException
+    from moto.dynamodb.models import table as tm
+
+    Backend = dm.DynamoDBBackend
+
+    def update_time_to_live(self: Any, table_name: str, ttl_spec: dict[str, Any]) -> None:
+        table = self.get_table(table_name)
+        wanted = truthy(ttl_spec.get("Enabled"))
+        if wanted == (table.ttl.get("TimeToLiveStatus") == "ENABLED"):
+            raise _validation(f"TimeToLive is already {'enabled' if wanted else 'disabled'}")
+        changed = getattr(table, "doctable_ttl_changed", None)
+        if changed is not None and time.monotonic() - changed < _seconds(TTL_CHANGE_INTERVAL_ENV, 3600.0):
+            raise _validation(TTL_RATE_LIMITED)
+        original_ttl(self, table_name, ttl_spec)
+        table.doctable_ttl_changed = time.monotonic()
+
+    original_ttl = replace(Backend, "update_time_to_live", update_time_to_live)
+
+    def update_table_global_indexes(
+        self: Any, table: Any, global_index_updates: list[dict[str, Any]]
+    ) -> None:
+        changes = [u for u in global_index_updates if "Create" in u or "Delete" in u]
+        busy = [i for i in table.global_indexes if i.status != "ACTIVE"]
+        if len(changes) > 1 or (changes and busy):
+            raise DynamodbException(ERROR_TYPE_PREFIX + "LimitExceededException", GSI_LIMIT)
+        before = {i.name for i in table.global_indexes}
+        original_gsi(self, table, global_index_updates)
+        with WRITE_LOCK:
+            written = {(item.hash_key, item.range_key) for item in table.all_items()}
+        for index in table.global_indexes:
+            if index.name not in before:
+                _backfill(index, written)
+
+    original_gsi = replace(Backend, "update_table_global_indexes", update_table_global_indexes)
+
+    def query(
+        self: Any, hash_key: Any, range_comparison: Any, range_objs: Any, limit: Any, *a: Any, **kw: Any
+    ) -> Any:
+        results, scanned, last = original_query(self, hash_key, range_comparison, range_objs, limit, *a, **kw)
+        index_name = kw.get("index_name", a[3] if len(a) > 3 else None)
+        index = next((i for i in self.global_indexes if i.name == index_name), None) if index_name else None
+        pending = getattr(index, "doctable_unfilled", None)
+        if index is not None and index.status == "CREATING" and pending:
+            results = [r for r in results if (r.hash_key, r.range_key) not in pending]
+        return results, scanned, last
+
+    original_query = replace(tm.Table, "query", query)
+
+
+def _backfill(index: Any, written: set[tuple[Any, Any]]) -> None:
+    """The index is CREATING, missing the items written before it, until the backfill delay has passed."""
+    index.status = "CREATING"
+    index.doctable_unfilled = written
+    index.doctable_active = threading.Event()
+
+    def activate() -> None:
+        index.status = "ACTIVE"
+        index.doctable_unfilled = set()
+        index.doctable_active.set()
+
+    timer = threading.Timer(_seconds(GSI_BACKFILL_ENV, 2.0), activate)
+    timer.daemon = True
+    timer.start()

@@ -26,6 +26,8 @@ MOTO_TARGETS = (
     Target(_MODELS, "LambdaBackend.update_event_source_mapping", ("self", "uuid", "spec")),
     Target(_MODELS, "LambdaBackend.delete_event_source_mapping", ("self", "uuid")),
     Target("moto.dynamodb.models", "dynamodb_backends"),
+    Target(_MODELS, "LambdaBackend.get_function", ("self", "function_name_or_arn")),
+    Target("moto.awslambda.exceptions", "LambdaClientError"),
 )
 # The stream sources whose unset retry settings mean "until the records expire" (-1), as on AWS.
 _STREAM_SOURCES = ("dynamodb", "kinesis")
@@ -150,6 +152,77 @@ def apply() -> None:
         return esm
 
     original_delete = replace(Backend, "delete_event_source_mapping", delete_event_source_mapping)
+    _patch_conflicts(lm)
+
+
+def _patch_conflicts(lm: Any) -> None:
+    """Lambda's 409 for a second mapping of one stream to one function, and FunctionArn with its qualifier.
+
+    A mapping's function is the ARN with its qualifier (an alias is another function here, as on AWS), and a
+    stream may have one mapping per such function: CloudFormation creating a replacement mapping before it
+    deletes the old one meets this 409 on AWS.
+    """
+    Backend = lm.LambdaBackend
+
+    def create_event_source_mapping(self: Any, spec: dict[str, Any]) -> Any:
+        name = str(spec.get("FunctionName") or "")
+        arn = _qualified_arn(self, name) if name and spec.get("EventSourceArn") else None
+        for existing in list(self._event_source_mappings.values()):
+            if (
+                arn is not None
+                and existing.event_source_arn == spec["EventSourceArn"]
+                and (existing.function_arn == arn)
+            ):
+                raise _MappingConflict(spec["EventSourceArn"], name, existing.uuid)
+        esm = original_create(self, spec)
+        if arn is not None and esm is not None:
+            esm.function_arn = arn
+        return esm
+
+    original_create = replace(Backend, "create_event_source_mapping", create_event_source_mapping)
+
+    def update_event_source_mapping(self: Any, uuid: str, spec: dict[str, Any]) -> Any:
+        esm = original_update(self, uuid, spec)
+        if esm is not None and spec.get("FunctionName"):
+            esm.function_arn = _qualified_arn(self, str(spec["FunctionName"]))
+        return esm
+
+    original_update = replace(Backend, "update_event_source_mapping", update_event_source_mapping)
+
+
+def _qualified_arn(backend: Any, name_or_arn: str) -> str:
+    """The function ARN a mapping records: with the alias or version when one was given (raises if unknown)."""
+    function = backend.get_function(name_or_arn)
+    qualifier = None
+    if name_or_arn.startswith("arn:"):
+        parts = name_or_arn.split(":")
+        qualifier = parts[7] if len(parts) > 7 else None
+    elif ":" in name_or_arn:
+        qualifier = name_or_arn.split(":", 1)[1]
+    base = function.function_arn.split(":function:", 1)
+    unqualified = f"{base[0]}:function:{base[1].split(':', 1)[0]}"
+    return f"{unqualified}:{qualifier}" if qualifier else unqualified
+
+
+def _mapping_conflict_error() -> type:
+    from moto.awslambda.exceptions import LambdaClientError
+
+    class MappingConflict(LambdaClientError):
+        code = 409
+
+        def __init__(self, source_arn: str, function: str, uuid: str):
+            super().__init__(
+                "ResourceConflictException",
+                f"The event source arn ({source_arn}) and function ({function}) provided mapping already "
+                f"exists. Please update or delete the existing mapping with UUID {uuid}",
+            )
+
+    return MappingConflict
+
+
+def _MappingConflict(source_arn: str, function: str, uuid: str) -> Exception:
+    error: Exception = _mapping_conflict_error()(source_arn, function, uuid)
+    return error
 
 
 def _check_stream_access(backend: Any, spec: dict[str, Any]) -> None:
