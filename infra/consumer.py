@@ -99,7 +99,15 @@ class StreamConsumer(Construct):
                 resources=[table.table_stream_arn],
             ),
             iam.PolicyStatement(sid="ListStreams", actions=["dynamodb:ListStreams"], resources=["*"]),
-            iam.PolicyStatement(sid="DeleteBlobs", actions=["s3:DeleteObject"], resources=[blob_objects]),
+            # GetObject: the HEAD that observes a dropped blob's ETag and LastModified, which a conditional delete
+            # with an ETag needs besides DeleteObject.
+            iam.PolicyStatement(
+                sid="DeleteBlobs", actions=["s3:DeleteObject", "s3:GetObject"], resources=[blob_objects]
+            ),
+            # The records' current items, read (consistently) before a blob is deleted: a key an item lists is kept.
+            iam.PolicyStatement(
+                sid="ReadLiveItems", actions=["dynamodb:BatchGetItem"], resources=[table.table_arn]
+            ),
             iam.PolicyStatement(
                 sid="KeepFailedBatches",
                 actions=["s3:PutObject"],
@@ -136,8 +144,9 @@ class StreamConsumer(Construct):
             ),
             (
                 f"Resource::{blob_arn}/{config.blob_root}*",
-                "DeleteObject must reach any blob key a record lists "
-                "under the blob root; the handler refuses keys outside the record's own <pk>/<sk>/ prefix.",
+                "DeleteObject (and GetObject, for the HEAD a conditional delete needs) must reach any blob key a "
+                "record lists under the blob root; the handler refuses keys outside the record's own <pk>/<sk>/ "
+                "prefix.",
             ),
             (
                 f"Resource::{failure_arn}/aws/lambda/*",
@@ -191,6 +200,7 @@ class StreamConsumer(Construct):
                     names.ENV_FLAG_ON if config.blob_prefix_cleanup else names.ENV_FLAG_OFF
                 ),
                 names.ENV_TABLE_NAME: table.table_name,
+                names.ENV_ENVIRONMENT: config.env,
                 "POWERTOOLS_SERVICE_NAME": names.SERVICE_NAME,
                 "POWERTOOLS_METRICS_NAMESPACE": names.METRICS_NAMESPACE,
                 "POWERTOOLS_LOG_LEVEL": "INFO",
@@ -220,10 +230,24 @@ class StreamConsumer(Construct):
     ) -> lambda_.CfnEventSourceMapping:
         shape = mapping_shape(config)
         assert table.table_stream_arn is not None and shape is not None
+        target = function_name
+        if self.function is not None:
+            # Lambda allows one mapping per stream and function ARN (qualifier included), and CloudFormation
+            # creates a replacing mapping before it deletes the old one: a mapping replaced on the same stream
+            # (a new starting position) would meet a 409. Its function is therefore an alias named after the
+            # settings that force a replacement; a new alias comes with the new mapping, and the old mapping
+            # and alias are deleted in the cleanup phase.
+            alias = lambda_.Alias(
+                self,
+                "Alias",
+                alias_name="from-" + shape.starting_position.lower().replace("_", "-"),
+                version=self.function.latest_version,
+            )
+            target = alias.function_arn
         mapping = lambda_.CfnEventSourceMapping(
             self,
             "Mapping",
-            function_name=function_name,
+            function_name=target,
             event_source_arn=table.table_stream_arn,
             starting_position=shape.starting_position,
             batch_size=shape.batch_size,

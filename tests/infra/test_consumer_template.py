@@ -131,7 +131,14 @@ def test_mapping_properties_and_tags() -> None:
     props = mapping["Properties"]
     table_id = _logical(template, "AWS::DynamoDB::Table")
     assert props["EventSourceArn"] == {"Fn::GetAtt": [table_id, "StreamArn"]}
-    assert props["FunctionName"] == {"Ref": _logical(template, "AWS::Lambda::Function")}
+    # the mapping's function is an alias of the consumer named after the starting position, on $LATEST
+    alias_id = _logical(template, "AWS::Lambda::Alias")
+    assert props["FunctionName"] == {"Ref": alias_id}
+    assert only(template, "AWS::Lambda::Alias")["Properties"] == {
+        "FunctionName": {"Ref": _logical(template, "AWS::Lambda::Function")},
+        "FunctionVersion": "$LATEST",
+        "Name": "from-trim-horizon",
+    }
     assert props["StartingPosition"] == "TRIM_HORIZON"
     assert props["BatchSize"] == 10
     assert props["BisectBatchOnFunctionError"] is True
@@ -177,10 +184,25 @@ def test_mapping_knobs(knobs: dict[str, str], expected: dict[str, Any]) -> None:
     assert {k: props[k] for k in expected} == expected
 
 
+def test_a_new_starting_position_targets_a_new_alias() -> None:
+    # GIVEN the same stack synthesized with each starting position
+    _, horizon, _ = synth(**STREAM)
+    _, latest, _ = synth(**STREAM, starting_position="latest")
+    # WHEN the mapping and its alias are read from both
+    aliases = [only(t, "AWS::Lambda::Alias")["Properties"]["Name"] for t in (horizon, latest)]
+    mappings = [only(t, "AWS::Lambda::EventSourceMapping")["Properties"] for t in (horizon, latest)]
+    # THEN the replacing mapping targets another function ARN (Lambda's 409 is per stream and function ARN)
+    assert aliases == ["from-trim-horizon", "from-latest"]
+    assert [m["StartingPosition"] for m in mappings] == ["TRIM_HORIZON", "LATEST"]
+    assert all(m["FunctionName"] == {"Ref": _logical(horizon, "AWS::Lambda::Alias")} for m in mappings)
+    assert _logical(horizon, "AWS::Lambda::Alias") == _logical(latest, "AWS::Lambda::Alias")
+
+
 def test_borrowed_consumer_wires_the_mapping_only() -> None:
     _, template, _ = synth(**STREAM, consumer=BORROWED)
     assert resources(template, "AWS::Lambda::Function") == {}
     assert resources(template, "AWS::IAM::Role") == {}
+    assert resources(template, "AWS::Lambda::Alias") == {}  # a borrowed function gets no alias of ours
     props = only(template, "AWS::Lambda::EventSourceMapping")["Properties"]
     assert props["FunctionName"] == BORROWED
     assert "DestinationConfig" in props
@@ -243,9 +265,15 @@ def test_every_iam_statement_is_scoped(prefix_cleanup: str) -> None:
         assert not isinstance(statement["Resource"], list), statement
     # AND the resources are the consumer's own
     assert by_sid["ReadOwnStream"]["Resource"] == {"Fn::GetAtt": [table_id, "StreamArn"]}
-    assert by_sid["DeleteBlobs"]["Action"] == "s3:DeleteObject"
+    assert by_sid["DeleteBlobs"]["Action"] == ["s3:DeleteObject", "s3:GetObject"]  # GetObject: the HEAD
     assert by_sid["DeleteBlobs"]["Resource"] == {
         "Fn::Join": ["", [{"Fn::GetAtt": [blob_id, "Arn"]}, "/blobs/*"]]
+    }
+    assert by_sid["ReadLiveItems"] == {
+        "Sid": "ReadLiveItems",
+        "Effect": "Allow",
+        "Action": "dynamodb:BatchGetItem",
+        "Resource": {"Fn::GetAtt": [table_id, "Arn"]},
     }
     assert by_sid["KeepFailedBatches"]["Resource"] == {
         "Fn::Join": ["", [{"Fn::GetAtt": [failure_id, "Arn"]}, "/aws/lambda/*"]]
@@ -253,7 +281,7 @@ def test_every_iam_statement_is_scoped(prefix_cleanup: str) -> None:
     assert by_sid["WriteOwnLogs"]["Resource"] == {
         "Fn::GetAtt": [_logical(template, "AWS::Logs::LogGroup"), "Arn"]
     }
-    # AND the role can never write the table
+    # AND the role can never write the table (it reads items only to keep the blobs they list)
     all_actions = {
         a for s in statements for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
     }
@@ -265,6 +293,7 @@ def test_every_iam_statement_is_scoped(prefix_cleanup: str) -> None:
             "dynamodb:GetRecords",
             "dynamodb:GetShardIterator",
             "dynamodb:ListStreams",
+            "dynamodb:BatchGetItem",
         }
         for a in all_actions
     )
