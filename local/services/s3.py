@@ -1,4 +1,5 @@
-"""S3: buckets keep their public access block, versioning and ownership; bucket policies hold for HTTPS only.
+"""S3: buckets keep their public access block, versioning and ownership; bucket policies hold for HTTPS only;
+conditional deletes are evaluated.
 
 moto applied every bucket-policy statement ignoring its Condition, so CDK's enforceSSL statement ("Deny s3:*
 when aws:SecureTransport is false") denied everything. The local endpoint stands in for AWS's HTTPS one:
@@ -8,7 +9,10 @@ aws:SecureTransport is true; statements with other conditions are not applied.
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
+
+import xmltodict
 
 from local.patching import Target, replace, truthy
 
@@ -24,6 +28,12 @@ MOTO_TARGETS = (
     Target("moto.iam.access_control", "IAMPolicy.is_action_permitted"),
     Target("moto.iam.access_control", "PermissionResult"),
     Target("moto.utilities.utils", "get_partition"),
+    Target("moto.s3.responses", "S3Response._bucket_response_delete_keys", ("self", "bucket_name")),
+    Target("moto.s3.responses", "S3Response.delete_object", ("self",)),
+    Target(_MODELS, "S3Backend.put_object", ("self", "bucket_name", "key_name")),
+    Target(_MODELS, "S3Backend.get_object", ("self", "bucket_name", "key_name")),
+    Target(_MODELS, "S3Backend.delete_object", ("self", "bucket_name", "key_name")),
+    Target("moto.s3.exceptions", "MissingKey"),
 )
 
 
@@ -91,6 +101,7 @@ def apply() -> None:
         return IAMPolicy(json.dumps(dict(document, Statement=kept))).is_action_permitted(action, resource)
 
     replace(Bucket, "get_permission", get_permission)
+    _conditional_deletes()
 
 
 def _secure_transport_condition_holds(condition: dict[str, Any]) -> bool:
@@ -117,3 +128,89 @@ def _apply_bucket_extras(backend: Any, name: str, properties: dict[str, Any]) ->
     rules = (properties.get("OwnershipControls") or {}).get("Rules") or []
     if rules and rules[0].get("ObjectOwnership"):
         backend.put_bucket_ownership_controls(name, rules[0]["ObjectOwnership"])
+
+
+# One lock for object writes and conditional deletes: on S3 a conditional delete and a concurrent upload of the same
+# key are ordered, so the condition is evaluated against the object the delete removes.
+_OBJECT_WRITES = threading.RLock()
+_PRECONDITION_MESSAGE = "At least one of the pre-conditions you specified did not hold"
+
+
+def _conditional_deletes() -> None:
+    """DeleteObjects evaluates each object's ``ETag`` as S3 does since 2025-09: per key, a missing object is
+    NoSuchKey and another ETag is PreconditionFailed (the other keys are still deleted); ``*`` matches any
+    existing object. DeleteObject's ``If-Match`` (evaluated by moto) runs under the same lock as uploads."""
+    from moto.core.responses import ActionResult
+    from moto.s3 import models as sm
+    from moto.s3.exceptions import MissingKey
+    from moto.s3.responses import S3Response
+
+    def put_object(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with _OBJECT_WRITES:
+            return original_put(self, *args, **kwargs)
+
+    original_put = replace(sm.S3Backend, "put_object", put_object)
+
+    def delete_object(self: Any) -> Any:
+        with _OBJECT_WRITES:
+            if (self.headers.get("If-Match") or "").strip() != "*":
+                return original_delete(self)
+            # moto compares "*" as an ETag; on S3 it matches any existing object (a missing one is NoSuchKey)
+            key_name, version_id = self.parse_key_name(), self._get_param("versionId")
+            if self.backend.get_object(self.bucket_name, key_name, version_id=version_id) is None:
+                raise MissingKey(key_name)
+            _, meta = self.backend.delete_object(self.bucket_name, key_name, version_id=version_id)
+            return 204, {f"x-amz-{k}": v for k, v in meta.items()}, ""
+
+    original_delete = replace(S3Response, "delete_object", delete_object)
+
+    def delete_keys(self: Any, bucket_name: str, authenticated: bool = True) -> Any:
+        try:
+            body = xmltodict.parse(self.body, strip_whitespace=False)
+            objects = body["Delete"].get("Object") or []
+        except Exception:  # malformed bodies get moto's own answer
+            return original_delete_keys(self, bucket_name, authenticated)
+        objects = objects if isinstance(objects, list) else [objects]
+        conditioned = any(isinstance(o, dict) and o.get("ETag") is not None for o in objects)
+        if not authenticated or not conditioned:
+            return original_delete_keys(self, bucket_name, authenticated)
+        with _OBJECT_WRITES:
+            errors: list[dict[str, str]] = []
+            kept: list[dict[str, Any]] = []
+            for obj in objects:
+                problem = _etag_mismatch(self.backend, bucket_name, obj)
+                if problem is None:
+                    kept.append(obj)
+                else:
+                    errors.append({"Key": obj["Key"], "Code": problem[0], "Message": problem[1]})
+            if not kept:
+                self.data["Action"] = "DeleteObjects"
+                return self.serialized(ActionResult({"Deleted": [], "Errors": errors}))
+            self.body = xmltodict.unparse({"Delete": dict(body["Delete"], Object=kept)}).encode()
+            serialize = self.serialized
+
+            def with_condition_errors(result: Any) -> Any:
+                merged = dict(result.result)
+                merged["Errors"] = [*merged.get("Errors", []), *errors]
+                return serialize(ActionResult(merged))
+
+            self.serialized = with_condition_errors
+            try:
+                return original_delete_keys(self, bucket_name, authenticated)
+            finally:
+                del self.serialized
+
+    original_delete_keys = replace(S3Response, "_bucket_response_delete_keys", delete_keys)
+
+
+def _etag_mismatch(backend: Any, bucket_name: str, obj: dict[str, Any]) -> tuple[str, str] | None:
+    """(code, message) when ``obj``'s ETag condition does not hold, else None (no condition, or it holds)."""
+    expected = obj.get("ETag")
+    if expected is None:
+        return None
+    current = backend.get_object(bucket_name, obj["Key"], version_id=obj.get("VersionId"))
+    if current is None:
+        return ("NoSuchKey", "The specified key does not exist.")
+    if expected.strip() != "*" and expected.replace('"', "") != current.etag.replace('"', ""):
+        return ("PreconditionFailed", _PRECONDITION_MESSAGE)
+    return None
