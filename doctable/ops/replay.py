@@ -13,6 +13,10 @@ loses nothing; replaying a record twice is harmless because the consumer's clean
 
 A REMOVE whose item has since been written again is rebased before it is replayed: blob keys the live item
 lists now are dropped from the old image, so replay never deletes a blob that a live record still lists.
+
+An invocation record without ``payload`` (Lambda keeps only ``DDBStreamBatchInfo`` when the payload is not kept:
+shard, first and last sequence number) is re-read from the stream while the stream still holds that range; once
+it does not (24 h retention), the object is kept with a one-line reason. Nothing is invoked for it then.
 """
 
 from __future__ import annotations
@@ -32,6 +36,15 @@ from doctable.ops.context import require_deployed
 from doctable.ops.render import now_iso, text_table
 
 FAILURE_PREFIX = "aws/lambda/"
+DRY_RUN = "dry run"
+# GetRecords pages read at most while re-reading one kept range from the stream (1,000 records each).
+_MAX_STREAM_PAGES = 100
+
+
+class NotReplayable(ValueError):
+    """The invocation record cannot be turned back into its batch; the message says why, in one line."""
+
+
 _deserialize = TypeDeserializer().deserialize
 
 
@@ -43,9 +56,15 @@ class ReplayOutcome:
     still_failing: list[str] = field(default_factory=list)
     rebased: int = 0
     error: str | None = None
+    invoked: bool = False  # the consumer ran (an error is then the function's)
+    source: str = "payload"  # where the records came from: the kept payload, or the stream (re-read)
 
     @property
     def result(self) -> str:
+        if self.error == DRY_RUN:
+            return f"WOULD REPLAY ({self.source})"
+        if self.error and not self.invoked:
+            return "KEPT (not replayable)"
         if self.error:
             return "KEPT (function error)"
         if self.still_failing:
@@ -60,6 +79,7 @@ class ReplayOutcome:
             "still_failing": self.still_failing,
             "rebased": self.rebased,
             "error": self.error,
+            "source": self.source,
             "result": self.result,
         }
 
@@ -71,14 +91,63 @@ def failure_objects(s3: Any, bucket: str) -> Iterator[str]:
             yield obj["Key"]
 
 
-def batch_of(invocation_record: dict[str, Any]) -> dict[str, Any]:
-    """The stream event kept in an invocation record (AWS stores it as a JSON string; accept an object too)."""
+def batch_of(invocation_record: Any, streams: Any = None) -> tuple[dict[str, Any], str]:
+    """The stream event of an invocation record, and where it came from: its ``payload`` (AWS stores a JSON
+    string; an object is accepted too), else the stream range its ``DDBStreamBatchInfo`` names, re-read."""
+    if not isinstance(invocation_record, dict):
+        raise NotReplayable("the object is not an invocation record (a JSON object): it cannot be replayed")
     payload = invocation_record.get("payload")
     if isinstance(payload, str):
-        payload = json.loads(payload)
-    if not isinstance(payload, dict) or not isinstance(payload.get("Records"), list):
-        raise ValueError("the invocation record has no payload with Records: it cannot be replayed")
-    return payload
+        try:
+            payload = json.loads(payload)
+        except ValueError:
+            raise NotReplayable("its payload is not JSON: it cannot be replayed") from None
+    if isinstance(payload, dict) and isinstance(payload.get("Records"), list):
+        return payload, "payload"
+    info = invocation_record.get("DDBStreamBatchInfo")
+    needed = ("streamArn", "shardId", "startSequenceNumber", "endSequenceNumber")
+    if not isinstance(info, dict) or not all(isinstance(info.get(k), str) and info[k] for k in needed):
+        raise NotReplayable(
+            "the invocation record has no payload with Records and no DDBStreamBatchInfo naming the stream, "
+            "shard and sequence range: it cannot be replayed"
+        )
+    if streams is None:
+        raise NotReplayable("metadata-only record: re-reading it needs the stream (not available here)")
+    return {"Records": reread(streams, info)}, "stream"
+
+
+def reread(streams: Any, info: dict[str, Any]) -> list[dict[str, Any]]:
+    """The records from ``startSequenceNumber`` to ``endSequenceNumber`` of one shard, as Lambda delivers them."""
+    first, last = int(info["startSequenceNumber"]), int(info["endSequenceNumber"])
+    where = f"records {first}..{last} of shard {info['shardId']}"
+    try:
+        iterator = streams.get_shard_iterator(
+            StreamArn=info["streamArn"],
+            ShardId=info["shardId"],
+            ShardIteratorType="AT_SEQUENCE_NUMBER",
+            SequenceNumber=info["startSequenceNumber"],
+        ).get("ShardIterator")
+        records: list[dict[str, Any]] = []
+        for _ in range(_MAX_STREAM_PAGES):
+            if not iterator:
+                break
+            page = streams.get_records(ShardIterator=iterator, Limit=1000)
+            batch = page.get("Records", [])
+            records.extend(r for r in batch if first <= int(r["dynamodb"]["SequenceNumber"]) <= last)
+            if not batch or int(batch[-1]["dynamodb"]["SequenceNumber"]) >= last:
+                break
+            iterator = page.get("NextShardIterator")
+    except Exception as exc:  # trimmed, expired or deleted stream: AWS answers with several error codes
+        code = getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__)
+        raise NotReplayable(f"the stream no longer holds {where} ({code}): kept for inspection") from None
+    if not records or int(records[0]["dynamodb"]["SequenceNumber"]) != first:
+        raise NotReplayable(f"the stream no longer holds {where} (trimmed after its 24 h retention): kept")
+    for record in records:  # what Lambda adds to a stream record, in the types its event carries
+        record["eventSourceARN"] = info["streamArn"]
+        created = record["dynamodb"].get("ApproximateCreationDateTime")
+        if hasattr(created, "timestamp"):
+            record["dynamodb"]["ApproximateCreationDateTime"] = int(created.timestamp())
+    return records
 
 
 def _listed_blobs(image: dict[str, Any] | None) -> set[str]:
@@ -113,17 +182,33 @@ def rebase_on_live_items(ddb: Any, table: str, records: list[dict[str, Any]]) ->
     return rebased
 
 
+def _read(s3: Any, bucket: str, key: str) -> Any:
+    try:
+        return json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+    except ValueError:
+        raise NotReplayable("the object is not JSON: it cannot be replayed") from None
+
+
 def replay_object(
-    *, s3: Any, lambda_client: Any, ddb: Any, bucket: str, key: str, function: str, table: str
+    *,
+    s3: Any,
+    lambda_client: Any,
+    ddb: Any,
+    bucket: str,
+    key: str,
+    function: str,
+    table: str,
+    streams: Any = None,
 ) -> ReplayOutcome:
-    body = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
-    event = batch_of(body)
+    body = _read(s3, bucket, key)
+    event, source = batch_of(body, streams)
     records = event["Records"]
-    outcome = ReplayOutcome(key=key, records=len(records))
+    outcome = ReplayOutcome(key=key, records=len(records), source=source)
     outcome.rebased = rebase_on_live_items(ddb, table, records)
     response = lambda_client.invoke(
         FunctionName=function, InvocationType="RequestResponse", Payload=json.dumps(event).encode()
     )
+    outcome.invoked = True
     raw = response["Payload"].read()
     if response.get("FunctionError"):
         outcome.error = f"{response['FunctionError']}: {raw[:300].decode(errors='replace')}"
@@ -144,22 +229,32 @@ def replay_object(
 
 
 def run_replay(
-    *, s3: Any, lambda_client: Any, ddb: Any, bucket: str, function: str, table: str, dry_run: bool = False
+    *,
+    s3: Any,
+    lambda_client: Any,
+    ddb: Any,
+    bucket: str,
+    function: str,
+    table: str,
+    dry_run: bool = False,
+    streams: Any = None,
 ) -> list[ReplayOutcome]:
     outcomes: list[ReplayOutcome] = []
     for key in list(failure_objects(s3, bucket)):
-        if dry_run:
-            body = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
-            outcomes.append(ReplayOutcome(key=key, records=len(batch_of(body)["Records"]), error="dry run"))
-            continue
         try:
+            if dry_run:
+                event, source = batch_of(_read(s3, bucket, key), streams)
+                outcomes.append(
+                    ReplayOutcome(key=key, records=len(event["Records"]), error=DRY_RUN, source=source)
+                )
+                continue
             outcomes.append(
                 replay_object(
                     s3=s3, lambda_client=lambda_client, ddb=ddb, bucket=bucket, key=key, function=function,
-                    table=table,
+                    table=table, streams=streams,
                 )
             )  # fmt: skip
-        except ValueError as exc:
+        except NotReplayable as exc:
             outcomes.append(ReplayOutcome(key=key, records=0, error=str(exc)))
     return outcomes
 
@@ -180,6 +275,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         function=function,
         table=deployment.table_name,
         dry_run=args.dry_run,
+        streams=aws.client("dynamodbstreams"),
     )
     kept = [o for o in outcomes if o.error or o.still_failing]
     if args.json:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
@@ -181,3 +183,120 @@ def test_dry_run_changes_nothing(aws: dict[str, Any]) -> None:
     assert outcomes[0].records == 1
     assert consumer.events == []
     assert _keys(s3) == ["aws/lambda/u/s/a"]
+
+
+class FakeStreams:
+    """DynamoDB Streams' GetShardIterator/GetRecords over one shard, as boto3 returns them (times as datetimes);
+    a sequence number before the shard's first answers TrimmedDataAccessException, as AWS does."""
+
+    def __init__(self, arn: str, shard: str, records: list[dict[str, Any]]) -> None:
+        self.arn, self.shard, self.records = arn, shard, records
+
+    def get_shard_iterator(self, **kwargs: Any) -> dict[str, str]:
+        from botocore.exceptions import ClientError
+
+        assert (kwargs["StreamArn"], kwargs["ShardId"]) == (self.arn, self.shard)
+        assert kwargs["ShardIteratorType"] == "AT_SEQUENCE_NUMBER"
+        if int(kwargs["SequenceNumber"]) < int(self.records[0]["dynamodb"]["SequenceNumber"]):
+            error = {"Code": "TrimmedDataAccessException", "Message": "the data was trimmed"}
+            raise ClientError({"Error": error}, "GetShardIterator")
+        at = [r["dynamodb"]["SequenceNumber"] for r in self.records].index(kwargs["SequenceNumber"])
+        return {"ShardIterator": str(at)}
+
+    def get_records(self, ShardIterator: str, Limit: int) -> dict[str, Any]:  # noqa: N803
+        at = int(ShardIterator)
+        page = self.records[at : at + 2]  # small pages: the range spans several
+        return {"Records": copy.deepcopy(page), "NextShardIterator": str(at + 2)}
+
+
+@pytest.fixture
+def stream() -> dict[str, Any]:
+    """GIVEN a stream holding four REMOVE records; the metadata Lambda kept for the middle three."""
+    arn = "arn:aws:dynamodb:us-east-1:123456789012:table/items-dev/stream/2024-05-01T00:00:00.000"
+    records = []
+    for n, pk in enumerate("abcd", start=1):
+        record = _record(f"10{n}", pk, [f"{pk}/v1/x"])
+        record["dynamodb"]["ApproximateCreationDateTime"] = datetime(2026, 1, 1, 0, 0, n, tzinfo=UTC)
+        records.append(record)
+    info = {
+        "shardId": "shardId-1",
+        "startSequenceNumber": "102",
+        "endSequenceNumber": "104",
+        "streamArn": arn,
+        "batchSize": 3,
+    }
+    return {
+        "client": FakeStreams(arn, "shardId-1", records),
+        "info": info,
+        "sequence_numbers": ["102", "103", "104"],
+    }
+
+
+def _metadata_only(info: dict[str, Any]) -> bytes:
+    """The invocation record Lambda writes when the payload is not kept: DDBStreamBatchInfo, no payload."""
+    return json.dumps(
+        {"requestContext": {"condition": "RetryAttemptsExhausted"}, "DDBStreamBatchInfo": info}
+    ).encode()
+
+
+def test_metadata_only_record_is_reread_from_the_stream(aws: dict[str, Any], stream: dict[str, Any]) -> None:
+    # GIVEN a metadata-only invocation record whose range the stream still holds
+    s3 = aws["s3"]
+    s3.put_object(Bucket=BUCKET, Key="aws/lambda/u/s/meta", Body=_metadata_only(stream["info"]))
+    consumer = FakeConsumer()
+
+    # WHEN it is replayed
+    (outcome,) = run_replay(
+        s3=s3, lambda_client=consumer, ddb=aws["ddb"], bucket=BUCKET, function="f", table=TABLE,
+        streams=stream["client"],
+    )  # fmt: skip
+
+    # THEN the consumer got exactly that range, shaped as Lambda delivers it, and the object is removed
+    (event,) = consumer.events
+    assert [r["dynamodb"]["SequenceNumber"] for r in event["Records"]] == stream["sequence_numbers"]
+    assert all(r["eventSourceARN"] == stream["info"]["streamArn"] for r in event["Records"])
+    assert all(isinstance(r["dynamodb"]["ApproximateCreationDateTime"], int) for r in event["Records"])
+    assert (outcome.result, outcome.source) == ("REPLAYED, removed", "stream")
+    assert _keys(s3) == []
+
+
+def test_metadata_only_record_the_stream_no_longer_holds_is_kept_with_its_reason(
+    aws: dict[str, Any], stream: dict[str, Any]
+) -> None:
+    # GIVEN a metadata-only record naming a range the stream does not hold (trimmed)
+    s3 = aws["s3"]
+    gone = dict(stream["info"], startSequenceNumber="1", endSequenceNumber="2")  # before the shard's first
+    s3.put_object(Bucket=BUCKET, Key="aws/lambda/u/s/old", Body=_metadata_only(gone))
+    consumer = FakeConsumer()
+
+    # WHEN it is replayed, and dry-run
+    (outcome,) = run_replay(
+        s3=s3, lambda_client=consumer, ddb=aws["ddb"], bucket=BUCKET, function="f", table=TABLE,
+        streams=stream["client"],
+    )  # fmt: skip
+    (dry,) = run_replay(
+        s3=s3, lambda_client=consumer, ddb=aws["ddb"], bucket=BUCKET, function="f", table=TABLE,
+        streams=stream["client"], dry_run=True,
+    )  # fmt: skip
+
+    # THEN nothing is invoked, the object stays, and the one-line reason names the range (not a function error)
+    assert consumer.events == []
+    assert _keys(s3) == ["aws/lambda/u/s/old"]
+    for result in (outcome, dry):
+        assert result.result == "KEPT (not replayable)"
+        assert result.error is not None and "the stream no longer holds records 1..2" in result.error
+        assert "\n" not in result.error
+
+
+def test_dry_run_of_a_metadata_only_record_says_what_would_be_replayed(
+    aws: dict[str, Any], stream: dict[str, Any]
+) -> None:
+    # GIVEN a metadata-only record  WHEN dry-run  THEN no traceback: the records it would replay are counted
+    s3 = aws["s3"]
+    s3.put_object(Bucket=BUCKET, Key="aws/lambda/u/s/meta", Body=_metadata_only(stream["info"]))
+    (outcome,) = run_replay(
+        s3=s3, lambda_client=FakeConsumer(), ddb=aws["ddb"], bucket=BUCKET, function="f", table=TABLE,
+        streams=stream["client"], dry_run=True,
+    )  # fmt: skip
+    assert (outcome.records, outcome.result) == (3, "WOULD REPLAY (stream)")
+    assert _keys(s3) == ["aws/lambda/u/s/meta"]
