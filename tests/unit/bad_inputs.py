@@ -1079,6 +1079,70 @@ for _env, _variable, _fragment, _label in _COLD_CASES:
     )
 
 
+# ---------------------------------------------------------------------------------- replay's kept objects
+REPLAY = "Replay: objects on the failure bucket (`doctable.ops.replay.run_replay`)"
+_STREAM_ARN = "arn:aws:dynamodb:eu-west-1:123456789012:table/items-dev/stream/2024-05-01T00:00:00.000"
+_METADATA_ONLY = {
+    "requestContext": {"condition": "RetryAttemptsExhausted"},
+    "DDBStreamBatchInfo": {"shardId": "shardId-1", "startSequenceNumber": "101", "endSequenceNumber": "103",
+                           "streamArn": _STREAM_ARN, "batchSize": 3},
+}  # fmt: skip
+
+
+class _TrimmedStream:
+    """DynamoDB Streams after the 24 h retention: the kept range is no longer there."""
+
+    def get_shard_iterator(self, **_: Any) -> Any:
+        from botocore.exceptions import ClientError
+
+        error = {"Code": "TrimmedDataAccessException", "Message": "the requested data was trimmed"}
+        raise ClientError({"Error": error}, "GetShardIterator")
+
+
+def run_replay_case(body: bytes, dry_run: bool) -> str:
+    """One object on a (moto) failure bucket, replayed against a consumer that must never be invoked."""
+    import boto3
+    from moto import mock_aws
+
+    from doctable.ops.replay import run_replay
+
+    class NoConsumer:
+        def invoke(self, **_: Any) -> Any:
+            raise AssertionError("the consumer was invoked")
+
+    with environment({**CONSUMER_ENV}), mock_aws():
+        s3 = boto3.client("s3", region_name=REGION)
+        s3.create_bucket(Bucket="failures", CreateBucketConfiguration={"LocationConstraint": REGION})
+        s3.put_object(Bucket="failures", Key="aws/lambda/m/s/kept", Body=body)
+        (outcome,) = run_replay(
+            s3=s3, lambda_client=NoConsumer(), ddb=boto3.client("dynamodb", region_name=REGION),
+            bucket="failures", function="f", table=TABLE, dry_run=dry_run, streams=_TrimmedStream(),
+        )  # fmt: skip
+        left = [o["Key"] for o in s3.list_objects_v2(Bucket="failures").get("Contents", [])]
+    return normalize(f"{outcome.result}: {outcome.error}; bucket keeps {left}")
+
+
+for _body, _label, _dry, _id in (
+    (json.dumps(_METADATA_ONLY).encode(), "a metadata-only record (no `payload`) the stream no longer holds",
+     False, "replay-metadata-trimmed"),
+    (json.dumps(_METADATA_ONLY).encode(), "the same, with `--dry-run`", True, "replay-metadata-dry-run"),
+    (b"not json", "an object that is not JSON", False, "replay-not-json"),
+    (b'{"requestContext": {}}', "an invocation record with neither `payload` nor `DDBStreamBatchInfo`", False,
+     "replay-no-payload"),
+):  # fmt: skip
+    add(
+        Case(
+            REPLAY,
+            _label,
+            functools.partial(run_replay_case, _body, _dry),
+            ("KEPT (not replayable)", "bucket keeps ['aws/lambda/m/s/kept']"),
+            "kept on the failure bucket with the one-line reason; nothing invoked, no traceback (a metadata-only "
+            "record whose range the stream still holds is re-read and replayed)",
+            _id,
+        )
+    )
+
+
 # ------------------------------------------------------------------------------------------------ the CLI
 CLI = "Operations CLI (`doctable …`, `doctable.cli:main`)"
 
