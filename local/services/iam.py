@@ -99,12 +99,15 @@ def apply() -> None:
     def delete_role(
         cls: Any, resource_name: str, cloudformation_json: dict[str, Any], account_id: str, region_name: str
     ) -> None:
-        # CloudFormation detaches the role's ManagedPolicyArns before deleting it (moto refused: DeleteConflict).
+        # CloudFormation detaches the role's managed policies and deletes its inline ones (those put outside the
+        # template too) before deleting it (moto refused: DeleteConflict).
         backend = im.iam_backends[account_id][get_partition(region_name)]
         for role in list(backend.roles.values()):
             if role.name == resource_name:
                 for arn in list(role.managed_policies):
                     backend.detach_role_policy(arn, role.name)
+                for name in list(role.policies):
+                    role.delete_policy(name)
         original_delete_role(cls, resource_name, cloudformation_json, account_id, region_name)
 
     original_delete_role = replace(Role, "delete_from_cloudformation_json", classmethod(delete_role))

@@ -58,6 +58,16 @@ def probe(local_aws: lt.LocalAWS) -> str:
     role = iam.create_role(
         RoleName="probe-role", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17"})
     )
+    # What the probe does as its role (IAM is enforced): list tables, and Lambda writing its logs.
+    grants = {
+        "Effect": "Allow",
+        "Action": ["dynamodb:ListTables", "logs:CreateLogStream", "logs:PutLogEvents"],
+    }
+    iam.put_role_policy(
+        RoleName="probe-role",
+        PolicyName="probe",
+        PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [dict(grants, Resource="*")]}),
+    )
     local_aws.client("lambda").create_function(
         FunctionName="probe",
         Runtime="python3.13",

@@ -218,6 +218,15 @@ def test_latest_mapping_skips_earlier_writes_and_other_readers_keep_theirs(
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("recorder.py", RECORDER)
     role = lam.get_function(FunctionName=out["ConsumerFunctionName"])["Configuration"]["Role"]
+    # The consumer's role may write only its own log group (IAM is enforced): the recorder's logs need a grant.
+    local_aws.client("iam").put_role_policy(
+        RoleName=role.rsplit("/", 1)[1],
+        PolicyName="recorder-logs",
+        PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [{
+            "Effect": "Allow", "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+            "Resource": f"arn:aws:logs:{lt.REGION}:{lt.ACCOUNT}:log-group:/aws/lambda/recorder:*",
+        }]}),
+    )  # fmt: skip
     lam.create_function(
         FunctionName="recorder", Runtime="python3.13", Role=role, Handler="recorder.handler",
         Code={"ZipFile": buffer.getvalue()}, Timeout=10,
