@@ -36,7 +36,8 @@ ENV_BLOB_BUCKET = "BLOB_BUCKET"
 ENV_BLOB_ROOT = "BLOB_ROOT"
 ENV_BLOB_PREFIX_CLEANUP = "BLOB_PREFIX_CLEANUP"
 ENV_TABLE_NAME = "TABLE_NAME"
-ENV_ENVIRONMENT = "ENVIRONMENT"  # the stack's environment: a metrics dimension beside the service and the table
+# The stack's environment: a metrics dimension beside the service and the table.
+ENV_ENVIRONMENT = "ENVIRONMENT"
 # The consumer's metrics dimensions besides Powertools' `service` (the alarms select each stack's own series).
 METRIC_DIMENSION_ENVIRONMENT = "environment"
 METRIC_DIMENSION_TABLE = "table"
