@@ -2,7 +2,7 @@
 
 - the server: ``start`` (background process, waits until ready; idempotent), ``stop``, ``running``, ``health``;
 - pointing a client at it: ``client_env`` (what ``doctable local env`` exports), ``env_lines``, ``ACCOUNT_ID``,
-  ``REGION``, the test credentials;
+  ``REGION``, the admin deployer's key;
 - ``run_cdk``: the CDK CLI against it; ``FaultClient``: fault injection and each stream mapping's progress;
 - ``register``: the ``doctable local up|down|env|status`` commands; ``LocalError``: what they raise.
 """

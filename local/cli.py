@@ -16,7 +16,7 @@ from local.errors import LocalError
 def _cmd_up(args: argparse.Namespace) -> int:
     started = time.monotonic()
     was = running()
-    info = start(args.port, iam=False if args.no_iam else None)
+    info = start(args.port, iam=args.iam)
     verb = "already running" if was is not None else f"started in {time.monotonic() - started:.1f}s"
     mode = (health(info.port) or {}).get("iam", "?")
     print(
@@ -67,9 +67,14 @@ def register(sub: Any) -> None:
     up.add_argument(
         "--port", type=int, default=int(os.environ.get("DOCTABLE_LOCAL_PORT", state.DEFAULT_PORT))
     )
-    up.add_argument(
+    mode = up.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--iam", dest="iam", action="store_true", default=None, help=f"enforce IAM (also {auth.ENV}=on)"
+    )
+    mode.add_argument(
         "--no-iam",
-        action="store_true",
+        dest="iam",
+        action="store_false",
         help=f"do not enforce IAM (the lenient mode; also {auth.ENV}=off): every signed request is allowed",
     )
     up.set_defaults(func=_cmd_up)

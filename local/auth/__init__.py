@@ -1,7 +1,8 @@
 """IAM enforcement for the local AWS: who calls (principals), what a call needs (requests), whether policies
 allow it (policy), and the WSGI middleware that refuses what they do not allow (middleware).
 
-Switched by ``DOCTABLE_LOCAL_IAM`` (``on``, the default, or ``off``: ``doctable local up --no-iam``).
+Switched by ``DOCTABLE_LOCAL_IAM``: ``on`` (``doctable local up --iam``) or ``off``, the default for now
+(``--no-iam``).
 """
 
 from __future__ import annotations
