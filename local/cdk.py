@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from local import state
+from local.control import health
 from local.errors import LocalError
 
 CDK_TIMEOUT = 900.0
@@ -75,5 +76,10 @@ def run_cdk(
         output = written.read().decode(errors="replace")
     if failure is not None:
         tail = "\n".join(output.strip().splitlines()[-TAIL_LINES:])
+        if "ECONNREFUSED" in output and health(port) is None:
+            tail += (
+                f"\nthe local AWS on port {port} stopped answering during the run (its server.log says why); "
+                "start it again with `doctable local up` (its state is gone with it) and deploy again"
+            )
         raise LocalError(f"`cdk {' '.join(args)}` failed ({failure}); last lines of {log}:\n{tail}")
     return CdkRun(tuple(args), seconds, output)
