@@ -202,6 +202,7 @@ class Ledger:
     expiring: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # TTL'd, not yet swept
     poison: set[tuple[str, str]] = field(default_factory=set)
     fixable: set[tuple[str, str]] = field(default_factory=set)
+    reused: set[str] = field(default_factory=set)  # blob keys uploaded again under the same name (key reuse)
     ops: Counter[str] = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
 
@@ -214,6 +215,7 @@ class Ledger:
         self.expiring.update(other.expiring)
         self.poison |= other.poison
         self.fixable |= other.fixable
+        self.reused |= other.reused
         self.ops.update(other.ops)
         self.errors += other.errors
 
@@ -456,6 +458,19 @@ class Writer(threading.Thread):
         self._wrote(kind)
         self.pending_deletes.setdefault(self.ledger.writes + self.rng.randint(5, 30), []).append(key)
 
+    def op_reuse(self) -> None:
+        """Key reuse, racing the consumer: delete the item, upload the same blob keys again, put it back."""
+        key = self._pick(need_blobs=True)
+        if key is None:
+            return self.op_put_new()
+        blobs = self.ledger.live[key]
+        self.ddb.delete_item(TableName=self.table, Key={"pk": {"S": key[0]}, "sk": {"S": key[1]}})
+        for name in blobs:
+            self.s3.put_object(Bucket=self.bucket, Key=name, Body=f"again {uuid.uuid4().hex}".encode())
+        self.ddb.put_item(TableName=self.table, Item=self._item(key, blobs))
+        self.ledger.reused.update(blobs)
+        self._wrote("reuse", 2)  # a REMOVE and an INSERT
+
     def _due_deletes(self, everything: bool = False) -> None:
         for at in [a for a in self.pending_deletes if everything or a <= self.ledger.writes]:
             for key in self.pending_deletes.pop(at):
@@ -465,7 +480,7 @@ class Writer(threading.Thread):
 
     OPS = (
         ("op_put_new", 22), ("op_put_replace", 10), ("op_update_drop", 12), ("op_update_add", 8),
-        ("op_delete", 16), ("op_ttl", 7), ("op_batch", 6), ("op_transact", 6),
+        ("op_delete", 16), ("op_ttl", 7), ("op_batch", 6), ("op_transact", 6), ("op_reuse", 8),
     )  # fmt: skip
 
     def run(self) -> None:
@@ -510,6 +525,8 @@ class SoakReport:
     kept_after_replay: int = 0
     left_before_replay: int = 0
     wrongly_deleted: list[str] = field(default_factory=list)
+    reused_blobs: int = 0  # blob keys uploaded again under the same name while the consumer raced
+    reused_lost: list[str] = field(default_factory=list)  # of those, listed by a live item yet gone
     left_behind: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
@@ -536,6 +553,7 @@ class SoakReport:
             ("replay", replay),
             ("records kept after replay (poison)", self.kept_after_replay),
             ("objects wrongly deleted (must be 0)", len(self.wrongly_deleted)),
+            (f"live blobs lost under key reuse, of {self.reused_blobs} reused (must be 0)", len(self.reused_lost)),
             ("objects left behind (must be 0)", len(self.left_behind)),
         ]  # fmt: skip
         width = max(len(name) for name, _ in rows)
@@ -742,6 +760,8 @@ def run_soak(
     listed = {blob for item in live.values() for blob in listed_blobs(item)}
     present = bucket_keys(aws, bucket, f"{run}-")
     report.wrongly_deleted = sorted(listed - present)
+    report.reused_blobs = len(ledger.reused)
+    report.reused_lost = sorted((listed - present) & ledger.reused)
     report.left_behind = sorted(present - listed)
     unexpected = (present - listed) - ledger.gone
     if unexpected:

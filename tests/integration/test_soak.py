@@ -27,6 +27,8 @@ def _check(report: soak.SoakReport, capsys: pytest.CaptureFixture[str]) -> None:
         print("\n" + report.render())
     assert not report.problems, report.render()
     assert report.wrongly_deleted == [] and report.left_behind == []
+    # The key-reuse workload ran, and no blob a live record lists again was lost to it.
+    assert report.reused_blobs > 0 and report.reused_lost == []
     # Every kind of fault happened, and the retry path was exercised.
     for kind in (
         "s3-slowdown",
