@@ -16,6 +16,9 @@ import pytest
 from tests.support import localaws as lt
 
 
+TTL_CHANGE_INTERVAL_ENV = "DOCTABLE_LOCAL_TTL_CHANGE_INTERVAL_SECONDS"
+
+
 @pytest.fixture(scope="session")
 def local_aws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[lt.LocalAWS]:
     if not lt.CDK_BIN.exists():
@@ -23,8 +26,18 @@ def local_aws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[lt.LocalAWS]
         if os.environ.get("CI"):
             pytest.fail(message)  # in CI a missing CLI is a broken set-up, not a reason to skip
         pytest.skip(message)
-    with lt.private_local_aws(tmp_path_factory.mktemp("local-aws")) as aws:
-        yield aws
+    # DynamoDB refuses a second TTL change within about an hour; the shared server shortens that interval so the
+    # tests that toggle TTL run instead of skipping (read by the server process when it starts).
+    previous = os.environ.get(TTL_CHANGE_INTERVAL_ENV)
+    os.environ[TTL_CHANGE_INTERVAL_ENV] = "10"
+    try:
+        with lt.private_local_aws(tmp_path_factory.mktemp("local-aws")) as aws:
+            yield aws
+    finally:
+        if previous is None:
+            os.environ.pop(TTL_CHANGE_INTERVAL_ENV, None)
+        else:
+            os.environ[TTL_CHANGE_INTERVAL_ENV] = previous
 
 
 @pytest.fixture(scope="session")
