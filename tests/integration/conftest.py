@@ -15,7 +15,6 @@ import pytest
 
 from tests.support import localaws as lt
 
-
 TTL_CHANGE_INTERVAL_ENV = "DOCTABLE_LOCAL_TTL_CHANGE_INTERVAL_SECONDS"
 
 
