@@ -230,13 +230,15 @@ def test_an_invocation_killed_mid_batch_is_retried_and_nothing_is_lost(
     _idle(faults, quiet)
     faults.set(
         [
-            # The delete is held 1.5 s and the environment is killed 0.7 s into the invocation: mid-batch, with
-            # the DeleteObjects request in flight (it lands after the kill, as a request can on AWS).
+            # The delete is held 6 s and the environment is killed 3 s into the invocation: mid-batch, with the
+            # DeleteObjects request in flight (it lands after the kill, as a request can on AWS). The consumer
+            # HEADs each key and reads the live items before it deletes, so its delete starts well into the
+            # invocation; 3 s leaves room for that on a loaded machine.
             {
                 "id": "hold",
                 "on": "s3:DeleteObjects",
                 "action": "delay",
-                "delay_ms": 1500,
+                "delay_ms": 6000,
                 "bucket": out["BlobBucketName"],
                 "limit": 1,
             },
@@ -244,7 +246,7 @@ def test_an_invocation_killed_mid_batch_is_retried_and_nothing_is_lost(
                 "id": "kill",
                 "on": "lambda:Invoke",
                 "action": action,
-                "after_ms": 700,
+                "after_ms": 3000,
                 "function": out["ConsumerFunctionName"],
                 "limit": 1,
             },
