@@ -273,7 +273,13 @@ def apply() -> None:
             return original_resource  # type: ignore[no-any-return]
 
         def delete(self, account_id: str, region_name: str) -> None:
-            lambda_backends[account_id][region_name].delete_alias(self.name, self.function_name)
+            import contextlib
+
+            from moto.awslambda.exceptions import UnknownFunctionException
+
+            # Lambda deletes a function's aliases with it: an alias whose function is already gone is gone.
+            with contextlib.suppress(UnknownFunctionException):
+                lambda_backends[account_id][region_name].delete_alias(self.name, self.function_name)
 
     for cached in (cp.get_model_list, cp.get_model_map, cp.get_name_type_map):
         cached.cache_clear()
