@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from contract import names
+from contract import names, policy_doc
 
 PLAN_SOURCE = "doctable"
 PLAN_VERSION = "2026-11-29"
@@ -44,6 +44,16 @@ POWERTOOLS_MODES = (POWERTOOLS_LAYER, POWERTOOLS_BUNDLED)
 ARCHITECTURES = ("arm64", "x86_64")  # the knob's values are Lambda's architecture names
 DEPLOY_AWS, DEPLOY_LOCAL = "aws", "local"
 DEPLOY_TARGETS = (DEPLOY_AWS, DEPLOY_LOCAL)
+ENCRYPTION_AWS_OWNED, ENCRYPTION_AWS_MANAGED, ENCRYPTION_CUSTOMER_MANAGED = (
+    "aws-owned",
+    "aws-managed",
+    "customer-managed",
+)
+ENCRYPTION_VALUES = (ENCRYPTION_AWS_OWNED, ENCRYPTION_AWS_MANAGED, ENCRYPTION_CUSTOMER_MANAGED)
+KMS_KEY_ARN_RE = re.compile(
+    r"^arn:aws[a-zA-Z-]*:kms:[a-z0-9-]+:\d{12}:key/"
+    r"(mrk-[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$"
+)
 
 TABLE_BASE_RE = re.compile(r"^[a-z0-9-]+$")
 # DynamoDB allows 3..255 characters; the stack name (``doctable-<table>``) is the tighter bound: 128.
@@ -94,6 +104,9 @@ KNOB_DEFAULTS: dict[str, str] = {
     "memory": "256",
     "timeout": "30",
     "deploy_target": "aws",
+    "encryption": "aws-owned",
+    "kms_key": "",
+    "resource_policy": "off",
 }
 
 
@@ -130,6 +143,9 @@ class DocTableConfig:
     memory: int
     timeout: int
     deploy_target: str
+    encryption: str
+    kms_key: str  # empty: with customer-managed encryption the stack creates the key
+    resource_policy: str  # "off" or the path of the table's resource policy document
 
     # ---- derived facts: every downstream decision reads these, never the raw strings ----
     @property
@@ -195,6 +211,32 @@ class DocTableConfig:
     @property
     def is_local(self) -> bool:
         return self.deploy_target == DEPLOY_LOCAL
+
+    @property
+    def customer_managed_key(self) -> bool:
+        """The table and the stack's buckets are encrypted with a customer managed KMS key."""
+        return self.encryption == ENCRYPTION_CUSTOMER_MANAGED
+
+    @property
+    def aws_managed_key(self) -> bool:
+        """The AWS managed keys (aws/dynamodb, aws/s3): KMS encryption with no key of the stack's own."""
+        return self.encryption == ENCRYPTION_AWS_MANAGED
+
+    @property
+    def creates_kms_key(self) -> bool:
+        return self.customer_managed_key and not self.kms_key
+
+    @property
+    def borrowed_kms_key_arn(self) -> str | None:
+        return self.kms_key or None
+
+    @property
+    def has_resource_policy(self) -> bool:
+        return self.resource_policy != OFF
+
+    @property
+    def resource_policy_path(self) -> str | None:
+        return self.resource_policy if self.has_resource_policy else None
 
     def tags(self) -> dict[str, str]:
         """Provenance tags in a stable order; an empty CostCenter or Owner is dropped, not written empty."""
@@ -359,6 +401,24 @@ def resolve_config(
     memory = _int(problems, "memory", raw["memory"], MEMORY_RANGE, " MB")
     timeout = _int(problems, "timeout", raw["timeout"], TIMEOUT_RANGE, " seconds")
     deploy_target = _enum(problems, "deploy_target", raw["deploy_target"], DEPLOY_TARGETS)
+    encryption = _enum(problems, "encryption", raw["encryption"], ENCRYPTION_VALUES)
+    kms_key = raw["kms_key"]
+    if kms_key and not KMS_KEY_ARN_RE.match(kms_key):
+        problems.append(
+            f"kms_key={kms_key!r} is not a KMS key ARN; allowed: empty (the stack creates the key) or "
+            "arn:aws:kms:<region>:<account>:key/<key id>"
+        )
+    elif kms_key and encryption != ENCRYPTION_CUSTOMER_MANAGED:
+        problems.append(
+            f"kms_key={kms_key!r} set but encryption={encryption!r} — only encryption=customer-managed uses "
+            "a key of yours; set encryption=customer-managed or unset kms_key"
+        )
+    resource_policy = raw["resource_policy"] or OFF
+    if resource_policy != OFF:
+        try:
+            policy_doc.load_policy_document(resource_policy)
+        except policy_doc.PolicyDocumentError as exc:
+            problems.append(str(exc))
 
     # Knobs that only the built-in consumer reads: setting them otherwise is a contradiction, not a no-op.
     if consumer != CONSUMER_BUILTIN:
@@ -387,6 +447,7 @@ def resolve_config(
         batch_size=batch_size, batching_window=batching_window, max_retries=max_retries,
         max_record_age=max_record_age, parallelization_factor=parallelization, powertools=powertools,
         architecture=architecture, memory=memory, timeout=timeout, deploy_target=deploy_target,
+        encryption=encryption, kms_key=kms_key, resource_policy=resource_policy,
     )  # fmt: skip
 
 
