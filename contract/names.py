@@ -13,6 +13,7 @@ OUT_MAPPING_UUID = "EventSourceMappingUuid"
 OUT_BLOB_BUCKET = "BlobBucketName"
 OUT_FAILURE_BUCKET = "FailureBucketName"
 OUT_ALARM_TOPIC_ARN = "AlarmTopicArn"
+OUT_KMS_KEY_ARN = "KmsKeyArn"  # only with encryption=customer-managed
 OUT_KNOBS = "Knobs"  # the resolved knobs the stack was deployed with (DocTableConfig.deployed_record)
 
 # Construct ids.

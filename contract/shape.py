@@ -125,3 +125,25 @@ def mapping_shape(config: DocTableConfig) -> MappingShape | None:
         function_response_types=names.FUNCTION_RESPONSE_TYPES,
         on_failure_is_bucket=True,
     )
+
+SSE_TYPE_KMS = "KMS"
+
+
+@dataclass(frozen=True)
+class EncryptionShape:
+    """Encryption at rest as DescribeTable's SSEDescription reports it, and the table's resource policy."""
+
+    sse_type: str | None  # KMS with an AWS managed or customer managed key; None: AWS owned (no SSEDescription)
+    customer_managed: bool
+    borrowed_key_arn: str | None  # the kms_key knob; None when the stack creates the key (its KmsKeyArn output)
+    resource_policy_path: str | None  # the document attached to the table; None: no resource policy
+
+
+def encryption_shape(config: DocTableConfig) -> EncryptionShape:
+    kms = config.customer_managed_key or config.aws_managed_key
+    return EncryptionShape(
+        sse_type=SSE_TYPE_KMS if kms else None,
+        customer_managed=config.customer_managed_key,
+        borrowed_key_arn=config.borrowed_kms_key_arn,
+        resource_policy_path=config.resource_policy_path,
+    )

@@ -18,6 +18,7 @@ from constructs import Construct
 from contract import names
 from contract.knobs import PROJECT_ROOT, DocTableConfig
 from contract.shape import mapping_shape
+from infra import encryption
 from infra.nag import acknowledge
 
 FUNCTIONS_DIR = PROJECT_ROOT / "functions"
@@ -35,6 +36,9 @@ class StreamConsumer(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         removal = RemovalPolicy.RETAIN if config.retain_on_delete else RemovalPolicy.DESTROY
+        # The buckets follow the table's encryption (infra/encryption.py), under its customer managed key if any.
+        self._bucket_encryption = encryption.bucket_encryption(config)
+        self._key = table.encryption_key
         self.failure_bucket = self._build_bucket("FailureBucket", removal)
         self.blob_bucket: s3.IBucket | None = None
         self.function: lambda_.Function | None = None
@@ -68,7 +72,10 @@ class StreamConsumer(Construct):
         bucket = s3.Bucket(
             self,
             construct_id,
-            encryption=s3.BucketEncryption.S3_MANAGED,
+            encryption=self._bucket_encryption,
+            encryption_key=self._key,
+            # One data key per bucket instead of a KMS request per object (a no-op with S3-managed keys).
+            bucket_key_enabled=self._bucket_encryption != s3.BucketEncryption.S3_MANAGED,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             enforce_ssl=True,
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
@@ -119,6 +126,12 @@ class StreamConsumer(Construct):
                 resources=[self.failure_bucket.bucket_arn],
             ),
         ]
+        if self._key is not None:
+            # Stream records and items are read under the table's key; the on-failure destination writes objects
+            # under it (S3 SSE-KMS). The key alone, and only through DynamoDB or S3.
+            statements.append(
+                encryption.key_statement("UseTableKey", self._key, write=True, services=("dynamodb", "s3"))
+            )
         if config.blob_prefix_cleanup:
             statements.append(
                 iam.PolicyStatement(

@@ -34,6 +34,12 @@ class DocTableStack(Stack):
             doc_table.runtime_policy.managed_policy_arn,
             "Attach to the roles of the table's users: the seven data-plane actions on this table only",
         )
+        if doc_table.encryption_key is not None:
+            self._output(
+                names.OUT_KMS_KEY_ARN,
+                doc_table.encryption_key.key_arn,
+                "The customer managed key of the table, its stream and the stack's buckets",
+            )
         if config.has_stream:
             assert table.table_stream_arn is not None
             self._output(names.OUT_STREAM_ARN, table.table_stream_arn, "The NEW_AND_OLD_IMAGES stream's ARN")

@@ -12,6 +12,7 @@ from constructs import Construct
 from contract import names
 from contract.knobs import DocTableConfig
 from contract.shape import TableShape, table_shape
+from infra import encryption
 from infra.nag import acknowledge
 
 ATTRIBUTE_TYPES = {"S": dynamodb.AttributeType.STRING}
@@ -23,6 +24,9 @@ class DocumentTable(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, config: DocTableConfig) -> None:
         super().__init__(scope, construct_id)
         self.shape = table_shape(config)
+        self.encryption_key = encryption.table_key(self, config)
+        self._encryption = encryption.table_encryption(config)
+        self._resource_policy = encryption.table_resource_policy(self, config)
         self.table = self._build_table(self.shape, retain=config.retain_on_delete)
         self.runtime_policy = self._build_runtime_policy(config.table_name)
 
@@ -45,6 +49,9 @@ class DocumentTable(Construct):
                 point_in_time_recovery_enabled=shape.pitr
             ),
             deletion_protection=shape.deletion_protection,
+            encryption=self._encryption,
+            encryption_key=self.encryption_key,
+            resource_policy=self._resource_policy,
             removal_policy=RemovalPolicy.RETAIN if retain else RemovalPolicy.DESTROY,
         )
         for index in shape.indexes:
@@ -80,6 +87,11 @@ class DocumentTable(Construct):
                     actions=["dynamodb:Query"],
                     resources=[f"{self.table.table_arn}/index/{index.name}"],
                 )
+            )
+        if self.encryption_key is not None:
+            # Items are read and written under the table's customer managed key, through DynamoDB only.
+            statements.append(
+                encryption.key_statement("TableKey", self.encryption_key, write=True, services=("dynamodb",))
             )
         return iam.ManagedPolicy(
             self,

@@ -29,6 +29,14 @@ VARIANTS = [
     dict(stream="new-and-old", consumer="arn:aws:lambda:us-east-1:123456789012:function:theirs"),
     dict(stream="new-and-old", consumer="none"),
     dict(stream="new-and-old", deploy_target="local"),
+    dict(stream="new-and-old", encryption="customer-managed", resource_policy="examples/table-policy.json"),
+    dict(stream="new-and-old", encryption="customer-managed", env="prod", blob_bucket="their-blobs"),
+    dict(
+        stream="new-and-old",
+        encryption="customer-managed",
+        kms_key="arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+    ),
+    dict(stream="new-and-old", encryption="aws-managed"),
 ]
 
 
