@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from local import auth, compat, esm, runner, seed, services, state, ttl
-from local.auth import policy, principals
+from local.auth import policy, principals, table_access
 from local.auth.middleware import AuthMiddleware
 from local.faults.middleware import FaultMiddleware
 from local.patching import Target
@@ -92,7 +92,7 @@ class LocalAWS:
         return state.endpoint_url(self.port)
 
     def start(self) -> LocalAWS:
-        compat.check(MOTO_TARGETS + principals.MOTO_TARGETS)
+        compat.check(MOTO_TARGETS + principals.MOTO_TARGETS + table_access.MOTO_TARGETS)
         started = time.monotonic()
         from moto.moto_server.werkzeug_app import (
             DomainDispatcherApplication,

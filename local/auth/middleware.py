@@ -1,7 +1,7 @@
 """The WSGI middleware that authorizes every API call as AWS does, answering a refusal in the service's format.
 
 A request's access key names the principal (an IAM user's key, or an assumed-role session's key with its
-token); its identity policies, and for S3 the bucket policy, are evaluated for each action and resource the
+token); its identity policies, and the bucket policy or the table resource policy, are evaluated for each action and resource the
 request needs (local/auth/requests.py). sts:AssumeRole also needs the role's trust policy to allow the caller;
 sts:GetCallerIdentity is always allowed. S3 DeleteObjects is authorized key by key: denied keys come back as
 per-key AccessDenied errors, the rest are deleted. Calls the server makes itself (CloudFormation creating
@@ -17,7 +17,7 @@ import uuid
 from typing import Any
 from xml.sax.saxutils import escape
 
-from local.auth import policy, principals, requests
+from local.auth import policy, principals, requests, table_access
 
 log = logging.getLogger("doctable.local.auth")
 _BYPASS = ("/_doctable/", "/moto-api")
@@ -65,7 +65,11 @@ class AuthMiddleware:
         resource_policy = principals.bucket_policy(parsed.bucket) if parsed.service == "s3" else None
         if parsed.delete_keys is not None:
             return self._delete_objects(environ, start_response, parsed, principal, resource_policy, body)
+        if parsed.service == "dynamodb":
+            parsed.checks += table_access.key_checks(parsed.checks)
         for check in parsed.checks:
+            if parsed.service == "dynamodb":  # a table's (and its indexes') resource-based policy
+                resource_policy = table_access.resource_policy(check.resource)
             decision = authorize(principal, check, resource_policy)
             if not decision.allowed:
                 resource = f'"{check.resource}"' if parsed.service == "s3" else check.resource

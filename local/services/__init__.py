@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 from local.patching import Target
-from local.services import awslambda, cfn_models, cloudformation, dynamodb, iam, logs, mappings, s3
+from local.services import (
+    awslambda,
+    cfn_models,
+    cloudformation,
+    dynamodb,
+    dynamodb_security,
+    iam,
+    logs,
+    mappings,
+    s3,
+)
 
-_MODULES = (awslambda, mappings, dynamodb, cloudformation, iam, logs, s3, cfn_models)
+_MODULES = (awslambda, mappings, dynamodb, dynamodb_security, cloudformation, iam, logs, s3, cfn_models)
 MOTO_TARGETS: tuple[Target, ...] = tuple(t for module in _MODULES for t in module.MOTO_TARGETS)
 
 _applied = False

@@ -35,6 +35,7 @@ from typing import Any
 
 from local.esm import get_manager
 from local.patching import Target, replace, truthy
+from local.services import dynamodb_security
 
 MAX_SHARD_ITERATORS = 20_000
 TTL_CHANGE_INTERVAL_ENV = "DOCTABLE_LOCAL_TTL_CHANGE_INTERVAL_SECONDS"
@@ -340,6 +341,7 @@ def _apply_table_extras(
         spec["RecoveryPeriodInDays"] = int(pitr["RecoveryPeriodInDays"])
     if enabled or not creating:
         backend.update_continuous_backups(table.name, spec)
+    dynamodb_security.apply_template(table, properties)
 
 
 def _validation(message: str) -> Exception:

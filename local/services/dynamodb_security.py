@@ -1,0 +1,152 @@
+"""DynamoDB encryption at rest and resource-based policies as AWS keeps them, through the API and CloudFormation.
+
+moto 5.2.5 stores ``SSESpecification`` as given: a template's (``SSEEnabled``/``SSEType``/``KMSMasterKeyId``)
+never shows in DescribeTable, a key id or alias is reported as the key's ARN field, UpdateTable drops it and a
+CloudFormation update never changes it. Here every form is kept as the API's (``Enabled``, ``SSEType`` KMS, the
+key's ARN), so DescribeTable reports ``SSEDescription`` (Status ENABLED, SSEType KMS, KMSMasterKeyArn) for an
+AWS managed key (``alias/aws/dynamodb``, created on first use with KeyManager AWS) or a customer managed one,
+and nothing for the AWS owned key, as AWS does; an unknown key is refused with AWS's ValidationException.
+A table's ``ResourcePolicy`` in a template is put, replaced and removed with the stack; a deleted table's
+policy goes with it; DeleteResourcePolicy of a table without one is PolicyNotFoundException, as on AWS.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from local.patching import Target, replace, truthy
+
+SSE_KMS = "KMS"
+DYNAMODB_ALIAS = "alias/aws/dynamodb"
+POLICY_NOT_FOUND = "Resource-based policy not found for the provided ResourceArn: {arn}"
+
+_TABLE = "moto.dynamodb.models.table"
+_MODELS = "moto.dynamodb.models"
+MOTO_TARGETS = (
+    Target(_TABLE, "Table._get_default_encryption_key", ("self", "account_id", "region")),
+    Target(_MODELS, "DynamoDBBackend.delete_table", ("self", "name")),
+    Target(_MODELS, "DynamoDBBackend.put_resource_policy", ("self", "resource_arn", "policy_doc")),
+    Target(
+        _MODELS, "DynamoDBBackend.delete_resource_policy", ("self", "resource_arn", "expected_revision_id")
+    ),
+    Target("moto.dynamodb.responses", "DynamoHandler.update_table", ("self",)),
+    Target("moto.dynamodb.exceptions", "PolicyNotFoundException"),
+    Target("moto.kms.models", "KmsBackend.describe_key", ("self", "key_id")),
+)
+
+
+def apply() -> None:
+    _patch_sse()
+    _patch_policies()
+
+
+# ---------------------------------------------------------------------------------------------- encryption
+def normalized_sse(spec: dict[str, Any] | None, account_id: str, region: str) -> dict[str, Any] | None:
+    """The API form of an SSESpecification (API or template form); None for the AWS owned key."""
+    if not spec:
+        return None
+    enabled = spec.get("Enabled", spec.get("SSEEnabled"))
+    if not truthy(enabled):
+        return None
+    key = spec.get("KMSMasterKeyId") or _aws_managed_key(account_id, region)
+    return {"Enabled": True, "SSEType": SSE_KMS, "KMSMasterKeyId": _key_arn(str(key), account_id, region)}
+
+
+def _kms(account_id: str, region: str) -> Any:
+    from moto.kms.models import kms_backends
+
+    return kms_backends[account_id][region]
+
+
+def _key_arn(key: str, account_id: str, region: str) -> str:
+    """The ARN of a key named by id, ARN, alias or alias ARN; AWS's ValidationException when it does not exist."""
+    from moto.dynamodb.exceptions import MockValidationException
+
+    try:
+        return str(_kms(account_id, region).describe_key(key).arn)
+    except Exception:
+        raise MockValidationException(f"KMS key {key} does not exist or is not accessible") from None
+
+
+def _aws_managed_key(account_id: str, region: str) -> str:
+    """``alias/aws/dynamodb``: created on first use, as AWS creates an AWS managed key, with KeyManager AWS."""
+    kms = _kms(account_id, region)
+    if not kms.alias_exists(DYNAMODB_ALIAS):
+        key = kms.create_key(
+            policy="",
+            key_usage="ENCRYPT_DECRYPT",
+            key_spec="SYMMETRIC_DEFAULT",
+            description="Default key that protects my DynamoDB data when no other key is defined",
+            tags=None,
+        )
+        key.key_manager = "AWS"
+        kms.create_alias(key.id, DYNAMODB_ALIAS)
+    return str(kms.describe_key(DYNAMODB_ALIAS).arn)
+
+
+def _patch_sse() -> None:
+    from moto.dynamodb.models import table as tm
+    from moto.dynamodb.responses import DynamoHandler
+
+    Table = tm.Table
+
+    def get(self: Any) -> dict[str, Any] | None:
+        return self.__dict__.get("_doctable_sse")
+
+    def set_(self: Any, spec: dict[str, Any] | None) -> None:
+        self.__dict__["_doctable_sse"] = normalized_sse(spec, self.account_id, self.region_name)
+
+    # A property, so moto's constructor, a template and UpdateTable all store the API's form.
+    replace(Table, "sse_specification", property(get, set_))
+    replace(
+        Table,
+        "_get_default_encryption_key",
+        lambda self, account_id, region: _aws_managed_key(account_id, region),
+    )
+
+    def update_table(self: Any) -> Any:
+        spec = self.body.get("SSESpecification")
+        if spec is not None:
+            table = self.dynamodb_backend.get_table(self.body["TableName"])
+            table.sse_specification = spec
+        return original_update(self)
+
+    original_update = replace(DynamoHandler, "update_table", update_table)
+
+
+def apply_template(table: Any, properties: dict[str, Any]) -> None:
+    """A template's SSESpecification and ResourcePolicy on a created or updated table (absent: removed)."""
+    from moto.dynamodb.models import dynamodb_backends
+
+    table.sse_specification = properties.get("SSESpecification")
+    backend = dynamodb_backends[table.account_id][table.region_name]
+    document = (properties.get("ResourcePolicy") or {}).get("PolicyDocument")
+    if document:
+        text = document if isinstance(document, str) else json.dumps(document)
+        backend.put_resource_policy(table.table_arn, text, None)
+    else:
+        backend.resource_policies.pop(table.table_arn, None)
+
+
+# ------------------------------------------------------------------------------------------------ policies
+def _patch_policies() -> None:
+    from moto.dynamodb import models as dm
+    from moto.dynamodb.exceptions import PolicyNotFoundException
+
+    Backend = dm.DynamoDBBackend
+
+    def delete_table(self: Any, name: str) -> Any:
+        table = original_delete(self, name)
+        self.resource_policies.pop(getattr(table, "table_arn", ""), None)  # the policy goes with its table
+        return table
+
+    original_delete = replace(Backend, "delete_table", delete_table)
+
+    def delete_resource_policy(self: Any, resource_arn: str, expected_revision_id: str | None) -> None:
+        table_name = resource_arn.split("/")[-1]
+        if table_name in self.tables and resource_arn not in self.resource_policies:
+            raise PolicyNotFoundException(POLICY_NOT_FOUND.format(arn=resource_arn))
+        original_delete_policy(self, resource_arn, expected_revision_id)
+
+    original_delete_policy = replace(Backend, "delete_resource_policy", delete_resource_policy)
