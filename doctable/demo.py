@@ -86,7 +86,10 @@ def run(keep_running: bool = True, port: int = local.DEFAULT_PORT) -> int:
         aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
         region_name=env["AWS_REGION"],
     )
-    ddb, s3, logs = (session.client(n, endpoint_url=info.url) for n in ("dynamodb", "s3", "logs"))
+    ddb, s3, logs = (
+        session.client(n, endpoint_url=info.url, verify=env["AWS_CA_BUNDLE"])
+        for n in ("dynamodb", "s3", "logs")
+    )
     table, bucket, log_group = (
         outputs["TableName"],
         outputs["BlobBucketName"],

@@ -2,7 +2,7 @@
 
 - the server: ``start`` (background process, waits until ready; idempotent), ``stop``, ``running``, ``health``;
 - pointing a client at it: ``client_env`` (what ``doctable local env`` exports), ``env_lines``, ``ACCOUNT_ID``,
-  ``REGION``, the admin deployer's key;
+  ``REGION``, the admin deployer's key, ``ca_bundle`` (the CA its HTTPS certificate is signed by);
 - ``run_cdk``: the CDK CLI against it; ``FaultClient``: fault injection and each stream mapping's progress;
 - ``register``: the ``doctable local up|down|env|status`` commands; ``LocalError``: what they raise.
 """
@@ -22,6 +22,7 @@ from local.state import (
     REGION,
     SECRET_ACCESS_KEY,
     ServerInfo,
+    ca_bundle,
     client_env,
     endpoint_url,
     state_dir,
@@ -38,6 +39,7 @@ __all__ = [
     "FaultSpecError",
     "LocalError",
     "ServerInfo",
+    "ca_bundle",
     "cdk_env",
     "client_env",
     "endpoint_url",

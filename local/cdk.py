@@ -29,11 +29,14 @@ class CdkRun:
     output: str  # what this run wrote to the log
 
 
-def cdk_env(port: int, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``base`` (default: this process's environment) minus its AWS_/CDK_ settings, pointed at the local AWS."""
+def cdk_env(
+    port: int, base: Mapping[str, str] | None = None, directory: Path | None = None
+) -> dict[str, str]:
+    """``base`` (default: this process's environment) minus its AWS_/CDK_ settings, pointed at the local AWS
+    on ``port`` whose state is in ``directory`` (default: the state directory); its CA is the one trusted."""
     source = os.environ if base is None else base
     env = {k: v for k, v in source.items() if not k.startswith(("AWS_", "CDK_"))}
-    env.update(state.client_env(port))
+    env.update(state.client_env(port, directory))
     env["CDK_DISABLE_CLI_TELEMETRY"] = "true"
     # jsii warns on every call that Node 20 is past its end of life; the pinned CLI still runs on it.
     env.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
@@ -48,8 +51,10 @@ def run_cdk(
     log: Path,
     env: Mapping[str, str] | None = None,
     timeout: float = CDK_TIMEOUT,
+    directory: Path | None = None,
 ) -> CdkRun:
-    """Run ``cdk <args>`` against the local AWS on ``port``; LocalError with the log's tail if it fails."""
+    """Run ``cdk <args>`` against the local AWS on ``port`` (its state in ``directory``, default: the state
+    directory); LocalError with the log's tail if it fails."""
     command = ["npx", "--no-install", "cdk", *args]
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
@@ -61,7 +66,7 @@ def run_cdk(
             result = subprocess.run(
                 command,
                 cwd=project_dir,
-                env=cdk_env(port, env),
+                env=cdk_env(port, env, directory),
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,

@@ -6,6 +6,7 @@ import json
 import os
 import shlex
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -19,6 +20,11 @@ from local.errors import LocalError
 
 READY_TIMEOUT = 60.0
 STOP_TIMEOUT = 15.0
+# The health check asks whichever server holds a loopback port for its pid, also one of another state directory
+# (whose CA this process does not know): the answer is compared with server.json, never trusted for more.
+_PROBE_TLS = ssl.create_default_context()
+_PROBE_TLS.check_hostname = False
+_PROBE_TLS.verify_mode = ssl.CERT_NONE
 
 
 def _alive(pid: int) -> bool:
@@ -40,7 +46,7 @@ def health(port: int, timeout: float = 1.0) -> dict[str, Any] | None:
     """The server's health answer on ``port`` (its pid, moto version), None when nothing answers."""
     try:
         with urllib.request.urlopen(
-            state.endpoint_url(port) + state.HEALTH_PATH, timeout=timeout
+            state.endpoint_url(port) + state.HEALTH_PATH, timeout=timeout, context=_PROBE_TLS
         ) as response:
             return json.loads(response.read())
     except (urllib.error.URLError, OSError, ValueError):
@@ -63,10 +69,12 @@ def start(
     directory: Path | None = None,
     timeout: float = READY_TIMEOUT,
     iam: bool | None = None,
+    http_port: int | None = None,
 ) -> state.ServerInfo:
     """Start the server in the background (or find it running) and wait until it answers.
 
     ``iam`` False starts it without IAM enforcement (the lenient mode); None keeps ``$DOCTABLE_LOCAL_IAM``.
+    ``http_port`` adds a plain-HTTP listener (requests there carry ``aws:SecureTransport`` false), for tests.
     """
     directory = (directory or state.state_dir()).resolve()
     current = running(directory)
@@ -90,9 +98,12 @@ def start(
         env[auth.ENV] = "on" if iam else "off"
     root = str(state.PROJECT_ROOT)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    command = [sys.executable, "-m", "local.server", "--port", str(port), "--dir", str(directory)]
+    if http_port is not None:
+        command += ["--http-port", str(http_port)]
     with open(log_path, "ab") as log_file:
         process = subprocess.Popen(
-            [sys.executable, "-m", "local.server", "--port", str(port), "--dir", str(directory)],
+            command,
             stdin=subprocess.DEVNULL,
             stdout=log_file,
             stderr=subprocess.STDOUT,
@@ -135,6 +146,6 @@ def stop(directory: Path | None = None, timeout: float = STOP_TIMEOUT) -> bool:
     return True
 
 
-def env_lines(port: int) -> list[str]:
+def env_lines(port: int, directory: Path | None = None) -> list[str]:
     """The ``export`` lines ``doctable local env`` prints."""
-    return [f"export {key}={shlex.quote(value)}" for key, value in state.client_env(port).items()]
+    return [f"export {key}={shlex.quote(value)}" for key, value in state.client_env(port, directory).items()]

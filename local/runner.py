@@ -255,6 +255,8 @@ class Worker:
         # AWS calls from the function come back to this server (the function cannot override it: it would
         # reach real AWS from a local test, which is never what anyone wants).
         env["AWS_ENDPOINT_URL"] = self.runner.endpoint_url
+        if self.runner.ca_bundle:
+            env["AWS_CA_BUNDLE"] = self.runner.ca_bundle
         env["DOCTABLE_WORKER_PATH"] = os.pathsep.join(path)
         return env
 
@@ -426,9 +428,16 @@ def _signame(code: int | None) -> str:
 class LambdaRunner:
     """The process-wide pool of execution environments, keyed by function ARN."""
 
-    def __init__(self, base_dir: Path, endpoint_url: str, provided_layers: dict[str, str] | None = None):
+    def __init__(
+        self,
+        base_dir: Path,
+        endpoint_url: str,
+        provided_layers: dict[str, str] | None = None,
+        ca_bundle: str | None = None,
+    ):
         self.base_dir = base_dir
         self.endpoint_url = endpoint_url
+        self.ca_bundle = ca_bundle  # the CA of the endpoint's certificate, for the functions' SDKs
         self.isolated = os.environ.get("DOCTABLE_LOCAL_LAMBDA_ISOLATION", "1") not in ("0", "off", "false")
         self.code_root = base_dir / "code"
         self.layer_root = base_dir / "layers"

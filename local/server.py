@@ -1,8 +1,12 @@
-"""The local AWS server process: moto's server app with local/'s adaptations, on localhost only.
+"""The local AWS server process: moto's server app with local/'s adaptations, over HTTPS on localhost only.
 
 Run by ``doctable local up`` as ``python -m local.server --port PORT --dir DIR`` in the background; it writes
 ``DIR/server.json`` (pid, port, url) once it answers, logs to ``DIR/server.log`` and stops on SIGTERM/SIGINT.
 Also usable in process (tests): ``LocalAWS(port=0).start()`` ... ``.stop()``.
+
+The endpoint speaks TLS with the state directory's certificate (local/tls.py). ``--http-port`` adds a plain-HTTP
+listener serving the same app, so that a test can show what AWS does with a request that did not arrive over TLS
+(``aws:SecureTransport`` is false there, and a TLS-only bucket policy refuses it).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import logging
 import os
 import signal
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -20,7 +25,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from local import auth, compat, esm, runner, seed, services, state, ttl
+from werkzeug.serving import ThreadedWSGIServer
+
+from local import auth, compat, esm, runner, seed, services, state, tls, ttl
 from local.auth import policy, principals, table_access
 from local.auth.middleware import AuthMiddleware
 from local.faults.middleware import FaultMiddleware
@@ -44,6 +51,7 @@ WARM_SERVICES = (
     "awslambda",
     "logs",
 )
+HANDSHAKE_SECONDS = 10.0
 
 
 class _HealthMiddleware:
@@ -61,6 +69,43 @@ class _HealthMiddleware:
         return self.app(environ, start_response)
 
 
+def _handler_class() -> type[Any]:
+    """moto's request handler, with the TLS handshake in the connection's own thread and no Nagle delay."""
+    from moto.moto_server.werkzeug_app import MotoRequestHandler
+
+    class RequestHandler(MotoRequestHandler):
+        # A response is written as headers then body: without TCP_NODELAY, a kept-alive connection's second
+        # small write can wait for the client's delayed ACK.
+        disable_nagle_algorithm = True
+
+        def handle(self) -> None:
+            if isinstance(self.connection, ssl.SSLSocket):
+                try:
+                    self.connection.settimeout(HANDSHAKE_SECONDS)
+                    self.connection.do_handshake()
+                    self.connection.settimeout(None)
+                except OSError as exc:  # ssl.SSLError included: a plain-HTTP client, an untrusting one
+                    log.debug("TLS handshake with %s failed: %s", self.client_address, exc)
+                    return
+            super().handle()
+
+    return RequestHandler
+
+
+class _TlsServer(ThreadedWSGIServer):
+    """werkzeug's threaded server over TLS, whose accept loop hands the handshake to the connection's thread
+    (werkzeug's own TLS server shakes hands in its accept loop, one client at a time)."""
+
+    def __init__(self, host: str, port: int, app: Any, handler: type[Any], context: ssl.SSLContext):
+        super().__init__(host, port, app, handler)
+        self.ssl_context = context
+
+    def get_request(self) -> tuple[Any, Any]:
+        sock, address = self.socket.accept()
+        assert self.ssl_context is not None
+        return self.ssl_context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), address
+
+
 def _loopback_addresses() -> list[tuple[int, str]]:
     """Every address "localhost" resolves to (127.0.0.1, and ::1 where it is listed): localhost only."""
     found: list[tuple[int, str]] = []
@@ -75,12 +120,15 @@ def _loopback_addresses() -> list[tuple[int, str]]:
 
 
 class LocalAWS:
-    """moto's server app, adapted, listening on localhost."""
+    """moto's server app, adapted, listening on localhost over HTTPS (and plain HTTP on ``http_port``)."""
 
-    def __init__(self, port: int = state.DEFAULT_PORT, directory: Path | None = None):
+    def __init__(
+        self, port: int = state.DEFAULT_PORT, directory: Path | None = None, http_port: int | None = None
+    ):
         self.requested_port = port
         self.directory = (directory or state.state_dir()).resolve()
         self.port = port
+        self.http_port = http_port
         self.servers: list[Any] = []
         self.threads: list[threading.Thread] = []
         self.runner: runner.LambdaRunner | None = None
@@ -94,11 +142,7 @@ class LocalAWS:
     def start(self) -> LocalAWS:
         compat.check(MOTO_TARGETS + principals.MOTO_TARGETS + table_access.MOTO_TARGETS)
         started = time.monotonic()
-        from moto.moto_server.werkzeug_app import (
-            DomainDispatcherApplication,
-            MotoRequestHandler,
-            create_backend_app,
-        )
+        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
         from werkzeug.serving import make_server
 
         services.apply()
@@ -116,24 +160,24 @@ class LocalAWS:
         # Fault injection (/_doctable/faults, S3 DeleteObjects) is inert until a test posts rules.
         app = FaultMiddleware(_HealthMiddleware(inner, info), progress=self.manager.progress)
 
-        addresses = _loopback_addresses()
-        for index, (_family, address) in enumerate(addresses):
-            try:
-                server = make_server(
-                    address, self.port, app, threaded=True, request_handler=MotoRequestHandler
-                )
-            except OSError:
-                if index == 0:
-                    raise
-                continue  # ::1 unusable here: 127.0.0.1 is enough
-            if index == 0:
-                self.port = server.server_port
-            self.servers.append(server)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        context = tls.ensure(self.directory).server_context()
+        handler = _handler_class()
+        self.port = self._listen(
+            self.port, lambda address, port: _TlsServer(address, port, app, handler, context)
+        )
         info["port"] = self.port
+        if self.http_port is not None:
+            self.http_port = self._listen(
+                self.http_port,
+                lambda address, port: make_server(address, port, app, threaded=True, request_handler=handler),
+            )
+            info["http_port"] = self.http_port
         os.environ["MOTO_PORT"] = str(self.port)
 
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self.runner = runner.LambdaRunner(self.directory / "lambda", self.url)
+        self.runner = runner.LambdaRunner(
+            self.directory / "lambda", self.url, ca_bundle=str(state.ca_bundle(self.directory))
+        )
         runner.install(self.runner)
         self.runner.provided_layers.update(seed.seed(state.ACCOUNT_ID, state.REGION))
         principals.ensure_admin_deployer(services.iam.ensure_aws_managed_policy)
@@ -145,11 +189,26 @@ class LocalAWS:
         self.sweeper = ttl.TtlSweeper()
         self.sweeper.start()
         for server in self.servers:
-            thread = threading.Thread(target=server.serve_forever, name="local-aws-http", daemon=True)
+            name = "local-aws-https" if isinstance(server, _TlsServer) else "local-aws-http"
+            thread = threading.Thread(target=server.serve_forever, name=name, daemon=True)
             thread.start()
             self.threads.append(thread)
         log.info("local AWS ready on %s in %.2fs", self.url, time.monotonic() - started)
         return self
+
+    def _listen(self, port: int, make: Any) -> int:
+        """Servers made by ``make(address, port)`` on every loopback address; the port they share."""
+        for index, (_family, address) in enumerate(_loopback_addresses()):
+            try:
+                server = make(address, port)
+            except OSError:
+                if index == 0:
+                    raise
+                continue  # ::1 unusable here: 127.0.0.1 is enough
+            if index == 0:
+                port = server.server_port
+            self.servers.append(server)
+        return port
 
     def stop(self) -> None:
         for server in self.servers:
@@ -182,6 +241,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m local.server")
     parser.add_argument("--port", type=int, default=state.DEFAULT_PORT)
     parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument(
+        "--http-port", type=int, default=None, help="also serve plain HTTP on this port (0: a free one)"
+    )
     args = parser.parse_args(argv)
     directory = (args.dir or state.state_dir()).resolve()
     directory.mkdir(parents=True, exist_ok=True)
@@ -200,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
     try:
-        server = LocalAWS(args.port, directory).start()
+        server = LocalAWS(args.port, directory, http_port=args.http_port).start()
     except Exception as exc:
         print(f"local AWS failed to start: {exc}", file=sys.stderr)
         return 1

@@ -47,15 +47,22 @@ class ServerInfo:
         tmp.replace(directory / "server.json")
 
 
-def endpoint_url(port: int) -> str:
+def endpoint_url(port: int, scheme: str = "https") -> str:
     # "localhost", never 127.0.0.1: moto path-parses a CloudFormation TemplateURL only for a localhost host.
-    return f"http://localhost:{port}"
+    return f"{scheme}://localhost:{port}"
 
 
-def client_env(port: int) -> dict[str, str]:
-    """What a shell, the CDK CLI or boto3 needs to talk to the local AWS (order is the order printed)."""
+def ca_bundle(directory: Path | None = None) -> Path:
+    """The CA certificate a client of the server of ``directory`` trusts (local/tls.py writes it at start)."""
+    return (directory or state_dir()).resolve() / "tls" / "ca.pem"
+
+
+def client_env(port: int, directory: Path | None = None) -> dict[str, str]:
+    """What a shell, the CDK CLI or boto3 needs to talk to the local AWS of ``directory`` (default: the state
+    directory) on ``port``; the order is the order printed."""
     return {
         "AWS_ENDPOINT_URL": endpoint_url(port),
+        "AWS_CA_BUNDLE": str(ca_bundle(directory)),
         "AWS_ACCESS_KEY_ID": ACCESS_KEY_ID,
         "AWS_SECRET_ACCESS_KEY": SECRET_ACCESS_KEY,
         "AWS_REGION": REGION,

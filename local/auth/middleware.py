@@ -35,10 +35,8 @@ def authorize(
 class AuthMiddleware:
     """WSGI: refuses what the caller's policies do not allow; everything allowed passes through unchanged."""
 
-    def __init__(self, app: Any, secure_transport: bool = True) -> None:
+    def __init__(self, app: Any) -> None:
         self.app = app
-        # The loopback HTTP listener stands in for AWS's HTTPS endpoint (README: how it differs from AWS).
-        self.secure_transport = secure_transport
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         path = environ.get("PATH_INFO", "")
@@ -52,7 +50,8 @@ class AuthMiddleware:
             principal = principals.resolve(parsed.access_key or "", parsed.session_token)
         except principals.UnknownKey:
             return _invalid_key(start_response, parsed)
-        secure = "true" if self.secure_transport or environ.get("wsgi.url_scheme") == "https" else "false"
+        # aws:SecureTransport as the request arrived: over the TLS listener, or over the plain-HTTP one.
+        secure = "true" if environ.get("wsgi.url_scheme") == "https" else "false"
         for check in parsed.checks:
             check.context.setdefault("aws:SecureTransport", [secure])
         if parsed.service == "sts" and parsed.operation == "GetCallerIdentity":

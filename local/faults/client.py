@@ -4,26 +4,30 @@ from __future__ import annotations
 
 import contextlib
 import json
+import ssl
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 from local.faults.spec import PATH, FaultSpecError
 
 
 class FaultClient:
-    """Talks to the control endpoint of the local AWS at ``url`` (e.g. ``http://localhost:4566``)."""
+    """Talks to the control endpoint of the local AWS at ``url`` (e.g. ``https://localhost:4566``), trusting
+    the CA in ``ca_bundle`` (``local.api.ca_bundle(directory)``; None: the system's)."""
 
-    def __init__(self, url: str, timeout: float = 10.0):
+    def __init__(self, url: str, timeout: float = 10.0, ca_bundle: str | Path | None = None):
         self.url = url.rstrip("/") + PATH
         self.timeout = timeout
+        self.context = ssl.create_default_context(cafile=str(ca_bundle) if ca_bundle else None)
 
     def _call(self, method: str, body: Any = None, query: str = "") -> dict[str, Any]:
         data = None if body is None else json.dumps(body).encode("utf-8")
         request = urllib.request.Request(self.url + query, data=data, method=method)
         request.add_header("Content-Type", "application/json")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with urllib.request.urlopen(request, timeout=self.timeout, context=self.context) as response:
                 return json.loads(response.read() or b"{}")
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode("utf-8", "replace")

@@ -581,7 +581,7 @@ def run_soak(
         out["ConsumerLogGroupName"],
         out["ConsumerFunctionName"],
     )
-    faults = FaultClient(aws.info.url)
+    faults = aws.faults
     run = f"soak{seed}x{uuid.uuid4().hex[:6]}"
     report = SoakReport(run=run)
 

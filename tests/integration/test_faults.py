@@ -29,7 +29,7 @@ def stack(local_aws: lt.LocalAWS, deploy: Callable[..., lt.Deployed]) -> lt.Depl
 
 @pytest.fixture
 def faults(local_aws: lt.LocalAWS) -> Iterator[FaultClient]:
-    client = FaultClient(local_aws.info.url)
+    client = local_aws.faults
     client.clear()
     yield client
     client.clear()

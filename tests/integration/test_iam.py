@@ -11,7 +11,6 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
 
@@ -24,7 +23,7 @@ ACCOUNT_ROOT = f"arn:aws:iam::{lt.ACCOUNT}:root"
 
 
 def _client(aws: lt.LocalAWS, service: str, credentials: dict[str, str]) -> Any:
-    return boto3.client(service, endpoint_url=aws.info.url, region_name=lt.REGION, **credentials)
+    return aws.client(service, **credentials)
 
 
 def _error(call: Callable[[], Any]) -> dict[str, str]:

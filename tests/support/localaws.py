@@ -10,7 +10,8 @@ import socket
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -54,29 +55,50 @@ class LocalAWS:
     info: api.ServerInfo
     directory: Path
     env: dict[str, str]  # what a subprocess (the CDK CLI, `doctable`) needs to reach it
+    http_port: int | None = field(default=None)  # its plain-HTTP listener (aws:SecureTransport false)
 
     @property
-    def faults(self) -> api.FaultClient:
-        return api.FaultClient(self.info.url)
+    def ca_bundle(self) -> str:
+        """The CA its HTTPS certificate is signed by: ``verify=`` of a boto3 client."""
+        return str(api.ca_bundle(self.directory))
 
-    def client(self, service: str) -> Any:
+    @property
+    def http_url(self) -> str:
+        assert self.http_port is not None, "this local AWS was started without a plain-HTTP listener"
+        return api.endpoint_url(self.http_port, scheme="http")
+
+    @cached_property
+    def faults(self) -> api.FaultClient:
+        return api.FaultClient(self.info.url, ca_bundle=self.ca_bundle)
+
+    def client(self, service: str, *, url: str | None = None, **credentials: str) -> Any:
+        """A boto3 client of ``service`` on the HTTPS endpoint (or ``url``), as the admin deployer unless
+        ``credentials`` (aws_access_key_id=, aws_secret_access_key=, aws_session_token=) say otherwise."""
         return boto3.client(
             service,
-            endpoint_url=self.info.url,
+            endpoint_url=url or self.info.url,
             region_name=REGION,
-            aws_access_key_id=api.ACCESS_KEY_ID,
-            aws_secret_access_key=api.SECRET_ACCESS_KEY,
+            verify=self.ca_bundle,
+            **(
+                credentials
+                or {
+                    "aws_access_key_id": api.ACCESS_KEY_ID,
+                    "aws_secret_access_key": api.SECRET_ACCESS_KEY,
+                }
+            ),
         )
 
 
 @contextmanager
 def private_local_aws(directory: Path) -> Iterator[LocalAWS]:
-    """A local AWS of its own (a free port, its state in ``directory``), stopped on exit."""
-    info = api.start(free_port(), directory)
-    env = api.cdk_env(info.port)
+    """A local AWS of its own (a free port, its state in ``directory``), stopped on exit; it also listens for
+    plain HTTP on another free port, where a request is one that did not arrive over TLS."""
+    info = api.start(free_port(), directory, http_port=0)
+    http_port = int((api.health(info.port) or {})["http_port"])
+    env = api.cdk_env(info.port, directory=directory)
     env["DOCTABLE_LOCAL_DIR"] = str(directory)
     try:
-        yield LocalAWS(info=info, directory=directory, env=env)
+        yield LocalAWS(info=info, directory=directory, env=env, http_port=http_port)
     finally:
         api.stop(directory)
 
@@ -90,6 +112,7 @@ def run_cdk(aws: LocalAWS, args: list[str], out_dir: Path) -> api.CdkRun:
             port=aws.info.port,
             log=out_dir / "cdk.log",
             env=aws.env,
+            directory=aws.directory,
         )
     except api.LocalError as exc:
         server_log = (aws.directory / "server.log").read_text(errors="replace").splitlines()[-40:]
