@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from doctable import local_adapter
 from doctable.errors import UserError
-from doctable.ops import ledger, preflight, reconcile, replay, teardown
+from doctable.ops import ledger, plan, preflight, reconcile, replay, teardown
 from doctable.ops.verify import command as verify
 
 
@@ -18,7 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # Registration is explicit so `doctable --help` lists every command in a stable order.
     local_adapter.register(sub)
-    for command in (verify, ledger, preflight, reconcile, teardown, replay):
+    for command in (verify, ledger, preflight, reconcile, teardown, replay, plan):
         command.register(sub)
     return parser
 

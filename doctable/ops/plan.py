@@ -1,0 +1,358 @@
+"""``doctable plan``: a capacity and cost model of one workload on the deployed shape, with no AWS call.
+
+The workload is given on the command line (writes per second, item size, delete ratio, blobs per item) and the
+shape by the knobs (``-c batch_size=100 -c parallelization_factor=2 ...``, resolved as the CDK app resolves
+them). Every figure is printed with the assumption it rests on and that assumption's published source.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from contract.knobs import ARCHITECTURES, DocTableConfig
+from doctable.errors import UserError
+from doctable.ops.command import print_json
+from doctable.ops.context import add_knob_arguments, resolve_knobs
+
+HOURS_PER_MONTH = 730  # AWS pricing pages' month
+
+# (value, what it is, where it comes from)
+ASSUMPTIONS: dict[str, tuple[float, str, str]] = {
+    "partition_wcu": (
+        1000,
+        "write units per second one table partition (so one stream shard) takes: ~1,000 WCU/s or 1 MB/s",
+        "DynamoDB developer guide, 'Partitions and data distribution' / 'Burst and adaptive capacity'",
+    ),
+    "polls_per_second": (
+        4,
+        "Lambda polls each stream shard four times a second (one batch per poll per concurrent batch)",
+        "Lambda developer guide, 'Using AWS Lambda with Amazon DynamoDB' (polling and batching)",
+    ),
+    "s3_delete_per_prefix": (
+        3500,
+        "DELETE requests per second per partitioned prefix (each DeleteObjects key counts as one)",
+        "Amazon S3 user guide, 'Performance guidelines for Amazon S3'",
+    ),
+    "s3_get_per_prefix": (
+        5500,
+        "GET/HEAD requests per second per partitioned prefix",
+        "Amazon S3 user guide, 'Performance guidelines for Amazon S3'",
+    ),
+    "s3_latency_s": (
+        0.150,
+        "seconds per S3 request (the middle of S3's 'roughly 100-200 ms' for small objects)",
+        "'Best practices design patterns: optimizing Amazon S3 performance' (AWS whitepaper)",
+    ),
+    "dynamodb_latency_s": (
+        0.005,
+        "seconds per DynamoDB request ('single-digit millisecond')",
+        "Amazon DynamoDB developer guide, 'What is Amazon DynamoDB?'",
+    ),
+    "cpu_s_per_key": (
+        0.002,
+        "consumer CPU seconds per dropped key on one full vCPU (botocore's HEAD dominates)",
+        "this project's `make bench` (in-memory store), bench/results.json",
+    ),
+    "lambda_full_vcpu_mb": (
+        1769,
+        "memory (MB) at which a function has one full vCPU; CPU scales with memory",
+        "Lambda developer guide, 'Configure Lambda function memory'",
+    ),
+    "observe_concurrency": (
+        64,
+        "HEAD requests the consumer keeps in flight",
+        "functions/stream_consumer/constants.py OBSERVE_CONCURRENCY",
+    ),
+    "price_ddb_write_per_m": (
+        0.625,
+        "USD per million on-demand write request units (1 KB each), us-east-1",
+        "aws.amazon.com/dynamodb/pricing/on-demand/",
+    ),
+    "price_ddb_read_per_m": (
+        0.125,
+        "USD per million on-demand read request units (4 KB strongly consistent), us-east-1",
+        "aws.amazon.com/dynamodb/pricing/on-demand/",
+    ),
+    "price_lambda_requests_per_m": (
+        0.20,
+        "USD per million Lambda requests",
+        "aws.amazon.com/lambda/pricing/",
+    ),
+    "price_lambda_gbs_arm64": (
+        0.0000133334,
+        "USD per GB-second, arm64 (first tier)",
+        "aws.amazon.com/lambda/pricing/",
+    ),
+    "price_lambda_gbs_x86_64": (
+        0.0000166667,
+        "USD per GB-second, x86_64 (first tier)",
+        "aws.amazon.com/lambda/pricing/",
+    ),
+    "price_s3_get_per_k": (
+        0.0004,
+        "USD per 1,000 GET-class requests (HEAD), S3 Standard",
+        "aws.amazon.com/s3/pricing/",
+    ),
+    "price_s3_list_per_k": (
+        0.005,
+        "USD per 1,000 PUT/COPY/POST/LIST requests, S3 Standard",
+        "aws.amazon.com/s3/pricing/",
+    ),
+    "price_kms_key_month": (
+        1.0,
+        "USD per customer managed KMS key per month",
+        "aws.amazon.com/kms/pricing/",
+    ),
+}
+
+
+def value(name: str) -> float:
+    return ASSUMPTIONS[name][0]
+
+
+@dataclass(frozen=True)
+class Workload:
+    writes_per_second: float
+    item_kb: float = 1.0
+    delete_ratio: float = 0.1
+    blobs_per_item: int = 1
+
+
+@dataclass
+class Plan:
+    workload: Workload
+    knobs: dict[str, Any]
+    shards: int
+    concurrent_consumers: int
+    records_per_second_per_shard: float
+    invocations_per_second: float
+    records_per_invocation: float
+    seconds_per_batch: float
+    shard_capacity_records_per_second: float
+    iterator_age_risk: str
+    s3_delete_keys_per_second: float
+    s3_head_per_second: float
+    s3_prefix_use: float
+    monthly_usd: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def monthly_total(self) -> float:
+        return sum(self.monthly_usd.values())
+
+
+def predict_delivery(
+    records: int, write_seconds: float, batch_size: int, window_s: float = 0.0
+) -> dict[str, float]:
+    """Invocations and records per invocation for ``records`` written in ``write_seconds`` to one shard, with
+    one batch per poll (four polls a second, or one per batching window when longer)."""
+    interval = max(1 / value("polls_per_second"), window_s)
+    polls = max(1, math.ceil(write_seconds / interval))
+    per_poll = records / polls
+    invocations = polls * math.ceil(per_poll / batch_size) if per_poll > batch_size else polls
+    invocations = min(invocations, records)
+    return {
+        "invocations": invocations,
+        "records_per_invocation": records / invocations if invocations else 0.0,
+    }
+
+
+def build_plan(workload: Workload, config: DocTableConfig) -> Plan:
+    w = workload
+    wcu_per_write = max(1, math.ceil(w.item_kb))
+    shards = max(1, math.ceil(w.writes_per_second * wcu_per_write / value("partition_wcu")))
+    factor = config.parallelization_factor
+    per_shard = w.writes_per_second / shards
+    interval = max(1 / value("polls_per_second"), float(config.batching_window))
+    if per_shard * interval > config.batch_size:
+        batch = float(config.batch_size)
+    else:
+        batch = max(1.0, per_shard * interval)
+    invocations = shards * per_shard / batch
+
+    # One batch: its removes' keys are observed (HEAD, 64 in flight), the items read (BatchGetItem, 100 a
+    # request), then deleted (DeleteObjects, 1,000 keys a request); CPU scales down with memory.
+    keys = batch * w.delete_ratio * w.blobs_per_item
+    s3, ddb = value("s3_latency_s"), value("dynamodb_latency_s")
+    waits = 0.0
+    if keys:
+        waits += math.ceil(keys / value("observe_concurrency")) * s3
+        waits += math.ceil(batch * w.delete_ratio / 100) * ddb
+        waits += math.ceil(keys / 1000) * s3 + keys / value("s3_delete_per_prefix")
+    if config.blob_prefix_cleanup:
+        waits += batch * w.delete_ratio * s3  # one ListObjectsV2 per REMOVE
+    cpu_share = min(1.0, config.memory / value("lambda_full_vcpu_mb"))
+    seconds = waits + keys * value("cpu_s_per_key") / cpu_share
+    capacity = factor * batch / seconds if seconds else math.inf
+    use = per_shard / capacity if capacity != math.inf else 0.0
+    if seconds > config.timeout:
+        risk = f"HIGH: a batch takes {seconds:.1f} s, more than the {config.timeout} s timeout"
+    elif use >= 1:
+        risk = f"HIGH: the shard needs {use:.2f}x what its consumers handle; iterator age grows without bound"
+    elif seconds > interval:
+        risk = (
+            f"MEDIUM: a batch takes {seconds:.2f} s, longer than the {interval:.2f} s poll interval; "
+            f"the consumers are {use:.0%} busy, so records wait for the batch before them"
+        )
+    else:
+        risk = f"LOW: a batch takes {seconds:.2f} s, within the {interval:.2f} s poll interval"
+
+    deletes = w.writes_per_second * w.delete_ratio
+    key_rate = deletes * w.blobs_per_item
+    prefix_use = max(key_rate / value("s3_delete_per_prefix"), key_rate / value("s3_get_per_prefix"))
+
+    month_s = HOURS_PER_MONTH * 3600
+    gbs_price = value(
+        "price_lambda_gbs_arm64" if config.architecture == ARCHITECTURES[0] else "price_lambda_gbs_x86_64"
+    )
+    monthly = {
+        "DynamoDB on-demand writes": w.writes_per_second
+        * wcu_per_write
+        * month_s
+        / 1e6
+        * value("price_ddb_write_per_m"),
+        "DynamoDB stream reads by Lambda": 0.0,
+        "DynamoDB consistent reads (BatchGetItem)": deletes
+        * max(1, math.ceil(w.item_kb / 4))
+        * month_s
+        / 1e6
+        * value("price_ddb_read_per_m"),
+        "Lambda requests": invocations * month_s / 1e6 * value("price_lambda_requests_per_m"),
+        "Lambda GB-seconds": invocations * seconds * config.memory / 1024 * month_s * gbs_price,
+        "S3 HEAD (GET class)": key_rate * month_s / 1000 * value("price_s3_get_per_k"),
+        "S3 DeleteObjects": 0.0,
+    }
+    if config.blob_prefix_cleanup:
+        monthly["S3 ListObjectsV2 (prefix cleanup)"] = deletes * month_s / 1000 * value("price_s3_list_per_k")
+    notes = [
+        "stream reads by Lambda triggers are free (DynamoDB pricing: GetRecords by Lambda triggers is not charged)",
+        "S3 DELETE requests are free (S3 pricing); DeleteObjects is counted as DELETEs",
+        "free tiers, storage, CloudWatch logs and data transfer are left out",
+    ]
+    if getattr(config, "customer_managed_key", False):
+        monthly["KMS customer managed key"] = value("price_kms_key_month")
+        notes.append(
+            "KMS requests left out: DynamoDB caches the table key, and S3 HEAD/DeleteObjects decrypt nothing"
+        )
+    return Plan(
+        workload=w,
+        knobs={
+            "batch_size": config.batch_size,
+            "batching_window": config.batching_window,
+            "parallelization_factor": factor,
+            "memory": config.memory,
+            "timeout": config.timeout,
+            "architecture": config.architecture,
+            "blob_prefix_cleanup": config.blob_prefix_cleanup,
+        },
+        shards=shards,
+        concurrent_consumers=shards * factor,
+        records_per_second_per_shard=per_shard,
+        invocations_per_second=invocations,
+        records_per_invocation=batch,
+        seconds_per_batch=seconds,
+        shard_capacity_records_per_second=capacity,
+        iterator_age_risk=risk,
+        s3_delete_keys_per_second=key_rate,
+        s3_head_per_second=key_rate,
+        s3_prefix_use=prefix_use,
+        monthly_usd=monthly,
+        notes=notes,
+    )
+
+
+def render(plan: Plan) -> str:
+    w = plan.workload
+    lines = [
+        f"workload: {w.writes_per_second:g} writes/s of {w.item_kb:g} KB items, {w.delete_ratio:.0%} deletes, "
+        f"{w.blobs_per_item} blob(s) per item; knobs: "
+        + ", ".join(f"{k}={v}" for k, v in plan.knobs.items()),
+        f"stream shards           {plan.shards}  ({plan.records_per_second_per_shard:.1f} records/s each)",
+        f"concurrent consumers    {plan.concurrent_consumers}  (shards x parallelization_factor)",
+        f"invocations per second  {plan.invocations_per_second:.2f}  ({plan.records_per_invocation:.1f} records each)",
+        f"time per batch          {plan.seconds_per_batch:.3f} s  "
+        f"(a shard's consumers handle {plan.shard_capacity_records_per_second:,.0f} records/s)",
+        f"iterator-age risk       {plan.iterator_age_risk}",
+        f"S3 requests             {plan.s3_head_per_second:,.1f} HEAD/s and {plan.s3_delete_keys_per_second:,.1f} "
+        f"DELETE keys/s: {plan.s3_prefix_use:.1%} of one prefix's limit"
+        + ("  (OVER: spread keys over prefixes)" if plan.s3_prefix_use > 1 else ""),
+        "monthly cost (USD, us-east-1 list prices, 730 h):",
+    ]
+    width = max(len(name) for name in plan.monthly_usd)
+    for name, usd in plan.monthly_usd.items():
+        lines.append(f"  {name.ljust(width)}  {usd:>12,.2f}")
+    lines.append(f"  {'total'.ljust(width)}  {plan.monthly_total:>12,.2f}")
+    lines.append("notes:")
+    lines.extend(f"  - {note}" for note in plan.notes)
+    lines.append("assumptions:")
+    for name, (number, what, source) in ASSUMPTIONS.items():
+        lines.append(f"  {name} = {number:g}: {what} [{source}]")
+    return "\n".join(lines)
+
+
+def _number(
+    args: argparse.Namespace,
+    flag: str,
+    low: float,
+    high: float,
+    *,
+    integer: bool = False,
+    above: bool = False,
+) -> float:
+    raw = getattr(args, flag.lstrip("-").replace("-", "_"))
+    allowed = (
+        f"{'a whole number' if integer else 'a number'} {'above' if above else 'from'} {low:g} to {high:g}"
+    )
+    try:
+        number = int(raw) if integer else float(raw)
+    except (TypeError, ValueError):
+        raise UserError(f"{flag} {raw!r} is not a number; allowed: {allowed}") from None
+    if not (low < number <= high if above else low <= number <= high):
+        raise UserError(f"{flag} {raw!r} is out of range; allowed: {allowed}")
+    return number
+
+
+def workload_from_args(args: argparse.Namespace) -> Workload:
+    if args.writes_per_second is None:
+        raise UserError(
+            "--writes-per-second is required: the table's writes per second (puts, updates, deletes)"
+        )
+    return Workload(
+        writes_per_second=_number(args, "--writes-per-second", 0, 10_000_000, above=True),
+        item_kb=_number(args, "--item-kb", 0, 400, above=True),
+        delete_ratio=_number(args, "--delete-ratio", 0, 1),
+        blobs_per_item=int(_number(args, "--blobs-per-item", 0, 10_000, integer=True)),
+    )
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    workload = workload_from_args(args)
+    plan = build_plan(workload, resolve_knobs(args))
+    if args.json:
+        data = asdict(plan)
+        data["monthly_total_usd"] = plan.monthly_total
+        data["assumptions"] = {
+            k: {"value": v, "what": what, "source": s} for k, (v, what, s) in ASSUMPTIONS.items()
+        }
+        print_json(data)
+    else:
+        print(render(plan))
+    return 0
+
+
+def register(sub: Any) -> None:
+    plan = sub.add_parser(
+        "plan",
+        help="capacity and cost of a workload on the knobs' shape (shards, consumers, S3 rates, monthly USD); "
+        "no AWS call",
+    )
+    add_knob_arguments(plan)
+    plan.add_argument("--writes-per-second", metavar="N", help="table writes per second (required)")
+    plan.add_argument("--item-kb", default="1", metavar="KB", help="item size in KB (1)")
+    plan.add_argument("--delete-ratio", default="0.1", metavar="R", help="share of writes that delete (0.1)")
+    plan.add_argument("--blobs-per-item", default="1", metavar="N", help="blobs an item lists (1)")
+    plan.add_argument("--json", action="store_true", help="print the plan as JSON")
+    plan.set_defaults(func=cmd_plan)

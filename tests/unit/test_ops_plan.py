@@ -1,0 +1,108 @@
+"""`doctable plan`: the capacity and cost model, and its one-line refusals."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from contract.knobs import load_cdk_json_defaults, resolve_config
+from doctable.cli import main
+from doctable.ops.plan import HOURS_PER_MONTH, Workload, build_plan, predict_delivery, value
+
+pytestmark = pytest.mark.unit
+
+
+def config(**knobs: str):
+    return resolve_config(
+        context={"stream": "new-and-old", **knobs}, environ={}, defaults=load_cdk_json_defaults()
+    )
+
+
+def test_shards_follow_write_units_and_consumers_multiply_by_the_parallelization_factor() -> None:
+    # GIVEN 2,500 writes/s of 1 KB items (2,500 WCU/s) and 2 KB items (5,000 WCU/s), parallelization factor 3
+    small = build_plan(Workload(2500, item_kb=1), config(parallelization_factor="3"))
+    large = build_plan(Workload(2500, item_kb=2), config(parallelization_factor="3"))
+    # THEN one shard per 1,000 WCU/s, and 3 concurrent consumers per shard
+    assert (small.shards, small.concurrent_consumers) == (3, 9)
+    assert (large.shards, large.concurrent_consumers) == (5, 15)
+
+
+def test_batches_fill_only_when_a_poll_finds_more_than_the_batch_size() -> None:
+    # GIVEN four polls a second per shard
+    # WHEN 2 writes/s arrive THEN each record is its own invocation
+    slow = build_plan(Workload(2), config(batch_size="10"))
+    assert slow.invocations_per_second == pytest.approx(2) and slow.records_per_invocation == 1
+    # WHEN 20 writes/s arrive THEN each poll finds 5 records: 4 invocations/s of 5
+    mid = build_plan(Workload(20), config(batch_size="10"))
+    assert mid.invocations_per_second == pytest.approx(4) and mid.records_per_invocation == 5
+    # WHEN 800 writes/s arrive THEN full batches of 10: 80 invocations/s
+    fast = build_plan(Workload(800), config(batch_size="10"))
+    assert fast.invocations_per_second == pytest.approx(80) and fast.records_per_invocation == 10
+
+
+def test_a_consumer_slower_than_its_shard_is_a_high_iterator_age_risk() -> None:
+    # GIVEN 100 writes/s, every one a delete of an item with 10 blobs, on a 128 MB function
+    plan = build_plan(
+        Workload(100, delete_ratio=1, blobs_per_item=10), config(memory="128", batch_size="100")
+    )
+    # THEN the batch time exceeds what one consumer can take, and the risk says so
+    assert plan.shard_capacity_records_per_second < plan.records_per_second_per_shard
+    assert plan.iterator_age_risk.startswith("HIGH")
+    # AND more memory and parallel batches bring it down
+    better = build_plan(
+        Workload(100, delete_ratio=1, blobs_per_item=10),
+        config(memory="3008", batch_size="100", parallelization_factor="10"),
+    )
+    assert better.shard_capacity_records_per_second > better.records_per_second_per_shard
+
+
+def test_cost_lines_follow_the_published_prices() -> None:
+    plan = build_plan(Workload(100, item_kb=1.5, delete_ratio=0.5, blobs_per_item=2), config())
+    month = HOURS_PER_MONTH * 3600
+    # 1.5 KB = 2 write units per write; stream reads by Lambda are free; S3 HEADs per dropped key
+    assert plan.monthly_usd["DynamoDB on-demand writes"] == pytest.approx(
+        100 * 2 * month / 1e6 * value("price_ddb_write_per_m")
+    )
+    assert plan.monthly_usd["DynamoDB stream reads by Lambda"] == 0
+    assert plan.monthly_usd["S3 HEAD (GET class)"] == pytest.approx(100 * 0.5 * 2 * month / 1000 * 0.0004)
+    assert plan.s3_delete_keys_per_second == 100
+    assert plan.monthly_total == pytest.approx(sum(plan.monthly_usd.values()))
+
+
+def test_s3_rate_is_compared_with_one_prefix_limit() -> None:
+    plan = build_plan(Workload(7000, delete_ratio=1, blobs_per_item=1), config())
+    assert plan.s3_prefix_use == pytest.approx(7000 / 3500)
+
+
+def test_predicted_delivery_of_a_burst() -> None:
+    # 100 records written in 1 s: 4 polls of 25, batch size 10 -> 3 invocations per poll
+    assert predict_delivery(100, 1.0, 10) == {"invocations": 12, "records_per_invocation": 100 / 12}
+    # 3 records in 0.1 s: one poll, one invocation
+    assert predict_delivery(3, 0.1, 10)["invocations"] == 1
+
+
+def test_plan_prints_every_assumption_with_its_source(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--writes-per-second", "50", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["shards"] == 1 and data["monthly_total_usd"] > 0
+    assert all(entry["source"] for entry in data["assumptions"].values())
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        ([], "--writes-per-second is required"),
+        (["--writes-per-second", "fast"], "--writes-per-second 'fast' is not a number"),
+        (["--writes-per-second", "0"], "--writes-per-second '0' is out of range"),
+        (["--writes-per-second", "5", "--delete-ratio", "1.5"], "--delete-ratio '1.5' is out of range"),
+        (["--writes-per-second", "5", "--blobs-per-item", "2.5"], "--blobs-per-item '2.5' is not a number"),
+        (["--writes-per-second", "5", "-c", "batch_size=0"], "invalid knobs: batch_size"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(
+    argv: list[str], fragment: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["plan", *argv]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line]
+    assert len(err) == 1 and fragment in err[0] and "Traceback" not in err[0]
