@@ -2,8 +2,9 @@
 conditional deletes are evaluated.
 
 moto applied every bucket-policy statement ignoring its Condition, so CDK's enforceSSL statement ("Deny s3:*
-when aws:SecureTransport is false") denied everything. The local endpoint stands in for AWS's HTTPS one:
-aws:SecureTransport is true; statements with other conditions are not applied.
+when aws:SecureTransport is false") denied everything. moto's check treats every request as TLS; statements with
+other conditions are not applied. With IAM enforced, local/auth evaluates the whole policy first, with
+aws:SecureTransport as the request arrived (HTTPS or the tests' plain-HTTP listener).
 """
 
 from __future__ import annotations
@@ -74,8 +75,8 @@ def apply() -> None:
     original_update = replace(Bucket, "update_from_cloudformation_json", classmethod(update))
 
     # Bucket policies: moto applies every statement ignoring its Condition, so CDK's enforceSSL statement
-    # ("Deny s3:* when aws:SecureTransport is false") denied everything. The local endpoint stands in for
-    # AWS's HTTPS one: aws:SecureTransport is true; statements with other conditions are not applied.
+    # ("Deny s3:* when aws:SecureTransport is false") denied everything. Here every request counts as TLS
+    # (local/auth evaluates the transport it really arrived on); statements with other conditions are not applied.
     def get_permission(self: Any, action: str, resource: str) -> Any:
         from moto.iam.access_control import IAMPolicy, PermissionResult
 
