@@ -24,6 +24,7 @@ from doctable.ops.live import (
     pitr_declared,
     pitr_status,
 )
+from doctable.ops.mapping_plan import MAPPING_SUBJECT, mapping_change
 from doctable.ops.ownership import TABLE_TYPE, stack_physical_ids
 from doctable.ops.render import now_iso, text_table
 
@@ -350,6 +351,9 @@ def run_preflight(aws: Aws, deployment: Deployment) -> list[Finding]:
         live = LiveTable.of(table)
         if live.stream_view is not None and live.stream_view == config.stream_view_type:
             stream_arn = live.latest_stream_arn
+    change = mapping_change(deployment.config, config) if deployment.knobs_source == "deployed" else None
+    if change is not None:
+        findings.append(Finding(CHANGE, MAPPING_SUBJECT, change.live, change.declared, change.effect))
     findings += consumer_findings(aws, config, stream_arn)
     findings += _knobless_findings(deployment)
     return findings

@@ -28,6 +28,7 @@ from doctable.ops.live import (
     pitr_status,
     s3_bucket_arn,
 )
+from doctable.ops.ownership import ROLLED_BACK, ROLLED_BACK_ROW, SETTLED_STATES
 from doctable.ops.render import Progress
 from doctable.ops.verify.expect import LATEST, Expectations
 from doctable.ops.verify.items import Scratch, item_differences, test_item
@@ -157,10 +158,10 @@ class Verifier:
     # ------------------------------------------------------------------------------------------ checks
     def _check_stack(self) -> str:
         status = self.deployment.stack_status or "absent"
-        if not self.deployment.stable:
+        if status not in SETTLED_STATES:
             reason = f" ({self.deployment.status_reason})" if self.deployment.status_reason else ""
             raise CheckFailed(f"{status}{reason}")
-        return status
+        return status if status != ROLLED_BACK else f"{status} ({ROLLED_BACK_ROW})"
 
     def _check_shape(self) -> str:
         live = LiveTable.of(self._describe())

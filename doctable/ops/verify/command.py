@@ -9,7 +9,7 @@ from doctable.aws import user_errors
 from doctable.ops.command import add_common_arguments, connect, guarded, print_json, seconds
 from doctable.ops.context import require_deployed, state_dir
 from doctable.ops.ledger import record_ledger, region_hint
-from doctable.ops.ownership import require_owned_table
+from doctable.ops.ownership import require_owned_table, rolled_back_note
 from doctable.ops.render import Progress, now_iso
 from doctable.ops.verify.checks import DEFAULT_SETTLE, DEFAULT_TIMEOUT, Verifier
 from doctable.ops.verify.expect import LATEST
@@ -23,6 +23,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
         # Before one test item is written: never into a table the stack does not own.
         require_owned_table(aws, deployment, doing="write verify's test items into it")
     progress = Progress("doctable verify", quiet=args.quiet)
+    rolled_back = rolled_back_note(deployment)
+    if rolled_back:
+        progress.say(rolled_back)
     started = now_iso()
     verifier = Verifier(aws, deployment, timeout=args.timeout, settle=args.settle, progress=progress)
     with user_errors(f"verifying {config.table_name}"):
@@ -37,6 +40,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(render_rows(rows))
         print()
         print(summary_line(record))
+        if rolled_back:
+            print(f"note: {rolled_back}")
         print(
             f"rows saved to {path}"
             + (" (ledger written)" if args.ledger else "; `doctable ledger` records them")

@@ -12,7 +12,7 @@ from doctable.ops.live import ACTIVE, PITR_DISABLED, PITR_ENABLED, TTL_ON_STATES
 
 # A LATEST mapping misses writes made right after it reports Enabled: verify waits for it to settle first.
 LATEST = STARTING_POSITION_CFN[STARTING_LATEST]
-STABLE_STACK_TEXT = "CREATE_COMPLETE | UPDATE_COMPLETE"
+STABLE_STACK_TEXT = "CREATE_COMPLETE | UPDATE_COMPLETE | UPDATE_ROLLBACK_COMPLETE"
 
 
 @dataclass(frozen=True)
