@@ -17,7 +17,6 @@ import logging
 import os
 import signal
 import socket
-import ssl
 import sys
 import threading
 import time
@@ -25,9 +24,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from werkzeug.serving import ThreadedWSGIServer
-
-from local import auth, compat, esm, runner, seed, services, state, tls, ttl
+from local import auth, compat, esm, listener, runner, seed, services, state, tls, ttl
 from local.auth import policy, principals, table_access
 from local.auth.middleware import AuthMiddleware
 from local.faults.middleware import FaultMiddleware
@@ -51,7 +48,6 @@ WARM_SERVICES = (
     "awslambda",
     "logs",
 )
-HANDSHAKE_SECONDS = 10.0
 
 
 class _HealthMiddleware:
@@ -67,43 +63,6 @@ class _HealthMiddleware:
             )
             return [body]
         return self.app(environ, start_response)
-
-
-def _handler_class() -> type[Any]:
-    """moto's request handler, with the TLS handshake in the connection's own thread and no Nagle delay."""
-    from moto.moto_server.werkzeug_app import MotoRequestHandler
-
-    class RequestHandler(MotoRequestHandler):
-        # A response is written as headers then body: without TCP_NODELAY, a kept-alive connection's second
-        # small write can wait for the client's delayed ACK.
-        disable_nagle_algorithm = True
-
-        def handle(self) -> None:
-            if isinstance(self.connection, ssl.SSLSocket):
-                try:
-                    self.connection.settimeout(HANDSHAKE_SECONDS)
-                    self.connection.do_handshake()
-                    self.connection.settimeout(None)
-                except OSError as exc:  # ssl.SSLError included: a plain-HTTP client, an untrusting one
-                    log.debug("TLS handshake with %s failed: %s", self.client_address, exc)
-                    return
-            super().handle()
-
-    return RequestHandler
-
-
-class _TlsServer(ThreadedWSGIServer):
-    """werkzeug's threaded server over TLS, whose accept loop hands the handshake to the connection's thread
-    (werkzeug's own TLS server shakes hands in its accept loop, one client at a time)."""
-
-    def __init__(self, host: str, port: int, app: Any, handler: type[Any], context: ssl.SSLContext):
-        super().__init__(host, port, app, handler)
-        self.ssl_context = context
-
-    def get_request(self) -> tuple[Any, Any]:
-        sock, address = self.socket.accept()
-        assert self.ssl_context is not None
-        return self.ssl_context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), address
 
 
 def _loopback_addresses() -> list[tuple[int, str]]:
@@ -140,10 +99,11 @@ class LocalAWS:
         return state.endpoint_url(self.port)
 
     def start(self) -> LocalAWS:
-        compat.check(MOTO_TARGETS + principals.MOTO_TARGETS + table_access.MOTO_TARGETS)
+        compat.check(
+            MOTO_TARGETS + listener.MOTO_TARGETS + principals.MOTO_TARGETS + table_access.MOTO_TARGETS
+        )
         started = time.monotonic()
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
-        from werkzeug.serving import make_server
 
         services.apply()
         self.manager = esm.MappingManager()
@@ -162,15 +122,12 @@ class LocalAWS:
 
         self.directory.mkdir(parents=True, exist_ok=True)
         context = tls.ensure(self.directory).server_context()
-        handler = _handler_class()
-        self.port = self._listen(
-            self.port, lambda address, port: _TlsServer(address, port, app, handler, context)
-        )
+        handler = listener.handler_class()
+        self.port = self._listen(self.port, lambda a, p: listener.make(a, p, app, handler, context))
         info["port"] = self.port
         if self.http_port is not None:
             self.http_port = self._listen(
-                self.http_port,
-                lambda address, port: make_server(address, port, app, threaded=True, request_handler=handler),
+                self.http_port, lambda a, p: listener.make(a, p, app, handler, None)
             )
             info["http_port"] = self.http_port
         os.environ["MOTO_PORT"] = str(self.port)
@@ -189,7 +146,7 @@ class LocalAWS:
         self.sweeper = ttl.TtlSweeper()
         self.sweeper.start()
         for server in self.servers:
-            name = "local-aws-https" if isinstance(server, _TlsServer) else "local-aws-http"
+            name = "local-aws-https" if isinstance(server, listener.TlsServer) else "local-aws-http"
             thread = threading.Thread(target=server.serve_forever, name=name, daemon=True)
             thread.start()
             self.threads.append(thread)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import ssl
-import urllib.error
-import urllib.request
+import threading
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -15,25 +16,60 @@ from local.faults.spec import PATH, FaultSpecError
 
 class FaultClient:
     """Talks to the control endpoint of the local AWS at ``url`` (e.g. ``https://localhost:4566``), trusting
-    the CA in ``ca_bundle`` (``local.api.ca_bundle(directory)``; None: the system's)."""
+    the CA in ``ca_bundle`` (``local.api.ca_bundle(directory)``; None: the system's). One kept-alive
+    connection, shared by the threads that use the client one call at a time."""
 
     def __init__(self, url: str, timeout: float = 10.0, ca_bundle: str | Path | None = None):
         self.url = url.rstrip("/") + PATH
         self.timeout = timeout
         self.context = ssl.create_default_context(cafile=str(ca_bundle) if ca_bundle else None)
+        self._parts = urllib.parse.urlsplit(self.url)
+        self._connection: http.client.HTTPConnection | None = None
+        self._lock = threading.Lock()
+
+    def _connect(self) -> http.client.HTTPConnection:
+        host, port = self._parts.hostname or "localhost", self._parts.port
+        if self._parts.scheme == "https":
+            return http.client.HTTPSConnection(host, port, timeout=self.timeout, context=self.context)
+        return http.client.HTTPConnection(host, port, timeout=self.timeout)
+
+    def _exchange(self, method: str, target: str, data: bytes | None) -> tuple[int, bytes]:
+        headers = {"Content-Type": "application/json"}
+        with self._lock:
+            for attempt in (1, 2):
+                if self._connection is None:
+                    self._connection = self._connect()
+                try:
+                    self._connection.request(method, target, body=data, headers=headers)
+                    response = self._connection.getresponse()
+                    return response.status, response.read()
+                except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                    # The server closed the kept-alive connection: every call here may be sent again.
+                    self._connection.close()
+                    self._connection = None
+                    if attempt == 2:
+                        raise
+                except BaseException:
+                    self._connection.close()
+                    self._connection = None
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _call(self, method: str, body: Any = None, query: str = "") -> dict[str, Any]:
         data = None if body is None else json.dumps(body).encode("utf-8")
-        request = urllib.request.Request(self.url + query, data=data, method=method)
-        request.add_header("Content-Type", "application/json")
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout, context=self.context) as response:
-                return json.loads(response.read() or b"{}")
-        except urllib.error.HTTPError as exc:
-            detail = exc.read().decode("utf-8", "replace")
+        status, raw = self._exchange(method, self._parts.path + query, data)
+        if status >= 400:
+            detail = raw.decode("utf-8", "replace")
             with contextlib.suppress(ValueError):
                 detail = json.loads(detail).get("error", detail)
-            raise FaultSpecError(f"{method} {self.url}: {exc.code}: {detail}") from None
+            raise FaultSpecError(f"{method} {self.url}: {status}: {detail}")
+        return dict(json.loads(raw or b"{}"))
+
+    def close(self) -> None:
+        with self._lock:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
 
     def set(self, rules: list[dict[str, Any]], seed: int = 0) -> dict[str, Any]:
         """Replace the rules (counts of rules already seen are kept)."""

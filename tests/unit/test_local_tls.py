@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import socket
 import ssl
 import stat
 import threading
@@ -108,3 +109,115 @@ def test_client_env_points_at_https_and_the_bundle(tmp_path: Path) -> None:
     env = state.client_env(4566, tmp_path)
     assert env["AWS_ENDPOINT_URL"] == "https://localhost:4566"
     assert env["AWS_CA_BUNDLE"] == str(tmp_path.resolve() / "tls" / "ca.pem")
+
+
+def test_the_server_shakes_hands_per_connection_and_keeps_it_alive(tmp_path: Path) -> None:
+    import json
+    import socket
+
+    from local import listener
+    from local.faults.client import FaultClient
+
+    # GIVEN the server's TLS listener in front of an app that says which connection a request came on
+    def app(environ: dict[str, str], start_response: object) -> list[bytes]:
+        body = json.dumps({"peer": environ["REMOTE_PORT"], "scheme": environ["wsgi.url_scheme"]}).encode()
+        start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])  # type: ignore[operator]
+        return [body]
+
+    paths = tls.ensure(tmp_path)
+    server = listener.make("127.0.0.1", 0, app, listener.handler_class(), paths.server_context())
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        # WHEN a client has connected and sent nothing (its handshake pending) and another speaks plain HTTP
+        silent = socket.create_connection(("127.0.0.1", server.server_port), timeout=5)
+        with socket.create_connection(("127.0.0.1", server.server_port), timeout=5) as plain:
+            plain.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            assert not plain.recv(64).startswith(b"HTTP/")
+        # THEN a client trusting the bundle is served over TLS, twice on one kept-alive connection
+        client = FaultClient(f"https://localhost:{server.server_port}", ca_bundle=paths.ca)
+        first, second = client.status(), client.status()
+        assert first["scheme"] == "https"
+        assert first["peer"] == second["peer"]
+        client.close()
+        silent.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("reads", [0, 5, -1])
+def test_a_kept_alive_connection_starts_each_request_after_the_previous_body(
+    tmp_path: Path, reads: int
+) -> None:
+    import http.client
+    import json
+
+    from local import listener
+
+    # GIVEN an app that reads none, part or all of a request's body (a refusal before the body, a parser)
+    def app(environ: dict[str, object], start_response: object) -> list[bytes]:
+        stream = environ["wsgi.input"]
+        seen = stream.read(reads) if reads else b""  # type: ignore[attr-defined]
+        body = json.dumps({"path": environ["PATH_INFO"], "seen": seen.decode()}).encode()
+        start_response("200 OK", [("Content-Length", str(len(body)))])  # type: ignore[operator]
+        return [body]
+
+    server = listener.make("127.0.0.1", 0, app, listener.handler_class(), None)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", server.server_port, timeout=5)
+        answers = []
+        # WHEN two requests with bodies and one without follow each other on one connection
+        for path, body in (
+            ("/one", b"first-body"),
+            ("/two", b"GET /smuggled HTTP/1.1\r\n\r\n"),
+            ("/three", None),
+        ):
+            connection.request("POST" if body else "GET", path, body=body)
+            response = connection.getresponse()
+            assert not response.will_close
+            answers.append(json.loads(response.read()))
+        connection.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    # THEN each request is answered as itself: no body leaks into the next request line
+    assert [a["path"] for a in answers] == ["/one", "/two", "/three"]
+    if reads == -1:
+        assert answers[0]["seen"] == "first-body"
+
+
+def test_a_head_answer_or_a_wrong_length_ends_the_connection(tmp_path: Path) -> None:
+    import http.client
+
+    from local import listener
+
+    # GIVEN an app that writes a body whatever the method, and says a wrong length on /short
+    def app(environ: dict[str, object], start_response: object) -> list[bytes]:
+        length = "99" if environ["PATH_INFO"] == "/short" else "4"
+        start_response("403 Forbidden", [("Content-Length", length)])  # type: ignore[operator]
+        return [b"body"]
+
+    server = listener.make("127.0.0.1", 0, app, listener.handler_class(), None)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        # WHEN a HEAD is answered THEN the server says it closes the connection (its body is never misread)
+        connection = http.client.HTTPConnection("127.0.0.1", server.server_port, timeout=5)
+        connection.request("HEAD", "/object")
+        head = connection.getresponse()
+        assert head.will_close and head.read() == b""
+        connection.close()
+        # WHEN the body is shorter than its Content-Length THEN the connection ends instead of waiting
+        raw = socket.create_connection(("127.0.0.1", server.server_port), timeout=5)
+        raw.sendall(b"GET /short HTTP/1.1\r\nHost: x\r\n\r\n")
+        received = b""
+        while chunk := raw.recv(4096):
+            received += chunk
+        raw.close()
+        assert received.endswith(b"\r\n\r\nbody")
+    finally:
+        server.shutdown()
+        server.server_close()
