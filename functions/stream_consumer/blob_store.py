@@ -9,9 +9,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from threading import Lock
 from typing import Any, Protocol
 
-from .constants import MAX_KEYS_PER_DELETE
+from .constants import MAX_KEYS_PER_DELETE, OBSERVE_CONCURRENCY
 
 PRECONDITION_FAILED = "PreconditionFailed"
 
@@ -29,7 +30,12 @@ def lazy_client(service: str, on_client: Callable[[], object] | None) -> Any:
     return boto3.client(
         service,
         region_name=os.environ.get("AWS_REGION") or None,
-        config=Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=2, read_timeout=8),
+        config=Config(
+            retries={"mode": "standard", "max_attempts": 3},
+            connect_timeout=2,
+            read_timeout=8,
+            max_pool_connections=OBSERVE_CONCURRENCY,
+        ),
     )
 
 
@@ -79,11 +85,13 @@ class S3BlobStore:
         self.bucket = bucket
         self._client = client
         self._on_client = on_client
+        self._lock = Lock()
 
     @property
     def client(self) -> Any:
-        if self._client is None:
-            self._client = lazy_client("s3", self._on_client)
+        with self._lock:  # the first batch's parallel HEADs build one client, not one each
+            if self._client is None:
+                self._client = lazy_client("s3", self._on_client)
         return self._client
 
     def delete_keys(self, keys: Sequence[str], etags: Mapping[str, str] | None = None) -> DeleteResult:

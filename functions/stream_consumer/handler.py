@@ -3,7 +3,7 @@
 Settings are validated at import (cold start): a bad environment fails the init with a clear
 :class:`~.settings.SettingsError`. The S3 client is created on first use and reused across invocations.
 Logic lives in :mod:`.domain` (pure), :mod:`.cleanup` (batch-level deletes, failure mapping) and
-:mod:`.processor` (the Powertools batch processor that runs them).
+:mod:`.processor` (the partial-batch response).
 """
 
 from __future__ import annotations
@@ -11,17 +11,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.utilities.batch import process_partial_response
 
 from .blob_store import S3BlobStore
 from .cleanup import BlobCleaner
 from .constants import METRIC_DIMENSION_ENVIRONMENT, METRIC_DIMENSION_TABLE, METRICS_NAMESPACE, SERVICE_NAME
 from .live_items import DynamoLiveItems
-from .processor import CleanupProcessor
+from .processor import process
 from .settings import Settings
 
 if TYPE_CHECKING:
-    from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
 settings = Settings.from_env()
@@ -44,16 +42,12 @@ cleaner = BlobCleaner(
     metrics,
     DynamoLiveItems(settings.table_name, on_client=lambda: tracer.patch(("botocore",))),
 )
-processor = CleanupProcessor(cleaner)
 
 
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics(raise_on_empty_metrics=False)
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
-    # Checked before Powertools reads event["Records"]: a non-stream event is then refused with an error that
-    # says what was expected, and still emits the metrics.
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    # A non-stream event is refused with an error that says what was expected, and still emits the metrics.
     cleaner.accept(event)
-    return process_partial_response(
-        event=event, record_handler=processor.settle, processor=processor, context=context
-    )
+    return process(cleaner, event["Records"])
