@@ -1,7 +1,8 @@
 """Cold start = a fresh Python process that imports the handler module and handles a one-record batch.
 
-Three handlers get the same environment and the same event: the project's, the baseline, and a floor (a
-handler importing only ``json``). The environment is Lambda-like with active tracing, as deployed
+Four handlers get the same environment and the same event: the project's, the baseline, the json floor (a
+handler importing only ``json``) and the SDK floor (boto3 imported, the S3 client built at init, one
+``DeleteObjects`` for the REMOVE's blobs: what any blob-deleting consumer pays). The environment is Lambda-like with active tracing, as deployed
 (``Tracing.ACTIVE``): ``LAMBDA_TASK_ROOT`` and ``_X_AMZN_TRACE_ID`` are set, so Powertools' Tracer is enabled
 and patches (the X-Ray SDK sends its segments by UDP to 127.0.0.1:2000, where nothing listens).
 
@@ -11,7 +12,7 @@ Two events:
 * ``remove``: one REMOVE record listing 3 blobs, deleted from a moto ``ThreadedMotoServer`` on localhost
   started here (the blobs are put back before every run and checked gone after it).
 
-Runs are interleaved (a shuffled project/baseline/floor order per round) so machine noise hits all three alike.
+Runs are interleaved (a shuffled order of the four per round) so machine noise hits all three alike.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from bench.common import (
     PROJECT_ROOT,
     consumer_env,
 )
-from bench.events import BLOB_ROOT, REGION, blob_keys, image, record
+from bench.events import BLOB_ROOT, REGION, TABLE, blob_keys, image, record
 
 CHILD = BENCH_DIR / "_coldstart_child.py"
 # name -> (package directory copied into the task root, handler module inside it)
@@ -44,7 +45,9 @@ HANDLERS = {
     "project": (PROJECT_ROOT / "functions" / "stream_consumer", PROJECT_MODULE),
     "baseline": (BENCH_DIR / "baseline_consumer", "baseline_consumer.handler"),
     "floor": (BENCH_DIR / "floor_consumer", "floor_consumer.handler"),
+    "sdk_floor": (BENCH_DIR / "sdk_floor_consumer", "sdk_floor_consumer.handler"),
 }
+DELETERS = ("project", "baseline", "sdk_floor")
 TRACE_ID = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
 
 
@@ -131,7 +134,7 @@ def _run_child(module: str, task_root: Path, event_path: Path, env: dict[str, st
     return result
 
 
-def run(runs: int = 20, kinds: tuple[str, ...] = ("insert", "remove"), seed: int = 7) -> dict[str, Any]:
+def run(runs: int = 15, kinds: tuple[str, ...] = ("insert", "remove"), seed: int = 7) -> dict[str, Any]:
     out: dict[str, Any] = {"runs": runs, "environment": "Lambda-like, tracing active (Tracer enabled)"}
     rng = random.Random(seed)
     server = None
@@ -160,7 +163,7 @@ def run(runs: int = 20, kinds: tuple[str, ...] = ("insert", "remove"), seed: int
                         result = _run_child(HANDLERS[name][1], roots[name], event_path, env)
                         if result["response"] != {"batchItemFailures": []}:
                             problems.append(f"{name}: response {result['response']}")
-                        if keys and name != "floor":
+                        if keys and name in DELETERS:
                             left = client.list_objects_v2(Bucket=BUCKET, Prefix=BLOB_ROOT).get("KeyCount", 0)  # type: ignore[union-attr]
                             if left:
                                 problems.append(f"{name}: {left} blob(s) not deleted")
@@ -173,11 +176,15 @@ def run(runs: int = 20, kinds: tuple[str, ...] = ("insert", "remove"), seed: int
                         "init_and_invoke_s": summarize([r["init_and_invoke_s"] for r in results]),
                         "cpu_s": summarize([r["cpu_s"] for r in results]),
                         "modules_loaded": results[-1]["modules_loaded"],
+                        "wall_ms_samples": [round(r["wall_s"] * 1000, 2) for r in results],
                     }
                 for metric in ("wall_s", "init_and_invoke_s", "cpu_s"):
-                    p, b, f = (section[n][metric]["median"] for n in ("project", "baseline", "floor"))
+                    p, b, f, sdk = (
+                        section[n][metric]["median"] for n in ("project", "baseline", "floor", "sdk_floor")
+                    )
                     section[f"ratio_project_over_baseline_{metric}"] = p / b
                     section[f"ratio_project_over_floor_{metric}"] = p / f
+                    section[f"ratio_project_over_sdk_floor_{metric}"] = p / sdk
                 out[kind] = section
     finally:
         if server is not None:
@@ -203,4 +210,20 @@ def _start_moto() -> tuple[Any, Any, str]:
         aws_secret_access_key="testing",
     )
     client.create_bucket(Bucket=BUCKET)
+    # The table the project's consumer reads the records' live items from (empty: every item is gone).
+    boto3.client(
+        "dynamodb",
+        endpoint_url=f"http://127.0.0.1:{port}",
+        region_name=REGION,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    ).create_table(
+        TableName=TABLE,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
     return server, client, f"http://127.0.0.1:{port}"

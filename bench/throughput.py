@@ -1,59 +1,34 @@
-"""Throughput: one big mixed batch through the project's handler and the baseline, same process, same moto S3."""
+"""Throughput under a model of S3's and DynamoDB's latency, and the consumer's own CPU per record.
+
+Project and baseline run in the same process, one after the other, against the same :mod:`bench.latency_model`
+store (real sleeps for each request's modelled service time; botocore's real clients serialize and parse every
+request). Per batch size, a fresh mixed batch (40% REMOVE listing 3 blobs, 30% INSERT, 30% MODIFY) is handled
+once by the baseline and ``repeats`` times by the project (the median run is kept). Then, with every service time
+zero (the in-memory store), the CPU per record of the project, the baseline and the json floor on the largest batch.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import statistics
 import time
 from typing import Any
 
 from bench.common import (
     BASELINE_MODULE,
     BUCKET,
+    FLOOR_MODULE,
     PROJECT_MODULE,
-    S3RequestCounter,
     Sink,
     consumer_env,
     import_fresh,
 )
-from bench.events import ACCOUNT, BLOB_ROOT, REGION, FakeLambdaContext, mixed_batch
+from bench.events import BLOB_ROOT, REGION, TABLE, FakeLambdaContext, mixed_batch
+from bench.latency_model import SOURCES, ModelledAws, ServiceTime, default_model, zero_model
 
 WARMUP_RECORDS = 10
-
-
-def _seed(client: Any, keys: list[str]) -> None:
-    """Put ``keys`` into the bucket: straight into moto's backend (fast), else through the client."""
-    try:
-        from moto.s3.models import s3_backends
-
-        backend = s3_backends[ACCOUNT]["global"]
-        for key in keys:
-            backend.put_object(BUCKET, key, b"x")
-    except Exception:  # moto internals moved: the slow, public way
-        for key in keys:
-            client.put_object(Bucket=BUCKET, Key=key, Body=b"x")
-
-
-def _create_table() -> None:
-    """The table the project's consumer reads live items from; empty: no record's item exists any more."""
-    import boto3
-
-    from bench.events import TABLE
-
-    boto3.client("dynamodb", region_name=REGION).create_table(
-        TableName=TABLE,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
-
-
-def _listed(client: Any, prefix: str) -> set[str]:
-    pages = client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)
-    return {item["Key"] for page in pages for item in page.get("Contents", [])}
+MODULES = {"project": PROJECT_MODULE, "baseline": BASELINE_MODULE, "floor": FLOOR_MODULE}
 
 
 def _all_blob_keys(event: dict[str, Any]) -> list[str]:
@@ -65,97 +40,129 @@ def _all_blob_keys(event: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(keys))
 
 
-def _run_one(
-    label: str, module_name: str, records: int, client: Any, counter: S3RequestCounter, repeats: int
-) -> dict[str, Any]:
-    """``repeats`` timed runs of a fresh ``records``-record batch (fresh keys each); the median run is kept."""
-    root = f"{BLOB_ROOT}{label}/"  # each consumer works on its own keys
-    os.environ["BLOB_ROOT"] = root
-    # Powertools keys its logger by service name: keep the two consumers' loggers apart.
-    os.environ["POWERTOOLS_SERVICE_NAME"] = "doctable-consumer" if label == "project" else "doctable-baseline"
-    sink = Sink()
-    runs: list[dict[str, Any]] = []
-    with contextlib.redirect_stdout(sink):  # Logger binds sys.stdout at import; EMF metrics print() at flush
-        module = import_fresh(module_name)
-        # Warm-up: creates the S3 client (the project defers it to first use) outside the timed call.
-        warm_event, warm_doomed = mixed_batch(WARMUP_RECORDS, root=root, tag="warmup-")
-        _seed(client, warm_doomed)
-        module.lambda_handler(warm_event, FakeLambdaContext())
+class _Consumer:
+    """One consumer module imported afresh with its own blob root and Powertools service name."""
 
-        for attempt in range(repeats):
-            # other items each repeat (a record owns <BLOB_ROOT><pk>/<sk>/ only, so the root stays)
-            tag = f"run{attempt}-"
-            event, doomed = mixed_batch(records, root=root, tag=tag)
-            every = _all_blob_keys(event)
-            _seed(client, every)
-            sink.bytes = sink.lines = 0
-            counter.reset()
+    def __init__(self, label: str, aws: ModelledAws, sink: Sink) -> None:
+        self.label = label
+        self.aws = aws
+        self.sink = sink
+        self.root = f"{BLOB_ROOT}{label}/"  # a record owns <BLOB_ROOT><pk>/<sk>/ only, so the root stays
+        os.environ["BLOB_ROOT"] = self.root
+        # Powertools keys its logger by service name: keep the consumers' loggers apart.
+        os.environ["POWERTOOLS_SERVICE_NAME"] = f"doctable-bench-{label}"
+        with contextlib.redirect_stdout(sink):  # Logger binds sys.stdout at import
+            self.module = import_fresh(MODULES[label])
+        self.runs = 0
+        # Warm-up: builds the clients (the project builds them on first use) outside the timed calls.
+        self.handle(WARMUP_RECORDS)
+
+    def handle(self, records: int) -> dict[str, Any]:
+        tag = f"r{self.runs}-"  # other items each run
+        self.runs += 1
+        event, doomed = mixed_batch(records, root=self.root, tag=tag)
+        every = _all_blob_keys(event)
+        self.aws.put(every)
+        self.aws.reset_counts()
+        with contextlib.redirect_stdout(self.sink):  # EMF metrics print() at flush
             started, cpu_started = time.perf_counter(), time.process_time()
-            response = module.lambda_handler(event, FakeLambdaContext())
+            response = self.module.lambda_handler(event, FakeLambdaContext())
             elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
-            requests, in_s3 = dict(counter.by_operation), counter.call_seconds  # before the checks' own calls
-            left = _listed(client, f"{root}doc#{tag}")
-            gone_wrong = left & set(doomed)
-            survivors_intact = (set(every) - set(doomed)) <= left
-            total_requests = sum(requests.values())
-            deleted = len(doomed) - len(gone_wrong)
-            runs.append(
-                {
-                    "records": records,
-                    "seconds": elapsed,
-                    "cpu_seconds": cpu,
-                    "records_per_second": records / elapsed,
-                    "records_per_cpu_second": records / cpu if cpu else None,
-                    "seconds_in_s3_calls": in_s3,
-                    "blobs_listed_for_deletion": len(doomed),
-                    "blobs_deleted": deleted,
-                    "blobs_left_that_should_be_gone": len(gone_wrong),
-                    "survivors_intact": survivors_intact,
-                    "batch_item_failures": len(response.get("batchItemFailures", [])),
-                    "correct": not gone_wrong and survivors_intact and not response.get("batchItemFailures"),
-                    "s3_requests": requests,
-                    "s3_requests_total": total_requests,
-                    "s3_requests_per_1000_blobs": total_requests / (deleted / 1000) if deleted else None,
-                    "log_lines": sink.lines,
-                    "log_bytes": sink.bytes,
-                }
-            )
-    ordered = sorted(runs, key=lambda r: r["seconds"])
-    result = dict(ordered[len(ordered) // 2])
+        requests, charged = dict(self.aws.requests), self.aws.charged_s
+        left = self.aws.present(every)
+        wrongly_left = left & set(doomed)
+        survivors_intact = (set(every) - set(doomed)) <= left
+        deleted = len(doomed) - len(wrongly_left)
+        failures = len(response.get("batchItemFailures", [])) if isinstance(response, dict) else 0
+        total = sum(requests.values())
+        return {
+            "records": records,
+            "seconds": elapsed,
+            "cpu_seconds": cpu,
+            "records_per_second": records / elapsed,
+            "cpu_us_per_record": cpu / records * 1e6,
+            "modelled_service_seconds": charged,
+            "blobs_listed_for_deletion": len(doomed),
+            "blobs_deleted": deleted,
+            "blobs_left_that_should_be_gone": len(wrongly_left),
+            "survivors_intact": survivors_intact,
+            "batch_item_failures": failures,
+            "correct": not wrongly_left and survivors_intact and not failures,
+            "requests": requests,
+            "s3_requests": {op: n for op, n in requests.items() if op != "BatchGetItem"},
+            "requests_total": total,
+            "s3_requests_per_1000_blobs": (total - requests.get("BatchGetItem", 0)) / (deleted / 1000)
+            if deleted
+            else None,
+        }
+
+
+def _median_run(consumer: _Consumer, records: int, repeats: int) -> dict[str, Any]:
+    runs = [consumer.handle(records) for _ in range(repeats)]
+    result = dict(sorted(runs, key=lambda r: r["seconds"])[len(runs) // 2])
     result["repeats"] = repeats
     result["all_seconds"] = [r["seconds"] for r in runs]
     result["correct"] = all(r["correct"] for r in runs)
     return result
 
 
-def run(records: int = 10_000, project_repeats: int = 3) -> dict[str, Any]:
-    """The baseline runs once (it takes ~15x longer, which averages the machine's noise out by itself); the
-    project's batch runs ``project_repeats`` times, its median run is reported."""
+def describe(model: dict[str, ServiceTime]) -> dict[str, Any]:
+    return {
+        "service_times": {
+            op: {"fixed_ms": s.fixed_s * 1000, "per_key_ms": s.per_key_s * 1000, "source": s.source}
+            for op, s in model.items()
+        },
+        "sources": SOURCES,
+        "how": "real sleeps of each request's service time in the calling thread, project and baseline alike; "
+        "botocore's real clients serialize and parse every request (answered in memory at before-send)",
+    }
+
+
+def run(
+    batch_sizes: tuple[int, ...] = (10, 100, 1000),
+    project_repeats: int = 3,
+    s3_ms: float = 150.0,
+    dynamodb_ms: float = 5.0,
+) -> dict[str, Any]:
     import boto3
-    from moto import mock_aws
 
     saved = dict(os.environ)
     os.environ.update(consumer_env(POWERTOOLS_TRACE_DISABLED="1"))
-    os.environ.pop("AWS_ENDPOINT_URL", None)
-    os.environ.pop("AWS_PROFILE", None)
+    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_CONFIG_FILE"):
+        os.environ.pop(name, None)
+    model = default_model(s3_ms, dynamodb_ms)
+    out: dict[str, Any] = {"model": describe(model), "batch_sizes": list(batch_sizes), "by_batch_size": {}}
     try:
-        with mock_aws():
-            boto3.setup_default_session()
-            counter = S3RequestCounter()
-            counter.install(boto3.DEFAULT_SESSION)
-            client = boto3.client("s3", region_name=REGION)
-            client.create_bucket(Bucket=BUCKET)
-            _create_table()
-            out: dict[str, Any] = {}
-            for label, module_name, repeats in (
-                ("project", PROJECT_MODULE, project_repeats),
-                ("baseline", BASELINE_MODULE, 1),
-            ):
-                out[label] = _run_one(label, module_name, records, client, counter, repeats)
-            out["ratio_project_over_baseline"] = (
-                out["project"]["records_per_second"] / out["baseline"]["records_per_second"]
-            )
-            return out
+        boto3.setup_default_session(region_name=REGION)
+        aws = ModelledAws(BUCKET, TABLE, model)
+        aws.install(boto3.DEFAULT_SESSION)
+        sink = Sink()
+        consumers = {label: _Consumer(label, aws, sink) for label in ("project", "baseline")}
+        for size in batch_sizes:
+            project = _median_run(consumers["project"], size, project_repeats)
+            baseline = consumers["baseline"].handle(size)
+            out["by_batch_size"][str(size)] = {
+                "project": project,
+                "baseline": baseline,
+                "ratio_project_over_baseline": project["records_per_second"] / baseline["records_per_second"],
+            }
+
+        # The consumer's own work: every request answered at once.
+        aws.model = zero_model()
+        largest = max(batch_sizes)
+        consumers["floor"] = _Consumer("floor", aws, sink)
+        cpu: dict[str, Any] = {"records": largest}
+        for label, repeats in (("project", project_repeats), ("baseline", 1), ("floor", project_repeats)):
+            runs = [consumers[label].handle(largest) for _ in range(repeats)]
+            cpu[label] = {
+                "cpu_us_per_record": statistics.median(r["cpu_us_per_record"] for r in runs),
+                "wall_us_per_record": statistics.median(r["seconds"] / r["records"] * 1e6 for r in runs),
+                "correct": label == "floor" or all(r["correct"] for r in runs),
+                "repeats": repeats,
+            }
+        out["cpu_in_memory"] = cpu
+        out["log_lines"] = sink.lines
+        return out
     finally:
         os.environ.clear()
         os.environ.update(saved)

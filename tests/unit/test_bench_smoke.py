@@ -1,7 +1,7 @@
 """Smoke test of the bench code (``python -m bench``) at tiny sizes: it runs, counts right, reports right.
 
 The throughput section imports the consumer afresh, so it runs in a subprocess: the other unit tests keep
-the module objects they imported.
+the module objects they imported. The latency model is shrunk to 1 ms a request: the counts are what is checked.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -17,15 +18,29 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def quick_results(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    output = tmp_path_factory.mktemp("bench") / "results.json"
+def bench_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("bench")
+
+
+@pytest.fixture(scope="module")
+def quick_results(bench_dir: Path) -> dict:
+    output = bench_dir / "results.json"
+    output.write_text(json.dumps({"timestamp": "2024-05-01T12:00:00", "figures": [], "previous": {"old": 1}}))
     proc = subprocess.run(
         [
             sys.executable,
             "-m",
             "bench",
-            "--records",
+            "--batch-sizes",
             "30",
+            "--repeats",
+            "1",
+            "--s3-ms",
+            "1",
+            "--dynamodb-ms",
+            "1",
+            "--svg",
+            str(bench_dir / "results.svg"),
             "--only",
             "throughput,size",
             "--output",
@@ -37,31 +52,50 @@ def quick_results(tmp_path_factory: pytest.TempPathFactory) -> dict:
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "Throughput, 1 batch of 30 records" in proc.stdout  # the table went to stdout
+    assert "Throughput, batch of 30, S3 latency model" in proc.stdout  # the table went to stdout
+    assert "[s3_latency]" in proc.stdout and "100-200 ms" in proc.stdout  # the model's sources are printed
     return json.loads(output.read_text())
 
 
 def test_throughput_deletes_every_listed_blob_with_the_fewest_requests(quick_results: dict) -> None:
     # GIVEN 30 records, 12 of them REMOVEs listing 3 blobs each
-    project, baseline = (
-        quick_results["sections"]["throughput"]["project"],
-        quick_results["sections"]["throughput"]["baseline"],
-    )
+    run = quick_results["sections"]["throughput"]["by_batch_size"]["30"]
+    project, baseline = run["project"], run["baseline"]
     # THEN both consumers deleted all 36 and kept the others
     for result in (project, baseline):
         assert result["correct"] and result["blobs_deleted"] == 36 and result["survivors_intact"]
-    # AND the project used one HEAD per key (the object identity its conditional delete needs) and one
-    # DeleteObjects, the baseline one DeleteObject per key
+    # AND the project used one HEAD per key (the object identity its conditional delete needs), one
+    # DeleteObjects and one BatchGetItem (the live items), the baseline one DeleteObject per key
     assert project["s3_requests"] == {"HeadObject": 36, "DeleteObjects": 1}
+    assert project["requests"]["BatchGetItem"] == 1
     assert baseline["s3_requests"] == {"DeleteObject": 36}
+    # AND every request was charged its modelled service time (1 ms; DeleteObjects also 1/3,500 s per key)
+    assert project["modelled_service_seconds"] == pytest.approx(0.038 + 36 / 3500)
+    assert baseline["modelled_service_seconds"] == pytest.approx(0.036)
+    # AND the in-memory CPU figures cover the project, the baseline and the json floor
+    assert set(quick_results["sections"]["throughput"]["cpu_in_memory"]) >= {"project", "baseline", "floor"}
 
 
 def test_results_json_carries_figures_and_machine(quick_results: dict) -> None:
     ids = {figure["id"] for figure in quick_results["figures"]}
-    assert {"throughput_rps", "s3_requests_per_1000_blobs", "function_zip_bytes"} <= ids
+    assert {
+        "throughput_rps_b30",
+        "s3_requests_per_1000_blobs",
+        "function_zip_bytes",
+        "cpu_us_per_record",
+    } <= ids
     assert quick_results["python"] and quick_results["machine"]["cpu_count"] and quick_results["timestamp"]
     zip_figure = next(f for f in quick_results["figures"] if f["id"] == "function_zip_bytes")
     assert 0 < zip_figure["project"] < 50_000
+
+
+def test_the_previous_run_is_kept_beside_the_new_one_and_the_picture_is_written(
+    quick_results: dict, bench_dir: Path
+) -> None:
+    # the run found at start is kept (without its own previous run: one generation)
+    assert quick_results["previous"] == {"timestamp": "2024-05-01T12:00:00", "figures": []}
+    svg = ET.parse(bench_dir / "results.svg").getroot()
+    assert svg.tag.endswith("svg") and len(list(svg.iter())) > 10
 
 
 def test_previous_results_are_shown_and_skips_are_reported() -> None:

@@ -1,0 +1,219 @@
+"""A model of S3's and DynamoDB's request latency for the throughput bench: an in-memory bucket and table that
+answer botocore's requests at ``before-send`` (so the consumers' real clients serialize and parse every request)
+and charge each request a service time, ``fixed + per_key x keys``, by sleeping for it in the calling thread.
+
+The sleeps are real, in the project and in the baseline alike, so concurrency (the project's parallel HEADs) is
+the consumer's own and no emulator work is measured: the time a consumer takes is its own CPU plus the modelled
+waits. The defaults come from published figures, named in :data:`SOURCES` and printed by the bench.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+import xml.etree.ElementTree as ET
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from email.utils import formatdate
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+S3_NS = "http://s3.amazonaws.com/doc/2006-03-01/"
+
+SOURCES = {
+    "s3_latency": (
+        "Amazon S3 user guide, 'Best practices design patterns: optimizing Amazon S3 performance': applications "
+        "can achieve consistent small-object latencies of roughly 100-200 ms (the model takes the middle, 150 ms)"
+    ),
+    "s3_prefix_rate": (
+        "Amazon S3 user guide, 'Performance guidelines for Amazon S3': at least 3,500 PUT/COPY/POST/DELETE and "
+        "5,500 GET/HEAD requests per second per partitioned prefix (a DeleteObjects key counts as one DELETE: "
+        "1/3,500 s per key)"
+    ),
+    "dynamodb_latency": (
+        "Amazon DynamoDB developer guide, 'What is Amazon DynamoDB?': single-digit millisecond performance at any "
+        "scale (the model takes 5 ms per BatchGetItem request)"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ServiceTime:
+    """Seconds one request takes: ``fixed + per_key x keys`` (keys: objects in the request, items read)."""
+
+    fixed_s: float
+    per_key_s: float
+    source: str
+
+    def charge(self, keys: int) -> float:
+        return self.fixed_s + self.per_key_s * keys
+
+
+def default_model(s3_ms: float = 150.0, dynamodb_ms: float = 5.0) -> dict[str, ServiceTime]:
+    s3 = s3_ms / 1000
+    return {
+        "HeadObject": ServiceTime(s3, 0.0, "s3_latency"),
+        "DeleteObject": ServiceTime(s3, 0.0, "s3_latency"),
+        "DeleteObjects": ServiceTime(s3, 1 / 3500, "s3_latency + s3_prefix_rate"),
+        "ListObjectsV2": ServiceTime(s3, 0.0, "s3_latency"),
+        "BatchGetItem": ServiceTime(dynamodb_ms / 1000, 0.0, "dynamodb_latency"),
+    }
+
+
+def zero_model() -> dict[str, ServiceTime]:
+    """Every request answered at once: what is left is the consumer's own work (the in-memory store)."""
+    return {op: ServiceTime(0.0, 0.0, "none") for op in default_model()}
+
+
+class _Raw(io.BytesIO):
+    def stream(self, **_: Any) -> Iterable[bytes]:
+        yield self.getvalue()
+
+
+@dataclass
+class _Object:
+    etag: str
+    modified: float
+
+
+class ModelledAws:
+    """One bucket and one table in memory; install it on a boto3 session before the consumers build clients."""
+
+    def __init__(self, bucket: str, table: str, model: dict[str, ServiceTime]) -> None:
+        self.bucket = bucket
+        self.table = table
+        self.model = model
+        self.objects: dict[str, _Object] = {}
+        self.items: dict[tuple[str, str], dict[str, Any]] = {}
+        self.requests: Counter[str] = Counter()
+        self.charged_s = 0.0  # service time charged (summed over requests; concurrent ones overlap)
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ set-up and checks (no charge)
+
+    def put(self, keys: Iterable[str]) -> None:
+        now = time.time()
+        with self._lock:
+            for n, key in enumerate(keys):
+                self.objects[key] = _Object(f'"{n:032x}"', now)
+
+    def present(self, keys: Iterable[str]) -> set[str]:
+        with self._lock:
+            return {key for key in keys if key in self.objects}
+
+    def reset_counts(self) -> None:
+        with self._lock:
+            self.requests.clear()
+            self.charged_s = 0.0
+
+    def install(self, session: Any) -> None:
+        for service in ("s3", "dynamodb"):
+            session.events.register_first(
+                f"before-send.{service}", self._answer, unique_id=f"doctable-bench-model-{service}"
+            )
+
+    # ------------------------------------------------------------------ requests
+
+    def _answer(self, request: Any, event_name: str = "", **_: Any) -> Any:
+        from botocore.awsrequest import AWSResponse
+
+        operation = event_name.rsplit(".", 1)[-1]
+        handler = getattr(self, f"_op_{operation}", None)
+        if handler is None:
+            status, headers, body, keys = 501, {}, b"", 0
+        else:
+            status, headers, body, keys = handler(request)
+        service = self.model.get(operation)
+        seconds = service.charge(keys) if service else 0.0
+        with self._lock:
+            self.requests[operation] += 1
+            self.charged_s += seconds
+        if seconds > 0:
+            time.sleep(seconds)
+        return AWSResponse(request.url, status, headers, _Raw(body))
+
+    def _key(self, url: str) -> str:
+        parts = urlsplit(url)
+        path = unquote(parts.path)
+        if parts.netloc.startswith(self.bucket + "."):
+            return path[1:]
+        return path[len(self.bucket) + 2 :]
+
+    def _op_HeadObject(self, request: Any) -> tuple[int, dict[str, str], bytes, int]:
+        with self._lock:
+            found = self.objects.get(self._key(request.url))
+        if found is None:
+            return 404, {}, b"", 1
+        headers = {
+            "ETag": found.etag,
+            "Last-Modified": formatdate(found.modified, usegmt=True),
+            "Content-Length": "1",
+        }
+        return 200, headers, b"", 1
+
+    def _op_DeleteObject(self, request: Any) -> tuple[int, dict[str, str], bytes, int]:
+        with self._lock:
+            self.objects.pop(self._key(request.url), None)
+        return 204, {}, b"", 1
+
+    def _op_DeleteObjects(self, request: Any) -> tuple[int, dict[str, str], bytes, int]:
+        body = request.body if isinstance(request.body, bytes) else request.body.read()
+        root = ET.fromstring(body)
+        errors: list[str] = []
+        objects = root.findall(f"{{{S3_NS}}}Object")
+        with self._lock:
+            for entry in objects:
+                key = entry.findtext(f"{{{S3_NS}}}Key") or ""
+                etag = entry.findtext(f"{{{S3_NS}}}ETag")
+                found = self.objects.get(key)
+                if found is not None and etag is not None and etag != found.etag:
+                    errors.append(
+                        f"<Error><Key>{_xml(key)}</Key><Code>PreconditionFailed</Code>"
+                        "<Message>At least one of the pre-conditions you specified did not hold</Message></Error>"
+                    )
+                else:
+                    self.objects.pop(key, None)
+        text = f'<?xml version="1.0" encoding="UTF-8"?><DeleteResult xmlns="{S3_NS}">{"".join(errors)}</DeleteResult>'
+        return 200, {"Content-Type": "application/xml"}, text.encode(), len(objects)
+
+    def _op_ListObjectsV2(self, request: Any) -> tuple[int, dict[str, str], bytes, int]:
+        query = parse_qs(urlsplit(request.url).query)
+        prefix = query.get("prefix", [""])[0]
+        after = query.get("continuation-token", [""])[0]
+        with self._lock:
+            keys = sorted(k for k in self.objects if k.startswith(prefix) and k > after)
+        page, truncated = keys[:1000], len(keys) > 1000
+        contents = "".join(
+            f"<Contents><Key>{_xml(k)}</Key><LastModified>2024-05-01T12:00:00.000Z</LastModified>"
+            f"<ETag>&quot;x&quot;</ETag><Size>1</Size><StorageClass>STANDARD</StorageClass></Contents>"
+            for k in page
+        )
+        token = f"<NextContinuationToken>{_xml(page[-1])}</NextContinuationToken>" if truncated else ""
+        text = (
+            f'<?xml version="1.0" encoding="UTF-8"?><ListBucketResult xmlns="{S3_NS}"><Name>{self.bucket}</Name>'
+            f"<Prefix>{_xml(prefix)}</Prefix><KeyCount>{len(page)}</KeyCount><MaxKeys>1000</MaxKeys>"
+            f"<IsTruncated>{'true' if truncated else 'false'}</IsTruncated>{contents}{token}</ListBucketResult>"
+        )
+        return 200, {"Content-Type": "application/xml"}, text.encode(), len(page)
+
+    def _op_BatchGetItem(self, request: Any) -> tuple[int, dict[str, str], bytes, int]:
+        asked = json.loads(request.body)["RequestItems"]
+        responses: dict[str, list[dict[str, Any]]] = {}
+        count = 0
+        for table, spec in asked.items():
+            found = []
+            for key in spec["Keys"]:
+                count += 1
+                item = self.items.get((key["pk"]["S"], key["sk"]["S"])) if table == self.table else None
+                if item is not None:
+                    found.append(item)
+            responses[table] = found
+        body = json.dumps({"Responses": responses, "UnprocessedKeys": {}}).encode()
+        return 200, {"Content-Type": "application/x-amz-json-1.0"}, body, count
+
+
+def _xml(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

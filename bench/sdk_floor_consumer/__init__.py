@@ -1,0 +1,1 @@
+"""The SDK floor of a cold start (bench only)."""
