@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from aws_cdk import App, CfnOutput, DefaultStackSynthesizer, Environment, Stack, Tags, Validations
+from aws_cdk import App, Aspects, CfnOutput, DefaultStackSynthesizer, Environment, Stack, Tags, Validations
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
 from contract import names
 from contract.knobs import DocTableConfig
 from infra.alarms import ConsumerAlarms
+from infra.checkov import CheckovSkips
 from infra.consumer import StreamConsumer
 from infra.table import DocumentTable
 
@@ -103,4 +104,5 @@ def create_stack(app: App, config: DocTableConfig) -> DocTableStack:
         ),
     )
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    Aspects.of(stack).add(CheckovSkips())
     return stack
