@@ -92,3 +92,40 @@ def resolve_placeholders(document: dict[str, Any], *, account: str, table_arn: s
         return value
 
     return walk(document)  # type: ignore[no-any-return]
+
+
+def canonical(document: Any) -> list[dict[str, Any]]:
+    """A policy's statements in a form two equal policies share (JSON text, list order and ``"*"`` principals
+    spelled differently by CloudFormation, the CDK or a user compare equal)."""
+    if isinstance(document, str):
+        document = json.loads(document)
+    statements = document.get("Statement") if isinstance(document, dict) else None
+    if isinstance(statements, dict):
+        statements = [statements]
+
+    def values(value: Any) -> list[str]:
+        return sorted(str(v) for v in (value if isinstance(value, list) else [value]))
+
+    def principal(value: Any) -> Any:
+        if value == "*" or value == {"AWS": "*"}:
+            return "*"
+        if isinstance(value, dict):
+            return {k: values(v) for k, v in sorted(value.items())}
+        return value
+
+    result = []
+    for statement in statements or []:
+        entry: dict[str, Any] = {"Sid": statement.get("Sid", ""), "Effect": statement.get("Effect")}
+        for key in ("Action", "NotAction", "Resource", "NotResource"):
+            if key in statement:
+                entry[key] = values(statement[key])
+        for key in ("Principal", "NotPrincipal"):
+            if key in statement:
+                entry[key] = principal(statement[key])
+        if "Condition" in statement:
+            entry["Condition"] = {
+                op: {k: values(v) for k, v in sorted(block.items())}
+                for op, block in sorted(statement["Condition"].items())
+            }
+        result.append(entry)
+    return sorted(result, key=lambda s: json.dumps(s, sort_keys=True))

@@ -126,6 +126,7 @@ def mapping_shape(config: DocTableConfig) -> MappingShape | None:
         on_failure_is_bucket=True,
     )
 
+
 SSE_TYPE_KMS = "KMS"
 
 
@@ -133,9 +134,11 @@ SSE_TYPE_KMS = "KMS"
 class EncryptionShape:
     """Encryption at rest as DescribeTable's SSEDescription reports it, and the table's resource policy."""
 
-    sse_type: str | None  # KMS with an AWS managed or customer managed key; None: AWS owned (no SSEDescription)
+    # KMS with an AWS managed or customer managed key; None: the AWS owned key (no SSEDescription)
+    sse_type: str | None
     customer_managed: bool
-    borrowed_key_arn: str | None  # the kms_key knob; None when the stack creates the key (its KmsKeyArn output)
+    # The kms_key knob; None when the stack creates the key (read from its KmsKeyArn output)
+    borrowed_key_arn: str | None
     resource_policy_path: str | None  # the document attached to the table; None: no resource policy
 
 

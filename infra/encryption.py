@@ -60,9 +60,7 @@ def bucket_encryption(config: DocTableConfig) -> s3.BucketEncryption:
     return s3.BucketEncryption.S3_MANAGED
 
 
-def key_statement(
-    sid: str, key: kms.IKey, *, write: bool, services: tuple[str, ...]
-) -> iam.PolicyStatement:
+def key_statement(sid: str, key: kms.IKey, *, write: bool, services: tuple[str, ...]) -> iam.PolicyStatement:
     """KMS actions on ``key`` only, and only when DynamoDB or S3 (``services``) use it on the caller's behalf."""
     region = Stack.of(key).region
     return iam.PolicyStatement(
@@ -81,6 +79,8 @@ def table_resource_policy(scope: Construct, config: DocTableConfig) -> iam.Polic
     # Built from the table's name: CloudFormation refuses a resource policy that references its own table.
     table_arn = stack.format_arn(service="dynamodb", resource="table", resource_name=config.table_name)
     document = policy_doc.resolve_placeholders(
-        policy_doc.load_policy_document(config.resource_policy_path), account=stack.account, table_arn=table_arn
+        policy_doc.load_policy_document(config.resource_policy_path),
+        account=stack.account,
+        table_arn=table_arn,
     )
     return iam.PolicyDocument.from_json(document)

@@ -11,6 +11,7 @@ from contract import names
 from contract.knobs import DocTableConfig
 from contract.shape import mapping_shape, table_shape
 from doctable.aws import Aws, call_or_none
+from doctable.ops import table_security
 from doctable.ops.context import Deployment, table_tags
 from doctable.ops.live import (
     DESTINATION_FIELD,
@@ -33,7 +34,7 @@ TTL, PITR, PROTECTION, TABLE_TAGS, MAPPING, MAPPING_TAGS = (
     "TagResource (mapping)",
 )
 # The order repairs run in: the rate-limited TTL change last, so a refusal leaves every other repair done.
-REPAIR_ORDER = (TABLE_TAGS, PROTECTION, PITR, MAPPING, MAPPING_TAGS, TTL)
+REPAIR_ORDER = (TABLE_TAGS, PROTECTION, PITR, *table_security.CALLS, MAPPING, MAPPING_TAGS, TTL)
 MAPPING_PARAMETERS = {  # GetEventSourceMapping field -> UpdateEventSourceMapping parameter
     "BatchSize": "BatchSize",
     "MaximumBatchingWindowInSeconds": "MaximumBatchingWindowInSeconds",
@@ -217,7 +218,21 @@ def mapping_drift(aws: Aws, deployment: Deployment, config: DocTableConfig) -> l
 
 def detect(aws: Aws, deployment: Deployment, table: dict[str, Any]) -> list[Drift]:
     """Every drift of the deployed configuration (``deployment.config``) on a live table and its mapping."""
-    return table_drift(aws, deployment.config, table) + mapping_drift(aws, deployment, deployment.config)
+    return (
+        table_drift(aws, deployment.config, table)
+        + security_drift(aws, deployment, table)
+        + mapping_drift(aws, deployment, deployment.config)
+    )
+
+
+def security_drift(aws: Aws, deployment: Deployment, table: dict[str, Any]) -> list[Drift]:
+    """Encryption at rest and the resource policy against the deployed knobs (doctable/ops/table_security.py)."""
+    key = deployment.out(names.OUT_KMS_KEY_ARN)
+    drifts = []
+    for prop, subject, have, want in table_security.differences(aws, deployment.config, table, key):
+        op, params, how = table_security.repair(deployment.config, prop, table, key)
+        drifts.append(Drift(prop, subject, have, want, op, params, how))
+    return drifts
 
 
 def changed_by_deploy(prop: str, deployed: DocTableConfig, target: DocTableConfig) -> bool:
@@ -234,6 +249,8 @@ def changed_by_deploy(prop: str, deployed: DocTableConfig, target: DocTableConfi
             return True
         name = prop.split(":", 1)[1]
         return before.live_fields().get(name) != after.live_fields().get(name)
+    if prop in table_security.SUBJECT_PROPS.values():
+        return table_security.changed_by_deploy(prop, deployed, target)
     before_table, after_table = table_shape(deployed), table_shape(target)
     if prop == "ttl":
         return before_table.ttl_attribute != after_table.ttl_attribute
@@ -275,6 +292,8 @@ def apply_repair(aws: Aws, deployment: Deployment, table: dict[str, Any], repair
         ddb.update_continuous_backups(TableName=name, PointInTimeRecoverySpecification=repair.params)
     elif repair.op == PROTECTION:
         ddb.update_table(TableName=name, **repair.params)
+    elif repair.op in table_security.CALLS:
+        table_security.apply_repair(aws, table, repair.op, repair.params)
     elif repair.op == TABLE_TAGS:
         ddb.tag_resource(
             ResourceArn=table["TableArn"], Tags=[{"Key": k, "Value": v} for k, v in repair.params.items()]

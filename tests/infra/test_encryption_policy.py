@@ -22,7 +22,9 @@ def _kms_statements(template: dict[str, Any]) -> list[tuple[str, dict[str, Any]]
     for type_name in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):
         for logical_id, policy in resources(template, type_name).items():
             for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
-                actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+                actions = (
+                    statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+                )
                 if any(a.startswith("kms:") for a in actions):
                     found.append((logical_id, statement))
     return found
@@ -45,7 +47,9 @@ def test_customer_managed_creates_one_rotating_key_retained_with_the_table(env: 
     (key_id, key), table = next(iter(keys.items())), only(template, "AWS::DynamoDB::Table")
     assert key["Properties"]["EnableKeyRotation"] is True
     assert key["Properties"]["PendingWindowInDays"] == 30
-    assert key["DeletionPolicy"] == table["DeletionPolicy"] == ("Retain" if env in RETAINING_ENVS else "Delete")
+    assert (
+        key["DeletionPolicy"] == table["DeletionPolicy"] == ("Retain" if env in RETAINING_ENVS else "Delete")
+    )
     # AND the table, both buckets and the output name that key
     key_arn = {"Fn::GetAtt": [key_id, "Arn"]}
     assert table["Properties"]["SSESpecification"] == {
@@ -77,7 +81,8 @@ def test_kms_grants_are_scoped_to_the_one_key_through_the_services_that_use_it()
         via = statement["Condition"]["StringEquals"]["kms:ViaService"]
         services = {part["Fn::Join"][1][0].rstrip(".") for part in via}
         # the runtime policy's users reach the key through DynamoDB; the consumer also through S3 (failure bucket)
-        assert services == ({"dynamodb", "s3"} if "StreamConsumer" in logical_id else {"dynamodb"}), logical_id
+        wanted = {"dynamodb", "s3"} if "StreamConsumer" in logical_id else {"dynamodb"}
+        assert services == wanted, logical_id
 
 
 def test_a_borrowed_key_is_named_everywhere_and_no_key_is_created() -> None:
@@ -105,7 +110,8 @@ def test_each_encryption_value_reaches_table_and_buckets(encryption: str) -> Non
     elif encryption == "aws-managed":
         assert sse == {"SSEEnabled": True}
         assert all(b == {"SSEAlgorithm": "aws:kms"} for b in buckets)  # the aws/s3 key
-        assert _kms_statements(template) == []  # the AWS managed keys' policies admit the account's principals
+        # the AWS managed keys' policies admit the account's principals: no grant
+        assert _kms_statements(template) == []
     else:
         assert sse is not None and sse["SSEType"] == "KMS"
     assert len(buckets) == 2

@@ -33,6 +33,7 @@ from doctable.ops.render import Progress
 from doctable.ops.verify.expect import LATEST, Expectations
 from doctable.ops.verify.items import Scratch, item_differences, test_item
 from doctable.ops.verify.proof import SEQUENCE_LOOKUP_BOUND, capture_sequence, find_proof
+from doctable.ops.verify.security import security_checks
 from doctable.ops.verify_record import FAIL, PASS, SKIP, Row
 
 DEFAULT_TIMEOUT = 300.0
@@ -107,6 +108,13 @@ class Verifier:
             "stream": self._check_stream,
             "pitr": self._check_pitr,
             "deletion-protection": self._check_deletion_protection,
+            **(
+                security_checks(
+                    self.aws, self.expect.security, self._describe, self.deployment.out, CheckFailed
+                )
+                if self.expect.security
+                else {}
+            ),
             "negative": self._check_negative,
             "table-tags": self._check_table_tags,
             "mapping": self._check_mapping,

@@ -7,8 +7,17 @@ from dataclasses import dataclass
 
 from contract import names
 from contract.knobs import STARTING_LATEST, STARTING_POSITION_CFN, DocTableConfig
-from contract.shape import BILLING_MODE, MappingShape, TableShape, mapping_shape, table_shape
+from contract.shape import (
+    BILLING_MODE,
+    EncryptionShape,
+    MappingShape,
+    TableShape,
+    encryption_shape,
+    mapping_shape,
+    table_shape,
+)
 from doctable.ops.live import ACTIVE, PITR_DISABLED, PITR_ENABLED, TTL_ON_STATES
+from doctable.ops.verify.security import security_rows
 
 # A LATEST mapping misses writes made right after it reports Enabled: verify waits for it to settle first.
 LATEST = STARTING_POSITION_CFN[STARTING_LATEST]
@@ -20,10 +29,16 @@ class Expectations:
     table: TableShape
     mapping: MappingShape | None
     tags: dict[str, str]
+    security: EncryptionShape | None = None
 
     @classmethod
     def of(cls, config: DocTableConfig) -> Expectations:
-        return cls(table=table_shape(config), mapping=mapping_shape(config), tags=config.tags())
+        return cls(
+            table=table_shape(config),
+            mapping=mapping_shape(config),
+            tags=config.tags(),
+            security=encryption_shape(config),
+        )
 
     def rows(self) -> list[tuple[str, str, str]]:
         """(row id, check, expected) of every row, in the order verify runs the checks."""
@@ -41,6 +56,7 @@ class Expectations:
             ("stream", "stream as declared", self.stream_text),
             ("pitr", "PITR as declared", self.pitr_text),
             ("deletion-protection", "deletion protection as declared", self.deletion_protection_text),
+            *(security_rows(self.security) if self.security else []),
             ("negative", "deleted item is gone", "delete → consistent get → no item"),
             ("table-tags", "table tags", self.tags_text),
             ("mapping", "mapping enabled", "Enabled, on the live stream, → the consumer"),

@@ -1,0 +1,111 @@
+"""verify's rows for encryption at rest and the table's resource policy: what each expects from the knobs, and the
+check of the live value (DescribeTable's SSEDescription, KMS's key rotation, GetResourcePolicy)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from contract import names, policy_doc
+from contract.shape import EncryptionShape
+from doctable.aws import Aws, error_code
+
+AWS_OWNED_TEXT = "AWS owned key (no SSEDescription)"
+AWS_MANAGED_TEXT = "KMS, AWS managed key (KeyManager AWS)"
+NO_POLICY = "none"
+POLICY_NOT_FOUND = "PolicyNotFoundException"
+
+
+def expected_encryption(shape: EncryptionShape) -> str:
+    if shape.sse_type is None:
+        return AWS_OWNED_TEXT
+    if not shape.customer_managed:
+        return AWS_MANAGED_TEXT
+    key = shape.borrowed_key_arn or f"the stack's {names.OUT_KMS_KEY_ARN}"
+    rotation = "" if shape.borrowed_key_arn else ", rotation on"
+    return f"KMS, customer managed key = {key}{rotation}"
+
+
+def expected_policy(shape: EncryptionShape) -> str:
+    return f"= {shape.resource_policy_path}" if shape.resource_policy_path else NO_POLICY
+
+
+def security_rows(shape: EncryptionShape) -> list[tuple[str, str, str]]:
+    """(row id, check, expected), in the order verify runs them."""
+    return [
+        ("encryption", "encryption at rest as declared", expected_encryption(shape)),
+        ("resource-policy", "table resource policy as declared", expected_policy(shape)),
+    ]
+
+
+def live_encryption(aws: Aws, table: dict[str, Any]) -> tuple[str, str | None, str | None]:
+    """(text, key ARN, KeyManager) of a DescribeTable answer: what SSEDescription says, and the key's manager."""
+    sse = table.get("SSEDescription") or {}
+    if sse.get("Status") not in ("ENABLED", "UPDATING") or not sse.get("KMSMasterKeyArn"):
+        return AWS_OWNED_TEXT, None, None
+    key = str(sse["KMSMasterKeyArn"])
+    manager = aws.client("kms").describe_key(KeyId=key)["KeyMetadata"].get("KeyManager")
+    kind = "AWS managed key (KeyManager AWS)" if manager == "AWS" else f"customer managed key {key}"
+    return f"{sse.get('SSEType', 'KMS')}, {kind}", key, manager
+
+
+def live_policy(ddb: Any, table_arn: str) -> str | None:
+    """The table's resource policy document (JSON text), None when it has none."""
+    try:
+        return str(ddb.get_resource_policy(ResourceArn=table_arn)["Policy"])
+    except ClientError as exc:
+        if error_code(exc) == POLICY_NOT_FOUND:
+            return None
+        raise
+
+
+def declared_policy(path: str, table_arn: str) -> dict[str, Any]:
+    """The knob's document with its placeholders resolved to the live table's account and ARN."""
+    account = table_arn.split(":")[4]
+    document = policy_doc.load_policy_document(path)
+    return policy_doc.resolve_placeholders(document, account=account, table_arn=table_arn)
+
+
+def security_checks(
+    aws: Aws,
+    shape: EncryptionShape,
+    describe: Callable[[], dict[str, Any]],
+    outputs: Callable[[str], str | None],
+    failed: type[Exception],
+) -> dict[str, Callable[[], str]]:
+    """Row id -> its check: returns the observed value, raises ``failed(observed)`` when it differs."""
+
+    def encryption() -> str:
+        observed, key, manager = live_encryption(aws, describe())
+        if shape.sse_type is None:
+            ok = key is None
+        elif not shape.customer_managed:
+            ok = manager == "AWS"
+        else:
+            ok = manager != "AWS" and key == (shape.borrowed_key_arn or outputs(names.OUT_KMS_KEY_ARN))
+            if ok and not shape.borrowed_key_arn and key:
+                rotating = aws.client("kms").get_key_rotation_status(KeyId=key).get("KeyRotationEnabled")
+                observed += ", rotation on" if rotating else ", rotation OFF"
+                ok = bool(rotating)
+        if not ok:
+            raise failed(observed)
+        return observed
+
+    def resource_policy() -> str:
+        table_arn = str(describe()["TableArn"])
+        text = live_policy(aws.client("dynamodb"), table_arn)
+        if shape.resource_policy_path is None:
+            if text is not None:
+                raise failed(f"a policy of {len(policy_doc.canonical(text))} statement(s)")
+            return NO_POLICY
+        if text is None:
+            raise failed(NO_POLICY)
+        declared = declared_policy(shape.resource_policy_path, table_arn)
+        live = policy_doc.canonical(text)
+        if live != policy_doc.canonical(declared):
+            raise failed(f"a different policy ({', '.join(s['Sid'] or '?' for s in live)})")
+        return f"= {shape.resource_policy_path} ({len(live)} statements)"
+
+    return {"encryption": encryption, "resource-policy": resource_policy}
