@@ -514,7 +514,12 @@ def main(argv: list[str] | None = None) -> int:
     check = plan_check(sections.get("e2e"))
     if check:
         sections["plan_check"] = check
-    figures = build_figures(sections)
+    try:
+        figures = build_figures(sections)
+    except Exception as exc:  # the measurements are written all the same
+        figures = []
+        sections["figures_error"] = f"{type(exc).__name__}: {exc}"
+        _progress(f"building the figures failed: {sections['figures_error']}")
     data = {
         "schema": SCHEMA,
         "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),

@@ -25,7 +25,7 @@ S3_NS = "http://s3.amazonaws.com/doc/2006-03-01/"
 
 SOURCES = {
     "s3_latency": (
-        "Amazon S3 user guide, 'Best practices design patterns: optimizing Amazon S3 performance': applications "
+        "AWS whitepaper 'Best practices design patterns: optimizing Amazon S3 performance': applications "
         "can achieve consistent small-object latencies of roughly 100-200 ms (the model takes the middle, 150 ms)"
     ),
     "s3_prefix_rate": (

@@ -164,5 +164,7 @@ def run(
         out["log_lines"] = sink.lines
         return out
     finally:
+        # The model answers every request of the default session's clients: later sections get a fresh session.
+        boto3.DEFAULT_SESSION = None
         os.environ.clear()
         os.environ.update(saved)
