@@ -245,6 +245,66 @@ knob_case(
     label="`batch_size=10001` (oversized batch)",
 )
 
+# Encryption at rest and the table's resource policy.
+knob_case("encryption", "kms", ["encryption='kms'", "allowed values: aws-owned|aws-managed|customer-managed"])
+knob_case(
+    "kms_key",
+    "alias/my-key",
+    ["kms_key='alias/my-key' is not a KMS key ARN", "arn:aws:kms:<region>:<account>:key/<key id>"],
+    context={"encryption": "customer-managed", "kms_key": "alias/my-key"},
+)
+knob_case(
+    "kms_key",
+    "",
+    ["set but encryption='aws-managed'", "set encryption=customer-managed or unset kms_key"],
+    context={
+        "encryption": "aws-managed",
+        "kms_key": "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+    },
+    label="`kms_key=<key ARN>` with `encryption=aws-managed` (contradiction)",
+    id="contradiction-kms-key-without-customer-managed",
+)
+# A resource policy document, as files in a directory of their own (the knob takes a path).
+POLICY_FILES = {
+    "not-json.json": "{'Version': '2012-10-17'}",
+    "no-principal.json": json.dumps(
+        {"Version": "2012-10-17", "Statement": [{"Sid": "Open", "Effect": "Allow", "Action": "dynamodb:*"}]}
+    ),
+    "old-version.json": json.dumps({"Version": "2001-01-01", "Statement": []}),
+    "s3-action.json": json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Deny", "Principal": "*", "Action": "s3:GetObject"}],
+        }
+    ),
+}
+
+
+def resolve_policy_file(name: str) -> str:
+    with tempfile.TemporaryDirectory() as directory, contextlib.chdir(directory):
+        for file, text in POLICY_FILES.items():
+            Path(file).write_text(text)
+        return resolve({"resource_policy": name})
+
+
+for _file, _fragment in [
+    ("missing.json", "no such file; allowed: off or the path of a JSON policy document"),
+    ("not-json.json", "is not JSON (Expecting property name enclosed in double quotes"),
+    ("no-principal.json", "statement Open: a resource policy needs Principal or NotPrincipal"),
+    ("old-version.json", "Version must be one of 2012-10-17, 2008-10-17"),
+    ("s3-action.json", "action 's3:GetObject' is not a dynamodb: action"),
+]:
+    add(
+        Case(
+            KNOBS,
+            f"`resource_policy={_file}` ({_fragment.split(';')[0].split(' (')[0]})",
+            functools.partial(resolve_policy_file, _file),
+            (f"resource_policy='{_file}'", _fragment),
+            SYNTH_STOPS,
+            f"knob-resource_policy-{_slug(_file)}",
+        )
+    )
+
 # Contradictions: each value is valid alone, the combination is not.
 for _context, _label, _fragment in [
     ({"consumer": "builtin"}, "`consumer=builtin` with `stream=none`", "set but stream=none"),
