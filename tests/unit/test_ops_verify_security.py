@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import boto3
@@ -48,7 +49,7 @@ def _table(aws: Aws, **extra: Any) -> dict[str, Any]:
 
 def _checks(aws: Aws, table: dict[str, Any], outputs: dict[str, str], **knobs: str) -> dict[str, Any]:
     shape = encryption_shape(resolve_config(context=knobs, environ={}))
-    return security_checks(aws, shape, lambda: table, outputs.get, Failed)
+    return security_checks(aws, shape, lambda: table, SimpleNamespace(out=outputs.get), Failed)  # type: ignore[arg-type]
 
 
 def test_rows_say_what_each_encryption_expects() -> None:

@@ -108,13 +108,7 @@ class Verifier:
             "stream": self._check_stream,
             "pitr": self._check_pitr,
             "deletion-protection": self._check_deletion_protection,
-            **(
-                security_checks(
-                    self.aws, self.expect.security, self._describe, self.deployment.out, CheckFailed
-                )
-                if self.expect.security
-                else {}
-            ),
+            **security_checks(self.aws, self.expect.security, self._describe, self.deployment, CheckFailed),
             "negative": self._check_negative,
             "table-tags": self._check_table_tags,
             "mapping": self._check_mapping,

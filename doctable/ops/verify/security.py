@@ -11,6 +11,7 @@ from botocore.exceptions import ClientError
 from contract import names, policy_doc
 from contract.shape import EncryptionShape
 from doctable.aws import Aws, error_code
+from doctable.ops.context import Deployment
 
 AWS_OWNED_TEXT = "AWS owned key (no SSEDescription)"
 AWS_MANAGED_TEXT = "KMS, AWS managed key (KeyManager AWS)"
@@ -70,12 +71,15 @@ def declared_policy(path: str, table_arn: str) -> dict[str, Any]:
 
 def security_checks(
     aws: Aws,
-    shape: EncryptionShape,
+    shape: EncryptionShape | None,
     describe: Callable[[], dict[str, Any]],
-    outputs: Callable[[str], str | None],
+    deployment: Deployment,
     failed: type[Exception],
 ) -> dict[str, Callable[[], str]]:
     """Row id -> its check: returns the observed value, raises ``failed(observed)`` when it differs."""
+    if shape is None:
+        return {}
+    outputs = deployment.out
 
     def encryption() -> str:
         observed, key, manager = live_encryption(aws, describe())
