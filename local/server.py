@@ -188,8 +188,8 @@ def _report_iam(enforced: bool) -> None:
         "policies; condition keys evaluated: %s; every other condition key is not evaluated (treated as "
         "absent from the request, so only its ...IfExists and negated operators hold), among them "
         "aws:SourceIp, aws:SourceVpce, aws:SourceArn, aws:SourceAccount, aws:ResourceTag/*, aws:RequestTag/*, "
-        "aws:TagKeys, aws:PrincipalTag/*, aws:CurrentTime, aws:MultiFactorAuthPresent, sts:ExternalId, "
-        "kms:ViaService; not enforced: SCPs, permission boundaries, session policies, signatures",
+        "aws:TagKeys, aws:PrincipalTag/*, aws:CurrentTime, aws:MultiFactorAuthPresent, sts:ExternalId; "
+        "not enforced: SCPs, permission boundaries, session policies, signatures",
         ", ".join(policy.EVALUATED_KEYS),
     )
 

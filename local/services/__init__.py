@@ -10,12 +10,24 @@ from local.services import (
     dynamodb,
     dynamodb_security,
     iam,
+    kms,
     logs,
     mappings,
     s3,
 )
 
-_MODULES = (awslambda, mappings, dynamodb, dynamodb_security, cloudformation, iam, logs, s3, cfn_models)
+_MODULES = (
+    awslambda,
+    mappings,
+    dynamodb,
+    dynamodb_security,
+    cloudformation,
+    iam,
+    kms,
+    logs,
+    s3,
+    cfn_models,
+)
 MOTO_TARGETS: tuple[Target, ...] = tuple(t for module in _MODULES for t in module.MOTO_TARGETS)
 
 _applied = False
