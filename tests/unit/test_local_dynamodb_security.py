@@ -194,3 +194,27 @@ def test_reads_under_a_customer_managed_key_need_kms_decrypt_through_dynamodb(aw
     )
     assert policy.evaluate(request, [json.dumps(grant)]).allowed
     assert not policy.evaluate(request, []).allowed
+
+
+def test_a_templates_kms_key_keeps_its_tags_policy_and_rotation(aws: tuple[Any, Any]) -> None:
+    from moto.kms.models import Key
+
+    from local.services import kms as local_kms
+
+    local_kms.apply()
+    _, kms = aws
+    properties = {
+        "KeyPolicy": {"Version": "2012-10-17", "Statement": []},
+        "EnableKeyRotation": "true",
+        "Tags": [{"Key": "ManagedBy", "Value": "ephemera"}],
+    }
+    key = Key.create_from_cloudformation_json("K", {"Properties": properties}, state.ACCOUNT_ID, REGION)
+    assert kms.get_key_rotation_status(KeyId=key.id)["KeyRotationEnabled"] is True
+    assert kms.list_resource_tags(KeyId=key.id)["Tags"] == [{"TagKey": "ManagedBy", "TagValue": "ephemera"}]
+    policy = kms.get_key_policy(KeyId=key.id, PolicyName="default")["Policy"]
+    assert json.loads(policy) == properties["KeyPolicy"]
+    # an update in place turns rotation off and keeps the key
+    Key.update_from_cloudformation_json(
+        key, "K", {"Properties": {**properties, "EnableKeyRotation": False}}, state.ACCOUNT_ID, REGION
+    )
+    assert kms.get_key_rotation_status(KeyId=key.id)["KeyRotationEnabled"] is False
