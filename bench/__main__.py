@@ -21,15 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import BENCH_DIR, machine_info
+from bench.figures import cold_figures, throughput_figures
+from bench.figures import figure as _figure
 
 RESULTS = BENCH_DIR / "results.json"
 SCHEMA = 1
 
 SVG = BENCH_DIR / "results.svg"
-# project/baseline under the latency model, per batch size (none at 100: reported only)
-TARGET_THROUGHPUT_RATIO = {10: 10.0, 1000: 50.0}
-TARGET_REMOVE_OVER_SDK_FLOOR = 1.1
-TARGET_INSERT_OVER_JSON_FLOOR = 3.0
 TARGET_E2E_P50_S = 1.0
 TARGET_ZIP_BYTES = 50_000
 
@@ -41,34 +39,6 @@ def _progress(message: str) -> None:
 # --------------------------------------------------------------------------------------------- figures
 
 
-def _figure(
-    fid: str,
-    label: str,
-    unit: str,
-    project: float | None,
-    baseline: float | None = None,
-    floor: float | None = None,
-    ratio: float | None = None,
-    target: str = "",
-    met: bool | None = None,
-    note: str = "",
-    spread: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    return {
-        "id": fid,
-        "label": label,
-        "unit": unit,
-        "project": project,
-        "baseline": baseline,
-        "floor": floor,
-        "ratio": ratio,
-        "target": target,
-        "met": met,
-        "note": note,
-        "spread": spread or {},
-    }
-
-
 def _skipped(fid: str, label: str, reason: str) -> dict[str, Any]:
     return _figure(fid, label, "", None, note=f"skipped: {reason}")
 
@@ -78,13 +48,13 @@ def build_figures(sections: dict[str, Any]) -> list[dict[str, Any]]:
 
     tp = sections.get("throughput")
     if tp and tp.get("by_batch_size"):
-        figures.extend(_throughput_figures(tp))
+        figures.extend(throughput_figures(tp))
     elif tp is not None:
         figures.append(_skipped("throughput_rps", "Throughput", tp.get("skipped", "not run")))
 
     cold = sections.get("coldstart")
     if cold and not cold.get("skipped"):
-        figures.extend(_cold_figures(cold))
+        figures.extend(cold_figures(cold))
     elif cold is not None:
         figures.append(_skipped("cold_start_remove_ms", "Cold start", cold.get("skipped", "not run")))
 
@@ -145,132 +115,6 @@ def build_figures(sections: dict[str, Any]) -> list[dict[str, Any]]:
             )
         )
     return figures
-
-
-def _requests(counts: dict[str, int]) -> str:
-    return " + ".join(f"{n:,} {op}" for op, n in sorted(counts.items(), key=lambda kv: -kv[1])) or "none"
-
-
-def _throughput_figures(tp: dict[str, Any]) -> list[dict[str, Any]]:
-    figures: list[dict[str, Any]] = []
-    service = tp["model"]["service_times"]
-    model = ", ".join(
-        f"{op} {s['fixed_ms']:g} ms" + (f" + {s['per_key_ms']:.3g} ms/key" if s["per_key_ms"] else "")
-        for op, s in service.items()
-    )
-    runs = tp["by_batch_size"]
-    for size_text, run in runs.items():
-        size = int(size_text)
-        p, b, ratio = run["project"], run["baseline"], run["ratio_project_over_baseline"]
-        target = TARGET_THROUGHPUT_RATIO.get(size)
-        figures.append(
-            _figure(
-                f"throughput_rps_b{size}",
-                f"Throughput, batch of {size:,}, S3 latency model (records/s per shard)",
-                "rec/s",
-                p["records_per_second"],
-                b["records_per_second"],
-                ratio=ratio,
-                target=f">= {target:g}x baseline" if target else "(reported)",
-                met=ratio >= target if target else None,
-                note=f"project {_requests(p['requests'])} in {p['seconds']:.2f} s (median of {p['repeats']}: "
-                f"{', '.join(f'{x:.2f}' for x in p['all_seconds'])}); baseline {_requests(b['requests'])} in "
-                f"{b['seconds']:.2f} s",
-            )
-        )
-    figures[0]["note"] += f"; model: {model}; real sleeps in both consumers"
-    largest = runs[str(max(int(k) for k in runs))]
-    p, b = largest["project"], largest["baseline"]
-    deleted = p["blobs_deleted"]
-    figures.append(
-        _figure(
-            "s3_requests_per_1000_blobs",
-            f"S3 requests per 1,000 blobs deleted ({deleted:,} blobs; HEAD + DeleteObjects vs DeleteObject)",
-            "req",
-            p["s3_requests_per_1000_blobs"],
-            b["s3_requests_per_1000_blobs"],
-            ratio=(p["s3_requests_per_1000_blobs"] / b["s3_requests_per_1000_blobs"])
-            if p["s3_requests_per_1000_blobs"] and b["s3_requests_per_1000_blobs"]
-            else None,
-            target="(reported: one HEAD per key is the key-reuse check)",
-            note=f"plus {p['requests'].get('BatchGetItem', 0)} DynamoDB BatchGetItem",
-        )
-    )
-    correct = all(r[w]["correct"] for r in runs.values() for w in ("project", "baseline"))
-    figures.append(
-        _figure(
-            "throughput_correct",
-            "Blobs gone afterwards, survivors intact, no failures (every batch)",
-            "bool",
-            1.0 if all(r["project"]["correct"] for r in runs.values()) else 0.0,
-            1.0 if all(r["baseline"]["correct"] for r in runs.values()) else 0.0,
-            target="both correct",
-            met=correct,
-        )
-    )
-    cpu = tp.get("cpu_in_memory")
-    if cpu:
-        p, b, f = (cpu[w]["cpu_us_per_record"] for w in ("project", "baseline", "floor"))
-        figures.append(
-            _figure(
-                "cpu_us_per_record",
-                f"Consumer's own CPU per record, in-memory store, batch of {cpu['records']:,} (us)",
-                "us",
-                p,
-                b,
-                floor=f,
-                ratio=p / b if b else None,
-                target="(reported; floor: json handler)",
-                note=f"project/json floor {p / f:,.0f}x; on Lambda at 256 MB (0.14 vCPU) about 7x these",
-            )
-        )
-    return figures
-
-
-def _cold_figures(cold: dict[str, Any]) -> list[dict[str, Any]]:
-    figures: list[dict[str, Any]] = []
-    goals = {
-        "remove": ("sdk_floor", "SDK floor", TARGET_REMOVE_OVER_SDK_FLOOR, "1 REMOVE, 3 blobs"),
-        "insert": ("floor", "json floor", TARGET_INSERT_OVER_JSON_FLOOR, "1 INSERT, no S3 call"),
-    }
-    for kind, (floor_name, floor_label, goal, text) in goals.items():
-        section = cold.get(kind)
-        if not section:
-            continue
-        for metric, fid, what in (
-            ("wall_s", f"cold_start_{kind}_ms", "wall ms to response"),
-            ("cpu_s", f"cold_start_{kind}_cpu_ms", "CPU ms (user+sys)"),
-        ):
-            names = ("project", "baseline", floor_name)
-            stats = {name: section[name][metric] for name in names}
-            p, f = stats["project"]["median"], stats[floor_name]["median"]
-            checked = metric == "wall_s"
-            other = "floor" if floor_name == "sdk_floor" else "sdk_floor"
-            figures.append(
-                _figure(
-                    fid,
-                    f"Cold start, {text}: {what}, median [p10-p90], n={stats['project']['n']}",
-                    "ms",
-                    p * 1000,
-                    stats["baseline"]["median"] * 1000,
-                    floor=f * 1000,
-                    ratio=section[f"ratio_project_over_baseline_{metric}"],
-                    target=f"<= {goal:g}x {floor_label}" if checked else f"(vs {floor_label})",
-                    met=p / f <= goal if checked else None,
-                    note=f"floor = {floor_label}; {NAMES_COLD[other]} {section[other][metric]['median'] * 1000:.0f} ms; "
-                    f"modules: project {section['project']['modules_loaded']}, "
-                    f"{floor_label} {section[floor_name]['modules_loaded']}"
-                    + (f"; PROBLEMS: {section['problems']}" if section.get("problems") and checked else ""),
-                    spread={
-                        name: {k: v * 1000 for k, v in st.items() if k != "n"} for name, st in stats.items()
-                    }
-                    | {"floor": {k: v * 1000 for k, v in stats[floor_name].items() if k != "n"}},
-                )
-            )
-    return figures
-
-
-NAMES_COLD = {"floor": "json floor", "sdk_floor": "SDK floor"}
 
 
 def _e2e_note(e2e: dict[str, Any], phase: str, base: dict[str, Any]) -> str:
