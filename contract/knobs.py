@@ -3,6 +3,7 @@
 Pure Python on purpose (no CDK import): the console script resolves knobs exactly as the app does, and the
 unit tests exercise every rule without synthesizing anything. Every knob value literal lives here; the rest of
 the project reads the config's derived facts (``has_gsi``, ``starting_position_cfn``, ...), never raw strings.
+Long on purpose: it holds one idea, the closed set of knobs with their rules, read in one place.
 """
 
 from __future__ import annotations
@@ -44,6 +45,17 @@ POWERTOOLS_MODES = (POWERTOOLS_LAYER, POWERTOOLS_BUNDLED)
 ARCHITECTURES = ("arm64", "x86_64")  # the knob's values are Lambda's architecture names
 DEPLOY_AWS, DEPLOY_LOCAL = "aws", "local"
 DEPLOY_TARGETS = (DEPLOY_AWS, DEPLOY_LOCAL)
+AUTO = "auto"  # pitr, deletion_protection: the environment decides
+ENV_DEFAULT_VALUES = (AUTO, OFF, ON)
+PITR_ENVS = ("prod",)  # PITR is on unless set off explicitly
+TABLE_CLASS_CFN = {"standard": "STANDARD", "standard-ia": "STANDARD_INFREQUENT_ACCESS"}  # TableClass
+TABLE_CLASSES = tuple(TABLE_CLASS_CFN)
+TABLE_CLASS_DEFAULT_CFN = TABLE_CLASS_CFN["standard"]  # what a table without TableClassSummary has
+CONTRIBUTOR_INSIGHTS_CFN = {  # ContributorInsightsSpecification.Mode; off is Enabled false
+    "throttled-keys": "THROTTLED_KEYS",
+    "accessed-and-throttled-keys": "ACCESSED_AND_THROTTLED_KEYS",
+}
+CONTRIBUTOR_INSIGHTS_MODES = (OFF, *CONTRIBUTOR_INSIGHTS_CFN)
 ENCRYPTION_AWS_OWNED, ENCRYPTION_AWS_MANAGED, ENCRYPTION_CUSTOMER_MANAGED = (
     "aws-owned",
     "aws-managed",
@@ -78,13 +90,21 @@ PARALLELIZATION_RANGE = (1, 10)
 BATCHING_WINDOW_RANGE = (0, 300)
 MEMORY_RANGE = (128, 10_240)
 TIMEOUT_RANGE = (1, 900)
+PITR_DAYS_RANGE = (1, 35)  # PointInTimeRecoverySpecification.RecoveryPeriodInDays (AWS's default: 35)
+# OnDemandThroughput.MaxRead/WriteRequestUnits: AWS takes >= 1 (-1 lifts the cap); 40,000 is the per-table
+# quota an on-demand table gets by default, so a higher cap guards nothing.
+MAX_THROUGHPUT_RANGE = (1, 40_000)
+# WarmThroughput.Read/WriteUnitsPerSecond: an on-demand table starts warm at 12,000 reads and 4,000 writes per
+# second and DynamoDB refuses less; the upper bound is the same per-table quota.
+WARM_READ_RANGE = (12_000, 40_000)
+WARM_WRITE_RANGE = (4_000, 40_000)
 
 # Every knob: (name, default). cdk.json's context must carry exactly these (a test checks it).
 KNOB_DEFAULTS: dict[str, str] = {
     "gsi": "none",
     "ttl": "off",
     "stream": "none",
-    "pitr": "off",
+    "pitr": "auto",
     "table_base": "items",
     "env": "dev",
     "cost_center": "",
@@ -104,6 +124,14 @@ KNOB_DEFAULTS: dict[str, str] = {
     "memory": "256",
     "timeout": "30",
     "deploy_target": "aws",
+    "table_class": "standard",
+    "max_read": "off",
+    "max_write": "off",
+    "warm_read": "off",
+    "warm_write": "off",
+    "pitr_days": "off",
+    "deletion_protection": "auto",
+    "contributor_insights": "off",
     "encryption": "aws-owned",
     "kms_key": "",
     "resource_policy": "off",
@@ -143,6 +171,14 @@ class DocTableConfig:
     memory: int
     timeout: int
     deploy_target: str
+    table_class: str
+    max_read: int | None  # None: no cap (the knob is off)
+    max_write: int | None
+    warm_read: int | None  # None: left to DynamoDB
+    warm_write: int | None
+    pitr_days: int | None  # None: AWS's default period (35 days)
+    deletion_protection: bool  # on/off as given, else the environment's default
+    contributor_insights: str
     encryption: str
     kms_key: str  # empty: with customer-managed encryption the stack creates the key
     resource_policy: str  # "off" or the path of the table's resource policy document
@@ -190,9 +226,41 @@ class DocTableConfig:
         return self.builtin_consumer or self.borrowed_consumer_arn is not None
 
     @property
-    def deletion_protection(self) -> bool:
-        """Only prod: teardown of prod gains a deliberate unlock step."""
-        return self.env in PROTECTED_ENVS
+    def pitr_by_default(self) -> bool:
+        """The environment turns PITR on unless the knob sets it off."""
+        return self.env in PITR_ENVS
+
+    @property
+    def table_class_cfn(self) -> str:
+        return TABLE_CLASS_CFN[self.table_class]
+
+    @property
+    def on_demand_throughput(self) -> dict[str, int] | None:
+        """OnDemandThroughput as CloudFormation and DescribeTable spell it; None without a cap."""
+        caps = {"MaxReadRequestUnits": self.max_read, "MaxWriteRequestUnits": self.max_write}
+        return {k: v for k, v in caps.items() if v is not None} or None
+
+    @property
+    def warm_throughput(self) -> dict[str, int] | None:
+        """WarmThroughput as CloudFormation spells it; None when the knobs leave it to DynamoDB."""
+        warm = {"ReadUnitsPerSecond": self.warm_read, "WriteUnitsPerSecond": self.warm_write}
+        return {k: v for k, v in warm.items() if v is not None} or None
+
+    @property
+    def contributor_insights_mode(self) -> str | None:
+        """ContributorInsightsSpecification.Mode; None when contributor insights are off."""
+        return CONTRIBUTOR_INSIGHTS_CFN.get(self.contributor_insights)
+
+    def warnings(self) -> list[str]:
+        """Allowed choices that drop one of prod's protections: printed at synth."""
+        found = []
+        if self.pitr_by_default and not self.has_pitr:
+            found.append(f"env={self.env} with pitr=off: the table has no point-in-time recovery")
+        if self.env in PROTECTED_ENVS and not self.deletion_protection:
+            found.append(
+                f"env={self.env} with deletion_protection=off: the table can be deleted without an unlock step"
+            )
+        return found
 
     @property
     def retain_on_delete(self) -> bool:
@@ -256,7 +324,7 @@ class DocTableConfig:
     def knob_values(self) -> dict[str, str]:
         """The knobs as resolve_config takes them: resolving these gives this config back."""
         return {
-            name: (ON if value else OFF) if isinstance(value, bool) else str(value)
+            name: (ON if value else OFF) if isinstance(value, bool) else OFF if value is None else str(value)
             for name, value in asdict(self).items()
         }
 
@@ -305,6 +373,27 @@ def _int(problems: list[str], name: str, value: str, bounds: tuple[int, int], un
     return number
 
 
+def _optional_int(
+    problems: list[str], name: str, value: str, bounds: tuple[int, int], unit: str = ""
+) -> int | None:
+    """``off`` (or empty) is None; else an integer within ``bounds``."""
+    if value in ("", OFF):
+        return None
+    lo, hi = bounds
+    try:
+        number = int(value)
+    except ValueError:
+        problems.append(
+            f"{name}={value!r} is not allowed; allowed: off or an integer from {lo} to {hi}{unit}"
+        )
+        return None
+    if not lo <= number <= hi:
+        problems.append(
+            f"{name}={value!r} is out of range; allowed: off or an integer from {lo} to {hi}{unit}"
+        )
+    return number
+
+
 def _tag_value(problems: list[str], name: str, value: str) -> str:
     if len(value) > TAG_VALUE_MAX or not TAG_VALUE_RE.match(value) or value.lower().startswith("aws:"):
         problems.append(
@@ -336,8 +425,8 @@ def resolve_config(
     gsi = _enum(problems, "gsi", raw["gsi"], GSI_VALUES)
     ttl = _enum(problems, "ttl", raw["ttl"], TTL_VALUES)
     stream = _enum(problems, "stream", raw["stream"], STREAM_VALUES)
-    pitr = _enum(problems, "pitr", raw["pitr"], PITR_VALUES)
     env = _enum(problems, "env", raw["env"], ENV_VALUES)
+    pitr, table_options = _table_options(problems, raw, env)
 
     table_base = raw["table_base"]
     if not TABLE_BASE_RE.match(table_base):
@@ -447,8 +536,45 @@ def resolve_config(
         batch_size=batch_size, batching_window=batching_window, max_retries=max_retries,
         max_record_age=max_record_age, parallelization_factor=parallelization, powertools=powertools,
         architecture=architecture, memory=memory, timeout=timeout, deploy_target=deploy_target,
+        **table_options,
         encryption=encryption, kms_key=kms_key, resource_policy=resource_policy,
     )  # fmt: skip
+
+
+def _table_options(problems: list[str], raw: Mapping[str, str], env: str) -> tuple[str, dict[str, Any]]:
+    """pitr (resolved against the environment) and the table's own options, checked together."""
+    pitr = _enum(problems, "pitr", raw["pitr"], ENV_DEFAULT_VALUES)
+    if pitr == AUTO:
+        pitr = ON if env in PITR_ENVS else OFF
+    protection = _enum(problems, "deletion_protection", raw["deletion_protection"], ENV_DEFAULT_VALUES)
+    options: dict[str, Any] = {
+        "table_class": _enum(problems, "table_class", raw["table_class"], TABLE_CLASSES),
+        "max_read": _optional_int(problems, "max_read", raw["max_read"], MAX_THROUGHPUT_RANGE, " read units"),
+        "max_write": _optional_int(
+            problems, "max_write", raw["max_write"], MAX_THROUGHPUT_RANGE, " write units"
+        ),
+        "warm_read": _optional_int(problems, "warm_read", raw["warm_read"], WARM_READ_RANGE, " reads/s"),
+        "warm_write": _optional_int(problems, "warm_write", raw["warm_write"], WARM_WRITE_RANGE, " writes/s"),
+        "pitr_days": _optional_int(problems, "pitr_days", raw["pitr_days"], PITR_DAYS_RANGE, " days"),
+        "deletion_protection": env in PROTECTED_ENVS if protection == AUTO else protection == ON,
+        "contributor_insights": _enum(
+            problems, "contributor_insights", raw["contributor_insights"], CONTRIBUTOR_INSIGHTS_MODES
+        ),
+    }
+    if options["pitr_days"] is not None and pitr != ON:
+        why = "pitr=off" if raw["pitr"] == OFF else f"pitr=auto is off for env={env}"
+        problems.append(
+            f"pitr_days={options['pitr_days']} set but PITR is off ({why}) — a recovery period needs PITR: "
+            "set pitr=on, or unset pitr_days (pitr_days=off)"
+        )
+    for what in ("read", "write"):
+        cap, warm = options[f"max_{what}"], options[f"warm_{what}"]
+        if cap is not None and warm is not None and warm > cap:
+            problems.append(
+                f"warm_{what}={warm} is above max_{what}={cap} — a table warmed beyond the most it may serve; "
+                f"allowed: warm_{what} <= max_{what}, or max_{what}=off"
+            )
+    return pitr, options
 
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent

@@ -6,12 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from contract import names
-from contract.knobs import DocTableConfig
+from contract.knobs import TABLE_CLASS_DEFAULT_CFN, DocTableConfig
 
 STRING = "S"
 HASH, RANGE = "HASH", "RANGE"
 PROJECTION_ALL = "ALL"
 BILLING_MODE = "PAY_PER_REQUEST"
+PITR_DEFAULT_DAYS = 35  # what AWS keeps when RecoveryPeriodInDays is not given
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,11 @@ class TableShape:
     pitr: bool
     deletion_protection: bool
     billing_mode: str = BILLING_MODE
+    table_class: str = TABLE_CLASS_DEFAULT_CFN  # TableClass
+    on_demand_throughput: dict[str, int] | None = None  # OnDemandThroughput; None: no cap
+    warm_throughput: dict[str, int] | None = None  # WarmThroughput; None: left to DynamoDB
+    pitr_days: int | None = None  # RecoveryPeriodInDays; None: AWS's default (35) when PITR is on
+    contributor_insights_mode: str | None = None  # ContributorInsightsSpecification.Mode; None: disabled
 
     @property
     def partition_key(self) -> KeyAttribute:
@@ -63,6 +69,17 @@ class TableShape:
 
     def index(self, name: str) -> IndexShape | None:
         return next((i for i in self.indexes if i.name == name), None)
+
+    @property
+    def recovery_period_days(self) -> int | None:
+        """The PITR window DescribeContinuousBackups reports: the knob's, else AWS's default; None without PITR."""
+        if not self.pitr:
+            return None
+        return self.pitr_days or PITR_DEFAULT_DAYS
+
+    @property
+    def contributor_insights_enabled(self) -> bool:
+        return self.contributor_insights_mode is not None
 
 
 @dataclass(frozen=True)
@@ -107,6 +124,11 @@ def table_shape(config: DocTableConfig) -> TableShape:
         ttl_attribute=names.TTL_ATTRIBUTE if config.has_ttl else None,
         pitr=config.has_pitr,
         deletion_protection=config.deletion_protection,
+        table_class=config.table_class_cfn,
+        on_demand_throughput=config.on_demand_throughput,
+        warm_throughput=config.warm_throughput,
+        pitr_days=config.pitr_days,
+        contributor_insights_mode=config.contributor_insights_mode,
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import RemovalPolicy, Tags
+from aws_cdk import Annotations, RemovalPolicy, Tags
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from constructs import Construct
@@ -27,10 +27,16 @@ class DocumentTable(Construct):
         self.encryption_key = encryption.table_key(self, config)
         self._encryption = encryption.table_encryption(config)
         self._resource_policy = encryption.table_resource_policy(self, config)
-        self.table = self._build_table(self.shape, retain=config.retain_on_delete)
+        self.table = self._build_table(
+            self.shape, retain=config.retain_on_delete, env=config.env, pitr_by_default=config.pitr_by_default
+        )
+        for warning in config.warnings():
+            Annotations.of(self).add_warning_v2("doctable:protection-off", warning)
         self.runtime_policy = self._build_runtime_policy(config.table_name)
 
-    def _build_table(self, shape: TableShape, *, retain: bool) -> dynamodb.Table:
+    def _build_table(
+        self, shape: TableShape, *, retain: bool, env: str, pitr_by_default: bool
+    ) -> dynamodb.Table:
         # aws_dynamodb.Table, not TableV2: TableV2 synthesizes AWS::DynamoDB::GlobalTable, a distinct intent.
         def attribute(key: Any) -> dynamodb.Attribute:
             return dynamodb.Attribute(name=key.name, type=ATTRIBUTE_TYPES[key.type])
@@ -46,9 +52,20 @@ class DocumentTable(Construct):
             time_to_live_attribute=shape.ttl_attribute,
             # Explicit either way, so turning the knob off on a live table really turns PITR off.
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=shape.pitr
+                point_in_time_recovery_enabled=shape.pitr, recovery_period_in_days=shape.pitr_days
             ),
             deletion_protection=shape.deletion_protection,
+            table_class=dynamodb.TableClass(shape.table_class),
+            max_read_request_units=(shape.on_demand_throughput or {}).get("MaxReadRequestUnits"),
+            max_write_request_units=(shape.on_demand_throughput or {}).get("MaxWriteRequestUnits"),
+            warm_throughput=_warm_throughput(shape.warm_throughput),
+            # Explicit either way, so turning the knob off on a live table really disables it.
+            contributor_insights_specification=dynamodb.ContributorInsightsSpecification(
+                enabled=shape.contributor_insights_enabled,
+                mode=dynamodb.ContributorInsightsMode(shape.contributor_insights_mode)
+                if shape.contributor_insights_mode
+                else None,
+            ),
             encryption=self._encryption,
             encryption_key=self.encryption_key,
             resource_policy=self._resource_policy,
@@ -68,7 +85,9 @@ class DocumentTable(Construct):
             acknowledge(
                 table,
                 "AwsSolutions::AwsSolutions-DDB3",
-                "PITR is the `pitr` knob; this environment chose pitr=off.",
+                f"PITR is the `pitr` knob: env={env} set pitr=off explicitly (synth warns)"
+                if pitr_by_default
+                else f"PITR is the `pitr` knob, off by default outside the environments it protects (env={env})",
             )
         return table
 
@@ -99,3 +118,12 @@ class DocumentTable(Construct):
             description=f"Least-privilege data-plane access to the doctable table {table_name}",
             statements=statements,
         )
+
+
+def _warm_throughput(warm: dict[str, int] | None) -> dynamodb.WarmThroughput | None:
+    if not warm:
+        return None
+    return dynamodb.WarmThroughput(
+        read_units_per_second=warm.get("ReadUnitsPerSecond"),
+        write_units_per_second=warm.get("WriteUnitsPerSecond"),
+    )

@@ -11,7 +11,7 @@ from contract import names
 from contract.knobs import DocTableConfig
 from contract.shape import mapping_shape, table_shape
 from doctable.aws import Aws, call_or_none
-from doctable.ops import table_security
+from doctable.ops import table_options, table_security
 from doctable.ops.context import Deployment, table_tags
 from doctable.ops.live import (
     DESTINATION_FIELD,
@@ -34,7 +34,16 @@ TTL, PITR, PROTECTION, TABLE_TAGS, MAPPING, MAPPING_TAGS = (
     "TagResource (mapping)",
 )
 # The order repairs run in: the rate-limited TTL change last, so a refusal leaves every other repair done.
-REPAIR_ORDER = (TABLE_TAGS, PROTECTION, PITR, *table_security.CALLS, MAPPING, MAPPING_TAGS, TTL)
+REPAIR_ORDER = (
+    TABLE_TAGS,
+    PROTECTION,
+    PITR,
+    table_options.INSIGHTS_CALL,
+    *table_security.CALLS,
+    MAPPING,
+    MAPPING_TAGS,
+    TTL,
+)
 MAPPING_PARAMETERS = {  # GetEventSourceMapping field -> UpdateEventSourceMapping parameter
     "BatchSize": "BatchSize",
     "MaximumBatchingWindowInSeconds": "MaximumBatchingWindowInSeconds",
@@ -110,9 +119,11 @@ def table_drift(aws: Aws, config: DocTableConfig, table: dict[str, Any]) -> list
     if pitr != pitr_declared(shape):
         drifts.append(
             Drift(
-                "pitr", "pitr", pitr, pitr_declared(shape), PITR, {"PointInTimeRecoveryEnabled": shape.pitr}
+                "pitr", "pitr", pitr, pitr_declared(shape), PITR,
+                {"PointInTimeRecoveryEnabled": shape.pitr}
+                | ({"RecoveryPeriodInDays": shape.recovery_period_days} if shape.pitr else {}),
             )
-        )
+        )  # fmt: skip
     protection = LiveTable.of(table).deletion_protection
     if protection != shape.deletion_protection:
         drifts.append(
@@ -121,6 +132,12 @@ def table_drift(aws: Aws, config: DocTableConfig, table: dict[str, Any]) -> list
                 PROTECTION, {"DeletionProtectionEnabled": shape.deletion_protection},
             )
         )  # fmt: skip
+    for prop, subject, have, want in table_options.differences(
+        shape, table_options.LiveOptions.read(ddb, table)
+    ):
+        op, params, how = table_options.repair(shape, prop)
+        if op is not None:  # warm throughput below the knob's cannot drift there: DynamoDB never lowers it
+            drifts.append(Drift(prop, subject, have, want, op, params, how))
     live_tags = table_tags(aws, table["TableArn"])
     for key, value in config.tags().items():
         if live_tags.get(key) != value:
@@ -258,7 +275,7 @@ def changed_by_deploy(prop: str, deployed: DocTableConfig, target: DocTableConfi
         return before_table.pitr != after_table.pitr
     if prop == "deletion_protection":
         return before_table.deletion_protection != after_table.deletion_protection
-    return False
+    return table_options.changed_by_deploy(prop, before_table, after_table)
 
 
 # ---------------------------------------------------------------------------------------------- repairs
@@ -292,6 +309,8 @@ def apply_repair(aws: Aws, deployment: Deployment, table: dict[str, Any], repair
         ddb.update_continuous_backups(TableName=name, PointInTimeRecoverySpecification=repair.params)
     elif repair.op == PROTECTION:
         ddb.update_table(TableName=name, **repair.params)
+    elif repair.op == table_options.INSIGHTS_CALL:
+        ddb.update_contributor_insights(TableName=name, **repair.params)
     elif repair.op in table_security.CALLS:
         table_security.apply_repair(aws, table, repair.op, repair.params)
     elif repair.op == TABLE_TAGS:

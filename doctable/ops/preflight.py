@@ -11,7 +11,7 @@ from contract import names
 from contract.knobs import MANAGED_BY, NONE, OFF, ON, DocTableConfig
 from contract.shape import TableShape, table_shape
 from doctable.aws import Aws, arn_region, call_or_none, user_errors
-from doctable.ops import drift, table_security
+from doctable.ops import drift, table_options, table_security
 from doctable.ops.command import add_common_arguments, connect, guarded, print_json
 from doctable.ops.context import Deployment, is_ours, table_tags
 from doctable.ops.grants import LIST_STREAMS_ACTION, STREAM_READ_ACTIONS, missing_stream_grants
@@ -36,6 +36,7 @@ RECONCILED_SUBJECTS = {
     "ttl attribute": "ttl",
     "pitr": "pitr",
     "deletion protection": "deletion_protection",
+    **table_options.RECONCILED_SUBJECTS,
     **table_security.SUBJECT_PROPS,
 }
 
@@ -331,6 +332,7 @@ def run_preflight(aws: Aws, deployment: Deployment) -> list[Finding]:
         ttl = ddb.describe_time_to_live(TableName=config.table_name).get("TimeToLiveDescription", {})
         pitr = pitr_status(ddb.describe_continuous_backups(TableName=config.table_name))
         diff = shape_findings(config, table, ttl, pitr)
+        diff += [Finding(*f) for f in table_options.findings(ddb, table_shape(config), table)]
         stack_key = deployment.out(names.OUT_KMS_KEY_ARN)
         diff += [Finding(*f) for f in table_security.findings(aws, config, table, stack_key)]
         if deployment.knobs_source == "deployed" and in_stack:
@@ -382,8 +384,8 @@ def _knobless_findings(deployment: Deployment) -> list[Finding]:
 
 def _shape_prop(subject: str) -> str | None:
     """Which knob-driven property a shape finding is about (None: one no knob changes: keys, billing)."""
-    if subject in RECONCILED_SUBJECTS:
-        return RECONCILED_SUBJECTS[subject]
+    if subject in RECONCILED_SUBJECTS or subject in table_options.SUBJECT_PROPS:
+        return RECONCILED_SUBJECTS.get(subject) or table_options.SUBJECT_PROPS[subject]
     if subject in ("stream", "stream view"):
         return "stream"
     if subject == names.GSI_NAME or subject.startswith("index "):

@@ -35,7 +35,7 @@ from typing import Any
 
 from local.esm import get_manager
 from local.patching import Target, replace, truthy
-from local.services import dynamodb_security
+from local.services import dynamodb_options, dynamodb_security
 
 MAX_SHARD_ITERATORS = 20_000
 TTL_CHANGE_INTERVAL_ENV = "DOCTABLE_LOCAL_TTL_CHANGE_INTERVAL_SECONDS"
@@ -337,10 +337,11 @@ def _apply_table_extras(
     pitr = properties.get("PointInTimeRecoverySpecification") or {}
     enabled = truthy(pitr.get("PointInTimeRecoveryEnabled"))
     spec: dict[str, Any] = {"PointInTimeRecoveryEnabled": enabled}
-    if enabled and "RecoveryPeriodInDays" in pitr:
-        spec["RecoveryPeriodInDays"] = int(pitr["RecoveryPeriodInDays"])
+    if enabled:  # a template without a period gets AWS's default, also when it drops one it had
+        spec["RecoveryPeriodInDays"] = dynamodb_options.pitr_period(pitr)
     if enabled or not creating:
         backend.update_continuous_backups(table.name, spec)
+    dynamodb_options.apply_template(table, properties, creating=creating)
     dynamodb_security.apply_template(table, properties)
 
 

@@ -29,6 +29,23 @@ VARIANTS = [
     dict(stream="new-and-old", consumer="arn:aws:lambda:us-east-1:123456789012:function:theirs"),
     dict(stream="new-and-old", consumer="none"),
     dict(stream="new-and-old", deploy_target="local"),
+    # Every table option set, in prod with its protections turned off explicitly (the synth warnings' shape)
+    dict(
+        stream="new-and-old",
+        gsi="gsi1",
+        ttl="on",
+        env="prod",
+        table_class="standard-ia",
+        max_read="20000",
+        max_write="8000",
+        warm_read="15000",
+        warm_write="5000",
+        pitr="on",
+        pitr_days="7",
+        deletion_protection="off",
+        contributor_insights="accessed-and-throttled-keys",
+    ),
+    dict(stream="new-and-old", env="prod", pitr="off", contributor_insights="throttled-keys"),
     dict(stream="new-and-old", encryption="customer-managed", resource_policy="examples/table-policy.json"),
     dict(stream="new-and-old", encryption="customer-managed", env="prod", blob_bucket="their-blobs"),
     dict(

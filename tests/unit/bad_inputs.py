@@ -196,7 +196,7 @@ for _knob, _value, _allowed in [
     ("gsi", "gsi2", "allowed values: none|gsi1"),
     ("ttl", "yes", "allowed values: off|on"),
     ("stream", "new-image", "allowed values: none|new-and-old"),
-    ("pitr", "true", "allowed values: off|on"),
+    ("pitr", "true", "allowed values: auto|off|on"),
     ("env", "qa", "allowed values: dev|stg|uat|prod"),
     ("table_base", "Items", "one or more of [a-z0-9-]"),
     ("table_base", "items_v2", "one or more of [a-z0-9-]"),
@@ -237,6 +237,34 @@ knob_case(
     "x" * 257,
     ["is not a valid AWS tag value", "at most 256"],
     label="`owner=` 257 × `x` (tag value too long)",
+)
+# The table's options: one bad value each, then the contradictions between them.
+for _knob, _value, _allowed in [
+    ("table_class", "infrequent", "allowed values: standard|standard-ia"),
+    ("max_read", "0", "off or an integer from 1 to 40000 read units"),
+    ("max_write", "unlimited", "off or an integer from 1 to 40000 write units"),
+    ("warm_read", "5000", "off or an integer from 12000 to 40000 reads/s"),
+    ("warm_write", "100", "off or an integer from 4000 to 40000 writes/s"),
+    ("pitr_days", "36", "off or an integer from 1 to 35 days"),
+    ("deletion_protection", "yes", "allowed values: auto|off|on"),
+    ("contributor_insights", "on", "allowed values: off|throttled-keys|accessed-and-throttled-keys"),
+]:
+    knob_case(_knob, _value, [f"{_knob}={_value!r}", _allowed], context={"pitr": "on", _knob: _value})
+knob_case(
+    "pitr_days",
+    "7",
+    ["pitr_days=7 set but PITR is off (pitr=auto is off for env=dev)", "set pitr=on"],
+    context={"pitr_days": "7"},
+    label="`pitr_days=7` with PITR off (dev's default)",
+    id="knob-pitr-days-without-pitr",
+)
+knob_case(
+    "warm_read",
+    "20000",
+    ["warm_read=20000 is above max_read=15000", "allowed: warm_read <= max_read"],
+    context={"max_read": "15000", "warm_read": "20000"},
+    label="`warm_read=20000` above `max_read=15000`",
+    id="knob-warm-above-max",
 )
 knob_case(
     "batch_size",

@@ -18,6 +18,7 @@ from moto import mock_aws
 
 from contract.knobs import KNOB_DEFAULTS
 from doctable.aws import Aws
+from local.services import dynamodb_options
 from tests.support.ops import REGION
 
 CONSUMER_BUCKET = "doctable-blobs-test"
@@ -140,5 +141,7 @@ def ops_env(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def moto_env(ops_env: None) -> Iterator[Aws]:
     """GIVEN ``ops_env`` with moto in-process; the commands' Aws session."""
+    # The table options moto lacks (contributor insights, table class, on-demand maximum), as the local AWS has them.
+    dynamodb_options.apply()
     with mock_aws():
         yield Aws.connect()

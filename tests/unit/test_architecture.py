@@ -67,13 +67,15 @@ def _product_modules() -> Iterator[Path]:
         yield from sorted((ROOT / directory).rglob("*.py"))
 
 
-# A knob's values as the knobs module spells them; the generic words (none/on/off/aws/local) are left out, since
-# they mean other things elsewhere (an environment-variable flag, a command group).
+# A knob's values as the knobs module spells them; the generic words (none/on/off/aws/local/standard) are left out,
+# since they mean other things elsewhere (an environment-variable flag, a command group, botocore's retry mode).
 KNOB_VALUES = (
     {*knobs.GSI_VALUES, *knobs.STREAM_VALUES, *knobs.STARTING_POSITIONS, *knobs.POWERTOOLS_MODES}
     | {*knobs.CONSUMER_MODES, *knobs.ENV_VALUES, *knobs.STREAM_VIEW_TYPES.values()}
     | set(knobs.STARTING_POSITION_CFN.values())
-) - {knobs.NONE, knobs.ON, knobs.OFF, knobs.DEPLOY_AWS, knobs.DEPLOY_LOCAL}
+    | {*knobs.TABLE_CLASS_CFN, *knobs.TABLE_CLASS_CFN.values(), *knobs.CONTRIBUTOR_INSIGHTS_CFN}
+    | set(knobs.CONTRIBUTOR_INSIGHTS_CFN.values())
+) - {knobs.NONE, knobs.ON, knobs.OFF, knobs.DEPLOY_AWS, knobs.DEPLOY_LOCAL, knobs.TABLE_CLASSES[0]}
 # The local AWS implements AWS's API, whose values (LATEST, NEW_AND_OLD_IMAGES) are not knob values there.
 KNOB_FREE = ("app.py", "infra", "doctable", "functions")
 

@@ -108,6 +108,7 @@ class Verifier:
             "stream": self._check_stream,
             "pitr": self._check_pitr,
             "deletion-protection": self._check_deletion_protection,
+            **self.expect.option_checks(self.ddb, self._describe, CheckFailed, Skip),
             **security_checks(self.aws, self.expect.security, self._describe, self.deployment, CheckFailed),
             "negative": self._check_negative,
             "table-tags": self._check_table_tags,

@@ -3,7 +3,9 @@ checks compare with and the ``expected`` text of each row. Pure: no AWS."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from contract import names
 from contract.knobs import STARTING_LATEST, STARTING_POSITION_CFN, DocTableConfig
@@ -17,6 +19,7 @@ from contract.shape import (
     table_shape,
 )
 from doctable.ops.live import ACTIVE, PITR_DISABLED, PITR_ENABLED, TTL_ON_STATES
+from doctable.ops.verify.options import option_checks, option_rows
 from doctable.ops.verify.security import security_rows
 
 # A LATEST mapping misses writes made right after it reports Enabled: verify waits for it to settle first.
@@ -56,6 +59,7 @@ class Expectations:
             ("stream", "stream as declared", self.stream_text),
             ("pitr", "PITR as declared", self.pitr_text),
             ("deletion-protection", "deletion protection as declared", self.deletion_protection_text),
+            *option_rows(self.table),
             *(security_rows(self.security) if self.security else []),
             ("negative", "deleted item is gone", "delete → consistent get → no item"),
             ("table-tags", "table tags", self.tags_text),
@@ -68,6 +72,12 @@ class Expectations:
             ),
             ("blob-cleanup", "deleted item's blobs removed", "blobs under <pk>/<sk>/ gone"),
         ]
+
+    def option_checks(
+        self, ddb: Any, describe: Callable[[], dict[str, Any]], failed: type[Exception], skip: type[Exception]
+    ) -> dict[str, Callable[[], str]]:
+        """The checks of the table options' rows (``options.option_checks``) against this table shape."""
+        return option_checks(ddb, self.table, describe, failed, skip)
 
     @property
     def shape_text(self) -> str:

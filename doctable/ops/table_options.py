@@ -1,0 +1,184 @@
+"""The table's options on a live table (class, on-demand maximum, warm throughput, PITR period, contributor
+insights) read from DescribeTable, DescribeContinuousBackups and DescribeContributorInsights, compared with the
+knobs' shape: what preflight says a change does and costs, and the drift reconcile can restore."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from contract.knobs import TABLE_CLASS_DEFAULT_CFN
+from contract.shape import TableShape
+
+NO_CAP = -1  # DescribeTable's OnDemandThroughput for a direction without a maximum
+INSIGHTS_ENABLED = "ENABLED"
+READ, WRITE = "MaxReadRequestUnits", "MaxWriteRequestUnits"
+WARM_READ, WARM_WRITE = "ReadUnitsPerSecond", "WriteUnitsPerSecond"
+
+# Finding subject -> the property drift and a deploy's changes are compared by.
+SUBJECT_PROPS = {
+    "table class": "table_class",
+    "max throughput": "on_demand",
+    "warm throughput": "warm",
+    "pitr period": "pitr_days",
+    "contributor insights": "contributor_insights",
+}
+# Warm throughput only rises (DynamoDB raises it by itself): nothing to restore.
+RECONCILED_SUBJECTS = {k: v for k, v in SUBJECT_PROPS.items() if v != "warm"}
+
+# What each repair calls (drift.py groups repairs by these).
+UPDATE_TABLE, PITR_CALL, INSIGHTS_CALL = "UpdateTable", "UpdateContinuousBackups", "UpdateContributorInsights"
+
+CHANGE = "CHANGE"
+EFFECTS = {
+    "table_class": "an UpdateTable in place: the table stays ACTIVE and serves traffic while the class changes "
+    "(hours on a big table); AWS allows two class changes per table in a trailing 30 days. Standard-IA stores "
+    "for ~60% less and charges ~25% more per read/write",
+    "on_demand": "in place, free: requests beyond the maximum are throttled (ThrottlingException) instead of "
+    "billed; lifting it restores the on-demand account quota",
+    "warm": "pre-warms the table: billed once per increase (per unit raised), minutes to finish with the table "
+    "ACTIVE; it only goes up (DynamoDB never lowers it, and refuses a lower value)",
+    "pitr_days": "in place, free: a shorter window drops the restore points older than it at once; a longer one "
+    "fills as time passes; PITR storage is billed on table size, not the window",
+    "contributor_insights": "in place: enabling creates CloudWatch Contributor Insights rules, billed per event "
+    "(every read and write with accessed-and-throttled-keys, only throttled ones with throttled-keys) and per "
+    "rule-month; disabling deletes the rules and their history",
+}
+
+
+@dataclass(frozen=True)
+class LiveOptions:
+    table_class: str
+    on_demand: dict[str, int] | None  # the capped directions only
+    warm: dict[str, int]
+    pitr_days: int | None  # None without PITR
+    insights_mode: str | None  # None when disabled; "?" when DescribeContributorInsights was refused
+
+    @classmethod
+    def read(cls, ddb: Any, table: dict[str, Any]) -> LiveOptions:
+        name = table["TableName"]
+        caps = {k: int(v) for k, v in (table.get("OnDemandThroughput") or {}).items() if int(v) != NO_CAP}
+        warm = {
+            k: int(v) for k, v in (table.get("WarmThroughput") or {}).items() if k in (WARM_READ, WARM_WRITE)
+        }
+        backups = ddb.describe_continuous_backups(TableName=name).get("ContinuousBackupsDescription", {})
+        recovery = backups.get("PointInTimeRecoveryDescription") or {}
+        days = (
+            recovery.get("RecoveryPeriodInDays")
+            if recovery.get("PointInTimeRecoveryStatus") == "ENABLED"
+            else None
+        )
+        try:
+            insights = ddb.describe_contributor_insights(TableName=name)
+            status = insights.get("ContributorInsightsStatus")
+            mode = (
+                insights.get("ContributorInsightsMode") if status in (INSIGHTS_ENABLED, "ENABLING") else None
+            )
+        except ClientError:
+            mode = "?"
+        return cls(
+            table_class=(table.get("TableClassSummary") or {}).get("TableClass", TABLE_CLASS_DEFAULT_CFN),
+            on_demand=caps or None,
+            warm=warm,
+            pitr_days=int(days) if days is not None else None,
+            insights_mode=mode,
+        )
+
+    def warm_short_of(self, shape: TableShape) -> dict[str, int]:
+        """The declared warm-throughput directions the live table is below (DynamoDB may be above)."""
+        want = shape.warm_throughput or {}
+        return {k: v for k, v in want.items() if self.warm.get(k, 0) < v}
+
+
+def caps_text(caps: dict[str, int] | None) -> str:
+    if not caps:
+        return "no maximum"
+    return ", ".join(f"{'reads' if k == READ else 'writes'} <= {v}" for k, v in sorted(caps.items()))
+
+
+def warm_text(warm: dict[str, int] | None) -> str:
+    if not warm:
+        return "left to DynamoDB"
+    return ", ".join(f"{'reads' if k == WARM_READ else 'writes'} {v}/s" for k, v in sorted(warm.items()))
+
+
+def period_text(days: int | None) -> str:
+    return "no PITR" if days is None else f"{days} days"
+
+
+def insights_text(mode: str | None) -> str:
+    return f"{INSIGHTS_ENABLED} {mode}" if mode else "DISABLED"
+
+
+def differences(shape: TableShape, live: LiveOptions) -> list[tuple[str, str, str, str]]:
+    """(prop, subject, live, declared) for each option of the live table that differs from the shape."""
+    found: list[tuple[str, str, str, str]] = []
+    if live.table_class != shape.table_class:
+        found.append(("table_class", "table class", live.table_class, shape.table_class))
+    if (live.on_demand or None) != (shape.on_demand_throughput or None):
+        found.append(
+            ("on_demand", "max throughput", caps_text(live.on_demand), caps_text(shape.on_demand_throughput))
+        )
+    if live.warm_short_of(shape):
+        found.append(
+            ("warm", "warm throughput", warm_text(live.warm), f">= {warm_text(shape.warm_throughput)}")
+        )
+    if shape.pitr and live.pitr_days is not None and live.pitr_days != shape.recovery_period_days:
+        found.append(
+            ("pitr_days", "pitr period", period_text(live.pitr_days), period_text(shape.recovery_period_days))
+        )
+    if live.insights_mode != "?" and live.insights_mode != shape.contributor_insights_mode:
+        found.append(
+            (
+                "contributor_insights",
+                "contributor insights",
+                insights_text(live.insights_mode),
+                insights_text(shape.contributor_insights_mode),
+            )
+        )
+    return found
+
+
+def findings(ddb: Any, shape: TableShape, table: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """Preflight's (level, subject, live, declared, effect) for each option an update changes."""
+    live = LiveOptions.read(ddb, table)
+    return [
+        (CHANGE, subject, have, want, EFFECTS[prop]) for prop, subject, have, want in differences(shape, live)
+    ]
+
+
+def repair(shape: TableShape, prop: str) -> tuple[str | None, dict[str, Any], str]:
+    """(operation, parameters, how) that restores ``prop``; operation None when no call can."""
+    if prop == "table_class":
+        return UPDATE_TABLE, {"TableClass": shape.table_class}, ""
+    if prop == "on_demand":
+        caps = shape.on_demand_throughput or {}
+        return (
+            UPDATE_TABLE,
+            {"OnDemandThroughput": {READ: caps.get(READ, NO_CAP), WRITE: caps.get(WRITE, NO_CAP)}},
+            "",
+        )
+    if prop == "pitr_days":
+        spec = {"PointInTimeRecoveryEnabled": True, "RecoveryPeriodInDays": shape.recovery_period_days}
+        return PITR_CALL, spec, ""
+    if prop == "contributor_insights":
+        if shape.contributor_insights_mode is None:
+            return INSIGHTS_CALL, {"ContributorInsightsAction": "DISABLE"}, ""
+        mode = shape.contributor_insights_mode
+        return INSIGHTS_CALL, {"ContributorInsightsAction": "ENABLE", "ContributorInsightsMode": mode}, ""
+    return None, {}, "warm throughput only rises: deploy a higher value (billed once per increase)"
+
+
+def changed_by_deploy(prop: str, before: TableShape, after: TableShape) -> bool:
+    """Whether a deploy from shape ``before`` to ``after`` rewrites ``prop``."""
+    values = {
+        "table_class": lambda s: s.table_class,
+        "on_demand": lambda s: s.on_demand_throughput,
+        "warm": lambda s: s.warm_throughput,
+        "pitr_days": lambda s: s.recovery_period_days,
+        "contributor_insights": lambda s: s.contributor_insights_mode,
+    }
+    read = values.get(prop)
+    return read is not None and read(before) != read(after)
