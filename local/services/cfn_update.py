@@ -72,15 +72,25 @@ def reason_of(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def resource_event(rmap: Any, logical: str, status: str, reason: str | None = None) -> None:
-    """Append a stack event for one resource of the stack ``rmap`` belongs to."""
+def resource_event(
+    rmap: Any,
+    logical: str,
+    status: str,
+    reason: str | None = None,
+    *,
+    body: dict[str, Any] | None = None,
+    resource: Any = None,
+) -> None:
+    """Append a stack event for one resource of the stack ``rmap`` belongs to. ``body`` and ``resource``: the
+    template entry and the resource when the stack no longer holds them (a removed or replaced one being
+    deleted), so its event still names its type and physical id, as AWS's does."""
     from moto.cloudformation import models as cm
 
     stack = cm.cloudformation_backends[rmap._account_id][rmap._region_name].stacks.get(rmap.stack_id)
     if stack is None:
         return
-    body = rmap._resource_json_map.get(logical, {})
-    resource = rmap._parsed_resources.get(logical)
+    body = body if body is not None else rmap._resource_json_map.get(logical, {})
+    resource = resource if resource is not None else rmap._parsed_resources.get(logical)
     physical = getattr(resource, "physical_resource_id", "") if resource is not None else ""
     stack.events.append(
         cm.Event(
@@ -116,9 +126,9 @@ def apply() -> None:
         return dict(parsed[1].get("Properties", {})) if parsed else None
 
     def delete(rmap: Any, logical: str, resource: Any, body: dict[str, Any]) -> None:
-        resource_event(rmap, logical, "DELETE_IN_PROGRESS")
+        resource_event(rmap, logical, "DELETE_IN_PROGRESS", body=body, resource=resource)
         rmap._delete_resource(resource, body)
-        resource_event(rmap, logical, "DELETE_COMPLETE")
+        resource_event(rmap, logical, "DELETE_COMPLETE", body=body, resource=resource)
 
     def update(self: Any, template: dict[str, Any], parameters: dict[str, Any] | None = None) -> None:
         actions = self.build_resource_diff(template, parameters)
@@ -213,12 +223,12 @@ def apply() -> None:
             doomed.append((name, resource, body))
         for name, resource, body in doomed:
             try:
-                resource_event(self, name, "DELETE_IN_PROGRESS")
+                resource_event(self, name, "DELETE_IN_PROGRESS", body=body, resource=resource)
                 self._delete_resource(resource, body)
-                resource_event(self, name, "DELETE_COMPLETE")
+                resource_event(self, name, "DELETE_COMPLETE", body=body, resource=resource)
             except Exception as exc:
                 log.warning("cleanup of %s failed: %s", name, exc)
-                resource_event(self, name, "DELETE_FAILED", reason_of(exc))
+                resource_event(self, name, "DELETE_FAILED", reason_of(exc), body=body, resource=resource)
 
     def _rollback(
         self: Any,
