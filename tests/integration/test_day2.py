@@ -3,7 +3,12 @@
 A local AWS of its own with the TTL change interval shortened to ``TTL_INTERVAL`` seconds (AWS: about an hour),
 so TTL can be toggled within the test and the limit hit once on purpose. Items and blobs written after the
 first deploy must survive every flip that keeps the table (and the blob bucket); a failed update (the rate
-limit, then a resource that cannot be created) rolls back and the next deploy succeeds.
+limit, then a resource that cannot be created) rolls back, verify passes right after it (against the knobs the
+stack holds, saying the last update rolled back), and the next deploy succeeds.
+
+Before each flip preflight runs with the new knobs (``--json``); its predicted changes are compared with what
+the deploy did: the stack's per-resource events of that update (table, event-source mapping) and the live
+describe calls (indexes, TTL, PITR, stream ARN, mapping UUIDs) before and after. A mismatch names the flip.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +27,108 @@ from tests.support.cli import context_args, run_doctable
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 
-TTL_INTERVAL = 60
+# Long enough for a preflight and a deploy's synth on a busy machine to fit inside it.
+TTL_INTERVAL = 120
 TTL_ENV = "DOCTABLE_LOCAL_TTL_CHANGE_INTERVAL_SECONDS"
 RATE_LIMITED = "Time to live has been modified multiple times within a fixed interval"
 BASE = {"env": "dev", "table_base": "daytwo", "stream": "new-and-old"}
 KEPT = [(f"kept-{n}", "doc") for n in range(3)]
+TABLE_TYPE, MAPPING_TYPE = "AWS::DynamoDB::Table", "AWS::Lambda::EventSourceMapping"
+REPLACING = "requires the creation of a new physical resource"
+ROLLED_BACK_NOTE = "rolled back"
+# preflight's mapping finding starts with the verb; "updates the event-source mapping in place (...)"
+MAPPING_VERBS = {
+    "creates": "created",
+    "deletes": "deleted",
+    "replaces": "replaced",
+    "updates": "updated in place",
+}
+
+
+@dataclass
+class Live:
+    """What the describe calls and the stack's events say at one moment (compared before and after a flip)."""
+
+    table_id: str
+    indexes: set[str]
+    ttl: str
+    pitr: str
+    stream: str | None
+    mappings: set[str]
+    events: set[str] = field(default_factory=set)
+
+
+def predicted_changes(report: dict[str, Any]) -> set[str]:
+    """preflight's JSON findings as change labels (``effect`` says what the deploy does and what it costs)."""
+    labels: set[str] = set()
+    for finding in report["findings"]:
+        assert finding["level"] != "STOP", f"preflight says STOP: {finding}"
+        if finding["level"] != "CHANGE":
+            continue
+        subject, live, declared, effect = (finding[k] for k in ("subject", "live", "declared", "effect"))
+        rate = ", rate-limited" if "rate-limited" in effect else ""
+        if subject == "gsi1" and live == "present":
+            labels.add("gsi1 deleted")
+        elif subject == "gsi1":
+            labels.add("gsi1 added" + (" (backfill)" if "BACKFILL" in effect else ""))
+        elif subject == "ttl":
+            labels.add(("ttl enabled" if declared.startswith("on") else "ttl disabled") + rate)
+        elif subject == "pitr":
+            labels.add(f"pitr {declared.lower()}")
+        elif subject == "stream" and declared == "none":
+            labels.add("stream disabled")
+        elif subject == "stream":
+            labels.add("stream enabled" + (" (new ARN)" if "NEW stream ARN" in effect else ""))
+        elif subject == "mapping":
+            labels.add(f"mapping {MAPPING_VERBS.get(effect.split(' ')[0], effect)}")
+        else:
+            labels.add(f"{subject} -> {declared}")
+    return labels
+
+
+def actual_changes(before: Live, after: Live, events: list[dict[str, Any]]) -> set[str]:
+    """What the update did: the table's and mapping's resource events, and the describe calls before/after."""
+    labels: set[str] = set()
+    table_events = [e for e in events if e["ResourceType"] == TABLE_TYPE]
+    if after.table_id != before.table_id or any(
+        REPLACING in (e.get("ResourceStatusReason") or "") for e in table_events
+    ):
+        labels.add("table replaced")
+    for index in after.indexes - before.indexes:
+        # A new index on the same table (its id unchanged) is an online backfill of the live items.
+        labels.add(f"{index} added" + (" (backfill)" if after.table_id == before.table_id else ""))
+    labels |= {f"{index} deleted" for index in before.indexes - after.indexes}
+    if after.ttl != before.ttl:
+        # Every TTL change counts against DynamoDB's limit (the failed flip in the test hits it).
+        labels.add(("ttl enabled" if after.ttl == "ENABLED" else "ttl disabled") + ", rate-limited")
+    if after.pitr != before.pitr:
+        labels.add(f"pitr {after.pitr.lower()}")
+    if after.stream != before.stream:
+        labels.add("stream disabled" if after.stream is None else "stream enabled (new ARN)")
+    verbs: set[str] = set()
+    for event in (e for e in events if e["ResourceType"] == MAPPING_TYPE):
+        status, reason = event["ResourceStatus"], event.get("ResourceStatusReason") or ""
+        if status == "UPDATE_IN_PROGRESS" and REPLACING in reason:
+            verbs.add("replaced")
+        elif status in ("CREATE_COMPLETE", "DELETE_COMPLETE", "UPDATE_COMPLETE"):
+            verbs.add(status.split("_")[0].lower())
+    if "replaced" in verbs or {"create", "delete"} <= verbs:
+        mapping = "replaced"
+    else:
+        mapping = {"create": "created", "delete": "deleted", "update": "updated in place"}.get(
+            next(iter(verbs), ""), ""
+        )
+    live_mapping = (
+        "" if after.mappings == before.mappings and not verbs
+        else "created" if not before.mappings and after.mappings
+        else "deleted" if before.mappings and not after.mappings
+        else "replaced" if before.mappings != after.mappings
+        else "updated in place"
+    )  # fmt: skip
+    assert mapping == live_mapping, f"the mapping's events say {mapping!r}, the live UUIDs {live_mapping!r}"
+    if mapping:
+        labels.add(f"mapping {mapping}")
+    return labels
 
 
 class Day2:
@@ -50,11 +153,68 @@ class Day2:
             lt.deploy(self.aws, {**BASE, **knobs}, out)
         return (out / "cdk.log").read_text(errors="replace")
 
-    def verify(self, **knobs: str) -> None:
+    def verify(self, **knobs: str) -> str:
+        """verify's whole output (stdout, then stderr); it must pass."""
         env = {**self.aws.env, "DOCTABLE_STATE_DIR": str(self.workdir / "state")}
         args = ["verify", "--timeout", "60", "--settle", "5", *context_args({**BASE, **knobs})]
         result = run_doctable(args, env=env, timeout=600)
         assert result.code == 0, result.out + result.err
+        return result.out + result.err
+
+    def preflight(self, knobs: dict[str, str]) -> set[str]:
+        """The changes preflight predicts for a deploy of ``knobs`` (exit 0: nothing blocks it)."""
+        args = ["preflight", "--json", *context_args(knobs)]
+        result = run_doctable(args, env=self.aws.env, timeout=300)
+        assert result.code == 0, result.out + result.err
+        return predicted_changes(result.json())
+
+    def live(self) -> Live:
+        described = self.table()
+        events = self.aws.client("cloudformation").get_paginator("describe_stack_events")
+        pages = events.paginate(StackName=lt.stack_name(BASE))
+        return Live(
+            # The table's identity: its creation time (moto's DescribeTable has no TableId).
+            table_id=str(described["table"]["CreationDateTime"]),
+            indexes={g["IndexName"] for g in described["table"].get("GlobalSecondaryIndexes", [])},
+            ttl=described["ttl"],
+            pitr=described["pitr"],
+            stream=described["table"].get("LatestStreamArn")
+            if described["table"].get("StreamSpecification", {}).get("StreamEnabled")
+            else None,
+            mappings={m["UUID"] for m in self.mappings()},
+            events={e["EventId"] for page in pages for e in page["StackEvents"]},
+        )
+
+    def new_events(self, before: Live) -> list[dict[str, Any]]:
+        pages = self.aws.client("cloudformation").get_paginator("describe_stack_events")
+        found = [e for page in pages.paginate(StackName=lt.stack_name(BASE)) for e in page["StackEvents"]]
+        return [e for e in found if e["EventId"] not in before.events]
+
+    def flip(self, name: str, **knobs: str) -> lt.Deployed:
+        """Deploy ``knobs`` (over BASE) and require that what changed is what preflight predicted."""
+        predicted = self.preflight({**BASE, **knobs})
+        before = self.live()
+        deployed = self.deploy(**knobs)
+        actual = actual_changes(before, self.live(), self.new_events(before))
+        assert predicted == actual, (
+            f"flip {name!r}: preflight predicted {sorted(predicted)}, the deploy did {sorted(actual)}"
+        )
+        return deployed
+
+    def failed_flip(self, name: str, expected: set[str], **knobs: str) -> str:
+        """A flip that fails and rolls back: preflight predicted ``expected`` (the changes the update tried),
+        the stack is UPDATE_ROLLBACK_COMPLETE and nothing changed. What the CLI said."""
+        predicted = self.preflight({**BASE, **knobs})
+        assert predicted == expected, (
+            f"flip {name!r}: preflight predicted {sorted(predicted)}, not {sorted(expected)}"
+        )
+        before = self.live()
+        message = self.failed_deploy(**knobs)
+        assert self.status() == "UPDATE_ROLLBACK_COMPLETE", f"flip {name!r}: {self.status()}"
+        after = self.live()
+        after.events = before.events
+        assert after == before, f"flip {name!r} rolled back but left {after} (was {before})"
+        return message
 
     def status(self) -> str:
         stack = self.aws.client("cloudformation").describe_stacks(StackName=lt.stack_name(BASE))["Stacks"][0]
@@ -137,36 +297,42 @@ def test_every_knob_flipped_on_one_live_stack(day2: Day2) -> None:
     day2.verify()
 
     # gsi none -> gsi1 -> none: the index is added (backfilled) and removed in place
-    day2.deploy(gsi="gsi1")
+    day2.flip("gsi none -> gsi1", gsi="gsi1")
     assert [g["IndexName"] for g in day2.table()["table"]["GlobalSecondaryIndexes"]] == ["gsi1"]
     day2.verify(gsi="gsi1")
-    day2.deploy()
+    day2.flip("gsi gsi1 -> none")
     assert not day2.table()["table"].get("GlobalSecondaryIndexes")
     day2.verify()
     _assert_kept(day2, outputs, bucket)
 
     # ttl off -> on, then off again at once: DynamoDB's rate limit fails the update, which rolls back
-    day2.deploy(ttl="on")
+    day2.flip("ttl off -> on", ttl="on")
     ttl_changed = time.monotonic()
     assert day2.table()["ttl"] == "ENABLED"
-    day2.verify(ttl="on")
-    message = day2.failed_deploy()
+    message = day2.failed_flip("ttl on -> off within the interval", {"ttl disabled, rate-limited"})
     assert RATE_LIMITED in message and "(HandlerErrorCode: ValidationException)" in message
-    assert day2.status() == "UPDATE_ROLLBACK_COMPLETE" and day2.table()["ttl"] == "ENABLED"
+    assert day2.table()["ttl"] == "ENABLED"
+    # verify right after the rollback: it checks the knobs the stack holds (ttl on) and says it rolled back
+    said = day2.verify(ttl="off")
+    assert (
+        ROLLED_BACK_NOTE in said
+        and "UPDATE_ROLLBACK_COMPLETE" in said
+        and "ttl: deployed on, given off" in said
+    )
 
     # pitr on with batch_size, then pitr off with max_retries: in place, and the stack was still updatable
-    day2.deploy(ttl="on", pitr="on", batch_size="5")
+    day2.flip("pitr off -> on, batch_size 10 -> 5", ttl="on", pitr="on", batch_size="5")
     assert day2.table()["pitr"] == "ENABLED"
     assert [m["BatchSize"] for m in day2.mappings()] == [5]
     day2.verify(ttl="on", pitr="on", batch_size="5")
-    day2.deploy(ttl="on", max_retries="2")
+    day2.flip("pitr on -> off, max_retries 5 -> 2", ttl="on", max_retries="2")
     assert day2.table()["pitr"] == "DISABLED"
     assert [(m["BatchSize"], m["MaximumRetryAttempts"]) for m in day2.mappings()] == [(10, 2)]
     day2.verify(ttl="on", max_retries="2")
 
     # ttl on -> off once the interval has passed since the last change (the rate limit's own window)
     time.sleep(max(0.0, ttl_changed + TTL_INTERVAL - time.monotonic()))
-    day2.deploy()
+    day2.flip("ttl on -> off")
     assert day2.table()["ttl"] == "DISABLED"
     day2.verify()
     _assert_kept(day2, outputs, bucket)
@@ -176,20 +342,26 @@ def test_every_knob_flipped_on_one_live_stack(day2: Day2) -> None:
     function = outputs["ConsumerFunctionName"]
     lam.create_alias(FunctionName=function, Name="from-latest", FunctionVersion="$LATEST")
     (before,) = day2.mappings()
-    message = day2.failed_deploy(starting_position="latest", pitr="on")
+    message = day2.failed_flip(
+        "starting_position -> latest with pitr on, alias made out of band",
+        {"mapping replaced", "pitr enabled"},
+        starting_position="latest",
+        pitr="on",
+    )
     assert "Alias already exists" in message
-    assert day2.status() == "UPDATE_ROLLBACK_COMPLETE"
     assert day2.table()["pitr"] == "DISABLED"  # the table's change was rolled back
     assert [(m["UUID"], m["StartingPosition"]) for m in day2.mappings()] == [(before["UUID"], "TRIM_HORIZON")]
+    said = day2.verify(starting_position="latest", pitr="on")
+    assert ROLLED_BACK_NOTE in said and "starting_position: deployed trim-horizon, given latest" in said
     lam.delete_alias(FunctionName=function, Name="from-latest")
 
     # starting_position trim-horizon -> latest -> trim-horizon: one deploy each, the mapping replaced
-    day2.deploy(starting_position="latest")
+    day2.flip("starting_position trim-horizon -> latest", starting_position="latest")
     (latest,) = day2.mappings()
     assert latest["StartingPosition"] == "LATEST" and latest["UUID"] != before["UUID"]
     assert latest["FunctionArn"].endswith(":from-latest")
     day2.verify(starting_position="latest")
-    day2.deploy()
+    day2.flip("starting_position latest -> trim-horizon")
     (horizon,) = day2.mappings()
     assert horizon["StartingPosition"] == "TRIM_HORIZON" and horizon["FunctionArn"].endswith(
         ":from-trim-horizon"
@@ -198,25 +370,20 @@ def test_every_knob_flipped_on_one_live_stack(day2: Day2) -> None:
     _assert_kept(day2, outputs, bucket)
 
     # consumer builtin -> none -> builtin: the mapping goes and comes back; the table and its items stay
-    day2.deploy(consumer="none")
+    day2.flip("consumer builtin -> none", consumer="none")
     assert day2.mappings() == []
     day2.verify(consumer="none")
-    again = day2.deploy()
+    again = day2.flip("consumer none -> builtin")
     assert len(day2.mappings()) == 1
     day2.verify()
     _assert_kept(day2, again.outputs, None)
 
     # stream new-and-old -> none -> new-and-old: a new stream ARN, the mapping recreated, none left over
-    day2.deploy_exact({"env": BASE["env"], "table_base": BASE["table_base"]})
+    day2.flip("stream new-and-old -> none", stream="none")
     assert day2.mappings() == []
     assert not day2.table()["table"].get("StreamSpecification", {}).get("StreamEnabled")
-    run = run_doctable(
-        ["verify", "--timeout", "60", *context_args({"env": BASE["env"], "table_base": BASE["table_base"]})],
-        env={**day2.aws.env, "DOCTABLE_STATE_DIR": str(day2.workdir / "state")},
-        timeout=600,
-    )
-    assert run.code == 0, run.out + run.err
-    last = day2.deploy()
+    day2.verify(stream="none")
+    last = day2.flip("stream none -> new-and-old")
     assert last.outputs["StreamArn"] != stream
     assert [m["EventSourceArn"] for m in day2.mappings()] == [last.outputs["StreamArn"]]
     day2.verify()
