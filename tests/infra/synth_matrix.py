@@ -2,8 +2,8 @@
 
     python -m tests.infra.synth_matrix OUTDIR
 
-The shapes are every ``MATRIX`` and ``VARIANTS`` list of the infra tests (tests/infra/test_*.py), so a shape
-added there is scanned too, reduced to the ones checkov can tell apart: ``gsi`` and ``ttl`` change only the
+The shapes are every ``MATRIX`` and ``VARIANTS`` list and ``ALL_OPTIONS`` knob set of the infra tests
+(tests/infra/test_*.py), so a shape added there is scanned too, reduced to the ones checkov can tell apart: ``gsi`` and ``ttl`` change only the
 table's index and TTL specification, which no checkov check reads, so shapes differing only in them are
 synthesized once. Synth raises on an unacknowledged cdk-nag finding, as in the infra tests.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 from tests.infra.synth import synth
 
 HERE = Path(__file__).resolve().parent
-MATRIX_NAMES = ("MATRIX", "VARIANTS")
+MATRIX_NAMES = ("MATRIX", "VARIANTS", "ALL_OPTIONS")  # lists of knob sets, or one knob set
 # Knobs that shape nothing checkov checks (the table's GlobalSecondaryIndexes and TimeToLiveSpecification).
 UNSCANNED_KNOBS = ("gsi", "ttl")
 
@@ -29,7 +29,8 @@ def infra_shapes() -> list[dict[str, str]]:
     for path in sorted(HERE.glob("test_*.py")):
         module = importlib.import_module(f"tests.infra.{path.stem}")
         for name in MATRIX_NAMES:
-            for knobs in getattr(module, name, None) or []:
+            found = getattr(module, name, None) or []
+            for knobs in [found] if isinstance(found, dict) else found:
                 if isinstance(knobs, dict) and knobs not in shapes:
                     shapes.append({k: str(v) for k, v in knobs.items()})
     return shapes
