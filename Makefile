@@ -10,13 +10,17 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NPM_STAMP := node_modules/.installed
+# checkov in a venv of its own: it pins many libraries this project pins differently (boto3, moto's deps...).
+CHECKOV_VERSION := 3.3.30
+CHECKOV_VENV := .venv-checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
 CDK := npx --no-install cdk
 # jsii warns on every call that Node 20 is past its end of life; the pinned CLI still runs on it.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 PYTEST_ARGS ?=
 
-.PHONY: help setup lint format test unit infra-tests integration synth deploy destroy diff \
+.PHONY: help setup lint checkov format test unit infra-tests integration synth deploy destroy diff \
         preflight verify ledger reconcile teardown bad-input-doc \
         local local-up local-down local-env bench soak live clean
 
@@ -34,13 +38,29 @@ $(NPM_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-setup: $(STAMP) $(NPM_STAMP) ## create .venv and node_modules from the registries (idempotent)
+$(CHECKOV_STAMP):
+	@test -n "$(PYTHON)" || { echo "no Python >= 3.11 found; install Python 3" >&2; exit 1; }
+	@test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet 'checkov==$(CHECKOV_VERSION)'
+	@rm -f $(CHECKOV_VENV)/.installed-*
+	@touch $@
 
-lint: setup ## ruff, mypy, and the import contracts between the parts (lint-imports)
+setup: $(STAMP) $(NPM_STAMP) $(CHECKOV_STAMP) ## create .venv, .venv-checkov and node_modules from the registries (idempotent)
+
+lint: setup ## ruff, mypy, the import contracts between the parts (lint-imports), checkov over the knob matrix
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	PYTHONPATH=functions $(BIN)/lint-imports --no-cache
+	@$(MAKE) --no-print-directory checkov
+
+# Every shape of the infra tests' matrices that checkov can tell apart (tests/infra/synth_matrix.py), synthesized
+# offline; a finding fails unless the resource's metadata skips it with a reason (infra/checkov.py).
+checkov: setup ## checkov over the synthesized templates of the knob matrix
+	@dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
+	$(BIN)/python -m tests.infra.synth_matrix "$$dir" && \
+	$(CHECKOV_VENV)/bin/checkov -d "$$dir" --framework cloudformation --quiet --compact --skip-download
 
 format: setup
 	$(BIN)/ruff check --fix .
