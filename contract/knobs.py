@@ -90,6 +90,10 @@ PARALLELIZATION_RANGE = (1, 10)
 BATCHING_WINDOW_RANGE = (0, 300)
 MEMORY_RANGE = (128, 10_240)
 TIMEOUT_RANGE = (1, 900)
+# events: which stream records the mapping delivers; cleanup passes only those that can need blob cleanup.
+EVENTS_ALL, EVENTS_CLEANUP = "all", "cleanup"
+EVENTS_VALUES = (EVENTS_ALL, EVENTS_CLEANUP)
+MAPPING_METRICS_VALUES = ONOFF
 PITR_DAYS_RANGE = (1, 35)  # PointInTimeRecoverySpecification.RecoveryPeriodInDays (AWS's default: 35)
 # OnDemandThroughput.MaxRead/WriteRequestUnits: AWS takes >= 1 (-1 lifts the cap); 40,000 is the per-table
 # quota an on-demand table gets by default, so a higher cap guards nothing.
@@ -124,6 +128,8 @@ KNOB_DEFAULTS: dict[str, str] = {
     "memory": "256",
     "timeout": "30",
     "deploy_target": "aws",
+    "events": "all",
+    "mapping_metrics": "on",
     "table_class": "standard",
     "max_read": "off",
     "max_write": "off",
@@ -171,6 +177,8 @@ class DocTableConfig:
     memory: int
     timeout: int
     deploy_target: str
+    events: str  # all | cleanup
+    mapping_metrics: bool
     table_class: str
     max_read: int | None  # None: no cap (the knob is off)
     max_write: int | None
@@ -279,6 +287,16 @@ class DocTableConfig:
     @property
     def is_local(self) -> bool:
         return self.deploy_target == DEPLOY_LOCAL
+
+    @property
+    def filters_events(self) -> bool:
+        """The mapping passes only the records that can need blob cleanup (REMOVE, MODIFY with old blobs)."""
+        return self.events == EVENTS_CLEANUP
+
+    @property
+    def has_mapping_metrics(self) -> bool:
+        """The mapping publishes its EventCount metrics (polled, filtered out, invoked, failed, dropped...)."""
+        return self.mapping_metrics
 
     @property
     def customer_managed_key(self) -> bool:
@@ -490,6 +508,7 @@ def resolve_config(
     memory = _int(problems, "memory", raw["memory"], MEMORY_RANGE, " MB")
     timeout = _int(problems, "timeout", raw["timeout"], TIMEOUT_RANGE, " seconds")
     deploy_target = _enum(problems, "deploy_target", raw["deploy_target"], DEPLOY_TARGETS)
+    mapping_options = _mapping_options(problems, raw, consumer)
     encryption = _enum(problems, "encryption", raw["encryption"], ENCRYPTION_VALUES)
     kms_key = raw["kms_key"]
     if kms_key and not KMS_KEY_ARN_RE.match(kms_key):
@@ -536,6 +555,7 @@ def resolve_config(
         batch_size=batch_size, batching_window=batching_window, max_retries=max_retries,
         max_record_age=max_record_age, parallelization_factor=parallelization, powertools=powertools,
         architecture=architecture, memory=memory, timeout=timeout, deploy_target=deploy_target,
+        **mapping_options,
         **table_options,
         encryption=encryption, kms_key=kms_key, resource_policy=resource_policy,
     )  # fmt: skip
@@ -575,6 +595,18 @@ def _table_options(problems: list[str], raw: Mapping[str, str], env: str) -> tup
                 f"allowed: warm_{what} <= max_{what}, or max_{what}=off"
             )
     return pitr, options
+
+
+def _mapping_options(problems: list[str], raw: Mapping[str, str], consumer: str) -> dict[str, Any]:
+    """The mapping's event filter and its metrics."""
+    events = _enum(problems, "events", raw["events"], EVENTS_VALUES)
+    if events == EVENTS_CLEANUP and consumer != CONSUMER_BUILTIN:
+        problems.append(
+            f"events='cleanup' set but consumer={consumer!r} — the filter passes only what the built-in "
+            "consumer's blob cleanup needs; set consumer=builtin or events=all"
+        )
+    metrics = _enum(problems, "mapping_metrics", raw["mapping_metrics"], MAPPING_METRICS_VALUES) == ON
+    return {"events": events, "mapping_metrics": metrics}
 
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent

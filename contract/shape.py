@@ -3,6 +3,7 @@ table with, and what verify expects. A pure function of the config, so the three
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from contract import names
@@ -82,6 +83,24 @@ class TableShape:
         return self.contributor_insights_mode is not None
 
 
+# Stream event names, and the mapping's metric group that counts its events (polled, filtered out, invoked,
+# failed to invoke, dropped, sent to the on-failure destination).
+EVENT_INSERT, EVENT_MODIFY, EVENT_REMOVE = "INSERT", "MODIFY", "REMOVE"
+MAPPING_METRIC_EVENT_COUNT = "EventCount"
+
+
+def cleanup_filter_patterns() -> tuple[str, ...]:
+    """Lambda filter patterns (ORed) passing only the records that can need blob cleanup: every REMOVE, and a
+    MODIFY whose old image lists blobs (a list of strings, or a string set). Arrays in the event are matched
+    element by element, so ``L.S`` exists when the list holds at least one string."""
+    old_blobs = ({"L": {"S": [{"exists": True}]}}, {"SS": [{"exists": True}]})
+    patterns = [{"eventName": [EVENT_REMOVE]}] + [
+        {"eventName": [EVENT_MODIFY], "dynamodb": {"OldImage": {names.BLOBS_ATTRIBUTE: blobs}}}
+        for blobs in old_blobs
+    ]
+    return tuple(json.dumps(p, separators=(",", ":"), sort_keys=True) for p in patterns)
+
+
 @dataclass(frozen=True)
 class MappingShape:
     """The event-source mapping's settings as GetEventSourceMapping reports them."""
@@ -95,6 +114,25 @@ class MappingShape:
     bisect_on_error: bool
     function_response_types: tuple[str, ...]
     on_failure_is_bucket: bool  # the failure destination is the stack's S3 bucket (never absent)
+    filter_patterns: tuple[str, ...] = ()  # FilterCriteria.Filters[].Pattern; empty: every record delivered
+    metrics: tuple[str, ...] = ()  # MetricsConfig.Metrics; empty: no mapping metrics
+
+    @property
+    def filter_criteria(self) -> dict[str, list[dict[str, str]]] | None:
+        """FilterCriteria as CloudFormation and GetEventSourceMapping spell it; None without a filter."""
+        if not self.filter_patterns:
+            return None
+        return {"Filters": [{"Pattern": pattern} for pattern in self.filter_patterns]}
+
+    @property
+    def metrics_config(self) -> dict[str, list[str]] | None:
+        """MetricsConfig as CloudFormation and GetEventSourceMapping spell it; None without metrics."""
+        return {"Metrics": list(self.metrics)} if self.metrics else None
+
+    @property
+    def nudge_event(self) -> str:
+        """The stream event a write must make for the consumer to receive it: an INSERT passes no filter."""
+        return EVENT_REMOVE if self.filter_patterns else EVENT_INSERT
 
     def live_fields(self) -> dict[str, object]:
         """Field name in GetEventSourceMapping -> expected value, for the settings that can drift in place."""
@@ -106,6 +144,8 @@ class MappingShape:
             "ParallelizationFactor": self.parallelization_factor,
             "BisectBatchOnFunctionError": self.bisect_on_error,
             "FunctionResponseTypes": list(self.function_response_types),
+            "FilterCriteria": self.filter_criteria,
+            "MetricsConfig": self.metrics_config,
         }
 
 
@@ -146,6 +186,8 @@ def mapping_shape(config: DocTableConfig) -> MappingShape | None:
         bisect_on_error=True,
         function_response_types=names.FUNCTION_RESPONSE_TYPES,
         on_failure_is_bucket=True,
+        filter_patterns=cleanup_filter_patterns() if config.filters_events else (),
+        metrics=(MAPPING_METRIC_EVENT_COUNT,) if config.has_mapping_metrics else (),
     )
 
 

@@ -12,6 +12,10 @@ Thresholds (why these numbers):
   producing records that break the layout contract. Threshold 1, one period. The consumer's metrics carry the
   environment and the table beside the service, and the alarm selects its own stack's: environments sharing an
   account and region never fire each other's alarm.
+- dropped events (with mapping_metrics=on): records the mapping discarded (retries or record age exhausted)
+  that did NOT reach the failure bucket, because writing there failed (a bucket policy, a deleted bucket).
+  Those records are gone without a copy, the one silent loss left; records that did reach the bucket are the
+  failed-batches alarm's. Threshold 1, one period, selected by the mapping's UUID.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ class ConsumerAlarms(Construct):
         config: DocTableConfig,
         function: lambda_.IFunction,
         failure_bucket: s3.Bucket,
+        mapping_uuid: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.topic = sns.Topic(
@@ -110,6 +115,23 @@ class ConsumerAlarms(Construct):
                 description="A record listed blob keys outside its own prefix; they were refused, not deleted.",
             ),
         ]
+        if config.has_mapping_metrics and mapping_uuid is not None:
+            self.alarms.append(
+                self._alarm(
+                    "DroppedEvents",
+                    cloudwatch.Metric(
+                        namespace="AWS/Lambda",
+                        metric_name="DroppedEventCount",
+                        dimensions_map={"EventSourceMappingUUID": mapping_uuid},
+                        statistic="Sum",
+                        period=Duration.minutes(5),
+                    ),
+                    threshold=1,
+                    evaluation_periods=1,
+                    description="The mapping discarded records it could not keep in the failure bucket: "
+                    "they are lost; check the bucket and its policy.",
+                )
+            )
 
     def _alarm(
         self,

@@ -271,6 +271,18 @@ class StreamConsumer(Construct):
             maximum_retry_attempts=shape.max_retries,
             maximum_record_age_in_seconds=shape.max_record_age,
             parallelization_factor=shape.parallelization_factor,
+            # events=cleanup: Lambda drops the records no pattern matches (not retried, not billed as
+            # invocations) and moves past them; verify's nudge is a REMOVE so that it still reaches the consumer.
+            filter_criteria=lambda_.CfnEventSourceMapping.FilterCriteriaProperty(
+                filters=[
+                    lambda_.CfnEventSourceMapping.FilterProperty(pattern=p) for p in shape.filter_patterns
+                ]
+            )
+            if shape.filter_patterns
+            else None,
+            metrics_config=lambda_.CfnEventSourceMapping.MetricsConfigProperty(metrics=list(shape.metrics))
+            if shape.metrics
+            else None,
             # S3, not SQS: an S3 destination receives the whole invocation record, records included, so a
             # poison batch can be replayed after the stream has trimmed it (24 h); SQS gets only metadata.
             destination_config=lambda_.CfnEventSourceMapping.DestinationConfigProperty(

@@ -73,6 +73,7 @@ class DocTableStack(Stack):
                     config=config,
                     function=self.consumer.function,
                     failure_bucket=self.consumer.failure_bucket,
+                    mapping_uuid=self.consumer.mapping.ref,
                 )
                 self._output(names.OUT_ALARM_TOPIC_ARN, alarms.topic.topic_arn, "Subscribe operators here")
         self._output(

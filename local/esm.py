@@ -15,6 +15,9 @@ the in-process backend) from its own checkpoint, and applies:
   and the batch is retried from there (an invalid response fails the whole batch);
 - DestinationConfig.OnFailure: the invocation record of discarded records goes to an S3 bucket (with the
   payload, under ``aws/lambda/<uuid>/<shardId>/YYYY/MM/DD/<timestamp>-<uuid>``), an SQS queue or an SNS topic;
+- FilterCriteria (local/filtering.py): records no filter matches are dropped, never delivered, and the
+  checkpoint moves past them;
+- MetricsConfig EventCount: the mapping's event counts go to CloudWatch (local/metrics.py);
 - deleting the mapping stops its poller; State / StateTransitionReason / LastProcessingResult are reported.
 
 One idea, a mapping's poller; pollers wake on every stream write (no busy polling when idle), at least
@@ -34,6 +37,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from local import filtering, metrics
 from local.auth import service_roles
 from local.faults import hooks
 from local.patching import Target
@@ -90,6 +94,7 @@ class PollerState:
     window_started: float | None = None
     polls: int = 0  # passes of the poller's loop, enabled or not: "it has looked since" for tests
     invocations: int = 0
+    filtered_out: int = 0  # records dropped by the mapping's FilterCriteria
     history: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -218,8 +223,32 @@ class StreamPoller(threading.Thread):
             return POLL_SECONDS
         records = self._read(esm, shard, self.status.checkpoint, batch_size)
         if records:
-            self.deliver(esm, shard, records)
+            kept = self._filtered(esm, records)
+            if kept:
+                self.deliver(esm, shard, kept)
+            if not kept or self.status.checkpoint == kept[-1].seq + 1:
+                # Filtered-out records are not delivered: once the kept ones are done, move past them all.
+                self.status.checkpoint = max(self.status.checkpoint, records[-1].seq + 1)
         return 0.0 if end - self.status.checkpoint > 0 else POLL_SECONDS
+
+    def _filtered(self, esm: Any, records: list[Record]) -> list[Record]:
+        """The records the mapping's filters pass (all without filters); counts what was polled and dropped."""
+        try:
+            patterns = filtering.parse_criteria(esm.filter_criteria)
+        except filtering.FilterError:  # refused at creation and update: not stored
+            patterns = []
+        kept = records
+        if patterns:
+            events = self._event(records, esm)["Records"]
+            kept = [r for r, e in zip(records, events, strict=True) if filtering.passes(patterns, e)]
+        self.status.filtered_out += len(records) - len(kept)
+        self._count(esm, PolledEventCount=len(records), FilteredOutEventCount=len(records) - len(kept))
+        return kept
+
+    def _count(self, esm: Any, **counts: int) -> None:
+        """The EventCount metrics, when the mapping's MetricsConfig asks for them."""
+        if "EventCount" in ((esm.metrics or {}).get("Metrics") or []):
+            metrics.mapping_events(self.account_id, self.region, self.uuid, counts)
 
     # ---- delivering ----
     def _event(self, records: list[Record], esm: Any) -> dict[str, Any]:
@@ -308,6 +337,7 @@ class StreamPoller(threading.Thread):
         self.status.invocations += 1
         age_ms = (time.time() - batch[-1].created) * 1000
         result = get_runner().invoke(fn, self._event(batch, esm), iterator_age_ms=age_ms)
+        self._count(esm, InvokedEventCount=len(batch), FailedInvokeEventCount=0 if result.ok else len(batch))
         self.status.history.append({"records": len(batch), "ok": result.ok, "at": time.time()})
         del self.status.history[:-100]
         return result
@@ -343,6 +373,7 @@ class StreamPoller(threading.Thread):
     ) -> None:
         destination = ((esm.destination_config or {}).get("OnFailure") or {}).get("Destination")
         if not destination:
+            self._count(esm, DroppedEventCount=len(records))
             return
         now = datetime.now(UTC)
         record: dict[str, Any] = {
@@ -379,7 +410,11 @@ class StreamPoller(threading.Thread):
                 self._to_sns(destination, record)
             else:
                 log.warning("mapping %s: unsupported on-failure destination %s", self.uuid, destination)
+                self._count(esm, DroppedEventCount=len(records))
+                return
+            self._count(esm, OnFailureDestinationDeliveredEventCount=len(records))
         except Exception:
+            self._count(esm, DroppedEventCount=len(records))
             log.exception(
                 "mapping %s: could not write to the on-failure destination %s", self.uuid, destination
             )
@@ -479,6 +514,7 @@ class MappingManager:
                 "pending": (end - checkpoint) if end is not None and checkpoint is not None else None,
                 "polls": poller.status.polls,
                 "invocations": poller.status.invocations,
+                "filtered_out": poller.status.filtered_out,
                 "last_result": poller.status.last_result,
             }
         return out

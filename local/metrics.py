@@ -2,6 +2,9 @@
 
 - ``AWS/Lambda`` per invocation (dimension FunctionName): Invocations, Errors, Duration, and IteratorAge for
   invocations by a stream mapping (the age of the batch's last record when the function was invoked);
+- ``AWS/Lambda`` per event-source mapping with MetricsConfig EventCount (dimension EventSourceMappingUUID):
+  PolledEventCount, FilteredOutEventCount, InvokedEventCount, FailedInvokeEventCount,
+  OnFailureDestinationDeliveredEventCount, DroppedEventCount;
 - embedded metric format (EMF) log lines, e.g. Powertools ``Metrics``: CloudWatch Logs extracts them on AWS.
 """
 
@@ -98,3 +101,13 @@ def emf_line(account_id: str, region: str, line: str) -> None:
                             }
                         )
         _put(account_id, region, namespace, data)
+
+
+def mapping_events(account_id: str, region: str, mapping_uuid: str, counts: dict[str, int]) -> None:
+    """An event-source mapping's EventCount metrics (its MetricsConfig opts in), per EventSourceMappingUUID."""
+    dims = [{"Name": "EventSourceMappingUUID", "Value": mapping_uuid}]
+    data = [
+        {"MetricName": name, "Value": float(count), "Unit": "Count", "Dimensions": dims}
+        for name, count in counts.items()
+    ]
+    _put(account_id, region, "AWS/Lambda", data)

@@ -22,6 +22,7 @@ from doctable.ops.live import (
     pitr_declared,
     pitr_status,
     s3_bucket_arn,
+    setting_text,
 )
 
 # What each repair calls (the grouping key of ``Drift.op``).
@@ -52,7 +53,11 @@ MAPPING_PARAMETERS = {  # GetEventSourceMapping field -> UpdateEventSourceMappin
     "ParallelizationFactor": "ParallelizationFactor",
     "BisectBatchOnFunctionError": "BisectBatchOnFunctionError",
     "FunctionResponseTypes": "FunctionResponseTypes",
+    "FilterCriteria": "FilterCriteria",
+    "MetricsConfig": "MetricsConfig",
 }
+# What UpdateEventSourceMapping takes to remove a setting the knobs leave unset (AWS documents {} for filters).
+MAPPING_CLEARED: dict[str, Any] = {"FilterCriteria": {}, "MetricsConfig": {"Metrics": []}}
 
 
 @dataclass
@@ -195,10 +200,10 @@ def mapping_drift(aws: Aws, deployment: Deployment, config: DocTableConfig) -> l
                 Drift(
                     f"mapping:{name}",
                     f"mapping {name}",
-                    _text(live),
-                    _text(want),
+                    _text(live) if name not in MAPPING_CLEARED else setting_text(name, live),
+                    _text(want) if name not in MAPPING_CLEARED else setting_text(name, want),
                     MAPPING,
-                    {MAPPING_PARAMETERS[name]: want},
+                    {MAPPING_PARAMETERS[name]: MAPPING_CLEARED.get(name) if want is None else want},
                 )
             )
     position = mapping.get("StartingPosition")

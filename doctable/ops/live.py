@@ -3,6 +3,7 @@ with the shape the knobs promise (``contract.shape.TableShape``). Preflight and 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,6 +116,7 @@ MAPPING_ENABLED = "Enabled"
 MAPPING_ON_STATES = (MAPPING_ENABLED, "Enabling")
 DESTINATION_FIELD = "DestinationConfig.OnFailure"
 ENABLED_FIELD = "State"
+FILTER_FIELD, METRICS_FIELD = "FilterCriteria", "MetricsConfig"
 
 
 def s3_bucket_arn(partition: str, bucket: str) -> str:
@@ -125,20 +127,50 @@ def on_failure_destination(mapping: dict[str, Any]) -> str | None:
     return ((mapping.get("DestinationConfig") or {}).get("OnFailure") or {}).get("Destination") or None
 
 
+def _comparable(name: str, value: object) -> object:
+    """A setting as compared: filter patterns as parsed JSON in any order, and an absent, empty FilterCriteria
+    or MetricsConfig as None (AWS omits them when empty)."""
+    if name == FILTER_FIELD:
+        filters = (value or {}).get("Filters") or [] if isinstance(value, dict) else []
+        parsed = []
+        for item in filters:
+            try:
+                parsed.append(json.dumps(json.loads(item.get("Pattern") or ""), sort_keys=True))
+            except (ValueError, AttributeError):
+                parsed.append(repr(item))
+        return sorted(parsed) or None
+    if name == METRICS_FIELD:
+        return sorted((value or {}).get("Metrics") or []) or None if isinstance(value, dict) else None
+    return value
+
+
+def setting_text(name: str, value: object) -> str:
+    """A mapping setting for a one-line report: the filter as its count of patterns, metrics by name."""
+    comparable = _comparable(name, value)
+    if name == FILTER_FIELD:
+        return f"{len(comparable)} filter patterns" if isinstance(comparable, list) else "no filter"
+    if name == METRICS_FIELD:
+        return ", ".join(comparable) if isinstance(comparable, list) else "no metrics"
+    return str(value)
+
+
 def mapping_differences(
-    mapping: dict[str, Any], shape: MappingShape, destination: str | None
+    mapping: dict[str, Any], shape: MappingShape, destination: str | None, text: bool = False
 ) -> list[tuple[str, object, object]]:
     """(field, live, declared) for each in-place setting of a live mapping (GetEventSourceMapping) that differs
     from the shape: the settings, the enabled state and the on-failure destination (``destination``: the
-    stack's failure bucket ARN; None when unknown, then only its presence is checked)."""
+    stack's failure bucket ARN; None when unknown, then only its presence is checked). ``text``: the values as
+    one-line reports show them (``setting_text``)."""
     differences: list[tuple[str, object, object]] = []
     for name, want in shape.live_fields().items():
         have = mapping.get(name)
         if isinstance(want, list):
             have = sorted(have or [])
             want = sorted(want)
-        if have != want:
-            differences.append((name, have, want))
+        if _comparable(name, have) != _comparable(name, want):
+            differences.append(
+                (name, setting_text(name, have), setting_text(name, want)) if text else (name, have, want)
+            )
     state = mapping.get("State")
     if state not in MAPPING_ON_STATES:
         differences.append((ENABLED_FIELD, state, MAPPING_ENABLED))

@@ -11,7 +11,7 @@ from contract import names
 from contract.knobs import MANAGED_BY, NONE, OFF, ON, DocTableConfig
 from contract.shape import TableShape, table_shape
 from doctable.aws import Aws, arn_region, call_or_none, user_errors
-from doctable.ops import drift, table_options, table_security
+from doctable.ops import drift, mapping_options, table_options, table_security
 from doctable.ops.command import add_common_arguments, connect, guarded, print_json
 from doctable.ops.context import Deployment, is_ours, table_tags
 from doctable.ops.grants import LIST_STREAMS_ACTION, STREAM_READ_ACTIONS, missing_stream_grants
@@ -359,6 +359,8 @@ def run_preflight(aws: Aws, deployment: Deployment) -> list[Finding]:
     change = mapping_change(deployment.config, config) if deployment.knobs_source == "deployed" else None
     if change is not None:
         findings.append(Finding(CHANGE, MAPPING_SUBJECT, change.live, change.declared, change.effect))
+    if deployment.knobs_source == "deployed":
+        findings += [Finding(*f) for f in mapping_options.findings(deployment.config, config)]
     findings += consumer_findings(aws, config, stream_arn)
     findings += _knobless_findings(deployment)
     return findings

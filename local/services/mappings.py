@@ -3,7 +3,9 @@
 moto delivers from inside ``put_item`` and then empties the shard; here that is switched off and a poller per
 mapping (local/esm.py) delivers with AWS semantics. Mapping tags from a template become the dict ListTags
 needs; State, StateTransitionReason and LastProcessingResult come from the poller; a mapping's function is
-pre-warmed when the mapping is created.
+pre-warmed when the mapping is created. FilterCriteria and MetricsConfig are checked as Lambda checks them
+(InvalidParameterValueException), stored normalized (empty ones are omitted, as AWS omits them) and applied by
+the poller.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from local import filtering
 from local.auth.service_roles import stream_access_refusal
 from local.esm import get_manager
 from local.patching import Target, replace, tags_dict, truthy
@@ -108,6 +111,8 @@ def apply() -> None:
         updates.setdefault("DestinationConfig", {})
         updates.setdefault("FunctionResponseTypes", [])
         updates.setdefault("BisectBatchOnFunctionError", False)
+        updates.setdefault("FilterCriteria", {})  # a property removed from the template is cleared
+        updates.setdefault("MetricsConfig", {})
         esm = backend.update_event_source_mapping(original_resource.uuid, updates)
         if esm is not None:
             esm.tags = tags_dict(tags)
@@ -120,6 +125,7 @@ def apply() -> None:
         if "Enabled" in spec:
             spec["Enabled"] = truthy(spec["Enabled"])
         _check_stream_access(self, spec)
+        _check_filter_and_metrics(spec)
         esm = original_create(self, spec)
         if esm._get_service_source_from_arn() == "dynamodb":
             _forget_moto_delivery(self, esm.function_arn)
@@ -133,6 +139,7 @@ def apply() -> None:
         spec = dict(spec)
         if "Enabled" in spec:
             spec["Enabled"] = truthy(spec["Enabled"])
+        _check_filter_and_metrics(spec)
         esm = original_update(self, uuid, spec)
         if esm is not None:
             if "MaximumRecordAgeInSeconds" in spec and spec["MaximumRecordAgeInSeconds"] is None:
@@ -239,6 +246,29 @@ def _check_stream_access(backend: Any, spec: dict[str, Any]) -> None:
     refusal = stream_access_refusal(role, source)
     if refusal is not None:
         raise InvalidParameterValueException(refusal)
+
+
+METRICS_ALLOWED = ("EventCount",)  # for stream sources; ErrorCount and KafkaMetrics are Kafka's
+
+
+def _check_filter_and_metrics(spec: dict[str, Any]) -> None:
+    """Refuse a FilterCriteria or MetricsConfig Lambda refuses; store empty ones as absent (None)."""
+    from moto.awslambda.exceptions import InvalidParameterValueException
+
+    if "FilterCriteria" in spec:
+        try:
+            patterns = filtering.parse_criteria(spec["FilterCriteria"])
+        except filtering.FilterError as exc:
+            raise InvalidParameterValueException(str(exc)) from None
+        spec["FilterCriteria"] = spec["FilterCriteria"] if patterns else None
+    if "MetricsConfig" in spec:
+        config = spec["MetricsConfig"] or {}
+        wanted = config.get("Metrics") or [] if isinstance(config, dict) else None
+        if wanted is None or any(m not in METRICS_ALLOWED for m in wanted) or len(set(wanted)) != len(wanted):
+            raise InvalidParameterValueException(
+                "Only EventCount metrics are supported for DynamoDB and Kinesis event source mappings."
+            )
+        spec["MetricsConfig"] = {"Metrics": list(wanted)} if wanted else None
 
 
 def _prewarm(backend: Any, function_arn: str) -> None:

@@ -149,6 +149,8 @@ def wire_mapping(clients: Callable[[str], Any], config: DocTableConfig) -> dict[
         BisectBatchOnFunctionError=shape.bisect_on_error,
         FunctionResponseTypes=list(shape.function_response_types),
         DestinationConfig={"OnFailure": {"Destination": f"arn:aws:s3:::{FAILURE_BUCKET}"}},
+        **({"FilterCriteria": shape.filter_criteria} if shape.filter_criteria else {}),
+        **({"MetricsConfig": shape.metrics_config} if shape.metrics_config else {}),
         Tags=config.tags(),
     )
     return {

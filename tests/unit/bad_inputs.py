@@ -273,6 +273,18 @@ knob_case(
     label="`batch_size=10001` (oversized batch)",
 )
 
+# The mapping's event filter and metrics.
+knob_case("events", "inserts", ["events='inserts'", "allowed values: all|cleanup"])
+knob_case("mapping_metrics", "yes", ["mapping_metrics='yes'", "allowed values: off|on"])
+knob_case(
+    "events",
+    "cleanup",
+    ["events='cleanup' set but consumer='none'", "set consumer=builtin or events=all"],
+    context={"stream": "new-and-old", "consumer": "none", "events": "cleanup"},
+    label="`events=cleanup` with `consumer=none` (contradiction)",
+    id="contradiction-events-cleanup-without-the-builtin-consumer",
+)
+
 # Encryption at rest and the table's resource policy.
 knob_case("encryption", "kms", ["encryption='kms'", "allowed values: aws-owned|aws-managed|customer-managed"])
 knob_case(
@@ -1227,6 +1239,51 @@ for _body, _label, _dry, _id in (
             "kept on the failure bucket with the one-line reason; nothing invoked, no traceback (a metadata-only "
             "record whose range the stream still holds is re-read and replayed)",
             _id,
+        )
+    )
+
+
+# ------------------------------------------------------------------------- the local AWS's filter patterns
+LOCAL_FILTERS = "Local AWS: event-source mapping FilterCriteria (`local.filtering`, as Create/UpdateEventSourceMapping check them)"
+REFUSED_MAPPING = (
+    "the API call fails with InvalidParameterValueException; the mapping is not created or not changed"
+)
+
+
+def filter_criteria(patterns: list[str]) -> str:
+    from local.filtering import FilterError, parse_criteria
+
+    try:
+        parse_criteria({"Filters": [{"Pattern": p} for p in patterns]})
+    except FilterError as exc:
+        return f"InvalidParameterValueException: {exc}"
+    return "accepted"
+
+
+for _label, _patterns, _expect in [
+    (
+        "a pattern that is not JSON (`{eventName: [INSERT]}`)",
+        ["{eventName: [INSERT]}"],
+        "Invalid filter pattern",
+    ),
+    (
+        'a rule that is not an array (`{"eventName": "INSERT"}`)',
+        ['{"eventName": "INSERT"}'],
+        "Invalid filter",
+    ),
+    ("`wildcard` (EventBridge's, not Lambda's)", ['{"eventName": [{"wildcard": "IN*"}]}'], "Invalid filter"),
+    ("a numeric range with two lower bounds", ['{"n": [{"numeric": [">", 1, ">", 2]}]}'], "Invalid filter"),
+    ("`anything-but` mixing strings and numbers", ['{"s": [{"anything-but": ["a", 1]}]}'], "Invalid filter"),
+    ("six filters (the quota is five)", ['{"a": ["1"]}'] * 6, "exceeds the limit of 5"),
+]:
+    add(
+        Case(
+            LOCAL_FILTERS,
+            _label,
+            functools.partial(filter_criteria, _patterns),
+            ("InvalidParameterValueException", _expect),
+            REFUSED_MAPPING,
+            f"filter-{_slug(_label)[:40]}",
         )
     )
 

@@ -1,7 +1,7 @@
 """The checks of ``doctable verify``: each observes one promise of ``expect`` and yields one row (check,
 expected, observed, PASS/FAIL/SKIP). Test items use a unique partition key per run; whatever a run wrote is
-deleted in a ``finally``, even when a check fails. One class: the checks share the run's state (the table
-description, the mapping, the scratch list)."""
+deleted in a ``finally``, even when a check fails. One idea, one class: the checks share the run's state
+(the table description, the mapping, the scratch list)."""
 
 from __future__ import annotations
 
@@ -146,10 +146,12 @@ class Verifier:
                 raise
         return self._description
 
-    def _put(self, item: dict[str, Any]) -> None:
+    def _put(self, item: dict[str, Any], delete: bool = False) -> None:
         key = (item[names.PARTITION_KEY]["S"], item[names.SORT_KEY]["S"])
         self.scratch.items.append(key)
         self.ddb.put_item(TableName=self.table, Item=item)
+        if delete:  # the nudge under an event filter, which drops an INSERT: its REMOVE reaches the consumer
+            self.ddb.delete_item(TableName=self.table, Key=self._key(key[1]))
 
     def _key(self, sk: str) -> dict[str, Any]:
         return {names.PARTITION_KEY: {"S": self.pk}, names.SORT_KEY: {"S": sk}}
@@ -385,7 +387,7 @@ class Verifier:
         destination = s3_bucket_arn(self.aws.partition, bucket) if bucket else None
         return [
             f"{name} {live}, declared {want}"
-            for name, live, want in mapping_differences(mapping, self.expect.mapping, destination)
+            for name, live, want in mapping_differences(mapping, self.expect.mapping, destination, text=True)
             if name != ENABLED_FIELD  # the state is reported above, with its reason
         ]
 
@@ -444,16 +446,15 @@ class Verifier:
         settle = self._settle()
         write_ms = int(self.wall() * 1000)
 
-        def write() -> None:
-            self._put({**self._key("nudge"), "kind": {"S": "stream-nudge"}, "at": {"N": str(write_ms)}})
-
+        nudge = {**self._key("nudge"), "kind": {"S": "stream-nudge"}, "at": {"N": str(write_ms)}}
         sequence = capture_sequence(
             self.aws,
             self._describe().get("LatestStreamArn"),
-            write,
+            lambda: self._put(nudge, delete=self.expect.nudge_deletes),
             {names.PARTITION_KEY: self.pk, names.SORT_KEY: "nudge"},
             bound=min(SEQUENCE_LOOKUP_BOUND, self.timeout),
             progress=self.progress,
+            event_name=self.expect.nudge_event,
         )
         what = f"seq {sequence}" if sequence else "a line after the write (sequence number unavailable)"
         line, seconds = self.progress.wait(

@@ -11,6 +11,7 @@ from contract import names
 from contract.knobs import STARTING_LATEST, STARTING_POSITION_CFN, DocTableConfig
 from contract.shape import (
     BILLING_MODE,
+    EVENT_INSERT,
     EncryptionShape,
     MappingShape,
     TableShape,
@@ -68,7 +69,12 @@ class Expectations:
             (
                 "stream-delivery",
                 "stream delivers (record-level)",
-                f"a {names.PROOF_LOG_MESSAGE} line covers the nudge write",
+                f"a {names.PROOF_LOG_MESSAGE} line covers the nudge "
+                + (
+                    "write"
+                    if self.mapping is None or self.mapping.nudge_event == EVENT_INSERT
+                    else "delete (REMOVE)"
+                ),
             ),
             ("blob-cleanup", "deleted item's blobs removed", "blobs under <pk>/<sk>/ gone"),
         ]
@@ -78,6 +84,16 @@ class Expectations:
     ) -> dict[str, Callable[[], str]]:
         """The checks of the table options' rows (``options.option_checks``) against this table shape."""
         return option_checks(ddb, self.table, describe, failed, skip)
+
+    @property
+    def nudge_event(self) -> str:
+        """The stream event verify's nudge must make to reach the consumer: an INSERT passes no event filter."""
+        return self.mapping.nudge_event if self.mapping else EVENT_INSERT
+
+    @property
+    def nudge_deletes(self) -> bool:
+        """The nudge is a put then a delete (its REMOVE is what the consumer receives)."""
+        return self.nudge_event != EVENT_INSERT
 
     @property
     def shape_text(self) -> str:

@@ -87,9 +87,11 @@ def capture_sequence(
     *,
     bound: float,
     progress: Progress,
+    event_name: str | None = None,
 ) -> str | None:
-    """Run ``write`` and read the sequence number of the record it made (``key``: attribute -> string value)
-    off the stream; None if it cannot be found within ``bound`` seconds."""
+    """Run ``write`` and read the sequence number of the record it made (``key``: attribute -> string value;
+    ``event_name``: the record's eventName, when the write makes several) off the stream; None if it cannot be
+    found within ``bound`` seconds."""
     streams = aws.client("dynamodbstreams")
     try:
         iterators = _open_shard_iterators(streams, stream_arn) if stream_arn else []
@@ -110,6 +112,8 @@ def capture_sequence(
                 continue
             for record in reply.get("Records", []):
                 keys = record.get("dynamodb", {}).get("Keys", {})
+                if event_name is not None and record.get("eventName") != event_name:
+                    continue
                 if all(keys.get(name, {}).get("S") == value for name, value in key.items()):
                     return str(record["dynamodb"]["SequenceNumber"])
             if reply.get("NextShardIterator"):
