@@ -12,7 +12,8 @@ negative (measured from the call's return instead, the proof line can come first
 The figure is the local AWS's: its poller is woken by each write. On AWS, Lambda polls a DynamoDB stream shard
 four times a second, so a record waits up to 250 ms (125 ms on average) more before its batch is read.
 
-Phases per consumer: 1 warm-up write (not counted: bench/coldstart.py measures cold starts), N single writes (each waits for its
+Phases per consumer: warm-up writes until one is delivered (not counted: bench/coldstart.py measures cold
+starts; a mapping created at LATEST can miss the first), N single writes (each waits for its
 line), then a burst of M writes as fast as one client thread goes. The baseline runs the same phases, deployed
 next to the project's function (same role, layers, environment) with its own mapping created at LATEST after the
 project's mapping is disabled, so the two never compete for the 2 cores.
@@ -41,6 +42,7 @@ KNOBS = {"stream": "new-and-old", "env": "dev", "table_base": "bench"}
 LINE_TIMEOUT = 30.0
 BURST_TIMEOUT = 180.0
 POLL_SECONDS = 0.01
+WARM_UP_PROBE_SECONDS = 4.0
 PROOF = lt.PROOF
 
 
@@ -100,14 +102,40 @@ def _item(pk: str) -> dict[str, Any]:
     }
 
 
+def _warm_up(ddb: Any, table: str, label: str, proof: ProofLines) -> None:
+    """Write probes until one is covered by a proof line (not counted: bench/coldstart.py measures cold starts).
+
+    A mapping created at LATEST misses what is written while its poller settles, so one probe may never be
+    delivered; a probe is written every ``WARM_UP_PROBE_SECONDS`` until a line appears, then late lines of
+    earlier probes are drained so that none is taken for a measured write's.
+    """
+    deadline = time.monotonic() + LINE_TIMEOUT
+    probe = 0
+    while True:
+        ddb.put_item(TableName=table, Item=_item(f"{label}-warmup-{probe:03d}"))
+        probe += 1
+        next_probe = time.monotonic() + WARM_UP_PROBE_SECONDS
+        while time.monotonic() < next_probe:
+            time.sleep(POLL_SECONDS)
+            if proof.fetch_new():
+                drain_until = time.monotonic() + WARM_UP_PROBE_SECONDS / 2
+                while time.monotonic() < drain_until:
+                    time.sleep(POLL_SECONDS)
+                    proof.fetch_new()
+                return
+        if time.monotonic() > deadline:
+            raise Skip(f"{label}: no {PROOF} line within {LINE_TIMEOUT:.0f}s of {probe} warm-up write(s)")
+
+
 def _measure(
     ddb: Any, logs: Any, table: str, group: str, label: str, singles: int, burst: int
 ) -> dict[str, Any]:
     proof = ProofLines(logs, group, int(time.time() * 1000) - 2000)
     proof.fetch_new()  # skip whatever is already there (an earlier phase's lines)
+    _warm_up(ddb, table, label, proof)
     single_latencies: list[float] = []
     after_return: list[float] = []
-    for i in range(singles + 1):  # write 0 warms the execution environment up and is not counted
+    for i in range(1, singles + 1):
         called = time.time()
         ddb.put_item(TableName=table, Item=_item(f"{label}-single-{i:04d}"))
         returned = time.time()
@@ -118,9 +146,8 @@ def _measure(
                 raise Skip(f"{label}: no {PROOF} line within {LINE_TIMEOUT:.0f}s of single write {i}")
             time.sleep(POLL_SECONDS)
             lines = proof.fetch_new()
-        if i:
-            single_latencies.append(_since(called, lines[0][3]))
-            after_return.append(lines[0][3] / 1000 - returned)
+        single_latencies.append(_since(called, lines[0][3]))
+        after_return.append(lines[0][3] / 1000 - returned)
 
     called_at: list[float] = []
     started = time.perf_counter()
@@ -168,10 +195,34 @@ def _baseline_zip() -> bytes:
     return buffer.getvalue()
 
 
-def _deploy_baseline(lam: Any, project_function: str, stream_arn: str, mapping_uuid: str) -> tuple[str, str]:
-    """Create the baseline function beside the project's (same role/layers/env) and move the stream to it."""
+def _deploy_baseline(
+    lam: Any, iam: Any, logs: Any, project_function: str, stream_arn: str, mapping_uuid: str
+) -> tuple[str, str]:
+    """Create the baseline function beside the project's (same role/layers/env) and move the stream to it.
+
+    The role may write only the project's log group (IAM is enforced, and Lambda writes a function's logs as
+    its role): the baseline's log group is created and the role granted it, or its proof lines would be lost.
+    """
     config = lam.get_function_configuration(FunctionName=project_function)
     name = "doctable-bench-baseline-consumer"
+    group = f"/aws/lambda/{name}"
+    logs.create_log_group(logGroupName=group)
+    iam.put_role_policy(
+        RoleName=config["Role"].rsplit("/", 1)[-1],
+        PolicyName="doctable-bench-baseline-logs",
+        PolicyDocument=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+                        "Resource": f"arn:aws:logs:{lt.REGION}:{lt.ACCOUNT}:log-group:{group}:*",
+                    }
+                ],
+            }
+        ),
+    )
     variables = dict(config.get("Environment", {}).get("Variables", {}))
     variables["POWERTOOLS_SERVICE_NAME"] = "doctable-baseline"
     lam.create_function(
@@ -196,7 +247,7 @@ def _deploy_baseline(lam: Any, project_function: str, stream_arn: str, mapping_u
         FunctionResponseTypes=["ReportBatchItemFailures"],
         Enabled=True,
     )
-    return name, f"/aws/lambda/{name}"
+    return name, group
 
 
 def run(singles: int = 50, burst: int = 1000, work_dir: Path | None = None) -> dict[str, Any]:
@@ -248,7 +299,7 @@ def _run_on(aws: lt.LocalAWS, singles: int, burst: int) -> dict[str, Any]:
     out["batch_size"] = lam.get_event_source_mapping(UUID=mapping_uuid).get("BatchSize", 10)
     out["project"] = _measure(ddb, logs, table, group, "project", singles, burst)
     try:
-        _, baseline_group = _deploy_baseline(lam, function, stream_arn, mapping_uuid)
+        _, baseline_group = _deploy_baseline(lam, aws.client("iam"), logs, function, stream_arn, mapping_uuid)
         out["baseline"] = _measure(ddb, logs, table, baseline_group, "baseline", singles, burst)
     except Exception as exc:  # the project's figures stand without the baseline's
         out["baseline"] = {"skipped": f"{type(exc).__name__}: {exc}"[:300]}
