@@ -25,6 +25,7 @@ from botocore.exceptions import (
     PartialCredentialsError,
     ProfileNotFound,
     ReadTimeoutError,
+    SSLError,
 )
 from botocore.parsers import ResponseParserError
 
@@ -111,6 +112,15 @@ def endpoint_hint() -> str:
     return ""
 
 
+def tls_hint() -> str:
+    """The local AWS serves HTTPS under its own CA: a shell pointed at it without the bundle cannot verify it."""
+    if os.environ.get("AWS_ENDPOINT_URL") and not os.environ.get("AWS_CA_BUNDLE"):
+        return (
+            ' (AWS_ENDPOINT_URL is set but AWS_CA_BUNDLE is not: `eval "$(doctable local env)"` exports both)'
+        )
+    return ""
+
+
 def user_error_for(exc: BaseException, action: str = "") -> UserError | None:
     """The one-line message for an AWS failure a user can act on; None if it is not one of those."""
     doing = f" while {action}" if action else ""
@@ -123,6 +133,8 @@ def user_error_for(exc: BaseException, action: str = "") -> UserError | None:
         return UserError(f"{exc}{doing}: fix AWS_PROFILE or ~/.aws/config")
     if isinstance(exc, NoRegionError):
         return UserError(f"no AWS region{doing}: set AWS_REGION (or pass --region)")
+    if isinstance(exc, SSLError):
+        return UserError(f"cannot verify AWS's TLS certificate{doing}: {exc}{tls_hint()}")
     if isinstance(exc, EndpointConnectionError | ConnectTimeoutError | ReadTimeoutError):
         return UserError(f"cannot reach AWS{doing}: {exc}{endpoint_hint()}")
     if isinstance(exc, ClientError):

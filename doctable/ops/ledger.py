@@ -36,6 +36,9 @@ def load_ledger(directory: Path, table: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+ROLLED_BACK_UPDATE = "UPDATE_ROLLBACK_COMPLETE"
+
+
 def status_of(deployment: Deployment, verify: dict[str, Any] | None, had_history: bool) -> str:
     """live | degraded | unverified | deploying | failed | gone | not-created."""
     if not deployment.exists:
@@ -43,7 +46,8 @@ def status_of(deployment: Deployment, verify: dict[str, Any] | None, had_history
     status = deployment.stack_status or ""
     if status.endswith(IN_PROGRESS_SUFFIX):
         return "deploying"
-    if not deployment.stable:
+    # UPDATE_ROLLBACK_COMPLETE is settled: the stack holds the previous template's resources and can be updated
+    if not deployment.stable and status != ROLLED_BACK_UPDATE:
         return "failed"
     if verify is None:
         return "unverified"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Iterator
@@ -249,6 +250,11 @@ def test_ledger_status_follows_the_stack(moto: Aws) -> None:
     ot.deploy(moto.client, config)
     deployment = describe_stack(moto, config)
     assert lg.status_of(deployment, None, False) == "unverified"
+    rolled_back = dataclasses.replace(deployment, stack_status="UPDATE_ROLLBACK_COMPLETE")
+    assert lg.status_of(rolled_back, None, False) == "unverified"
+    assert lg.status_of(rolled_back, {"passed": True}, False) == "live"
+    failed_create = dataclasses.replace(deployment, stack_status="ROLLBACK_COMPLETE")
+    assert lg.status_of(failed_create, {"passed": True}, False) == "failed"
     # a verify of an earlier incarnation of the stack does not count for this one
     stale = {"region": REGION, "account": deployment.account, "stack_id": "arn:old", "passed": True}
     assert lg.verify_applies(deployment, stale) is None
@@ -304,3 +310,18 @@ def test_an_unparseable_reply_is_one_line(
     assert main(["preflight"]) == 2
     line = one_line_error(capsys)
     assert "cannot parse" in line and "Unable to parse response" in line
+
+
+def test_untrusted_certificate_names_the_missing_bundle(monkeypatch: pytest.MonkeyPatch) -> None:
+    from botocore.exceptions import SSLError
+
+    from doctable.aws import user_error_for
+
+    failure = SSLError(endpoint_url="https://127.0.0.1:4566", error="certificate verify failed")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "https://127.0.0.1:4566")
+    monkeypatch.delenv("AWS_CA_BUNDLE", raising=False)
+    message = str(user_error_for(failure, "checking who you are"))
+    assert message.startswith("cannot verify AWS's TLS certificate while checking who you are")
+    assert "AWS_CA_BUNDLE is not" in message and "doctable local env" in message and "\n" not in message
+    monkeypatch.setenv("AWS_CA_BUNDLE", "/tmp/ca.pem")
+    assert "AWS_CA_BUNDLE is not" not in str(user_error_for(failure))
