@@ -1,4 +1,4 @@
-"""Alarms an operator must hear about: iterator age, consumer errors, failed batches, keys refused."""
+"""Alarms an operator must hear about: iterator age, consumer errors, failed batches, keys refused, dropped events."""
 
 from __future__ import annotations
 
@@ -11,20 +11,22 @@ from tests.infra.synth import only, resources, synth
 def _alarms(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {
         next(
-            part for part in ("IteratorAge", "ConsumerErrors", "FailedBatches", "KeysRefused") if part in k
+            part
+            for part in ("IteratorAge", "ConsumerErrors", "FailedBatches", "KeysRefused", "DroppedEvents")
+            if part in k
         ): v["Properties"]
         for k, v in resources(template, "AWS::CloudWatch::Alarm").items()
     }
 
 
-def test_four_alarms_with_justified_thresholds_publish_to_the_topic() -> None:
+def test_five_alarms_with_justified_thresholds_publish_to_the_topic() -> None:
     # GIVEN the stack with the built-in consumer
     _, template, _ = synth(stream="new-and-old")
     alarms = _alarms(template)
     topic_id = next(iter(resources(template, "AWS::SNS::Topic")))
     function_ref = {"Ref": next(iter(resources(template, "AWS::Lambda::Function")))}
     # THEN each alarm watches the right metric with the documented threshold
-    assert set(alarms) == {"IteratorAge", "ConsumerErrors", "FailedBatches", "KeysRefused"}
+    assert set(alarms) == {"IteratorAge", "ConsumerErrors", "FailedBatches", "KeysRefused", "DroppedEvents"}
     age = alarms["IteratorAge"]
     assert (age["Namespace"], age["MetricName"], age["Statistic"]) == ("AWS/Lambda", "IteratorAge", "Maximum")
     assert age["Dimensions"] == [{"Name": "FunctionName", "Value": function_ref}]
@@ -44,6 +46,15 @@ def test_four_alarms_with_justified_thresholds_publish_to_the_topic() -> None:
         {"Name": "service", "Value": names.SERVICE_NAME},
         {"Name": "table", "Value": "items-dev"},
     ]
+    # the mapping's own metrics (MetricsConfig EventCount): any record dropped without being kept
+    dropped = alarms["DroppedEvents"]
+    assert (dropped["Namespace"], dropped["MetricName"], dropped["Threshold"]) == (
+        "AWS/Lambda",
+        "DroppedEventCount",
+        1,
+    )
+    mapping_id = next(iter(resources(template, "AWS::Lambda::EventSourceMapping")))
+    assert dropped["Dimensions"] == [{"Name": "EventSourceMappingUUID", "Value": {"Ref": mapping_id}}]
     for alarm in alarms.values():
         assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
         assert alarm["TreatMissingData"] == "notBreaching"
@@ -65,6 +76,11 @@ def test_topic_enforces_tls() -> None:
 def test_no_alarms_without_the_builtin_consumer() -> None:
     _, template, _ = synth()
     assert resources(template, "AWS::CloudWatch::Alarm") == {}
+
+
+def test_no_dropped_events_alarm_without_the_mapping_metrics() -> None:
+    _, template, _ = synth(stream="new-and-old", mapping_metrics="off")
+    assert set(_alarms(template)) == {"IteratorAge", "ConsumerErrors", "FailedBatches", "KeysRefused"}
 
 
 def test_each_environment_alarms_on_its_own_series_only() -> None:
