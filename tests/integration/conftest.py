@@ -67,5 +67,30 @@ def flat_stack(deploy: Callable[..., lt.Deployed]) -> lt.Deployed:
 
 
 @pytest.fixture(scope="session")
-def full_stack(deploy: Callable[..., lt.Deployed]) -> lt.Deployed:
-    return deploy(lt.FULL)
+def _full_stack_holder() -> dict[str, lt.Deployed]:
+    return {}
+
+
+@pytest.fixture
+def full_stack(
+    local_aws: lt.LocalAWS, deploy: Callable[..., lt.Deployed], _full_stack_holder: dict[str, lt.Deployed]
+) -> lt.Deployed:
+    """The full shape, deployed once and again only if a test destroyed it (test_destroy_removes_everything does).
+
+    A redeployed stack has new physical names (its buckets), so the outputs are those of the live incarnation.
+    """
+    current = _full_stack_holder.get("stack")
+    if current is None or not _stack_is_live(local_aws, current.name):
+        _full_stack_holder["stack"] = deploy(lt.FULL)
+    return _full_stack_holder["stack"]
+
+
+def _stack_is_live(local_aws: lt.LocalAWS, name: str) -> bool:
+    cfn = local_aws.client("cloudformation")
+    try:
+        stacks = cfn.describe_stacks(StackName=name)["Stacks"]
+    except (
+        cfn.exceptions.ClientError
+    ):  # "Stack with id ... does not exist", as AWS answers for a deleted stack
+        return False
+    return bool(stacks) and stacks[0]["StackStatus"] != "DELETE_COMPLETE"
