@@ -67,6 +67,14 @@ KMS_KEY_ARN_RE = re.compile(
     r"(mrk-[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$"
 )
 
+# kinesis: Kinesis Data Streams for DynamoDB. "on": the stack creates an on-demand stream; or a stream's ARN.
+KINESIS_STREAM_ARN_RE = re.compile(
+    r"^arn:aws[a-zA-Z-]*:kinesis:[a-z0-9-]+:\d{12}:stream/[A-Za-z0-9_.-]{1,128}$"
+)
+SOURCE_DYNAMODB, SOURCE_KINESIS = "dynamodb", "kinesis"  # consumer_source: what the mapping reads
+CONSUMER_SOURCES = (SOURCE_DYNAMODB, SOURCE_KINESIS)
+KINESIS_RETENTION_HOURS = 24  # the created stream's retention (Kinesis's minimum and default)
+
 TABLE_BASE_RE = re.compile(r"^[a-z0-9-]+$")
 # DynamoDB allows 3..255 characters; the stack name (``doctable-<table>``) is the tighter bound: 128.
 STACK_PREFIX = "doctable-"
@@ -141,6 +149,8 @@ KNOB_DEFAULTS: dict[str, str] = {
     "encryption": "aws-owned",
     "kms_key": "",
     "resource_policy": "off",
+    "kinesis": "off",
+    "consumer_source": "dynamodb",
 }
 
 
@@ -190,6 +200,8 @@ class DocTableConfig:
     encryption: str
     kms_key: str  # empty: with customer-managed encryption the stack creates the key
     resource_policy: str  # "off" or the path of the table's resource policy document
+    kinesis: str  # "off", "on" (the stack creates the stream) or the ARN of a stream of yours
+    consumer_source: str  # dynamodb | kinesis: the stream the mapping reads
 
     # ---- derived facts: every downstream decision reads these, never the raw strings ----
     @property
@@ -232,6 +244,24 @@ class DocTableConfig:
     @property
     def has_mapping(self) -> bool:
         return self.builtin_consumer or self.borrowed_consumer_arn is not None
+
+    @property
+    def has_kinesis(self) -> bool:
+        """Table changes are also written to a Kinesis data stream (Kinesis Data Streams for DynamoDB)."""
+        return self.kinesis != OFF
+
+    @property
+    def creates_kinesis_stream(self) -> bool:
+        return self.kinesis == ON
+
+    @property
+    def borrowed_kinesis_arn(self) -> str | None:
+        return self.kinesis if self.kinesis.startswith("arn:") else None
+
+    @property
+    def reads_kinesis(self) -> bool:
+        """The mapping reads the Kinesis data stream instead of the table's DynamoDB stream."""
+        return self.has_mapping and self.consumer_source == SOURCE_KINESIS
 
     @property
     def pitr_by_default(self) -> bool:
@@ -472,12 +502,31 @@ def resolve_config(
         problems.append(
             f"consumer={consumer!r} is not allowed; allowed values: auto|builtin|none|<Lambda function ARN>"
         )
+    kinesis = raw["kinesis"] or OFF
+    if kinesis not in ONOFF and not KINESIS_STREAM_ARN_RE.match(kinesis):
+        problems.append(
+            f"kinesis={kinesis!r} is not allowed; allowed values: off|on|"
+            "arn:aws:kinesis:<region>:<account>:stream/<name>"
+        )
+    source = _enum(problems, "consumer_source", raw["consumer_source"], CONSUMER_SOURCES)
+    # The consumer's source: the table's DynamoDB stream, or the Kinesis data stream.
+    has_source = kinesis != OFF if source == SOURCE_KINESIS else stream in STREAM_VIEW_TYPES
     if consumer == CONSUMER_AUTO:
-        consumer = CONSUMER_BUILTIN if stream in STREAM_VIEW_TYPES else NONE
-    elif consumer != NONE and stream == NONE:
+        consumer = CONSUMER_BUILTIN if has_source else NONE
+    elif consumer != NONE and not has_source and source == SOURCE_DYNAMODB:
         problems.append(
             f"consumer={consumer!r} set but stream=none — enable the stream (stream=new-and-old) "
             "or unset the consumer (consumer=none)"
+        )
+    if source == SOURCE_KINESIS and kinesis == OFF:
+        problems.append(
+            "consumer_source='kinesis' set but kinesis='off' — the consumer reads the Kinesis data stream: set "
+            "kinesis=on (the stack creates it) or kinesis=<stream ARN>, or consumer_source=dynamodb"
+        )
+    elif source == SOURCE_KINESIS and consumer == NONE:
+        problems.append(
+            "consumer_source='kinesis' set but consumer='none' — no mapping reads any stream; "
+            "set consumer=builtin|<Lambda function ARN> or consumer_source=dynamodb"
         )
 
     blob_bucket = raw["blob_bucket"]
@@ -558,6 +607,7 @@ def resolve_config(
         **mapping_options,
         **table_options,
         encryption=encryption, kms_key=kms_key, resource_policy=resource_policy,
+        kinesis=kinesis, consumer_source=source,
     )  # fmt: skip
 
 

@@ -285,6 +285,29 @@ knob_case(
     id="contradiction-events-cleanup-without-the-builtin-consumer",
 )
 
+# Kinesis Data Streams for DynamoDB, and which stream the mapping reads.
+knob_case(
+    "kinesis",
+    "my-stream",
+    ["kinesis='my-stream' is not allowed", "off|on|arn:aws:kinesis:<region>:<account>:stream/<name>"],
+)
+knob_case("consumer_source", "sqs", ["consumer_source='sqs'", "allowed values: dynamodb|kinesis"])
+knob_case(
+    "consumer_source",
+    "kinesis",
+    ["consumer_source='kinesis' set but kinesis='off'", "set kinesis=on"],
+    label="`consumer_source=kinesis` with `kinesis=off` (contradiction)",
+    id="contradiction-kinesis-source-without-kinesis",
+)
+knob_case(
+    "consumer_source",
+    "kinesis",
+    ["consumer_source='kinesis' set but consumer='none'", "consumer_source=dynamodb"],
+    context={"kinesis": "on", "consumer": "none", "consumer_source": "kinesis"},
+    label="`consumer_source=kinesis` with `consumer=none` (contradiction)",
+    id="contradiction-kinesis-source-without-a-consumer",
+)
+
 # Encryption at rest and the table's resource policy.
 knob_case("encryption", "kms", ["encryption='kms'", "allowed values: aws-owned|aws-managed|customer-managed"])
 knob_case(
