@@ -9,6 +9,7 @@ from pathlib import Path
 from aws_cdk import CfnElement, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kinesis as kinesis_
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
@@ -18,7 +19,7 @@ from constructs import Construct
 from contract import names
 from contract.knobs import PROJECT_ROOT, DocTableConfig
 from contract.shape import mapping_shape
-from infra import encryption
+from infra import encryption, kinesis
 from infra.nag import acknowledge
 
 FUNCTIONS_DIR = PROJECT_ROOT / "functions"
@@ -29,12 +30,26 @@ RUNTIME = lambda_.Runtime.PYTHON_3_13  # names.LAMBDA_RUNTIME (a test checks the
 
 
 class StreamConsumer(Construct):
-    """Wires the table's stream to the built-in consumer (or a borrowed function) with AWS's retry semantics."""
+    """Wires the table's stream (its DynamoDB stream, or the Kinesis data stream with consumer_source=kinesis) to
+    the built-in consumer (or a borrowed function) with AWS's retry semantics."""
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, config: DocTableConfig, table: dynamodb.Table
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: DocTableConfig,
+        table: dynamodb.Table,
+        change_stream: kinesis_.IStream | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        if config.reads_kinesis:
+            assert change_stream is not None
+            self.source_arn = change_stream.stream_arn
+        else:
+            assert table.table_stream_arn is not None
+            self.source_arn = table.table_stream_arn
+        self._change_stream = change_stream if config.reads_kinesis else None
         removal = RemovalPolicy.RETAIN if config.retain_on_delete else RemovalPolicy.DESTROY
         # The buckets follow the table's encryption (infra/encryption.py), under its customer managed key if any.
         self._bucket_encryption = encryption.bucket_encryption(config)
@@ -92,20 +107,27 @@ class StreamConsumer(Construct):
     # ------------------------------------------------------------------------------------------------ role
     def _build_policy(self, config: DocTableConfig, role: iam.Role, table: dynamodb.Table) -> iam.Policy:
         """One statement per resource; the two `*` statements are for actions that have no resource type."""
-        assert self.blob_bucket is not None and self.log_group is not None and table.table_stream_arn
+        assert self.blob_bucket is not None and self.log_group is not None
         blob_objects = self.blob_bucket.arn_for_objects(f"{config.blob_root}*")
+        if self._change_stream is not None:
+            # The Kinesis data stream alone; no DynamoDB stream action (with stream=none there is none to read).
+            source = kinesis.read_statements(self._change_stream, self._change_stream.encryption_key)
+        else:
+            source = [
+                iam.PolicyStatement(
+                    sid="ReadOwnStream",
+                    actions=["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"],
+                    resources=[self.source_arn],
+                ),
+                iam.PolicyStatement(sid="ListStreams", actions=["dynamodb:ListStreams"], resources=["*"]),
+            ]
         statements = [
             iam.PolicyStatement(
                 sid="WriteOwnLogs",
                 actions=["logs:CreateLogStream", "logs:PutLogEvents"],
                 resources=[self.log_group.log_group_arn],
             ),
-            iam.PolicyStatement(
-                sid="ReadOwnStream",
-                actions=["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"],
-                resources=[table.table_stream_arn],
-            ),
-            iam.PolicyStatement(sid="ListStreams", actions=["dynamodb:ListStreams"], resources=["*"]),
+            *source,
             # GetObject: the HEAD that observes a dropped blob's ETag and LastModified, which a conditional delete
             # with an ETag needs besides DeleteObject.
             iam.PolicyStatement(
@@ -149,12 +171,19 @@ class StreamConsumer(Construct):
             else f"<{stack.resolve(stack.get_logical_id(self._cfn(self.blob_bucket)))}.Arn>"
         )
         failure_arn = f"<{stack.resolve(stack.get_logical_id(self._cfn(self.failure_bucket)))}.Arn>"
+        findings = (
+            [
+                (
+                    "Resource::*",
+                    "dynamodb:ListStreams has no resource type; every other stream action is on the "
+                    "table's own stream ARN.",
+                )
+            ]
+            if self._change_stream is None
+            else []
+        )
         for finding, reason in (
-            (
-                "Resource::*",
-                "dynamodb:ListStreams has no resource type; every other stream action is on the "
-                "table's own stream ARN.",
-            ),
+            *findings,
             (
                 f"Resource::{blob_arn}/{config.blob_root}*",
                 "DeleteObject (and GetObject, for the HEAD a conditional delete needs) must reach any blob key a "
@@ -242,7 +271,12 @@ class StreamConsumer(Construct):
         policy: iam.Policy | None,
     ) -> lambda_.CfnEventSourceMapping:
         shape = mapping_shape(config)
-        assert table.table_stream_arn is not None and shape is not None
+        assert shape is not None
+        # A Kinesis record carries the DynamoDB change record base64-encoded under `data`, where Lambda's
+        # filter patterns address it.
+        patterns = (
+            kinesis.filter_patterns(shape.filter_patterns) if config.reads_kinesis else shape.filter_patterns
+        )
         target = function_name
         if self.function is not None:
             # Lambda allows one mapping per stream and function ARN (qualifier included), and CloudFormation
@@ -261,7 +295,7 @@ class StreamConsumer(Construct):
             self,
             "Mapping",
             function_name=target,
-            event_source_arn=table.table_stream_arn,
+            event_source_arn=self.source_arn,
             starting_position=shape.starting_position,
             batch_size=shape.batch_size,
             maximum_batching_window_in_seconds=shape.batching_window,
@@ -274,11 +308,9 @@ class StreamConsumer(Construct):
             # events=cleanup: Lambda drops the records no pattern matches (not retried, not billed as
             # invocations) and moves past them; verify's nudge is a REMOVE so that it still reaches the consumer.
             filter_criteria=lambda_.CfnEventSourceMapping.FilterCriteriaProperty(
-                filters=[
-                    lambda_.CfnEventSourceMapping.FilterProperty(pattern=p) for p in shape.filter_patterns
-                ]
+                filters=[lambda_.CfnEventSourceMapping.FilterProperty(pattern=p) for p in patterns]
             )
-            if shape.filter_patterns
+            if patterns
             else None,
             metrics_config=lambda_.CfnEventSourceMapping.MetricsConfigProperty(metrics=list(shape.metrics))
             if shape.metrics

@@ -44,9 +44,17 @@ class DocTableStack(Stack):
         if config.has_stream:
             assert table.table_stream_arn is not None
             self._output(names.OUT_STREAM_ARN, table.table_stream_arn, "The NEW_AND_OLD_IMAGES stream's ARN")
+        if doc_table.change_stream is not None:
+            self._output(
+                names.OUT_KINESIS_STREAM_ARN,
+                doc_table.change_stream.stream_arn,
+                "The Kinesis data stream the table's changes are written to",
+            )
         self.consumer: StreamConsumer | None = None
         if config.has_mapping:
-            self.consumer = StreamConsumer(self, names.ID_CONSUMER, config=config, table=table)
+            self.consumer = StreamConsumer(
+                self, names.ID_CONSUMER, config=config, table=table, change_stream=doc_table.change_stream
+            )
             self._output(names.OUT_MAPPING_UUID, self.consumer.mapping.ref, "The event-source mapping's UUID")
             self._output(
                 names.OUT_FAILURE_BUCKET,

@@ -12,7 +12,7 @@ from constructs import Construct
 from contract import names
 from contract.knobs import DocTableConfig
 from contract.shape import TableShape, table_shape
-from infra import encryption
+from infra import encryption, kinesis
 from infra.nag import acknowledge
 
 ATTRIBUTE_TYPES = {"S": dynamodb.AttributeType.STRING}
@@ -27,6 +27,8 @@ class DocumentTable(Construct):
         self.encryption_key = encryption.table_key(self, config)
         self._encryption = encryption.table_encryption(config)
         self._resource_policy = encryption.table_resource_policy(self, config)
+        # Created before the table, which names it in its KinesisStreamSpecification.
+        self.change_stream = kinesis.change_stream(self, config, self.encryption_key)
         self.table = self._build_table(
             self.shape, retain=config.retain_on_delete, env=config.env, pitr_by_default=config.pitr_by_default
         )
@@ -49,6 +51,11 @@ class DocumentTable(Construct):
             sort_key=attribute(shape.sort_key),
             billing_mode=dynamodb.BillingMode(shape.billing_mode),
             stream=dynamodb.StreamViewType(shape.stream_view_type) if shape.stream_view_type else None,
+            kinesis_stream=self.change_stream,
+            # Epoch milliseconds in each Kinesis record's dynamodb.ApproximateCreationDateTime (the consumer's unit).
+            kinesis_precision_timestamp=dynamodb.ApproximateCreationDateTimePrecision.MILLISECOND
+            if self.change_stream is not None
+            else None,
             time_to_live_attribute=shape.ttl_attribute,
             # Explicit either way, so turning the knob off on a live table really turns PITR off.
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(

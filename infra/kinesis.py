@@ -1,0 +1,89 @@
+"""Kinesis Data Streams for DynamoDB: the data stream the table writes its changes to (``kinesis`` knob), the
+grants of a consumer reading it, and the mapping's filter patterns rewritten for Kinesis records.
+
+`kinesis=on`: an on-demand stream of the stack's own, retained for KINESIS_RETENTION_HOURS, encrypted under the
+stack's customer managed key (`encryption=customer-managed`) or else the AWS managed `alias/aws/kinesis`, kept
+or deleted with the table. `kinesis=<stream ARN>`: a stream of yours, referenced and never modified.
+"""
+
+from __future__ import annotations
+
+import json
+
+from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kinesis as kinesis
+from aws_cdk import aws_kms as kms
+from constructs import Construct
+
+from contract import names
+from contract.knobs import KINESIS_RETENTION_HOURS, DocTableConfig
+from infra.nag import acknowledge
+
+# What a Lambda event-source mapping needs to read one stream (shared-throughput and enhanced fan-out reads);
+# kinesis:ListStreams (no resource type) is not needed by a mapping given the stream's ARN.
+READ_ACTIONS = (
+    "kinesis:DescribeStream",
+    "kinesis:DescribeStreamSummary",
+    "kinesis:GetRecords",
+    "kinesis:GetShardIterator",
+    "kinesis:ListShards",
+    "kinesis:SubscribeToShard",
+)
+# The key in a Kinesis record's event that filter patterns address: Lambda decodes the base64 data as JSON.
+FILTER_DATA_KEY = "data"
+
+
+def change_stream(scope: Construct, config: DocTableConfig, key: kms.IKey | None) -> kinesis.IStream | None:
+    """The stream the table's changes go to; None with kinesis=off."""
+    if not config.has_kinesis:
+        return None
+    borrowed = config.borrowed_kinesis_arn
+    if borrowed is not None:
+        return kinesis.Stream.from_stream_arn(scope, "BorrowedChangeStream", borrowed)
+    stream = kinesis.Stream(
+        scope,
+        names.ID_KINESIS_STREAM,
+        stream_mode=kinesis.StreamMode.ON_DEMAND,
+        retention_period=Duration.hours(KINESIS_RETENTION_HOURS),
+        encryption=kinesis.StreamEncryption.KMS if key is not None else kinesis.StreamEncryption.MANAGED,
+        encryption_key=key,
+        # Kept where the table is: the changes of a retained table stay readable until the retention ends.
+        removal_policy=RemovalPolicy.RETAIN if config.retain_on_delete else RemovalPolicy.DESTROY,
+    )
+    if key is None:
+        acknowledge(
+            stream,
+            "AwsSolutions::AwsSolutions-KDS3",
+            "The stream follows the `encryption` knob: without a customer managed key of the stack's own it is "
+            "encrypted with the AWS managed alias/aws/kinesis (never unencrypted); `encryption=customer-managed` "
+            "puts it under the table's key.",
+        )
+    return stream
+
+
+def read_statements(stream: kinesis.IStream, key: kms.IKey | None) -> list[iam.PolicyStatement]:
+    """Read this one stream, and decrypt its records under its customer managed key through Kinesis only."""
+    statements = [
+        iam.PolicyStatement(sid="ReadChangeStream", actions=list(READ_ACTIONS), resources=[stream.stream_arn])
+    ]
+    if key is not None:
+        statements.append(
+            iam.PolicyStatement(
+                sid="DecryptChangeStream",
+                actions=["kms:Decrypt"],
+                resources=[key.key_arn],
+                conditions={
+                    "StringEquals": {"kms:ViaService": f"kinesis.{Stack.of(stream).region}.amazonaws.com"}
+                },
+            )
+        )
+    return statements
+
+
+def filter_patterns(patterns: tuple[str, ...]) -> tuple[str, ...]:
+    """DynamoDB stream filter patterns for Kinesis records: Lambda matches them against the decoded JSON under
+    ``data``, which holds the DynamoDB change record (``eventName``, ``dynamodb.OldImage`` ...)."""
+    return tuple(
+        json.dumps({FILTER_DATA_KEY: json.loads(p)}, separators=(",", ":"), sort_keys=True) for p in patterns
+    )
