@@ -30,7 +30,7 @@ import copy
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from local.esm import get_manager
@@ -48,6 +48,8 @@ CFN_GSI_LIMIT = "Cannot perform more than one GSI creation or deletion in a sing
 TTL_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
 
 WRITE_LOCK = threading.RLock()
+# Other modules' handlers of a template's table properties: (table, properties), on create and on update.
+TEMPLATE_HANDLERS: list[Callable[[Any, dict[str, Any]], None]] = []
 _TRANSACTION = threading.local()  # .records: the stream records of the transaction in progress, else None
 _TTL = threading.local()  # .active: the TTL sweeper is deleting an item
 
@@ -101,6 +103,11 @@ def ttl_deletion() -> Iterator[None]:
         _TTL.active = False
 
 
+def in_ttl_deletion() -> bool:
+    """Whether this thread is deleting an item for the TTL service."""
+    return bool(getattr(_TTL, "active", False))
+
+
 def apply() -> None:
     _patch_stream_shard()
     _patch_writes()
@@ -133,7 +140,7 @@ def _patch_stream_shard() -> None:
             return  # DynamoDB writes no stream record for a write that changes nothing
         event_name = "INSERT" if old is None else "REMOVE" if new is None else "MODIFY"
         record = tm.StreamRecord(self.table, view, event_name, old, new, 0)  # numbered when appended
-        if new is None and getattr(_TTL, "active", False):
+        if new is None and in_ttl_deletion():
             record.record["userIdentity"] = dict(TTL_IDENTITY)
         pending = getattr(_TRANSACTION, "records", None)
         if pending is not None:  # inside TransactWriteItems: appended when (and if) it commits
@@ -343,6 +350,8 @@ def _apply_table_extras(
         backend.update_continuous_backups(table.name, spec)
     dynamodb_options.apply_template(table, properties, creating=creating)
     dynamodb_security.apply_template(table, properties)
+    for handler in TEMPLATE_HANDLERS:
+        handler(table, properties)
 
 
 def _validation(message: str) -> Exception:

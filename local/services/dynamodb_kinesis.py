@@ -1,0 +1,402 @@
+"""Kinesis Data Streams for DynamoDB, which moto 5.2.5 lacks: the four API operations, the forwarding of every
+item change into the Kinesis data stream, and ``KinesisStreamSpecification`` in templates.
+
+- Enable/Disable/Describe/UpdateKinesisStreamingDestination with AWS's shapes: Enable answers ENABLING and
+  Disable DISABLING, DescribeKinesisStreamingDestination then reports ACTIVE / DISABLED (the switch is
+  immediate); a table has one active destination (enabling a second, or the same one again, is refused);
+  a missing table or Kinesis stream is ResourceNotFoundException. DescribeTable does not list destinations.
+- Forwarding: put, update, delete (single, batch, transactions when they commit, TTL deletions with the TTL
+  service's ``userIdentity``) on a table with an ACTIVE destination put one record into the Kinesis stream, in
+  AWS's format (images always NEW_AND_OLD), whether or not the table's DynamoDB stream is enabled; a write that
+  changes nothing is not forwarded (as the DynamoDB stream writes no record for it). The partition key is
+  derived from the item's key, so one item's changes stay in order on one shard.
+- AWS::DynamoDB::Table ``KinesisStreamSpecification``: applied on create; on update added → enable, removed →
+  disable, another ARN → disable the old and enable the new, another precision → update.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import json
+import logging
+import threading
+import time
+import uuid
+from typing import Any
+
+from local.patching import Target, replace
+from local.services.dynamodb import TEMPLATE_HANDLERS, WRITE_LOCK, in_ttl_deletion
+
+log = logging.getLogger("doctable.local.dynamodb_kinesis")
+
+PRECISIONS = ("MILLISECOND", "MICROSECOND")
+ENABLE_REFUSED = (
+    "Table is not in a valid state to enable Kinesis Streaming Destination: EnableKinesisStreamingDestination "
+    "must be DISABLED"
+)
+DISABLE_REFUSED = (
+    "Table is not in a valid state to disable Kinesis Streaming Destination: DisableKinesisStreamingDestination "
+    "must be ACTIVE"
+)
+UPDATE_REFUSED = (
+    "Table is not in a valid state to update Kinesis Streaming Destination: UpdateKinesisStreamingDestination "
+    "must be ACTIVE"
+)
+SAME_PRECISION = "Invalid Request: Precision is already set to the desired value of {precision}."
+TTL_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
+
+_LOCAL = threading.local()  # .pending: forwards of the transaction in progress; .inner: inside update_item
+
+_TABLE = "moto.dynamodb.models.table"
+_MODELS = "moto.dynamodb.models"
+MOTO_TARGETS = (
+    Target(_TABLE, "Table.put_item", ("self", "item_attrs")),
+    Target(_TABLE, "Table.delete_item", ("self", "hash_key", "range_key")),
+    Target(_TABLE, "Table.get_item", ("self", "hash_key", "range_key")),
+    Target(_MODELS, "DynamoDBBackend.update_item", ("self", "table_name", "key")),
+    Target(_MODELS, "DynamoDBBackend.transact_write_items", ("self", "transact_items")),
+    Target("moto.dynamodb.responses", "DynamoHandler.dynamodb_backend"),
+    Target("moto.dynamodb.exceptions", "ResourceNotFoundException"),
+    Target("moto.dynamodb.models.dynamo_type", "DynamoType"),
+    Target("moto.kinesis.models", "kinesis_backends"),
+    Target("moto.kinesis.models", "KinesisBackend.describe_stream", ("self", "stream_arn", "stream_name")),
+    Target(
+        "moto.kinesis.models", "Stream.put_record", ("self", "partition_key", "explicit_hash_key", "data")
+    ),
+)
+
+_applied = False
+
+
+def apply() -> None:
+    global _applied
+    if _applied:
+        return
+    _applied = True
+    TEMPLATE_HANDLERS.append(apply_template)
+    _patch_handler()
+    _patch_writes()
+
+
+# --------------------------------------------------------------------------------------------- errors
+def _validation(message: str) -> Exception:
+    from moto.dynamodb.exceptions import MockValidationException
+
+    return MockValidationException(message)
+
+
+def _not_found(message: str) -> Exception:
+    from moto.dynamodb.exceptions import ResourceNotFoundException
+
+    return ResourceNotFoundException(message)
+
+
+# ------------------------------------------------------------------------------------- the destinations
+def destinations(table: Any) -> list[dict[str, Any]]:
+    """The table's destinations (every stream ever enabled, as DescribeKinesisStreamingDestination lists them)."""
+    found: list[dict[str, Any]] = getattr(table, "doctable_kinesis", None) or []
+    table.doctable_kinesis = found
+    return found
+
+
+def active(table: Any) -> dict[str, Any] | None:
+    return next((d for d in destinations(table) if d["DestinationStatus"] == "ACTIVE"), None)
+
+
+def _stream(account_id: str, region: str, arn: str) -> Any:
+    """The Kinesis stream (moto's model), None when it does not exist."""
+    from moto.kinesis.models import kinesis_backends
+
+    backend = kinesis_backends[account_id][region]
+    return next((s for s in backend.streams.values() if s.arn == arn), None)
+
+
+def _check_precision(precision: Any) -> str:
+    if precision is None:
+        return PRECISIONS[0]
+    if precision not in PRECISIONS:
+        raise _validation(
+            f"1 validation error detected: Value '{precision}' at 'approximateCreationDateTimePrecision' failed "
+            f"to satisfy constraint: Member must satisfy enum value set: [{', '.join(PRECISIONS)}]"
+        )
+    return str(precision)
+
+
+def enable(table: Any, stream_arn: str, precision: Any = None) -> dict[str, Any]:
+    precision = _check_precision(precision)
+    if _stream(table.account_id, table.region_name, stream_arn) is None:
+        raise _not_found(f"Requested resource not found: Stream: {stream_arn} not found")
+    if active(table) is not None:
+        raise _validation(ENABLE_REFUSED)  # one destination per table, and not the same one twice
+    entries = destinations(table)
+    entries[:] = [d for d in entries if d["StreamArn"] != stream_arn]
+    entry = {
+        "StreamArn": stream_arn,
+        "DestinationStatus": "ACTIVE",
+        "ApproximateCreationDateTimePrecision": precision,
+    }
+    entries.append(entry)
+    return entry
+
+
+def disable(table: Any, stream_arn: str) -> dict[str, Any]:
+    entry = next((d for d in destinations(table) if d["StreamArn"] == stream_arn), None)
+    if entry is None or entry["DestinationStatus"] != "ACTIVE":
+        raise _validation(DISABLE_REFUSED)
+    entry["DestinationStatus"] = "DISABLED"
+    return entry
+
+
+def update(table: Any, stream_arn: str, precision: Any) -> dict[str, Any]:
+    wanted = _check_precision(precision)
+    entry = next((d for d in destinations(table) if d["StreamArn"] == stream_arn), None)
+    if entry is None or entry["DestinationStatus"] != "ACTIVE":
+        raise _validation(UPDATE_REFUSED)
+    if precision is None or entry["ApproximateCreationDateTimePrecision"] == wanted:
+        raise _validation(SAME_PRECISION.format(precision=entry["ApproximateCreationDateTimePrecision"]))
+    entry["ApproximateCreationDateTimePrecision"] = wanted
+    return entry
+
+
+def apply_template(table: Any, properties: dict[str, Any]) -> None:
+    """KinesisStreamSpecification of an AWS::DynamoDB::Table, on create and on update."""
+    spec = properties.get("KinesisStreamSpecification") or {}
+    wanted = spec.get("StreamArn")
+    precision = spec.get("ApproximateCreationDateTimePrecision") or PRECISIONS[0]
+    current = active(table)
+    if current is not None and current["StreamArn"] != wanted:
+        disable(table, current["StreamArn"])
+        current = None
+    if wanted and current is None:
+        enable(table, str(wanted), precision)
+    elif current is not None and current["ApproximateCreationDateTimePrecision"] != precision:
+        update(table, current["StreamArn"], precision)
+
+
+# ------------------------------------------------------------------------------------------ forwarding
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, set):
+        return sorted(value)
+    return str(value)
+
+
+def _partition_key(keys: dict[str, Any]) -> str:
+    digest = hashlib.md5(
+        json.dumps(keys, sort_keys=True, default=_json_default).encode(), usedforsecurity=False
+    )
+    return digest.hexdigest().upper()
+
+
+def kinesis_record(table: Any, old: Any, new: Any, precision: str, ttl: bool) -> tuple[str, dict[str, Any]]:
+    """(partition key, the record as Kinesis Data Streams for DynamoDB writes it)."""
+    item = old if old is not None else new
+    keys = {table.hash_key_attr: item.hash_key.to_json()}
+    if table.range_key_attr is not None and item.range_key is not None:
+        keys[table.range_key_attr] = item.range_key.to_json()
+    now = time.time()
+    dynamodb: dict[str, Any] = {
+        "ApproximateCreationDateTime": int(now * 1_000_000)
+        if precision == "MICROSECOND"
+        else int(now * 1000),
+        "ApproximateCreationDateTimePrecision": precision,
+        "Keys": keys,
+    }
+    if new is not None:
+        dynamodb["NewImage"] = new.to_json()["Attributes"]
+    if old is not None:
+        dynamodb["OldImage"] = old.to_json()["Attributes"]
+    dynamodb["SizeBytes"] = len(json.dumps(dynamodb, default=_json_default))
+    record = {
+        "awsRegion": table.region_name,
+        "eventID": str(uuid.uuid4()),
+        "eventName": "INSERT" if old is None else "REMOVE" if new is None else "MODIFY",
+        "userIdentity": dict(TTL_IDENTITY) if ttl and new is None else None,
+        "recordFormat": "application/json",
+        "tableName": table.name,
+        "dynamodb": dynamodb,
+        "eventSource": "aws:dynamodb",
+    }
+    return _partition_key(keys), record
+
+
+def forward(table: Any, old: Any, new: Any) -> None:
+    """Put the change into the table's active destination (after the commit, inside a transaction)."""
+    destination = active(table)
+    if destination is None or (old is None and new is None):
+        return
+    if old is not None and new is not None and old == new:
+        return  # DynamoDB records nothing for a write that changes nothing
+    key, record = kinesis_record(
+        table, old, new, destination["ApproximateCreationDateTimePrecision"], in_ttl_deletion()
+    )
+    entry = (table.account_id, table.region_name, destination["StreamArn"], key, record)
+    pending = getattr(_LOCAL, "pending", None)
+    if pending is not None:
+        pending.append(entry)
+    else:
+        _put([entry])
+
+
+def _put(entries: list[tuple[str, str, str, str, dict[str, Any]]]) -> None:
+    for account_id, region, arn, key, record in entries:
+        stream = _stream(account_id, region, arn)
+        if stream is None:
+            log.warning(
+                "Kinesis destination %s is gone: a change of %s is not forwarded", arn, record["tableName"]
+            )
+            continue
+        data = base64.b64encode(json.dumps(record, default=_json_default).encode()).decode("ascii")
+        stream.put_record(key, None, data)
+
+
+def _patch_writes() -> None:
+    from moto.dynamodb import models as dm
+    from moto.dynamodb.models import table as tm
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    Table = tm.Table
+
+    def put_item(self: Any, item_attrs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        if active(self) is None or getattr(_LOCAL, "inner", False):
+            return original_put(self, item_attrs, *args, **kwargs)
+        with WRITE_LOCK:  # the old image and the forwarding order are those of the write itself
+            return _put_forwarded(self, item_attrs, *args, **kwargs)
+
+    def _put_forwarded(self: Any, item_attrs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            hash_key = DynamoType(item_attrs[self.hash_key_attr])
+            range_key = DynamoType(item_attrs[self.range_key_attr]) if self.range_key_attr else None
+            old = self.get_item(hash_key, range_key)
+        except Exception:
+            old = None  # a malformed item: moto refuses it below
+        new = original_put(self, item_attrs, *args, **kwargs)
+        forward(self, old, new)
+        return new
+
+    original_put = replace(Table, "put_item", put_item)
+
+    def delete_item(self: Any, hash_key: Any, range_key: Any) -> Any:
+        with WRITE_LOCK:
+            old = original_delete(self, hash_key, range_key)
+            if old is not None:
+                forward(self, old, None)
+            return old
+
+    original_delete = replace(Table, "delete_item", delete_item)
+
+    def update_item(self: Any, table_name: str, key: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        table = self.get_table(table_name)
+        if active(table) is None:
+            return original_update(self, table_name, key, *args, **kwargs)
+        with WRITE_LOCK:
+            return _update_forwarded(self, table, table_name, key, *args, **kwargs)
+
+    def _update_forwarded(
+        self: Any, table: Any, table_name: str, key: dict[str, Any], *args: Any, **kwargs: Any
+    ) -> Any:
+        try:
+            hash_key = DynamoType(key[table.hash_key_attr])
+            range_key = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
+            old = copy.deepcopy(table.get_item(hash_key, range_key))
+        except Exception:
+            old = None
+        _LOCAL.inner = True  # moto puts a new item's key first: one change, one record
+        try:
+            new = original_update(self, table_name, key, *args, **kwargs)
+        finally:
+            _LOCAL.inner = False
+        forward(table, old, new)
+        return new
+
+    original_update = replace(dm.DynamoDBBackend, "update_item", update_item)
+
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> Any:
+        _LOCAL.pending = []
+        try:
+            result = original_transact(self, transact_items)
+            entries = list(_LOCAL.pending)
+        finally:
+            _LOCAL.pending = None
+        _put(entries)
+        return result
+
+    original_transact = replace(dm.DynamoDBBackend, "transact_write_items", transact_write_items)
+
+
+# ------------------------------------------------------------------------------------------ the API
+def _patch_handler() -> None:
+    from moto.core.responses import ActionResult
+    from moto.dynamodb import responses as dr
+
+    Handler = dr.DynamoHandler
+
+    def _table(handler: Any) -> Any:
+        name = str(handler.body.get("TableName") or "")
+        try:
+            return handler.dynamodb_backend.get_table(name)
+        except Exception:
+            raise _not_found(f"Requested resource not found: Table: {name} not found") from None
+
+    def enable_kinesis_streaming_destination(self: Any) -> Any:
+        table = _table(self)
+        config = self.body.get("EnableKinesisStreamingConfiguration") or {}
+        entry = enable(
+            table, str(self.body.get("StreamArn") or ""), config.get("ApproximateCreationDateTimePrecision")
+        )
+        return ActionResult(
+            {
+                "TableName": table.name,
+                "StreamArn": entry["StreamArn"],
+                "DestinationStatus": "ENABLING",
+                "EnableKinesisStreamingConfiguration": {
+                    "ApproximateCreationDateTimePrecision": entry["ApproximateCreationDateTimePrecision"]
+                },
+            }
+        )
+
+    def disable_kinesis_streaming_destination(self: Any) -> Any:
+        table = _table(self)
+        entry = disable(table, str(self.body.get("StreamArn") or ""))
+        return ActionResult(
+            {
+                "TableName": table.name,
+                "StreamArn": entry["StreamArn"],
+                "DestinationStatus": "DISABLING",
+                "EnableKinesisStreamingConfiguration": {
+                    "ApproximateCreationDateTimePrecision": entry["ApproximateCreationDateTimePrecision"]
+                },
+            }
+        )
+
+    def update_kinesis_streaming_destination(self: Any) -> Any:
+        table = _table(self)
+        config = self.body.get("UpdateKinesisStreamingConfiguration") or {}
+        entry = update(
+            table, str(self.body.get("StreamArn") or ""), config.get("ApproximateCreationDateTimePrecision")
+        )
+        return ActionResult(
+            {
+                "TableName": table.name,
+                "StreamArn": entry["StreamArn"],
+                "DestinationStatus": "UPDATING",
+                "UpdateKinesisStreamingConfiguration": {
+                    "ApproximateCreationDateTimePrecision": entry["ApproximateCreationDateTimePrecision"]
+                },
+            }
+        )
+
+    def describe_kinesis_streaming_destination(self: Any) -> Any:
+        table = _table(self)
+        return ActionResult(
+            {"TableName": table.name, "KinesisDataStreamDestinations": [dict(d) for d in destinations(table)]}
+        )
+
+    # Actions moto lacks: its handler dispatches an X-Amz-Target to the method of the same snake_case name.
+    replace(Handler, "enable_kinesis_streaming_destination", enable_kinesis_streaming_destination)
+    replace(Handler, "disable_kinesis_streaming_destination", disable_kinesis_streaming_destination)
+    replace(Handler, "update_kinesis_streaming_destination", update_kinesis_streaming_destination)
+    replace(Handler, "describe_kinesis_streaming_destination", describe_kinesis_streaming_destination)

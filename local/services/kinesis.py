@@ -1,0 +1,148 @@
+"""Kinesis Data Streams: AWS::Kinesis::Stream as CloudFormation creates it, and records read by local/esm.py.
+
+moto's stream model drops StreamModeDetails, StreamEncryption and the ``Name`` in templates (and replaces a
+stream when a template names a ``BucketName``); here a template's stream is created with its mode (ON_DEMAND:
+moto's four shards), its encryption (``KMS`` with the key as given, reported by DescribeStream and
+DescribeStreamSummary), its retention period and tags, updated in place (mode, encryption, retention, shard
+count, tags) or replaced when its name changes. A record put into a stream wakes the event-source mapping
+pollers; moto's own delivery to Lambda (from inside PutRecord) is switched off in local/services/mappings.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from local.patching import Target, replace, tags_dict
+
+_MODELS = "moto.kinesis.models"
+MOTO_TARGETS = (
+    Target(_MODELS, "Stream.put_record", ("self", "partition_key", "explicit_hash_key", "data")),
+    Target(_MODELS, "Stream.to_json", ("self", "shard_limit")),
+    Target(_MODELS, "Stream.to_json_summary", ("self",)),
+    Target(_MODELS, "Stream.create_from_cloudformation_json"),
+    Target(_MODELS, "Stream.update_from_cloudformation_json"),
+    Target(_MODELS, "Stream.update_shard_count", ("self", "target_shard_count")),
+    Target(_MODELS, "kinesis_backends"),
+    Target(
+        _MODELS,
+        "KinesisBackend.create_stream",
+        ("self", "stream_name", "shard_count", "stream_mode", "retention_period_hours"),
+    ),
+    Target(_MODELS, "KinesisBackend.delete_stream", ("self", "stream_arn", "stream_name")),
+)
+
+ON_DEMAND = "ON_DEMAND"
+ON_DEMAND_SHARDS = 4  # moto's fixed count; AWS starts an on-demand stream with 4 shards and scales them
+
+
+def apply() -> None:
+    _patch_put_record()
+    _patch_descriptions()
+    _patch_cloudformation()
+
+
+def _patch_put_record() -> None:
+    from moto.kinesis import models as km
+
+    def put_record(self: Any, partition_key: str, explicit_hash_key: Any, data: str) -> tuple[str, str]:
+        self.lambda_event_source_mappings.clear()  # moto's delivery: local/esm.py's pollers deliver instead
+        result = original(self, partition_key, explicit_hash_key, data)
+        from local.esm import get_manager
+
+        with contextlib.suppress(RuntimeError):  # no mapping manager: moto used without the server
+            get_manager().wake()
+        return result  # type: ignore[no-any-return]
+
+    original = replace(km.Stream, "put_record", put_record)
+
+
+def _patch_descriptions() -> None:
+    from moto.kinesis import models as km
+
+    def to_json(self: Any, shard_limit: int | None = None) -> dict[str, Any]:
+        result = original_json(self, shard_limit)
+        body = result["StreamDescription"]
+        body["StreamModeDetails"] = dict(self.stream_mode)
+        if body.get("KeyId") is None:
+            body.pop("KeyId", None)  # AWS reports no KeyId for an unencrypted stream
+        return result  # type: ignore[no-any-return]
+
+    original_json = replace(km.Stream, "to_json", to_json)
+
+    def to_json_summary(self: Any) -> dict[str, Any]:
+        result = original_summary(self)
+        body = result["StreamDescriptionSummary"]
+        body["OpenShardCount"] = len([s for s in self.shards.values() if s.is_open])
+        if body.get("KeyId") is None:
+            body.pop("KeyId", None)
+        return result  # type: ignore[no-any-return]
+
+    original_summary = replace(km.Stream, "to_json_summary", to_json_summary)
+
+
+def _encryption(stream: Any, spec: dict[str, Any] | None) -> None:
+    if spec and spec.get("EncryptionType", "NONE") != "NONE":
+        stream.encryption_type = str(spec["EncryptionType"])
+        stream.key_id = spec.get("KeyId")
+    else:
+        stream.encryption_type = "NONE"
+        stream.key_id = None
+
+
+def _mode(properties: dict[str, Any]) -> dict[str, str]:
+    details = properties.get("StreamModeDetails") or {}
+    return {"StreamMode": str(details.get("StreamMode") or "PROVISIONED")}
+
+
+def _patch_cloudformation() -> None:
+    from moto.kinesis import models as km
+
+    Stream = km.Stream
+
+    def create_from_cloudformation_json(
+        cls: Any, resource_name: str, cloudformation_json: dict[str, Any], account_id: str, region_name: str,
+        **kwargs: Any,
+    ) -> Any:  # fmt: skip
+        properties = cloudformation_json.get("Properties", {}) or {}
+        name = str(properties.get("Name") or resource_name)
+        mode = _mode(properties)
+        backend = km.kinesis_backends[account_id][region_name]
+        stream = backend.create_stream(
+            name,
+            int(properties.get("ShardCount", 1)) if mode["StreamMode"] != ON_DEMAND else ON_DEMAND_SHARDS,
+            stream_mode=mode,
+            retention_period_hours=int(properties.get("RetentionPeriodHours", 24)),
+        )
+        _encryption(stream, properties.get("StreamEncryption"))
+        stream.tags = tags_dict(properties.get("Tags"))
+        return stream
+
+    replace(Stream, "create_from_cloudformation_json", classmethod(create_from_cloudformation_json))
+
+    def update_from_cloudformation_json(
+        cls: Any, original_resource: Any, new_resource_name: str, cloudformation_json: dict[str, Any],
+        account_id: str, region_name: str,
+    ) -> Any:  # fmt: skip
+        properties = cloudformation_json.get("Properties", {}) or {}
+        stream = original_resource
+        if properties.get("Name") and properties["Name"] != stream.stream_name:
+            # A new name replaces the stream (its records do not move), as on AWS.
+            new = cls.create_from_cloudformation_json(
+                properties["Name"], cloudformation_json, account_id, region_name
+            )
+            km.kinesis_backends[account_id][region_name].delete_stream(None, stream.stream_name)
+            return new
+        mode = _mode(properties)
+        if mode != stream.stream_mode:
+            stream.stream_mode = mode
+        if mode["StreamMode"] != ON_DEMAND and "ShardCount" in properties:
+            wanted = int(properties["ShardCount"])
+            if wanted != len([s for s in stream.shards.values() if s.is_open]):
+                stream.update_shard_count(wanted)
+        stream.retention_period_hours = int(properties.get("RetentionPeriodHours", 24))
+        _encryption(stream, properties.get("StreamEncryption"))
+        stream.tags = tags_dict(properties.get("Tags"))
+        return stream
+
+    replace(Stream, "update_from_cloudformation_json", classmethod(update_from_cloudformation_json))
