@@ -201,10 +201,27 @@ class StreamPoller(threading.Thread):
         found = self.shard(esm)
         if found is None:
             return POLL_SECONDS
-        _, shard = found
+        return self.poll_shard(esm, found[1])
+
+    # ---- a source's shards: DynamoDB's here, Kinesis's in local/esm_kinesis.py ----
+    BATCH_INFO = "DDBStreamBatchInfo"  # the on-failure record's key for the batch
+
+    def shard_id(self, shard: Any) -> str:
+        return str(shard.id)
+
+    def shard_start(self, shard: Any) -> int:
+        """The first sequence number a shard holds."""
+        return int(shard.starting_sequence_number)
+
+    def shard_end(self, shard: Any) -> int:
+        """The sequence number the shard's next record will get."""
+        return int(shard.starting_sequence_number + len(shard.items))
+
+    def poll_shard(self, esm: Any, shard: Any) -> float:
+        """Deliver what is due from one shard from ``status.checkpoint``; how long to sleep before looking again."""
         if self.status.checkpoint is None:
-            self.status.checkpoint = shard.starting_sequence_number
-        end = shard.starting_sequence_number + len(shard.items)
+            self.status.checkpoint = self.shard_start(shard)
+        end = self.shard_end(shard)
         available = end - self.status.checkpoint
         if available <= 0:
             self.status.window_started = None
@@ -231,6 +248,19 @@ class StreamPoller(threading.Thread):
                 self.status.checkpoint = max(self.status.checkpoint, records[-1].seq + 1)
         return 0.0 if end - self.status.checkpoint > 0 else POLL_SECONDS
 
+    def position(self) -> tuple[str | None, str | None, int | None]:
+        """(checkpoint, end of the shard, records pending) for ``MappingManager.progress``."""
+        esm = self.mapping()
+        found = self.shard(esm) if esm is not None else None
+        end = self.shard_end(found[1]) if found else None
+        checkpoint = self.status.checkpoint
+        pending = (end - checkpoint) if end is not None and checkpoint is not None else None
+        return (
+            str(checkpoint) if checkpoint is not None else None,
+            str(end) if end is not None else None,
+            pending,
+        )
+
     def _filtered(self, esm: Any, records: list[Record]) -> list[Record]:
         """The records the mapping's filters pass (all without filters); counts what was polled and dropped."""
         try:
@@ -240,7 +270,11 @@ class StreamPoller(threading.Thread):
         kept = records
         if patterns:
             events = self._event(records, esm)["Records"]
-            kept = [r for r, e in zip(records, events, strict=True) if filtering.passes(patterns, e)]
+            kept = [
+                r
+                for r, e in zip(records, events, strict=True)
+                if filtering.passes(patterns, filtering.view(e))
+            ]
         self.status.filtered_out += len(records) - len(kept)
         self._count(esm, PolledEventCount=len(records), FilteredOutEventCount=len(records) - len(kept))
         return kept
@@ -386,8 +420,8 @@ class StreamPoller(threading.Thread):
             "responseContext": {"statusCode": 200, "executedVersion": "$LATEST"},
             "version": "1.0",
             "timestamp": iso_ms(now.timestamp()),
-            "DDBStreamBatchInfo": {
-                "shardId": shard.id,
+            self.BATCH_INFO: {
+                "shardId": self.shard_id(shard),
                 "startSequenceNumber": str(records[0].seq),
                 "endSequenceNumber": str(records[-1].seq),
                 "approximateArrivalOfFirstRecord": iso_ms(records[0].created),
@@ -427,7 +461,7 @@ class StreamPoller(threading.Thread):
         bucket = arn.split(":::", 1)[1].split("/", 1)[0]
         body = dict(record)
         body["payload"] = json.dumps(self._event(records, esm))
-        key = f"aws/lambda/{esm.uuid}/{shard.id}/{now:%Y/%m/%d}/{now:%Y-%m-%dT%H.%M.%S}-{uuid.uuid4()}"
+        key = f"aws/lambda/{esm.uuid}/{self.shard_id(shard)}/{now:%Y/%m/%d}/{now:%Y-%m-%dT%H.%M.%S}-{uuid.uuid4()}"
         service_roles.check_failure_write(esm, bucket, key)  # Lambda writes as the function's role
         s3_backends[self.account_id]["aws"].put_object(bucket, key, json.dumps(body).encode("utf-8"))
 
@@ -475,10 +509,13 @@ class MappingManager:
                 self.cond.wait(timeout)
             poller.seen_generation = self.generation
 
-    def start(self, esm: Any) -> None:
-        if esm.event_source_arn.split(":")[2] != "dynamodb":
-            return
-        poller = StreamPoller(self, esm.account_id, esm.region, esm.uuid)
+    def start(self, esm: Any, poller_class: type[StreamPoller] | None = None) -> None:
+        """Start the mapping's poller: ``poller_class`` (a DynamoDB stream's StreamPoller by default)."""
+        if poller_class is None:
+            if esm.event_source_arn.split(":")[2] != "dynamodb":
+                return
+            poller_class = StreamPoller
+        poller = poller_class(self, esm.account_id, esm.region, esm.uuid)
         poller.initialise(esm)
         with self.lock:
             old = self.pollers.pop(esm.uuid, None)
@@ -503,15 +540,12 @@ class MappingManager:
             pollers = list(self.pollers.items())
         out: dict[str, dict[str, Any]] = {}
         for mapping_uuid, poller in pollers:
-            esm = poller.mapping()
-            found = poller.shard(esm) if esm is not None else None
-            end = found[1].starting_sequence_number + len(found[1].items) if found else None
-            checkpoint = poller.status.checkpoint
+            checkpoint, end, pending = poller.position()
             out[mapping_uuid] = {
                 "state": poller.status.state,
-                "checkpoint": str(checkpoint) if checkpoint is not None else None,
-                "shard_end": str(end) if end is not None else None,
-                "pending": (end - checkpoint) if end is not None and checkpoint is not None else None,
+                "checkpoint": checkpoint,
+                "shard_end": end,
+                "pending": pending,
                 "polls": poller.status.polls,
                 "invocations": poller.status.invocations,
                 "filtered_out": poller.status.filtered_out,

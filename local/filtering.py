@@ -10,11 +10,14 @@ among ``<``, ``<=``, ``>``, ``>=``), ``{"exists": bool}``, ``{"anything-but": va
 ORs whole sub-patterns; the filters of one mapping are ORed (a record passes if any filter matches).
 
 Matching follows the event's JSON: an array in the record is matched element by element (a rule holds if it
-holds for any element), and only leaves (not objects) exist for ``exists``.
+holds for any element), and only leaves (not objects) exist for ``exists``. A Kinesis record's ``data`` is
+matched as Lambda matches it (``view``): base64-decoded and parsed as JSON, the string itself when it is not JSON.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -262,3 +265,19 @@ def matches(pattern: Mapping[str, Any], record: Mapping[str, Any]) -> bool:
 def passes(patterns: list[dict[str, Any]], record: Mapping[str, Any]) -> bool:
     """A record passes a mapping's filters when there are none or any one of them matches."""
     return not patterns or any(matches(pattern, record) for pattern in patterns)
+
+
+def view(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The record as a filter sees it: a Kinesis record's base64 ``data`` decoded (JSON parsed when it is JSON)."""
+    kinesis = record.get("kinesis")
+    if not isinstance(kinesis, Mapping) or not isinstance(kinesis.get("data"), str):
+        return record
+    try:
+        text = base64.b64decode(kinesis["data"], validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return record
+    try:
+        data: Any = json.loads(text)
+    except ValueError:
+        data = text
+    return {**record, "kinesis": {**kinesis, "data": data}}

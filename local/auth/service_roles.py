@@ -12,6 +12,14 @@ from typing import Any
 from local.auth import principals
 
 STREAM_ACTIONS = ("dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:DescribeStream")
+# What Lambda's pollers call on a Kinesis data stream (shared-throughput consumer), on the stream's ARN.
+KINESIS_ACTIONS = (
+    "kinesis:GetRecords",
+    "kinesis:GetShardIterator",
+    "kinesis:DescribeStream",
+    "kinesis:DescribeStreamSummary",
+    "kinesis:ListShards",
+)
 SESSION = "lambda-esm"
 
 
@@ -27,14 +35,42 @@ def function_role(account_id: str, region: str, function_arn: str) -> str:
 
 def stream_access_refusal(role: str, stream_arn: str) -> str | None:
     """AWS's message when ``role`` lacks an action a mapping reads its stream with; None if it has them all."""
-    checks = [(action, stream_arn) for action in STREAM_ACTIONS] + [("dynamodb:ListStreams", "*")]
-    for action, resource in checks:
-        if not principals.role_may(role, SESSION, action, resource).allowed:
+    checks: list[tuple[str, str, dict[str, list[str]]]]
+    if stream_arn.split(":")[2:3] == ["kinesis"]:
+        checks = [(action, stream_arn, {}) for action in KINESIS_ACTIONS]
+        key = kinesis_customer_key(stream_arn)
+        if key is not None:  # records of a stream under a customer managed key are decrypted as the role
+            region = stream_arn.split(":")[3]
+            checks.append(("kms:Decrypt", key, {"kms:ViaService": [f"kinesis.{region}.amazonaws.com"]}))
+    else:
+        checks = [(action, stream_arn, {}) for action in STREAM_ACTIONS]
+        checks.append(("dynamodb:ListStreams", "*", {}))
+    for action, resource, context in checks:
+        if not principals.role_may(role, SESSION, action, resource, context=context).allowed:
             return (
                 f"Cannot access stream {stream_arn}. Please ensure the role can perform the GetRecords, "
                 "GetShardIterator, DescribeStream, and ListStreams Actions on your stream in IAM."
             )
     return None
+
+
+def kinesis_customer_key(stream_arn: str) -> str | None:
+    """The ARN of the customer managed key a Kinesis stream is encrypted with; None for none or AWS's own."""
+    from moto.kinesis.models import kinesis_backends
+    from moto.kms.models import kms_backends
+
+    _, _, _, region, account, _ = (stream_arn.split(":", 5) + [""] * 6)[:6]
+    try:
+        stream = kinesis_backends[account][region].describe_stream(stream_arn, None)
+    except Exception:
+        return None
+    if stream.encryption_type != "KMS" or not stream.key_id or str(stream.key_id).startswith("alias/aws/"):
+        return None
+    try:
+        key: Any = kms_backends[account][region].describe_key(str(stream.key_id))
+    except Exception:
+        return None
+    return str(key.arn) if getattr(key, "key_manager", "CUSTOMER") == "CUSTOMER" else None
 
 
 def may_read(status: Any, esm: Any) -> bool:

@@ -1,4 +1,5 @@
-"""Lambda event-source mappings on DynamoDB streams: served by local/esm.py instead of moto's own delivery.
+"""Lambda event-source mappings on DynamoDB and Kinesis streams: served by local/esm.py (local/esm_kinesis.py)
+instead of moto's own delivery; a stream source needs StartingPosition, as on AWS.
 
 moto delivers from inside ``put_item`` and then empties the shard; here that is switched off and a poller per
 mapping (local/esm.py) delivers with AWS semantics. Mapping tags from a template become the dict ListTags
@@ -16,6 +17,7 @@ from typing import Any
 from local import filtering
 from local.auth.service_roles import stream_access_refusal
 from local.esm import get_manager
+from local.esm_kinesis import KinesisPoller
 from local.patching import Target, replace, tags_dict, truthy
 from local.runner import get_runner
 
@@ -124,12 +126,14 @@ def apply() -> None:
         spec = dict(spec)
         if "Enabled" in spec:
             spec["Enabled"] = truthy(spec["Enabled"])
+        _check_starting_position(spec)
         _check_stream_access(self, spec)
         _check_filter_and_metrics(spec)
         esm = original_create(self, spec)
-        if esm._get_service_source_from_arn() == "dynamodb":
+        source = esm._get_service_source_from_arn()
+        if source in _STREAM_SOURCES:
             _forget_moto_delivery(self, esm.function_arn)
-            get_manager().start(esm)
+            get_manager().start(esm, KinesisPoller if source == "kinesis" else None)
             _prewarm(self, esm.function_arn)
         return esm
 
@@ -237,7 +241,7 @@ def _check_stream_access(backend: Any, spec: dict[str, Any]) -> None:
     from moto.awslambda.exceptions import InvalidParameterValueException
 
     source = str(spec.get("EventSourceArn") or "")
-    if ":dynamodb:" not in source or "/stream/" not in source:
+    if (":dynamodb:" not in source and ":kinesis:" not in source) or "/stream/" not in source:
         return
     try:
         role = str(backend.get_function(spec.get("FunctionName")).role or "")
@@ -246,6 +250,18 @@ def _check_stream_access(backend: Any, spec: dict[str, Any]) -> None:
     refusal = stream_access_refusal(role, source)
     if refusal is not None:
         raise InvalidParameterValueException(refusal)
+
+
+def _check_starting_position(spec: dict[str, Any]) -> None:
+    """A stream source needs StartingPosition (moto would read from TRIM_HORIZON without one)."""
+    from moto.awslambda.exceptions import InvalidParameterValueException
+
+    service = str(spec.get("EventSourceArn") or "").split(":")[2:3]
+    if service and service[0] in _STREAM_SOURCES and not spec.get("StartingPosition"):
+        raise InvalidParameterValueException(
+            "1 validation error detected: Value null at 'startingPosition' failed to satisfy constraint: Member "
+            "must not be null."
+        )
 
 
 METRICS_ALLOWED = ("EventCount",)  # for stream sources; ErrorCount and KafkaMetrics are Kafka's
