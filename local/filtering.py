@@ -10,8 +10,8 @@ among ``<``, ``<=``, ``>``, ``>=``), ``{"exists": bool}``, ``{"anything-but": va
 ORs whole sub-patterns; the filters of one mapping are ORed (a record passes if any filter matches).
 
 Matching follows the event's JSON: an array in the record is matched element by element (a rule holds if it
-holds for any element), and only leaves (not objects) exist for ``exists``. A Kinesis record's ``data`` is
-matched as Lambda matches it (``view``): base64-decoded and parsed as JSON, the string itself when it is not JSON.
+holds for any element), and only leaves (not objects) exist for ``exists``. A Kinesis record is matched as Lambda
+matches it (``view``): on its ``data`` key alone, base64-decoded and parsed as JSON (``{"data": {...}}``).
 """
 
 from __future__ import annotations
@@ -268,16 +268,17 @@ def passes(patterns: list[dict[str, Any]], record: Mapping[str, Any]) -> bool:
 
 
 def view(record: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The record as a filter sees it: a Kinesis record's base64 ``data`` decoded (JSON parsed when it is JSON)."""
+    """The record as a filter sees it. A Kinesis record: only its ``data`` key (Lambda filters Kinesis records on
+    ``data`` alone), base64-decoded and parsed as JSON; the decoded string when it is not JSON."""
     kinesis = record.get("kinesis")
     if not isinstance(kinesis, Mapping) or not isinstance(kinesis.get("data"), str):
         return record
     try:
         text = base64.b64decode(kinesis["data"], validate=True).decode("utf-8")
     except (binascii.Error, UnicodeDecodeError):
-        return record
+        return {"data": kinesis["data"]}
     try:
         data: Any = json.loads(text)
     except ValueError:
         data = text
-    return {**record, "kinesis": {**kinesis, "data": data}}
+    return {"data": data}

@@ -241,7 +241,8 @@ def _check_stream_access(backend: Any, spec: dict[str, Any]) -> None:
     from moto.awslambda.exceptions import InvalidParameterValueException
 
     source = str(spec.get("EventSourceArn") or "")
-    if (":dynamodb:" not in source and ":kinesis:" not in source) or "/stream/" not in source:
+    dynamodb_stream = ":dynamodb:" in source and "/stream/" in source
+    if not dynamodb_stream and ":kinesis:" not in source:
         return
     try:
         role = str(backend.get_function(spec.get("FunctionName")).role or "")
