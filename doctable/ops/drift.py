@@ -11,7 +11,7 @@ from contract import names
 from contract.knobs import DocTableConfig
 from contract.shape import mapping_shape, table_shape
 from doctable.aws import Aws, call_or_none
-from doctable.ops import table_options, table_security
+from doctable.ops import kinesis, table_options, table_security
 from doctable.ops.context import Deployment, table_tags
 from doctable.ops.live import (
     DESTINATION_FIELD,
@@ -41,6 +41,7 @@ REPAIR_ORDER = (
     PITR,
     table_options.INSIGHTS_CALL,
     *table_security.CALLS,
+    *kinesis.CALLS,
     MAPPING,
     MAPPING_TAGS,
     TTL,
@@ -161,7 +162,7 @@ def table_drift(aws: Aws, config: DocTableConfig, table: dict[str, Any]) -> list
 
 def mapping_drift(aws: Aws, deployment: Deployment, config: DocTableConfig) -> list[Drift]:
     """The mapping's settings, enabled state, on-failure destination and tags against the deployed knobs."""
-    shape = mapping_shape(config)
+    shape = kinesis.mapping_shape_for(config)  # a Kinesis mapping's filter addresses the record under `data`
     uuid = deployment.out(names.OUT_MAPPING_UUID)
     if shape is None or not uuid:
         return []
@@ -243,8 +244,18 @@ def detect(aws: Aws, deployment: Deployment, table: dict[str, Any]) -> list[Drif
     return (
         table_drift(aws, deployment.config, table)
         + security_drift(aws, deployment, table)
+        + kinesis_drift(aws, deployment, table)
         + mapping_drift(aws, deployment, deployment.config)
     )
+
+
+def kinesis_drift(aws: Aws, deployment: Deployment, table: dict[str, Any]) -> list[Drift]:
+    """The table's Kinesis streaming destination against the deployed knobs (doctable/ops/kinesis.py)."""
+    found = kinesis.differences(aws.client("dynamodb"), deployment.config, deployment.out, table["TableName"])
+    return [
+        Drift(prop, subject, have, want, op, params, how)
+        for prop, subject, have, want, op, params, how in found
+    ]
 
 
 def security_drift(aws: Aws, deployment: Deployment, table: dict[str, Any]) -> list[Drift]:
@@ -269,8 +280,12 @@ def changed_by_deploy(prop: str, deployed: DocTableConfig, target: DocTableConfi
             return True  # the mapping goes or is replaced
         if (deployed.stream, deployed.consumer) != (target.stream, target.consumer):
             return True
+        if kinesis.source_text(deployed) != kinesis.source_text(target):
+            return True  # the mapping moves to another source: a new mapping
         name = prop.split(":", 1)[1]
         return before.live_fields().get(name) != after.live_fields().get(name)
+    if prop.startswith("kinesis:"):
+        return kinesis.changed_by_deploy(deployed, target)
     if prop in table_security.SUBJECT_PROPS.values():
         return table_security.changed_by_deploy(prop, deployed, target)
     before_table, after_table = table_shape(deployed), table_shape(target)
@@ -318,6 +333,8 @@ def apply_repair(aws: Aws, deployment: Deployment, table: dict[str, Any], repair
         ddb.update_contributor_insights(TableName=name, **repair.params)
     elif repair.op in table_security.CALLS:
         table_security.apply_repair(aws, table, repair.op, repair.params)
+    elif repair.op in kinesis.CALLS:
+        kinesis.apply_repair(ddb, name, repair.op, repair.params)
     elif repair.op == TABLE_TAGS:
         ddb.tag_resource(
             ResourceArn=table["TableArn"], Tags=[{"Key": k, "Value": v} for k, v in repair.params.items()]

@@ -14,6 +14,15 @@ from doctable.aws import Aws
 
 STREAM_READ_ACTIONS = ("dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator")
 LIST_STREAMS_ACTION = "dynamodb:ListStreams"
+# What an event-source mapping reading a Kinesis data stream needs on it (Lambda's AWSLambdaKinesisExecutionRole,
+# less ListStreams, which a mapping given the stream's ARN does not call, and SubscribeToShard, enhanced fan-out's).
+KINESIS_READ_ACTIONS = (
+    "kinesis:DescribeStream",
+    "kinesis:DescribeStreamSummary",
+    "kinesis:GetRecords",
+    "kinesis:GetShardIterator",
+    "kinesis:ListShards",
+)
 
 
 def _as_list(value: Any) -> list[str]:
@@ -76,11 +85,22 @@ def role_documents(aws: Aws, role_name: str) -> list[dict[str, Any]]:
 
 def missing_stream_grants(aws: Aws, role_arn: str, stream_arn: str) -> tuple[list[str], str]:
     """(actions the role lacks on the stream, how it was decided: 'simulator' or 'policy reading')."""
-    wanted = [(a, stream_arn) for a in STREAM_READ_ACTIONS] + [(LIST_STREAMS_ACTION, "*")]
+    return missing_grants(
+        aws, role_arn, [(a, stream_arn) for a in STREAM_READ_ACTIONS] + [(LIST_STREAMS_ACTION, "*")]
+    )
+
+
+def missing_kinesis_grants(aws: Aws, role_arn: str, stream_arn: str) -> tuple[list[str], str]:
+    """(actions the role lacks to read the Kinesis data stream with a mapping, how it was decided)."""
+    return missing_grants(aws, role_arn, [(a, stream_arn) for a in KINESIS_READ_ACTIONS])
+
+
+def missing_grants(aws: Aws, role_arn: str, wanted: list[tuple[str, str]]) -> tuple[list[str], str]:
+    """(the actions of ``wanted`` (action, resource) the role lacks, how it was decided)."""
     iam = aws.client("iam")
     try:
         missing = []
-        for resource in (stream_arn, "*"):
+        for resource in dict.fromkeys(r for _, r in wanted):
             actions = [a for a, r in wanted if r == resource]
             reply = iam.simulate_principal_policy(
                 PolicySourceArn=role_arn, ActionNames=actions, ResourceArns=[resource]

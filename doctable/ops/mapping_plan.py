@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from contract.knobs import STARTING_LATEST, STARTING_POSITION_CFN, DocTableConfig
 from contract.shape import mapping_shape
+from doctable.ops.kinesis import source_text, switch_text
 
 LATEST = STARTING_POSITION_CFN[STARTING_LATEST]
 
@@ -27,6 +28,10 @@ def _target_function(config: DocTableConfig) -> str:
     return config.borrowed_consumer_arn or f"built-in consumer ({config.starting_position_cfn})"
 
 
+def _on(config: DocTableConfig, shown: bool) -> str:
+    return f" on {source_text(config)}" if shown else ""
+
+
 def mapping_change(deployed: DocTableConfig, target: DocTableConfig) -> MappingChange | None:
     """The deploy's change to the mapping (None: it leaves the mapping as it is)."""
     before, after = mapping_shape(deployed), mapping_shape(target)
@@ -43,22 +48,25 @@ def mapping_change(deployed: DocTableConfig, target: DocTableConfig) -> MappingC
             DELETES, before.starting_position, "absent",
             "deletes the event-source mapping: the stream is no longer consumed",
         )  # fmt: skip
-    stream_changes = deployed.stream_view_type != target.stream_view_type
+    # The source: the DynamoDB stream (a view-type change makes a new one) or the Kinesis data stream.
+    source_changes = source_text(deployed) != source_text(target)
     if (
         before.starting_position != after.starting_position
         or _target_function(deployed) != _target_function(target)
-        or stream_changes
+        or source_changes
     ):
-        records = (
-            "records written before the new poller settles may be skipped"
-            if after.starting_position == LATEST
-            else "the new one reads the stream from its start (records are re-delivered; the consumer tolerates it)"
-        )
+        if deployed.reads_kinesis != target.reads_kinesis or (source_changes and target.reads_kinesis):
+            records = switch_text(deployed, target, after.starting_position, LATEST)
+        elif after.starting_position == LATEST:
+            records = "records written before the new poller settles may be skipped"
+        else:
+            records = "the new one reads the stream from its start (records are re-delivered; the consumer tolerates it)"
+        moved = f" from {source_text(deployed)} to {source_text(target)}" if source_changes else ""
         return MappingChange(
-            REPLACES, f"{before.starting_position} → {_target_function(deployed)}",
-            f"{after.starting_position} → {_target_function(target)}",
-            f"replaces the event-source mapping (a new one is created first, then the old one deleted; no 409: "
-            f"the built-in consumer's mapping targets an alias per position): {records}",
+            REPLACES, f"{before.starting_position} → {_target_function(deployed)}{_on(deployed, source_changes)}",
+            f"{after.starting_position} → {_target_function(target)}{_on(target, source_changes)}",
+            f"replaces the event-source mapping{moved} (a new one is created first, then the old one deleted; no "
+            f"409: the built-in consumer's mapping targets an alias per position): {records}",
         )  # fmt: skip
     was, will = before.live_fields(), after.live_fields()
     changed = [name for name in will if was[name] != will[name]]

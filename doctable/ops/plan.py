@@ -18,6 +18,7 @@ from doctable.ops.command import print_json
 from doctable.ops.context import add_knob_arguments, resolve_knobs
 
 HOURS_PER_MONTH = 730  # AWS pricing pages' month
+KB_PER_GB = 1024 * 1024  # Kinesis bills GB of 1,024 KB records
 
 # (value, what it is, where it comes from)
 ASSUMPTIONS: dict[str, tuple[float, str, str]] = {
@@ -106,6 +107,54 @@ ASSUMPTIONS: dict[str, tuple[float, str, str]] = {
         "USD per customer managed KMS key per month",
         "aws.amazon.com/kms/pricing/",
     ),
+    # Kinesis Data Streams for DynamoDB (kinesis=on|<ARN>) and a mapping reading it (consumer_source=kinesis).
+    "price_cdc_per_m": (
+        0.10,
+        "USD per million change data capture units for Kinesis Data Streams (one per write of up to 1 KB)",
+        "aws.amazon.com/dynamodb/pricing/on-demand/",
+    ),
+    "price_kinesis_stream_hour": (
+        0.04,
+        "USD per stream-hour of an on-demand Kinesis data stream, us-east-1",
+        "aws.amazon.com/kinesis/data-streams/pricing/",
+    ),
+    "price_kinesis_ingest_gb": (
+        0.08,
+        "USD per GB ingested into an on-demand stream (each record rounded up to 1 KB), us-east-1",
+        "aws.amazon.com/kinesis/data-streams/pricing/",
+    ),
+    "price_kinesis_retrieval_gb": (
+        0.04,
+        "USD per GB retrieved from an on-demand stream by a shared-throughput reader (a mapping), us-east-1",
+        "aws.amazon.com/kinesis/data-streams/pricing/",
+    ),
+    "kinesis_record_kb_per_item_kb": (
+        2,
+        "KB of Kinesis record per KB of item: a change record carries the old and the new image",
+        "DynamoDB developer guide, 'Change data capture for Kinesis Data Streams' (record contents)",
+    ),
+    "kinesis_on_demand_shards": (
+        4,
+        "shards an on-demand stream starts with (4 MB/s, 4,000 records/s of writes; it scales to twice the "
+        "peak of the last 30 days)",
+        "Kinesis Data Streams developer guide, 'Choose the data stream capacity mode' (on-demand mode)",
+    ),
+    "kinesis_shard_write_kb": (
+        1000,
+        "KB per second one shard ingests (and at most 1,000 records per second)",
+        "Kinesis Data Streams developer guide, 'Quotas and limits'",
+    ),
+    "kinesis_polls_per_second": (
+        1,
+        "Lambda polls each Kinesis shard once a second (standard iterator), one batch per poll per concurrent "
+        "batch",
+        "Lambda developer guide, 'Using Lambda with Kinesis Data Streams' (polling and batching)",
+    ),
+    "kinesis_getrecords_per_shard": (
+        5,
+        "GetRecords calls per second per shard (and 2 MB/s), shared by every shared-throughput reader",
+        "Kinesis Data Streams developer guide, 'Quotas and limits'",
+    ),
 }
 
 
@@ -163,10 +212,20 @@ def predict_delivery(
 def build_plan(workload: Workload, config: DocTableConfig) -> Plan:
     w = workload
     wcu_per_write = max(1, math.ceil(w.item_kb))
-    shards = max(1, math.ceil(w.writes_per_second * wcu_per_write / value("partition_wcu")))
+    record_kb = max(1, math.ceil(w.item_kb * value("kinesis_record_kb_per_item_kb")))
+    if config.reads_kinesis:  # the mapping reads the Kinesis data stream's shards, polled once a second
+        shards = max(
+            int(value("kinesis_on_demand_shards")),
+            math.ceil(w.writes_per_second * record_kb / value("kinesis_shard_write_kb")),
+            math.ceil(w.writes_per_second / 1000),
+        )
+        polls = value("kinesis_polls_per_second")
+    else:
+        shards = max(1, math.ceil(w.writes_per_second * wcu_per_write / value("partition_wcu")))
+        polls = value("polls_per_second")
     factor = config.parallelization_factor
     per_shard = w.writes_per_second / shards
-    interval = max(1 / value("polls_per_second"), float(config.batching_window))
+    interval = max(1 / polls, float(config.batching_window))
     if per_shard * interval > config.batch_size:
         batch = float(config.batch_size)
     else:
@@ -225,6 +284,8 @@ def build_plan(workload: Workload, config: DocTableConfig) -> Plan:
         "S3 HEAD (GET class)": key_rate * month_s / 1000 * value("price_s3_get_per_k"),
         "S3 DeleteObjects": 0.0,
     }
+    if config.reads_kinesis:  # the mapping reads the Kinesis stream (billed below), not the DynamoDB stream
+        del monthly["DynamoDB stream reads by Lambda"]
     if config.blob_prefix_cleanup:
         monthly["S3 ListObjectsV2 (prefix cleanup)"] = deletes * month_s / 1000 * value("price_s3_list_per_k")
     notes = [
@@ -232,6 +293,9 @@ def build_plan(workload: Workload, config: DocTableConfig) -> Plan:
         "S3 DELETE requests are free (S3 pricing); DeleteObjects is counted as DELETEs",
         "free tiers, storage, CloudWatch logs and data transfer are left out",
     ]
+    if config.has_kinesis:
+        monthly.update(kinesis_monthly(w, config, record_kb))
+        notes += kinesis_notes(config)
     if getattr(config, "customer_managed_key", False):
         monthly["KMS customer managed key"] = value("price_kms_key_month")
         notes.append(
@@ -247,6 +311,8 @@ def build_plan(workload: Workload, config: DocTableConfig) -> Plan:
             "timeout": config.timeout,
             "architecture": config.architecture,
             "blob_prefix_cleanup": config.blob_prefix_cleanup,
+            "kinesis": config.kinesis,
+            "consumer_source": config.consumer_source,
         },
         shards=shards,
         concurrent_consumers=shards * factor,
@@ -262,6 +328,41 @@ def build_plan(workload: Workload, config: DocTableConfig) -> Plan:
         monthly_usd=monthly,
         notes=notes,
     )
+
+
+def kinesis_monthly(w: Workload, config: DocTableConfig, record_kb: int) -> dict[str, float]:
+    """The monthly lines of Kinesis Data Streams for DynamoDB: change data capture units, and the stack's own
+    on-demand stream (its hours, the GB ingested and the GB the mapping retrieves)."""
+    month_s = HOURS_PER_MONTH * 3600
+    cdc_units = w.writes_per_second * max(1, math.ceil(w.item_kb)) * month_s
+    lines = {"DynamoDB change data capture units (Kinesis)": cdc_units / 1e6 * value("price_cdc_per_m")}
+    if config.creates_kinesis_stream:
+        gb = w.writes_per_second * record_kb * month_s / KB_PER_GB
+        lines["Kinesis on-demand stream-hours"] = HOURS_PER_MONTH * value("price_kinesis_stream_hour")
+        lines["Kinesis data ingested"] = gb * value("price_kinesis_ingest_gb")
+        if config.reads_kinesis:
+            lines["Kinesis data retrieved by the mapping"] = gb * value("price_kinesis_retrieval_gb")
+    return lines
+
+
+def kinesis_notes(config: DocTableConfig) -> list[str]:
+    notes = [
+        "kinesis: one change record per write, ~2x the item (old and new image) rounded up to 1 KB; only changes "
+        "after the destination is ACTIVE are captured, possibly duplicated or out of order"
+    ]
+    if not config.creates_kinesis_stream:
+        notes.append(
+            "kinesis=<ARN>: the stream's own hours and GB are billed to its owner at its capacity mode's prices"
+        )
+    if config.reads_kinesis:
+        notes.append(
+            "consumer_source=kinesis: Lambda polls each Kinesis shard once a second and runs one batch per shard "
+            "per parallelization factor at a time (shards x factor concurrent batches); GetRecords is limited to "
+            "5 calls/s and 2 MB/s per shard, shared by every shared-throughput reader of the stream (a second "
+            "reader halves the mapping's share; enhanced fan-out avoids that at its own price); shards assume "
+            "on-demand capacity (4 to start)"
+        )
+    return notes
 
 
 def render(plan: Plan) -> str:

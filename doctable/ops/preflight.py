@@ -10,11 +10,11 @@ from typing import Any
 from contract import names
 from contract.knobs import MANAGED_BY, NONE, OFF, ON, DocTableConfig
 from contract.shape import TableShape, table_shape
-from doctable.aws import Aws, arn_region, call_or_none, user_errors
-from doctable.ops import drift, mapping_options, table_options, table_security
+from doctable.aws import Aws, call_or_none, user_errors
+from doctable.ops import drift, kinesis, mapping_options, table_options, table_security
+from doctable.ops.borrowed import consumer_findings
 from doctable.ops.command import add_common_arguments, connect, guarded, print_json
 from doctable.ops.context import Deployment, is_ours, table_tags
-from doctable.ops.grants import LIST_STREAMS_ACTION, STREAM_READ_ACTIONS, missing_stream_grants
 from doctable.ops.live import (
     ACTIVE,
     TTL_ENABLING,
@@ -207,49 +207,6 @@ def _ttl_findings(shape: TableShape, ttl: LiveTtl) -> list[Finding]:
     return []
 
 
-def consumer_findings(aws: Aws, config: DocTableConfig, stream_arn: str | None) -> list[Finding]:
-    arn = config.borrowed_consumer_arn
-    if not arn:
-        return []
-    region = arn_region(arn)
-    if region and region != aws.region:
-        return [
-            Finding(
-                STOP, "borrowed consumer", f"in {region}", f"in {aws.region}",
-                "a mapping needs the function in the table's region: fix the consumer knob or AWS_REGION",
-            )
-        ]  # fmt: skip
-    function = call_or_none(aws.client("lambda").get_function, FunctionName=arn)
-    if function is None:
-        return [
-            Finding(
-                STOP,
-                "borrowed consumer",
-                "not found",
-                arn,
-                f"consumer {arn} not found — apply its plan first (this stack wires it, never creates it)",
-            )
-        ]
-    role = function["Configuration"].get("Role", "")
-    probe_arn = stream_arn or (
-        f"arn:{aws.partition}:dynamodb:{aws.region}:{aws.account}:table/{config.table_name}/stream/"
-        "2026-01-01T00:00:00.000"
-    )
-    missing, how = missing_stream_grants(aws, role, probe_arn)
-    if missing:
-        return [
-            Finding(
-                WARN,
-                "consumer role grants",
-                f"lacks {', '.join(missing)}",
-                ", ".join(a.split(":")[1] for a in (*STREAM_READ_ACTIONS, LIST_STREAMS_ACTION)),
-                f"role {role} cannot read the stream ({how}): creating the mapping will fail until the function's "
-                "own plan grants them",
-            )
-        ]
-    return [Finding(OK, "borrowed consumer", "exists, stream grants present", arn, f"checked by {how}")]
-
-
 # ---------------------------------------------------------------------------------------------- runner
 def run_preflight(aws: Aws, deployment: Deployment) -> list[Finding]:
     config = deployment.target
@@ -361,7 +318,8 @@ def run_preflight(aws: Aws, deployment: Deployment) -> list[Finding]:
         findings.append(Finding(CHANGE, MAPPING_SUBJECT, change.live, change.declared, change.effect))
     if deployment.knobs_source == "deployed":
         findings += [Finding(*f) for f in mapping_options.findings(deployment.config, config)]
-    findings += consumer_findings(aws, config, stream_arn)
+        findings += [Finding(*f) for f in kinesis.findings(deployment.config, config)]
+    findings += [Finding(*f) for f in consumer_findings(aws, config, stream_arn, deployment.out)]
     findings += _knobless_findings(deployment)
     return findings
 

@@ -18,6 +18,7 @@ from contract import names
 from contract.knobs import DocTableConfig
 from doctable.aws import Aws, call_or_none, is_not_found, user_error_for
 from doctable.ops.context import Deployment, table_tags
+from doctable.ops.kinesis import event_source
 from doctable.ops.live import (
     ACTIVE,
     ENABLED_FIELD,
@@ -32,6 +33,7 @@ from doctable.ops.ownership import ROLLED_BACK, ROLLED_BACK_ROW, SETTLED_STATES
 from doctable.ops.render import Progress
 from doctable.ops.verify.expect import LATEST, Expectations
 from doctable.ops.verify.items import Scratch, item_differences, test_item
+from doctable.ops.verify.kinesis import capture_kinesis_sequence, kinesis_checks
 from doctable.ops.verify.proof import SEQUENCE_LOOKUP_BOUND, capture_sequence, find_proof
 from doctable.ops.verify.security import security_checks
 from doctable.ops.verify_record import FAIL, PASS, SKIP, Row
@@ -106,6 +108,7 @@ class Verifier:
             "gsi-query": self._check_gsi,
             "ttl": self._check_ttl,
             "stream": self._check_stream,
+            **kinesis_checks(self.aws, self.deployment, CheckFailed, Skip),
             "pitr": self._check_pitr,
             "deletion-protection": self._check_deletion_protection,
             **self.expect.option_checks(self.ddb, self._describe, CheckFailed, Skip),
@@ -359,9 +362,9 @@ class Verifier:
         if state != MAPPING_ENABLED:
             problems.append(f"state {state} ({mapping.get('StateTransitionReason', '')})")
         problems += self._setting_problems(mapping)
-        live_stream = self._describe().get("LatestStreamArn")
-        if mapping.get("EventSourceArn") != live_stream:
-            problems.append(f"reads {mapping.get('EventSourceArn')}, not the live stream {live_stream}")
+        source, what = event_source(self.config, self.deployment.out, self._describe())
+        if mapping.get("EventSourceArn") != source:
+            problems.append(f"reads {mapping.get('EventSourceArn')}, not {what} {source}")
         want_fn = self.deployment.out(names.OUT_CONSUMER_FUNCTION_ARN) or self.config.borrowed_consumer_arn
         have_fn = mapping.get("FunctionArn", "")
         if (
@@ -402,7 +405,7 @@ class Verifier:
 
     # ------------------------------------------------------------------ record-level proofs (builtin only)
     def _require_builtin(self, what: str) -> None:
-        if not self.config.has_stream:
+        if not (self.config.has_stream or self.config.reads_kinesis):
             raise Skip(f"stream={self.config.stream}: no change feed, so no {what}")
         if not self.config.has_mapping:
             raise Skip(
@@ -447,9 +450,10 @@ class Verifier:
         write_ms = int(self.wall() * 1000)
 
         nudge = {**self._key("nudge"), "kind": {"S": "stream-nudge"}, "at": {"N": str(write_ms)}}
-        sequence = capture_sequence(
+        capture = capture_kinesis_sequence if self.config.reads_kinesis else capture_sequence
+        sequence = capture(
             self.aws,
-            self._describe().get("LatestStreamArn"),
+            event_source(self.config, self.deployment.out, self._describe())[0],
             lambda: self._put(nudge, delete=self.expect.nudge_deletes),
             {names.PARTITION_KEY: self.pk, names.SORT_KEY: "nudge"},
             bound=min(SEQUENCE_LOOKUP_BOUND, self.timeout),

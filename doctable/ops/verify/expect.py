@@ -16,10 +16,11 @@ from contract.shape import (
     MappingShape,
     TableShape,
     encryption_shape,
-    mapping_shape,
     table_shape,
 )
+from doctable.ops.kinesis import mapping_shape_for
 from doctable.ops.live import ACTIVE, PITR_DISABLED, PITR_ENABLED, TTL_ON_STATES
+from doctable.ops.verify.kinesis import kinesis_rows
 from doctable.ops.verify.options import option_checks, option_rows
 from doctable.ops.verify.security import security_rows
 
@@ -34,14 +35,16 @@ class Expectations:
     mapping: MappingShape | None
     tags: dict[str, str]
     security: EncryptionShape | None = None
+    kinesis: tuple[tuple[str, str, str], ...] = ()  # the Kinesis rows (verify/kinesis.py)
 
     @classmethod
     def of(cls, config: DocTableConfig) -> Expectations:
         return cls(
             table=table_shape(config),
-            mapping=mapping_shape(config),
+            mapping=mapping_shape_for(config),
             tags=config.tags(),
             security=encryption_shape(config),
+            kinesis=tuple(kinesis_rows(config)),
         )
 
     def rows(self) -> list[tuple[str, str, str]]:
@@ -58,13 +61,14 @@ class Expectations:
             ),
             ("ttl", "TTL as declared", self.ttl_text),
             ("stream", "stream as declared", self.stream_text),
+            *self.kinesis,
             ("pitr", "PITR as declared", self.pitr_text),
             ("deletion-protection", "deletion protection as declared", self.deletion_protection_text),
             *option_rows(self.table),
             *(security_rows(self.security) if self.security else []),
             ("negative", "deleted item is gone", "delete → consistent get → no item"),
             ("table-tags", "table tags", self.tags_text),
-            ("mapping", "mapping enabled", "Enabled, on the live stream, → the consumer"),
+            ("mapping", "mapping enabled", "Enabled, on its declared source, → the consumer"),
             ("mapping-tags", "mapping tags", self.tags_text),
             (
                 "stream-delivery",
