@@ -1,4 +1,4 @@
-"""DynamoDB-stream consumer: deletes the S3 blobs that deleted or modified table items no longer own.
+"""Table-change consumer (DynamoDB stream or Kinesis): deletes the S3 blobs deleted or modified items no longer own.
 
 Entry point: ``stream_consumer.handler.lambda_handler``.
 """

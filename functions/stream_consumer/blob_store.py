@@ -24,9 +24,9 @@ def lazy_client(service: str, on_client: Callable[[], object] | None) -> Any:
 
     if on_client is not None:
         on_client()
-    # Bounded so that all attempts fit in the function's 30 s default timeout (3 x 8 s reads + backoff): a throttled
-    # call then fails its records, which the mapping retries, instead of timing out the batch. Lambda sets
-    # AWS_REGION; botocore itself reads only AWS_DEFAULT_REGION.
+    # All attempts fit the function's 30 s default timeout (3 x 8 s reads + backoff): a throttled call fails its
+    # records (retried by the mapping) instead of timing out the batch. Lambda sets AWS_REGION; botocore reads
+    # only AWS_DEFAULT_REGION.
     return boto3.client(
         service,
         region_name=os.environ.get("AWS_REGION") or None,
@@ -74,10 +74,7 @@ class BlobStore(Protocol):
 
 
 class S3BlobStore:
-    """S3 adapter. The boto3 client is created on first use (not at import) and then reused.
-
-    ``on_client`` runs once, just before that client is created (the handler patches botocore for X-Ray there).
-    """
+    """S3 adapter (client built on first use); ``on_client`` runs just before (the handler patches botocore)."""
 
     def __init__(
         self, bucket: str, client: Any | None = None, on_client: Callable[[], object] | None = None

@@ -1,7 +1,5 @@
-"""Application service: the batch-wide cleanup of one parsed batch, and the per-record verdicts.
-
-The steps, and why no blob a live item lists is deleted even when keys are reused, are in docs/consumer.md.
-"""
+"""Application service: the batch-wide cleanup of one parsed batch, and the per-record verdicts (the steps, and
+why no blob a live item lists is deleted even when keys are reused: docs/consumer.md)."""
 
 from __future__ import annotations
 
@@ -166,8 +164,6 @@ class BlobCleaner:
             )
         return {record.position for record in batch.foreign}
 
-    # ------------------------------------------------------------------ steps
-
     def _reject_malformed(self, batch: StreamBatch, outcome: BatchOutcome) -> None:
         unidentifiable: list[str] = []
         for rejected in batch.malformed:
@@ -184,8 +180,7 @@ class BlobCleaner:
             else:
                 outcome.failures[rejected.sequence_number] = f"malformed record: {rejected.problem}"
         if unidentifiable:
-            # batchItemFailures needs a SequenceNumber; without one only failing the whole batch gets the
-            # record retried (Lambda bisects the batch and finally sends the lone poison record on failure).
+            # Lambda bisects the failed batch and finally sends the lone poison record on failure.
             outcome.batch_failed = True
             raise UnidentifiableRecordError(
                 "malformed record(s) without dynamodb.SequenceNumber, failing the whole batch: "
@@ -341,8 +336,6 @@ class BlobCleaner:
                     "keys_kept": dict(Counter(outcome.kept[key] for key in item.keys if key in outcome.kept)),
                 },
             )
-
-    # ------------------------------------------------------------------ logging / metrics helpers
 
     def _fail(self, record: ChangeRecord, why: str, outcome: BatchOutcome, **fields: Any) -> None:
         outcome.failures[record.sequence_number] = why

@@ -30,15 +30,14 @@ METRIC_RECORDS_FAILED = "RecordsFailed"
 METRIC_KEYS_REFUSED = "KeysRefused"
 
 EVENT_SOURCE = "aws:dynamodb"
+KINESIS_SOURCE = "aws:kinesis"
 # S3 DeleteObjects accepts at most this many keys per request.
 MAX_KEYS_PER_DELETE = 1000
 # DynamoDB BatchGetItem accepts at most this many keys per request.
 MAX_ITEMS_PER_BATCH_GET = 100
-# An object modified in the record's own second is deleted only if the live-item read, made this long after that
-# second ended, finds no item listing it: a re-put within this time of the re-upload is seen (docs/consumer.md).
+# The wait after the record's second before the live-item read, for an object modified in it (docs/consumer.md).
 REUPLOAD_SETTLE_SECONDS = 1.0
-# HEAD requests in flight at once while observing a batch's keys (and the S3 client's connection pool): at S3's
-# published 100-200 ms small-object latency, 8 would spend ~23 s of a 1,000-record batch waiting on 1,200 HEADs.
+# HEAD requests in flight at once (and the S3 client's pool): 8 would wait ~23 s on 1,200 HEADs of 100-200 ms.
 OBSERVE_CONCURRENCY = 64
 # userIdentity of a REMOVE made by the DynamoDB TTL process.
 TTL_IDENTITY_TYPE = "Service"

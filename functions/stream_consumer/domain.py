@@ -1,11 +1,9 @@
-"""Pure domain logic: stream records in, cleanup plans out. No I/O, no logging.
-
-The decisions (ownership, malformed records, what each event deletes, ordering, time, source) are
-listed in docs/consumer.md; the unit tests pin each.
-"""
+"""Pure domain logic: stream records in, cleanup plans out; no I/O. The decisions: docs/consumer.md."""
 
 from __future__ import annotations
 
+import base64
+import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +15,7 @@ from aws_lambda_powertools.shared.dynamodb_deserializer import TypeDeserializer
 from .constants import (
     BLOBS_ATTRIBUTE,
     EVENT_SOURCE,
+    KINESIS_SOURCE,
     PARTITION_KEY,
     SORT_KEY,
     TTL_IDENTITY_PRINCIPAL,
@@ -27,7 +26,9 @@ T = TypeVar("T")
 _TYPES = TypeDeserializer()
 
 EVENT_NAMES = ("INSERT", "MODIFY", "REMOVE")
-EXPECTED_EVENT = f"expected a DynamoDB Streams event with Records[].eventSource == '{EVENT_SOURCE}'"
+EXPECTED_EVENT = (
+    f"expected a DynamoDB Streams event with Records[].eventSource == '{EVENT_SOURCE}' or '{KINESIS_SOURCE}'"
+)
 
 REASON_DELETED = "deleted"
 REASON_TTL = "ttl-expiry"
@@ -38,7 +39,7 @@ _STREAM_ARN = re.compile(r"^arn:[\w-]+:dynamodb:[^:]*:[^:]*:table/([^/]+)/stream
 
 
 class UnexpectedEventError(ValueError):
-    """The invocation event is not a DynamoDB Streams event."""
+    """The invocation event is not a stream event."""
 
 
 class MalformedRecordError(ValueError):
@@ -152,9 +153,6 @@ class StreamBatch:
     foreign: tuple[ForeignRecord, ...]
 
 
-# --------------------------------------------------------------------------- event / record parsing
-
-
 def stream_records(event: Any) -> list[dict[str, Any]]:
     """The event's records, or :class:`UnexpectedEventError` if this is not a DynamoDB Streams event."""
     if not isinstance(event, Mapping):
@@ -164,15 +162,40 @@ def stream_records(event: Any) -> list[dict[str, Any]]:
         raise UnexpectedEventError(f"{EXPECTED_EVENT}; got an event with top-level keys {sorted(event)[:10]}")
     for index, record in enumerate(records):
         source = record.get("eventSource") if isinstance(record, Mapping) else None
-        if source != EVENT_SOURCE:
+        if source not in (EVENT_SOURCE, KINESIS_SOURCE):
             raise UnexpectedEventError(f"{EXPECTED_EVENT}; Records[{index}].eventSource is {source!r}")
     return records
 
 
 def sequence_number_of(raw: Any) -> str | None:
-    dynamodb = raw.get("dynamodb") if isinstance(raw, Mapping) else None
-    number = dynamodb.get("SequenceNumber") if isinstance(dynamodb, Mapping) else None
+    fields = raw if isinstance(raw, Mapping) else {}
+    kinesis = fields.get("eventSource") == KINESIS_SOURCE
+    holder = fields.get("kinesis" if kinesis else "dynamodb")
+    holder = holder if isinstance(holder, Mapping) else {}
+    number = holder.get("sequenceNumber" if kinesis else "SequenceNumber")
     return number if isinstance(number, str) and number else None
+
+
+def from_kinesis(raw: Mapping[str, Any], number: str | None) -> dict[str, Any]:
+    """A Kinesis record's DynamoDB change record as a stream record; ValueError saying why it is not one."""
+    kinesis = raw.get("kinesis")
+    try:
+        change = json.loads(base64.b64decode(kinesis["data"], validate=True))  # type: ignore[index]
+    except Exception:  # not a mapping, no data, not base64, not JSON
+        raise ValueError("kinesis.data is not base64-encoded JSON") from None
+    images = change.get("dynamodb") if isinstance(change, dict) else None
+    if (
+        not isinstance(images, dict)
+        or change.get("eventSource") != EVENT_SOURCE
+        or not isinstance(change.get("tableName"), str)
+    ):
+        raise ValueError("kinesis.data is not a DynamoDB change record (eventSource, tableName, dynamodb)")
+    created = images.get("ApproximateCreationDateTime")
+    if isinstance(created, (int, float)) and not isinstance(created, bool):
+        images["ApproximateCreationDateTime"] = created / 1000  # epoch milliseconds
+    if number:
+        images["SequenceNumber"] = number
+    return change
 
 
 def parse_record(raw: Any, position: int = 0) -> ChangeRecord:
@@ -266,9 +289,6 @@ def _blobs(image: Mapping[str, Any] | None) -> list[Any]:
     return list(value)
 
 
-# --------------------------------------------------------------------------- ownership rules
-
-
 def record_prefix(root: str, pk: str, sk: str) -> str:
     return f"{root}{pk}/{sk}/"
 
@@ -303,9 +323,6 @@ def key_refusal(key: Any, prefix: str, prefix_issue: str | None = None) -> str |
     if not key.startswith(prefix):
         return "outside-record-prefix"
     return None
-
-
-# --------------------------------------------------------------------------- planning
 
 
 def plan_cleanup(record: ChangeRecord, root: str, prefix_cleanup: bool) -> CleanupPlan:
@@ -370,9 +387,6 @@ def retained_keys(records: Sequence[ChangeRecord]) -> dict[int, frozenset[str]]:
     return retained
 
 
-# --------------------------------------------------------------------------- batch helpers
-
-
 def chunked(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -385,12 +399,8 @@ def table_name_from_arn(arn: Any) -> str | None:
 
 
 def parse_batch(records: Sequence[Any], expected_table: str | None = None) -> StreamBatch:
-    """Walk the raw records once into one typed batch: summary, foreign, malformed and parsed records.
-
-    The summary is the record-level proof: counts per event name, first/last sequence number, table name.
-    With ``expected_table`` given, a record is foreign when its ``eventSourceARN`` names another table, or is
-    missing or not a DynamoDB stream ARN.
-    """
+    """The raw records, walked once: the summary (the proof line's fields), foreign, malformed, parsed records.
+    With ``expected_table``, a record of another table (or of no DynamoDB stream ARN) is foreign."""
     counts = dict.fromkeys(EVENT_NAMES, 0)
     sequence_numbers: list[str] = []
     table_name: str | None = None
@@ -398,17 +408,26 @@ def parse_batch(records: Sequence[Any], expected_table: str | None = None) -> St
     malformed: list[RejectedRecord] = []
     parsed: list[ChangeRecord] = []
     for position, raw in enumerate(records):
-        fields: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-        name = fields.get("eventName")
-        label = name if isinstance(name, str) else "UNKNOWN"
-        counts[label] = counts.get(label, 0) + 1
         number = sequence_number_of(raw)
         if number:
             sequence_numbers.append(number)
-        source = table_name_from_arn(fields.get("eventSourceARN"))
+        fields: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+        origin = fields.get("eventSourceARN")
+        source = table_name_from_arn(origin)
+        if fields.get("eventSource") == KINESIS_SOURCE:
+            try:
+                fields = raw = from_kinesis(fields, number)
+            except ValueError as exc:
+                counts["UNKNOWN"] = counts.get("UNKNOWN", 0) + 1
+                malformed.append(RejectedRecord(position, number, str(exc)))
+                continue
+            origin = source = fields["tableName"]
+        name = fields.get("eventName")
+        label = name if isinstance(name, str) else "UNKNOWN"
+        counts[label] = counts.get(label, 0) + 1
         table_name = table_name or source
         if expected_table and source != expected_table and number:
-            foreign.append(ForeignRecord(position, number, source, fields.get("eventSourceARN")))
+            foreign.append(ForeignRecord(position, number, source, origin))
         try:
             parsed.append(parse_record(raw, position))
         except MalformedRecordError as exc:

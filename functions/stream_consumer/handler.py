@@ -1,10 +1,5 @@
-"""Lambda entry point (``stream_consumer.handler.lambda_handler``): Powertools wiring only.
-
-Settings are validated at import (cold start): a bad environment fails the init with a clear
-:class:`~.settings.SettingsError`. The S3 client is created on first use and reused across invocations.
-Logic lives in :mod:`.domain` (pure), :mod:`.cleanup` (batch-level deletes, failure mapping) and
-:mod:`.processor` (the partial-batch response).
-"""
+"""Lambda entry point: Powertools wiring only. Settings are validated at import (cold start): a bad environment
+fails the init with a clear :class:`~.settings.SettingsError`."""
 
 from __future__ import annotations
 

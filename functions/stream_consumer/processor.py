@@ -1,8 +1,5 @@
-"""One invocation's partial-batch response: the batch-wide cleanup, then each record's verdict.
-
-A loop, not Powertools' batch utility: importing that loads every event data class and asyncio (~110 ms of
-cold start). Why the cleanup is batch-wide: docs/consumer.md.
-"""
+"""One invocation's partial-batch response: the batch-wide cleanup, then each record's verdict (a loop, not
+Powertools' batch utility: docs/consumer.md)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""Typed settings read from the environment, validated once at cold start.
-
-The variables and their rules are listed in docs/consumer.md; each violation raises one
-:class:`SettingsError` naming the variable, the value and what is allowed.
-"""
+"""Typed settings read from the environment, validated once at cold start (the rules: docs/consumer.md)."""
 
 from __future__ import annotations
 

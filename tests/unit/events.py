@@ -1,10 +1,12 @@
-"""Factories for real-shaped DynamoDB Streams events (and a few non-stream ones) for the consumer tests.
+"""Factories for real-shaped DynamoDB Streams and Kinesis events (and a few others) for the consumer tests.
 
 Records come from the one builder in :mod:`bench.events`; images here are serialized with boto3's rules.
 """
 
 from __future__ import annotations
 
+import base64
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,6 +89,71 @@ def keys_only(event_name: str, n: int, pk: str, sk: str) -> dict[str, Any]:
 
 def stream_event(*records: dict[str, Any]) -> dict[str, Any]:
     return {"Records": list(records)}
+
+
+KINESIS_STREAM_ARN = f"arn:aws:kinesis:{REGION}:{ACCOUNT}:stream/{TABLE}-changes"
+
+
+def kseq(n: int) -> str:
+    """A Kinesis-like sequence number (56 digits, increasing with n), unlike any DynamoDB one of :func:`seq`."""
+    return str(49_590_338_271_490_256_608_559_692_538_361_571_095_921_575_989_136_588_898 + n)
+
+
+def change_data(raw: dict[str, Any], *, table: str = TABLE) -> dict[str, Any]:
+    """The DynamoDB change record Kinesis Data Streams for DynamoDB writes for the stream record ``raw``: no
+    sequence number or view type, ApproximateCreationDateTime in epoch milliseconds, the table by name."""
+    stream = raw["dynamodb"]
+    change: dict[str, Any] = {
+        "awsRegion": raw["awsRegion"],
+        "eventID": raw["eventID"],
+        "eventName": raw["eventName"],
+        "userIdentity": raw.get("userIdentity"),
+        "recordFormat": "application/json",
+        "tableName": table,
+        "dynamodb": {
+            "ApproximateCreationDateTime": stream["ApproximateCreationDateTime"] * 1000,
+            "Keys": stream["Keys"],
+            "SizeBytes": stream["SizeBytes"],
+        },
+        "eventSource": "aws:dynamodb",
+    }
+    for name in ("NewImage", "OldImage"):
+        if name in stream:
+            change["dynamodb"][name] = stream[name]
+    return change
+
+
+def kinesis_record(n: int, data: Any, *, sequence: str | None = None) -> dict[str, Any]:
+    """One Kinesis record as Lambda delivers it; ``data`` is a change record (a dict: JSON, base64-encoded), or
+    the raw ``kinesis.data`` string."""
+    encoded = data if isinstance(data, str) else base64.b64encode(json.dumps(data).encode()).decode()
+    number = kseq(n) if sequence is None else sequence
+    return {
+        "kinesis": {
+            "kinesisSchemaVersion": "1.0",
+            "partitionKey": f"partition-{n}",
+            "sequenceNumber": number,
+            "data": encoded,
+            "approximateArrivalTimestamp": float(LATER + n),
+        },
+        "eventSource": "aws:kinesis",
+        "eventVersion": "1.0",
+        "eventID": f"shardId-000000000000:{number}",
+        "eventName": "aws:kinesis:record",
+        "invokeIdentityArn": f"arn:aws:iam::{ACCOUNT}:role/consumer",
+        "awsRegion": REGION,
+        "eventSourceARN": KINESIS_STREAM_ARN,
+    }
+
+
+def via_kinesis(raw: dict[str, Any], n: int, *, table: str = TABLE) -> dict[str, Any]:
+    """The stream record ``raw`` as the Kinesis record number ``n`` carrying it."""
+    return kinesis_record(n, change_data(raw, table=table))
+
+
+def kinesis_failures(*ns: int) -> dict[str, list[dict[str, str]]]:
+    """The exact partial batch response failing the Kinesis records with these factory numbers."""
+    return {"batchItemFailures": [{"itemIdentifier": kseq(n)} for n in ns]}
 
 
 def sqs_event() -> dict[str, Any]:
