@@ -11,13 +11,13 @@ import inspect
 from collections.abc import Iterable
 from importlib import metadata
 
-from local import esm, metrics, runner, seed, services, ttl
+from local import esm, esm_kinesis, metrics, runner, seed, services, ttl
 from local.errors import LocalError
 from local.patching import Target
 
 PINNED_MOTO = "5.2.5"
 # Every module that patches or reads moto's internals declares them (MOTO_TARGETS); the server adds its own.
-_DECLARING = (services, esm, runner, seed, ttl, metrics)
+_DECLARING = (services, esm, esm_kinesis, runner, seed, ttl, metrics)
 
 
 def declared() -> tuple[Target, ...]:

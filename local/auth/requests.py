@@ -1,14 +1,15 @@
 """A request as IAM sees it: the caller's key, and each (action, resource ARN, condition keys) it needs.
 
-JSON-protocol services (DynamoDB, DynamoDB Streams, CloudWatch Logs, SSM) name their operation in X-Amz-Target;
-query-protocol ones (CloudFormation, STS, IAM) in ``Action``; REST ones (Lambda, S3) are matched against
-botocore's own service model (method, path template, required query parameters). Resources are taken from the
-request as AWS takes them: table, index and stream ARNs; bucket and object ARNs; function, mapping and layer
-ARNs; log group and stream ARNs; parameter ARNs; stack ARNs.
+JSON-protocol services (DynamoDB, DynamoDB Streams, Kinesis, CloudWatch Logs, SSM) name their operation in
+X-Amz-Target; query-protocol ones (CloudFormation, STS, IAM) in ``Action``; REST ones (Lambda, S3) are matched
+against botocore's own service model (method, path template, required query parameters). Resources are taken from
+the request as AWS takes them: table, index and stream ARNs; Kinesis stream and consumer ARNs; bucket and object
+ARNs; function, mapping and layer ARNs; log group and stream ARNs; parameter ARNs; stack ARNs.
 """
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 from dataclasses import dataclass, field
@@ -109,6 +110,8 @@ def _json_checks(service: str, prefix: str, op: str, data: dict[str, Any], regio
         return [Check(action, "*")]
     if service == "dynamodb":
         return _dynamodb_checks(op, data, region)
+    if service == "kinesis":
+        return [Check(action, _kinesis_resource(data, region))]
     if service == "logs":
         group = data.get("logGroupName") or data.get("logGroupIdentifier")
         if group and str(group).startswith("arn:"):
@@ -152,6 +155,21 @@ def _dynamodb_checks(op: str, data: dict[str, Any], region: str) -> list[Check]:
     if "ResourceArn" in data:
         return [Check(action, str(data["ResourceArn"]))]
     return [Check(action, "*")]
+
+
+def _kinesis_resource(data: dict[str, Any], region: str) -> str:
+    """A Kinesis call's resource: the stream (by ARN or name, or the one a shard iterator reads), its consumer,
+    or the ARN a tag or policy operation names; ``*`` for an account-wide call (ListStreams)."""
+    for key in ("ConsumerARN", "StreamARN", "ResourceARN"):
+        if data.get(key):
+            return str(data[key])
+    name = data.get("StreamName")
+    if not name and data.get("ShardIterator"):
+        try:  # moto's iterator is base64 of "<stream name>:<shard id>:<sequence number>"
+            name = base64.b64decode(str(data["ShardIterator"])).decode("utf-8").split(":", 1)[0]
+        except (ValueError, UnicodeDecodeError):
+            name = None
+    return _arn("kinesis", region, f"stream/{name}") if name else "*"
 
 
 # ---- query protocol ----

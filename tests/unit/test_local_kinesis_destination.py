@@ -4,6 +4,7 @@ record AWS puts into the Kinesis data stream."""
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -14,6 +15,7 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from local import services, state, ttl
+from local.auth import requests
 
 pytestmark = pytest.mark.unit
 
@@ -321,3 +323,38 @@ def test_template_stream_and_table_destination_created_updated_and_deleted(aws: 
     # AND deleting the stack deletes the stream
     cfn.delete_stack(StackName="k")
     assert outputs["StreamName"] not in kinesis.list_streams()["StreamNames"]
+
+
+# ------------------------------------------------------------------------------------------------ IAM
+def _kinesis_environ(operation: str) -> dict[str, Any]:
+    credential = "AKIAX/20260101/us-east-1/kinesis/aws4_request"
+    return {
+        "REQUEST_METHOD": "POST",
+        "PATH_INFO": "/",
+        "QUERY_STRING": "",
+        "HTTP_HOST": "localhost:4566",
+        "HTTP_AUTHORIZATION": f"AWS4-HMAC-SHA256 Credential={credential}, SignedHeaders=host, Signature=0",
+        "HTTP_X_AMZ_TARGET": f"Kinesis_20131202.{operation}",
+    }
+
+
+@pytest.mark.parametrize(
+    ("operation", "body", "resource"),
+    [
+        ("PutRecord", {"StreamName": "s", "PartitionKey": "k", "Data": "eA=="}, "stream/s"),
+        (
+            "DescribeStreamSummary",
+            {"StreamARN": f"arn:aws:kinesis:{REGION}:{state.ACCOUNT_ID}:stream/s"},
+            "stream/s",
+        ),
+        ("GetRecords", {"ShardIterator": base64.b64encode(b"s:shardId-000000000000:0").decode()}, "stream/s"),
+        ("ListStreams", {}, None),
+    ],
+)
+def test_kinesis_calls_are_authorized_on_the_stream_they_name(
+    operation: str, body: dict[str, Any], resource: str | None
+) -> None:
+    parsed = requests.parse(_kinesis_environ(operation), json.dumps(body).encode())
+    assert parsed is not None
+    expected = f"arn:aws:kinesis:{REGION}:{state.ACCOUNT_ID}:{resource}" if resource else "*"
+    assert [(c.action, c.resource) for c in parsed.checks] == [(f"kinesis:{operation}", expected)]
