@@ -11,7 +11,8 @@ dropped the writes other threads made meanwhile and appended stream records nobo
 - a TransactWriteItems snapshots only its items, publishes its stream records when it commits and rolls back
   those items alone;
 - ``StreamShard.add`` only appends the record and wakes the pollers (moto's own delivery empties the shard);
-  a write that changes nothing adds no record; a deletion inside ``ttl_deletion()`` carries the TTL
+  a write that changes nothing adds no record; an UpdateItem that creates an item adds one INSERT (moto added
+  two: the bare key, then the item); a deletion inside ``ttl_deletion()`` carries the TTL
   service's ``userIdentity``;
 - shard iterators are trimmed (moto keeps them forever: a reader polling every 100 ms grows the map);
 - CloudFormation applies TimeToLiveSpecification and PointInTimeRecoverySpecification, and updates a table
@@ -52,6 +53,7 @@ WRITE_LOCK = threading.RLock()
 TEMPLATE_HANDLERS: list[Callable[[Any, dict[str, Any]], None]] = []
 _TRANSACTION = threading.local()  # .records: the stream records of the transaction in progress, else None
 _TTL = threading.local()  # .active: the TTL sweeper is deleting an item
+_UPDATE = threading.local()  # .adds: the stream adds of the UpdateItem in progress, else None
 
 _TABLE = "moto.dynamodb.models.table"
 _MODELS = "moto.dynamodb.models"
@@ -131,6 +133,10 @@ def _patch_stream_shard() -> None:
     from moto.dynamodb.models import table as tm
 
     def add(self: Any, old: Any, new: Any) -> None:
+        adds = getattr(_UPDATE, "adds", None)
+        if adds is not None:  # inside UpdateItem: only its last add is the change (see update_item)
+            adds.append((self, old, new))
+            return
         view = (
             self.table.stream_specification.get("StreamViewType") if self.table.stream_specification else None
         )
@@ -181,8 +187,25 @@ def _patch_writes() -> None:
 
         original = replace(Backend, name, locked)
 
-    for name in ("put_item", "update_item", "delete_item"):
+    for name in ("put_item", "delete_item"):
         serialize(name)
+
+    def update_item(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # moto puts a new item's bare key first and then updates it, adding a stream record each time: one
+        # UpdateItem is one change (DynamoDB writes one INSERT), so only the last add is recorded.
+        with WRITE_LOCK:
+            _UPDATE.adds = []
+            try:
+                result = original_update(self, *args, **kwargs)
+                adds = list(_UPDATE.adds)
+            finally:
+                _UPDATE.adds = None
+            if adds:
+                shard, old, new = adds[-1]
+                shard.add(old, new)
+            return result
+
+    original_update = replace(Backend, "update_item", update_item)
 
     replace(dm, "copy", _NoTableDeepCopy(copy, tm.Table))
 

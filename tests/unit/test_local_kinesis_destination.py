@@ -358,3 +358,29 @@ def test_kinesis_calls_are_authorized_on_the_stream_they_name(
     assert parsed is not None
     expected = f"arn:aws:kinesis:{REGION}:{state.ACCOUNT_ID}:{resource}" if resource else "*"
     assert [(c.action, c.resource) for c in parsed.checks] == [(f"kinesis:{operation}", expected)]
+
+
+def test_an_upsert_is_one_insert_in_both_the_dynamodb_stream_and_the_kinesis_stream(
+    aws: tuple[Any, Any],
+) -> None:
+    # GIVEN a table with a DynamoDB stream and a Kinesis destination
+    ddb, kinesis = aws
+    _table(ddb, StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"})
+    ddb.enable_kinesis_streaming_destination(TableName="t", StreamArn=_stream(kinesis))
+    # WHEN UpdateItem creates an item
+    ddb.update_item(
+        TableName="t",
+        Key={"pk": {"S": "a"}},
+        UpdateExpression="SET v = :v",
+        ExpressionAttributeValues={":v": {"N": "1"}},
+    )
+    # THEN each stream has one INSERT with the whole item
+    from moto.dynamodb.models import dynamodb_backends
+
+    table = dynamodb_backends[state.ACCOUNT_ID][REGION].tables["t"]
+    records = [r.to_json() for r in table.stream_shard.items]
+    whole = {"pk": {"S": "a"}, "v": {"N": "1"}}
+    assert [(r["eventName"], r["dynamodb"]["NewImage"]) for r in records] == [("INSERT", whole)]
+    assert [(r["eventName"], r["dynamodb"]["NewImage"]) for _, _, r in _records(kinesis)] == [
+        ("INSERT", whole)
+    ]
