@@ -193,7 +193,7 @@ def capture_kinesis_sequence(
         following = []
         for iterator in iterators:
             try:
-                reply = client.get_records(ShardIterator=iterator, Limit=1000)
+                reply = client.get_records(ShardIterator=iterator, Limit=1000, StreamARN=stream_arn)
             except (ClientError, BotoCoreError):
                 continue
             for record in reply.get("Records", []):
