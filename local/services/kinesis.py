@@ -4,13 +4,15 @@ moto's stream model drops StreamModeDetails, StreamEncryption and the ``Name`` i
 stream when a template names a ``BucketName``); here a template's stream is created with its mode (ON_DEMAND:
 moto's four shards), its encryption (``KMS`` with the key as given, reported by DescribeStream and
 DescribeStreamSummary), its retention period and tags, updated in place (mode, encryption, retention, shard
-count, tags) or replaced when its name changes. A record put into a stream wakes the event-source mapping
+count, tags) or replaced when its name changes. Resharding leaves a parent's records in the parent and writes to
+the open children only. A record put into a stream wakes the event-source mapping
 pollers; moto's own delivery to Lambda (from inside PutRecord) is switched off in local/services/mappings.py.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from typing import Any
 
 from local.patching import Target, replace, tags_dict
@@ -24,6 +26,9 @@ MOTO_TARGETS = (
     Target(_MODELS, "Stream.update_from_cloudformation_json"),
     Target(_MODELS, "Stream.update_shard_count", ("self", "target_shard_count")),
     Target(_MODELS, "kinesis_backends"),
+    Target(_MODELS, "Stream.get_shard_for_key", ("self", "partition_key", "explicit_hash_key")),
+    Target(_MODELS, "Stream.split_shard", ("self", "shard_to_split", "new_starting_hash_key")),
+    Target(_MODELS, "Stream.merge_shards", ("self", "shard_to_merge", "adjacent_shard_to_merge")),
     Target(
         _MODELS,
         "KinesisBackend.create_stream",
@@ -38,6 +43,7 @@ ON_DEMAND_SHARDS = 4  # moto's fixed count; AWS starts an on-demand stream with 
 
 def apply() -> None:
     _patch_put_record()
+    _patch_resharding()
     _patch_descriptions()
     _patch_cloudformation()
 
@@ -55,6 +61,42 @@ def _patch_put_record() -> None:
         return result  # type: ignore[no-any-return]
 
     original = replace(km.Stream, "put_record", put_record)
+
+
+def _patch_resharding() -> None:
+    """Resharding as on AWS: a closed parent keeps its records (moto moved or copied them into the children) and
+    takes no new ones (moto kept writing to the parent, the first shard covering the key)."""
+    from moto.kinesis import models as km
+
+    def get_shard_for_key(self: Any, partition_key: str, explicit_hash_key: Any) -> Any:
+        shard = original_key(self, partition_key, explicit_hash_key)  # moto validates and finds the first
+        if shard is None or shard.is_open:
+            return shard
+        if explicit_hash_key:
+            key = int(explicit_hash_key)
+        else:
+            key = int(hashlib.md5(partition_key.encode("utf-8"), usedforsecurity=False).hexdigest(), 16)
+        shards = list(self.shards.values())
+        return next((s for s in shards if s.is_open and s.starting_hash <= key < s.ending_hash), shard)
+
+    original_key = replace(km.Stream, "get_shard_for_key", get_shard_for_key)
+
+    def keeping_records(original: Any) -> Any:
+        def reshard(self: Any, first: str, second: str) -> None:
+            parents = [self.shards[name] for name in (first, second) if name in self.shards]
+            kept = [(shard, shard.records) for shard in parents]
+            for shard in parents:
+                shard.records = type(shard.records)()
+            try:
+                original(self, first, second)
+            finally:
+                for shard, records in kept:
+                    shard.records = records
+
+        return reshard
+
+    replace(km.Stream, "split_shard", keeping_records(km.Stream.split_shard))
+    replace(km.Stream, "merge_shards", keeping_records(km.Stream.merge_shards))
 
 
 def _patch_descriptions() -> None:

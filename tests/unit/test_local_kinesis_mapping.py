@@ -299,3 +299,62 @@ def test_creating_a_mapping_needs_the_kinesis_reads_and_a_starting_position(
         lam.create_event_source_mapping(FunctionName="fn", EventSourceArn=stream)
     assert missing.value.response["Error"]["Code"] == "InvalidParameterValueException"
     assert "'startingPosition'" in missing.value.response["Error"]["Message"]
+
+
+def test_a_customer_managed_key_needs_kms_decrypt_for_the_role(aws: tuple[Any, FakeRunner]) -> None:
+    # GIVEN a stream encrypted with a customer managed key, and a role with the Kinesis reads only
+    client, _ = aws
+    key = client("kms").create_key()["KeyMetadata"]["Arn"]
+    kinesis = client("kinesis")
+    kinesis.create_stream(StreamName="enc", ShardCount=1)
+    kinesis.start_stream_encryption(StreamName="enc", EncryptionType="KMS", KeyId=key)
+    summary = kinesis.describe_stream_summary(StreamName="enc")["StreamDescriptionSummary"]
+    assert (summary["EncryptionType"], summary["KeyId"]) == ("KMS", key)
+    _setup(client)
+    stream = summary["StreamARN"]
+    iam = client("iam")
+    reads = {"Effect": "Allow", "Action": READS, "Resource": stream}
+    document = {"Version": "2012-10-17", "Statement": [reads]}
+    iam.put_role_policy(RoleName="fn-role", PolicyName="enc", PolicyDocument=json.dumps(document))
+    lam = client("lambda")
+    # WHEN a mapping is created on it THEN it is refused until the role may decrypt with the key
+    with pytest.raises(ClientError) as refused:
+        lam.create_event_source_mapping(FunctionName="fn", EventSourceArn=stream, StartingPosition="LATEST")
+    assert refused.value.response["Error"]["Message"].startswith(f"Cannot access stream {stream}.")
+    decrypt = {"Effect": "Allow", "Action": "kms:Decrypt", "Resource": key}
+    document = {"Version": "2012-10-17", "Statement": [reads, decrypt]}
+    iam.put_role_policy(RoleName="fn-role", PolicyName="enc", PolicyDocument=json.dumps(document))
+    lam.create_event_source_mapping(FunctionName="fn", EventSourceArn=stream, StartingPosition="LATEST")
+
+
+def test_shards_added_by_resharding_are_read_from_their_start(aws: tuple[Any, FakeRunner]) -> None:
+    # GIVEN a mapping on a one-shard provisioned stream
+    client, runner = aws
+    _setup(client)
+    kinesis = client("kinesis")
+    kinesis.create_stream(StreamName="p", ShardCount=1)
+    stream = kinesis.describe_stream_summary(StreamName="p")["StreamDescriptionSummary"]["StreamARN"]
+    iam = client("iam")
+    document = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": READS, "Resource": stream}],
+    }
+    iam.put_role_policy(RoleName="fn-role", PolicyName="p", PolicyDocument=json.dumps(document))
+    client("lambda").create_event_source_mapping(
+        FunctionName="fn", EventSourceArn=stream, StartingPosition="LATEST"
+    )
+    kinesis.put_record(StreamName="p", PartitionKey="a", Data=b'{"n": 1}')
+    # WHEN the stream is resharded and records land on the new shards
+    kinesis.update_shard_count(StreamName="p", TargetShardCount=2, ScalingType="UNIFORM_SCALING")
+    for n in range(2, 12):
+        kinesis.put_record(StreamName="p", PartitionKey=f"k{n}", Data=json.dumps({"n": n}).encode())
+    # THEN every record is delivered, each shard's in order
+    runner.wait_for(lambda: len([r for r in _delivered(runner) if r["eventSourceARN"] == stream]) == 11)
+    records = [r for r in _delivered(runner) if r["eventSourceARN"] == stream]
+    assert sorted(_payload(r)["n"] for r in records) == list(range(1, 12))
+    assert len({r["eventID"].split(":")[0] for r in records}) >= 2
+    for shard in {r["eventID"].split(":")[0] for r in records}:
+        numbers = [
+            int(r["kinesis"]["sequenceNumber"]) for r in records if r["eventID"].startswith(shard + ":")
+        ]
+        assert numbers == sorted(numbers)
