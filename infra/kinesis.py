@@ -20,15 +20,15 @@ from contract import names
 from contract.knobs import KINESIS_RETENTION_HOURS, DocTableConfig
 from infra.nag import acknowledge
 
-# What a Lambda event-source mapping needs to read one stream (shared-throughput and enhanced fan-out reads);
-# kinesis:ListStreams (no resource type) is not needed by a mapping given the stream's ARN.
+# What a Lambda event-source mapping needs to read one stream with shared throughput, on the stream's ARN alone.
+# Not kinesis:ListStreams (no resource type; a mapping given the stream's ARN never calls it), nor
+# kinesis:SubscribeToShard, whose resource is an enhanced fan-out consumer, which this mapping does not register.
 READ_ACTIONS = (
     "kinesis:DescribeStream",
     "kinesis:DescribeStreamSummary",
     "kinesis:GetRecords",
     "kinesis:GetShardIterator",
     "kinesis:ListShards",
-    "kinesis:SubscribeToShard",
 )
 # The key in a Kinesis record's event that filter patterns address: Lambda decodes the base64 data as JSON.
 FILTER_DATA_KEY = "data"
@@ -51,13 +51,13 @@ def change_stream(scope: Construct, config: DocTableConfig, key: kms.IKey | None
         # Kept where the table is: the changes of a retained table stay readable until the retention ends.
         removal_policy=RemovalPolicy.RETAIN if config.retain_on_delete else RemovalPolicy.DESTROY,
     )
-    if key is None:
+    if key is not None:
         acknowledge(
             stream,
             "AwsSolutions::AwsSolutions-KDS3",
-            "The stream follows the `encryption` knob: without a customer managed key of the stack's own it is "
-            "encrypted with the AWS managed alias/aws/kinesis (never unencrypted); `encryption=customer-managed` "
-            "puts it under the table's key.",
+            "encryption=customer-managed: the table's changes stay under the table's own key, the one the "
+            "operator rotates, guards and retains with the table, its streams and its buckets; aws/kinesis "
+            "would take them out of that choice.",
         )
     return stream
 
