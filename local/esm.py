@@ -1,4 +1,5 @@
-"""Event-source mappings for DynamoDB streams with AWS semantics, replacing moto's own delivery.
+"""Event-source mappings for DynamoDB streams (and, through local/esm_kinesis.py, Kinesis streams) with AWS
+semantics, replacing moto's own delivery.
 
 moto invokes the function inside ``put_item`` and then empties the stream shard, so every other reader loses
 the records; it ignores batch size, starting position, Enabled, retries and deleting the mapping. Here each
@@ -21,7 +22,9 @@ the in-process backend) from its own checkpoint, and applies:
 - deleting the mapping stops its poller; State / StateTransitionReason / LastProcessingResult are reported.
 
 One idea, a mapping's poller; pollers wake on every stream write (no busy polling when idle), at least
-every POLL_SECONDS.
+every POLL_SECONDS. A source's shards are reached through a few methods (``shard_id``, ``shard_start``,
+``shard_end``, ``_read``, ``_event``, ``BATCH_INFO``): a DynamoDB stream's here, a Kinesis stream's in
+local/esm_kinesis.py (a checkpoint per shard).
 """
 
 from __future__ import annotations

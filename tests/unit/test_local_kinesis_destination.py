@@ -13,9 +13,11 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
+from moto.dynamodb.models import dynamodb_backends
 
 from local import services, state, ttl
 from local.auth import requests
+from local.services import dynamodb_kinesis
 
 pytestmark = pytest.mark.unit
 
@@ -375,8 +377,6 @@ def test_an_upsert_is_one_insert_in_both_the_dynamodb_stream_and_the_kinesis_str
         ExpressionAttributeValues={":v": {"N": "1"}},
     )
     # THEN each stream has one INSERT with the whole item
-    from moto.dynamodb.models import dynamodb_backends
-
     table = dynamodb_backends[state.ACCOUNT_ID][REGION].tables["t"]
     records = [r.to_json() for r in table.stream_shard.items]
     whole = {"pk": {"S": "a"}, "v": {"N": "1"}}
@@ -384,3 +384,22 @@ def test_an_upsert_is_one_insert_in_both_the_dynamodb_stream_and_the_kinesis_str
     assert [(r["eventName"], r["dynamodb"]["NewImage"]) for _, _, r in _records(kinesis)] == [
         ("INSERT", whole)
     ]
+
+
+def test_a_template_naming_another_stream_moves_the_destination(aws: tuple[Any, Any]) -> None:
+    # GIVEN a table whose template streams to one stream
+    ddb, kinesis = aws
+    _table(ddb)
+    first, second = _stream(kinesis), _stream(kinesis, "second")
+    table = dynamodb_backends[state.ACCOUNT_ID][REGION].tables["t"]
+    dynamodb_kinesis.apply_template(table, {"KinesisStreamSpecification": {"StreamArn": first}})
+    # WHEN the template names another stream
+    dynamodb_kinesis.apply_template(table, {"KinesisStreamSpecification": {"StreamArn": second}})
+    # THEN the first is disabled and the second active, and a change goes to the second only
+    destinations = ddb.describe_kinesis_streaming_destination(TableName="t")["KinesisDataStreamDestinations"]
+    assert [(d["StreamArn"], d["DestinationStatus"]) for d in destinations] == [
+        (first, "DISABLED"),
+        (second, "ACTIVE"),
+    ]
+    ddb.put_item(TableName="t", Item={"pk": {"S": "a"}})
+    assert (len(_records(kinesis)), len(_records(kinesis, "second"))) == (0, 1)
