@@ -29,6 +29,7 @@ PROBED_TYPES = (
     "AWS::S3::Bucket",
     "AWS::Logs::LogGroup",
     "AWS::IAM::Role",
+    "AWS::Kinesis::Stream",  # kinesis=on: deleted with the stack in dev/stg, retained like the table elsewhere
 )
 
 
@@ -239,6 +240,9 @@ def _exists(aws: Aws, resource: Resource) -> bool | None:
             return any(g.get("logGroupName") == pid for g in groups)
         if resource.type == "AWS::IAM::Role":
             return call_or_none(aws.client("iam").get_role, RoleName=pid) is not None
+        if resource.type == "AWS::Kinesis::Stream":
+            stream = call_or_none(aws.client("kinesis").describe_stream_summary, StreamName=pid)
+            return stream is not None and stream["StreamDescriptionSummary"].get("StreamStatus") != "DELETING"
     except ClientError as exc:
         if is_not_found(exc):
             return False

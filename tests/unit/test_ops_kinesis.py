@@ -604,3 +604,17 @@ def test_plan_models_a_kinesis_mapping_with_its_own_poll_and_shard_limits() -> N
     assert (
         "once a second" in note and "5 calls/s" in note and "shared by every shared-throughput reader" in note
     )
+
+
+# -------------------------------------------------------------------------------------------- teardown
+def test_teardown_proves_the_created_stream_gone_or_still_there(moto_env: Aws) -> None:
+    from doctable.ops import teardown
+
+    # GIVEN the stack's stream as teardown lists it (its physical id is the stream's name)
+    created_stream(moto_env, "doctable-changes")
+    resource = teardown.Resource("ChangeStream", "AWS::Kinesis::Stream", "doctable-changes", retained=False)
+    assert resource.type in teardown.PROBED_TYPES
+    # THEN it is seen while it exists, and its absence is proven once deleted
+    assert teardown._exists(moto_env, resource) is True
+    moto_env.client("kinesis").delete_stream(StreamName="doctable-changes")
+    assert teardown._exists(moto_env, resource) is False
