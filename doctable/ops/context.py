@@ -158,6 +158,7 @@ class Deployment:
             "table": self.out(names.OUT_TABLE_NAME),
             "table_arn": self.out(names.OUT_TABLE_ARN),
             "stream_arn": self.out(names.OUT_STREAM_ARN),
+            "kinesis_stream_arn": self.out(names.OUT_KINESIS_STREAM_ARN) or self.config.borrowed_kinesis_arn,
             "mapping_uuid": self.out(names.OUT_MAPPING_UUID),
             "consumer_function": self.out(names.OUT_CONSUMER_FUNCTION_NAME)
             or self.config.borrowed_consumer_arn,

@@ -618,3 +618,14 @@ def test_teardown_proves_the_created_stream_gone_or_still_there(moto_env: Aws) -
     assert teardown._exists(moto_env, resource) is True
     moto_env.client("kinesis").delete_stream(StreamName="doctable-changes")
     assert teardown._exists(moto_env, resource) is False
+
+
+def test_the_ledger_records_the_kinesis_stream_among_the_realized_ids(moto_env: Aws) -> None:
+    ot.deploy(moto_env.client, cfg(kinesis="on"), extra_outputs={names.OUT_KINESIS_STREAM_ARN: THEIRS})
+    assert describe_stack(moto_env, cfg(kinesis="on")).realized()["kinesis_stream_arn"] == THEIRS
+    # without the output (not deployed yet), the knob's borrowed stream; with kinesis off, none
+    assert (
+        describe_stack(moto_env, cfg(table_base="other", kinesis=OTHER)).realized()["kinesis_stream_arn"]
+        == OTHER
+    )
+    assert describe_stack(moto_env, cfg(table_base="other")).realized()["kinesis_stream_arn"] is None
