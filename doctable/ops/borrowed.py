@@ -14,7 +14,7 @@ from doctable.ops.grants import (
     missing_kinesis_grants,
     missing_stream_grants,
 )
-from doctable.ops.kinesis import declared_stream
+from doctable.ops.kinesis import ACTIVE, declared_stream
 
 STOP, WARN, OK = "STOP", "WARN", "OK"
 Found = tuple[str, str, str, str, str]  # (level, subject, live, declared, effect)
@@ -82,3 +82,42 @@ def consumer_findings(
         ]
     granted = "Kinesis stream" if reads_kinesis else "stream"
     return [(OK, "borrowed consumer", f"exists, {granted} grants present", arn, f"checked by {how}")]
+
+
+def kinesis_stream_findings(aws: Aws, config: DocTableConfig) -> list[Found]:
+    """Preflight's findings on a borrowed Kinesis stream (``kinesis=<ARN>``): it must exist, ACTIVE, in the table's
+    region, or enabling the destination fails the deploy."""
+    arn = config.borrowed_kinesis_arn
+    if not arn:
+        return []
+    region = arn_region(arn)
+    if region and region != aws.region:
+        return [
+            (
+                STOP, "borrowed kinesis stream", f"in {region}", f"in {aws.region}",
+                "the table streams only to a Kinesis stream in its own region: fix the kinesis knob or AWS_REGION",
+            )
+        ]  # fmt: skip
+    reply = call_or_none(aws.client("kinesis").describe_stream_summary, StreamARN=arn)
+    if reply is None:
+        return [
+            (
+                STOP, "borrowed kinesis stream", "not found", arn,
+                f"stream {arn} not found — create it first (this stack streams into it, never creates it)",
+            )
+        ]  # fmt: skip
+    summary = reply["StreamDescriptionSummary"]
+    status = summary.get("StreamStatus")
+    mode = (summary.get("StreamModeDetails") or {}).get("StreamMode")
+    live = f"{status}, {mode}, {summary.get('EncryptionType') or 'NONE'}"
+    if status != ACTIVE:
+        return [
+            (
+                WARN,
+                "borrowed kinesis stream",
+                live,
+                "ACTIVE",
+                "enabling the destination fails until it is ACTIVE",
+            )
+        ]
+    return [(OK, "borrowed kinesis stream", live, arn, "exists and is ACTIVE")]

@@ -629,3 +629,26 @@ def test_the_ledger_records_the_kinesis_stream_among_the_realized_ids(moto_env: 
         == OTHER
     )
     assert describe_stack(moto_env, cfg(table_base="other")).realized()["kinesis_stream_arn"] is None
+
+
+def test_a_borrowed_kinesis_stream_must_exist_active_in_the_tables_region(moto_env: Aws) -> None:
+    # GIVEN kinesis=<ARN> of a stream not created yet: the deploy would fail enabling the destination
+    findings = {
+        f.subject: f for f in p.run_preflight(moto_env, describe_stack(moto_env, cfg(kinesis=THEIRS)))
+    }
+    assert findings["borrowed kinesis stream"].level == p.STOP
+    assert "create it first" in findings["borrowed kinesis stream"].effect
+    # AND a stream in another region stops too
+    elsewhere = THEIRS.replace(REGION, "us-west-2")
+    ((level, _, live, _, _),) = borrowed_kinesis(moto_env, elsewhere)
+    assert level == "STOP" and live == "in us-west-2"
+    # AND once it exists and is ACTIVE, it is OK
+    arn = created_stream(moto_env, "theirs")
+    ((level, _, live, _, _),) = borrowed_kinesis(moto_env, arn)
+    assert level == "OK" and live.startswith("ACTIVE, ON_DEMAND")
+
+
+def borrowed_kinesis(aws: Aws, arn: str) -> list[tuple[str, str, str, str, str]]:
+    from doctable.ops.borrowed import kinesis_stream_findings
+
+    return kinesis_stream_findings(aws, cfg(kinesis=arn))
