@@ -116,7 +116,7 @@ def kinesis_stream_findings(aws: Aws, config: DocTableConfig) -> list[Found]:
                 WARN,
                 "borrowed kinesis stream",
                 live,
-                "ACTIVE",
+                ACTIVE,
                 "enabling the destination fails until it is ACTIVE",
             )
         ]
