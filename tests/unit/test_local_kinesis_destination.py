@@ -5,7 +5,9 @@ record AWS puts into the Kinesis data stream."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,22 +17,57 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.dynamodb.models import dynamodb_backends
 
-from local import services, state, ttl
+from local import patching, services, state, ttl
 from local.auth import requests
-from local.services import dynamodb_kinesis
+from local.services import dynamodb, dynamodb_kinesis
 
 pytestmark = pytest.mark.unit
 
 REGION = state.REGION
 
 
+@contextlib.contextmanager
+def isolated_services() -> Iterator[None]:
+    """The local AWS's adaptations of moto for the block, undone after it: the later tests of the session (ops
+    tests on plain in-process moto) see moto as it was. Every ``replace`` the services make is journaled."""
+    modules = [
+        m
+        for name, m in list(sys.modules.items())
+        if name == "local.services" or name.startswith("local.services.")
+    ]
+    journal: list[tuple[Any, str, bool, Any]] = []
+
+    def recording(owner: Any, name: str, new: Any) -> Any:
+        raw = owner.__dict__ if isinstance(owner, type) else vars(owner)
+        journal.append((owner, name, name in raw, raw.get(name)))
+        return patching.replace(owner, name, new)
+
+    saved = {m: {k: getattr(m, k) for k in ("_applied", "replace") if hasattr(m, k)} for m in modules}
+    handlers = list(dynamodb.TEMPLATE_HANDLERS)
+    for module in modules:
+        if hasattr(module, "replace"):
+            module.replace = recording  # type: ignore[attr-defined]
+    try:
+        services.apply()
+        yield
+    finally:
+        for module, values in saved.items():
+            for key, value in values.items():
+                setattr(module, key, value)
+        for owner, name, had, old in reversed(journal):
+            if had:
+                setattr(owner, name, old)
+            else:
+                delattr(owner, name)
+        dynamodb.TEMPLATE_HANDLERS[:] = handlers
+
+
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any]]:
-    services.apply()
     for name, value in (("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "x")):
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    with mock_aws():
+    with isolated_services(), mock_aws():
         yield boto3.client("dynamodb", region_name=REGION), boto3.client("kinesis", region_name=REGION)
 
 

@@ -20,9 +20,10 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from local import esm, services, state
+from local import esm, state
 from local.runner import InvokeResult
 from local.services import mappings
+from tests.unit.test_local_kinesis_destination import isolated_services
 
 pytestmark = pytest.mark.unit
 
@@ -72,7 +73,6 @@ def _failed() -> InvokeResult:
 
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, FakeRunner]]:
-    services.apply()
     for name, value in (("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "x")):
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
@@ -80,12 +80,12 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, FakeRunner]]:
     monkeypatch.setattr(esm, "get_runner", lambda: runner)
     monkeypatch.setattr(mappings, "get_runner", lambda: runner)
     manager = esm.MappingManager()
-    esm.install(manager)
-    try:
-        with mock_aws():
+    monkeypatch.setattr(esm, "_MANAGER", manager)  # what esm.install does, undone after the test
+    with isolated_services(), mock_aws():
+        try:
             yield (lambda service: boto3.client(service, region_name=REGION)), runner
-    finally:
-        manager.shutdown()
+        finally:
+            manager.shutdown()
 
 
 def _setup(client: Any, grants: list[str] = READS, **mapping: Any) -> tuple[str, str]:
