@@ -41,12 +41,12 @@ def mapping_change(deployed: DocTableConfig, target: DocTableConfig) -> MappingC
         assert after is not None
         return MappingChange(
             CREATES, "absent", after.starting_position,
-            f"creates the event-source mapping: it reads the stream from {after.starting_position}",
+            f"creates the event-source mapping: it reads the {source_text(target)} from {after.starting_position}",
         )  # fmt: skip
     if after is None:
         return MappingChange(
             DELETES, before.starting_position, "absent",
-            "deletes the event-source mapping: the stream is no longer consumed",
+            f"deletes the event-source mapping: the {source_text(deployed)} is no longer consumed",
         )  # fmt: skip
     # The source: the DynamoDB stream (a view-type change makes a new one) or the Kinesis data stream.
     source_changes = source_text(deployed) != source_text(target)

@@ -652,3 +652,14 @@ def borrowed_kinesis(aws: Aws, arn: str) -> list[tuple[str, str, str, str, str]]
     from doctable.ops.borrowed import kinesis_stream_findings
 
     return kinesis_stream_findings(aws, cfg(kinesis=arn))
+
+
+def test_a_created_or_deleted_mapping_names_the_source_it_reads() -> None:
+    reads = cfg(kinesis="on", consumer="builtin", consumer_source="kinesis")
+    created = mapping_change(cfg(kinesis="on"), reads)
+    assert created is not None and "reads the Kinesis stream created by the stack from" in created.effect
+    deleted = mapping_change(cfg(stream="new-and-old"), cfg(stream="new-and-old", consumer="none"))
+    assert (
+        deleted is not None
+        and "the DynamoDB stream NEW_AND_OLD_IMAGES is no longer consumed" in deleted.effect
+    )
