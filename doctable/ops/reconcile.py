@@ -145,7 +145,8 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     reconcile = sub.add_parser(
         "reconcile",
-        help="restore settings changed behind the stack (TTL, PITR, tags, deletion protection, mapping); "
+        help="restore settings changed behind the stack (TTL, PITR, tags, deletion protection, mapping, Kinesis "
+        "destination); "
         "dry run unless --apply",
         description="Compare the live table and mapping with the knobs the stack was deployed with and restore "
         "each drifted property through the service APIs. Exit 0: nothing drifted (after --apply: nothing left); "
