@@ -89,15 +89,22 @@ EVENT_INSERT, EVENT_MODIFY, EVENT_REMOVE = "INSERT", "MODIFY", "REMOVE"
 MAPPING_METRIC_EVENT_COUNT = "EventCount"
 
 
-def cleanup_filter_patterns() -> tuple[str, ...]:
+KINESIS_FILTER_KEY = "data"  # a Kinesis record's filters address its base64 data, decoded as JSON
+
+
+def cleanup_filter_patterns(kinesis: bool = False) -> tuple[str, ...]:
     """Lambda filter patterns (ORed) passing only the records that can need blob cleanup: every REMOVE, and a
     MODIFY whose old image lists blobs (a list of strings, or a string set). Arrays in the event are matched
-    element by element, so ``L.S`` exists when the list holds at least one string."""
+    element by element, so ``L.S`` exists when the list holds at least one string. ``kinesis``: the same
+    patterns for a mapping on the Kinesis data stream, nested under ``data``, which holds the change record."""
     old_blobs = ({"L": {"S": [{"exists": True}]}}, {"SS": [{"exists": True}]})
-    patterns = [{"eventName": [EVENT_REMOVE]}] + [
+    patterns: list[dict[str, object]] = [{"eventName": [EVENT_REMOVE]}]
+    patterns += [
         {"eventName": [EVENT_MODIFY], "dynamodb": {"OldImage": {names.BLOBS_ATTRIBUTE: blobs}}}
         for blobs in old_blobs
     ]
+    if kinesis:
+        patterns = [{KINESIS_FILTER_KEY: p} for p in patterns]
     return tuple(json.dumps(p, separators=(",", ":"), sort_keys=True) for p in patterns)
 
 
@@ -186,7 +193,7 @@ def mapping_shape(config: DocTableConfig) -> MappingShape | None:
         bisect_on_error=True,
         function_response_types=names.FUNCTION_RESPONSE_TYPES,
         on_failure_is_bucket=True,
-        filter_patterns=cleanup_filter_patterns() if config.filters_events else (),
+        filter_patterns=cleanup_filter_patterns(config.reads_kinesis) if config.filters_events else (),
         metrics=(MAPPING_METRIC_EVENT_COUNT,) if config.has_mapping_metrics else (),
     )
 

@@ -272,11 +272,7 @@ class StreamConsumer(Construct):
     ) -> lambda_.CfnEventSourceMapping:
         shape = mapping_shape(config)
         assert shape is not None
-        # A Kinesis record carries the DynamoDB change record base64-encoded under `data`, where Lambda's
-        # filter patterns address it.
-        patterns = (
-            kinesis.filter_patterns(shape.filter_patterns) if config.reads_kinesis else shape.filter_patterns
-        )
+        patterns = shape.filter_patterns  # nested under `data` for a mapping on the Kinesis stream
         target = function_name
         if self.function is not None:
             # Lambda allows one mapping per stream and function ARN (qualifier included), and CloudFormation

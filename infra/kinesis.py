@@ -8,8 +8,6 @@ or deleted with the table. `kinesis=<stream ARN>`: a stream of yours, referenced
 
 from __future__ import annotations
 
-import json
-
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kinesis as kinesis
@@ -30,8 +28,6 @@ READ_ACTIONS = (
     "kinesis:GetShardIterator",
     "kinesis:ListShards",
 )
-# The key in a Kinesis record's event that filter patterns address: Lambda decodes the base64 data as JSON.
-FILTER_DATA_KEY = "data"
 
 
 def change_stream(scope: Construct, config: DocTableConfig, key: kms.IKey | None) -> kinesis.IStream | None:
@@ -79,11 +75,3 @@ def read_statements(stream: kinesis.IStream, key: kms.IKey | None) -> list[iam.P
             )
         )
     return statements
-
-
-def filter_patterns(patterns: tuple[str, ...]) -> tuple[str, ...]:
-    """DynamoDB stream filter patterns for Kinesis records: Lambda matches them against the decoded JSON under
-    ``data``, which holds the DynamoDB change record (``eventName``, ``dynamodb.OldImage`` ...)."""
-    return tuple(
-        json.dumps({FILTER_DATA_KEY: json.loads(p)}, separators=(",", ":"), sort_keys=True) for p in patterns
-    )

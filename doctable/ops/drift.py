@@ -162,7 +162,7 @@ def table_drift(aws: Aws, config: DocTableConfig, table: dict[str, Any]) -> list
 
 def mapping_drift(aws: Aws, deployment: Deployment, config: DocTableConfig) -> list[Drift]:
     """The mapping's settings, enabled state, on-failure destination and tags against the deployed knobs."""
-    shape = kinesis.mapping_shape_for(config)  # a Kinesis mapping's filter addresses the record under `data`
+    shape = mapping_shape(config)
     uuid = deployment.out(names.OUT_MAPPING_UUID)
     if shape is None or not uuid:
         return []

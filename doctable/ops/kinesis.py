@@ -4,16 +4,13 @@ table's changes must reach and which one the mapping must read, what a deploy ch
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from contract import names
 from contract.knobs import KINESIS_RETENTION_HOURS, RETAINING_ENVS, DocTableConfig
-from contract.shape import MappingShape, mapping_shape
 from doctable.aws import error_code
 from doctable.ops.plan import HOURS_PER_MONTH, value
 
@@ -28,8 +25,6 @@ ON_DEMAND, KMS = (
     "ON_DEMAND",
     "KMS",
 )  # DescribeStreamSummary's StreamMode and EncryptionType of the created stream
-# Where Lambda's filter patterns address the DynamoDB change record inside a Kinesis record (decoded JSON).
-FILTER_DATA_KEY = "data"
 # What an endpoint without the Kinesis-destination API answers (moto in-process raises NotImplementedError).
 NOT_IMPLEMENTED_CODES = ("UnknownOperationException", "NotImplemented", "InvalidAction")
 
@@ -92,25 +87,6 @@ def source_text(config: DocTableConfig) -> str:
     if config.reads_kinesis:
         return f"Kinesis stream {config.borrowed_kinesis_arn or CREATED}"
     return f"DynamoDB stream {config.stream_view_type}"
-
-
-def kinesis_filter_patterns(patterns: tuple[str, ...]) -> tuple[str, ...]:
-    """The DynamoDB-record filter patterns nested under ``data``, as a Kinesis mapping's filter addresses them."""
-    wrapped = []
-    for pattern in patterns:
-        parsed = json.loads(pattern)
-        if set(parsed) != {FILTER_DATA_KEY}:
-            parsed = {FILTER_DATA_KEY: parsed}
-        wrapped.append(json.dumps(parsed, separators=(",", ":"), sort_keys=True))
-    return tuple(wrapped)
-
-
-def mapping_shape_for(config: DocTableConfig) -> MappingShape | None:
-    """``contract.shape.mapping_shape`` with the filter as the mapping carries it on its source."""
-    shape = mapping_shape(config)
-    if shape is None or not config.reads_kinesis or not shape.filter_patterns:
-        return shape
-    return replace(shape, filter_patterns=kinesis_filter_patterns(shape.filter_patterns))
 
 
 # ------------------------------------------------------------------------------------------- preflight

@@ -13,7 +13,7 @@ import pytest
 
 from contract import names
 from contract.knobs import DocTableConfig
-from contract.shape import mapping_shape
+from contract.shape import cleanup_filter_patterns, mapping_shape
 from doctable.aws import Aws
 from doctable.cli import main
 from doctable.ops import drift, grants, kinesis
@@ -365,7 +365,7 @@ def test_the_created_stream_must_be_on_demand_encrypted_and_the_stacks(moto_env:
 
 def _mapping(config: DocTableConfig, source: str) -> dict[str, Any]:
     """A GetEventSourceMapping answer carrying every declared setting, reading ``source``."""
-    shape = kinesis.mapping_shape_for(config)
+    shape = mapping_shape(config)
     assert shape is not None
     fields = {k: v for k, v in shape.live_fields().items() if v is not None}
     return {
@@ -397,13 +397,16 @@ def test_the_mapping_must_read_the_kinesis_stream_with_its_filter_under_data() -
     outputs = {names.OUT_KINESIS_STREAM_ARN: THEIRS}
     # THEN a mapping on that stream, its patterns under `data`, passes
     assert verifier(config, _mapping(config, THEIRS), outputs)._check_mapping().startswith("Enabled")
-    assert all(json.loads(p).keys() == {"data"} for p in kinesis.mapping_shape_for(config).filter_patterns)  # type: ignore[union-attr]
+    assert all(json.loads(p).keys() == {"data"} for p in mapping_shape(config).filter_patterns)  # type: ignore[union-attr]
     # AND one reading another source (the DynamoDB stream) fails naming both
     wrong = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{TABLE}/stream/2026"
     with pytest.raises(CheckFailed, match=f"reads {wrong}, not the Kinesis data stream {THEIRS}"):
         verifier(config, _mapping(config, wrong), outputs)._check_mapping()
     # AND one whose patterns address the DynamoDB record directly (not under `data`) fails on its filter
-    plain = {**_mapping(config, THEIRS), "FilterCriteria": mapping_shape(config).filter_criteria}  # type: ignore[union-attr]
+    plain = {
+        **_mapping(config, THEIRS),
+        "FilterCriteria": {"Filters": [{"Pattern": p} for p in cleanup_filter_patterns()]},
+    }
     with pytest.raises(CheckFailed, match="FilterCriteria"):
         verifier(config, plain, outputs)._check_mapping()
 

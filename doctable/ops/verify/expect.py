@@ -16,9 +16,9 @@ from contract.shape import (
     MappingShape,
     TableShape,
     encryption_shape,
+    mapping_shape,
     table_shape,
 )
-from doctable.ops.kinesis import mapping_shape_for
 from doctable.ops.live import ACTIVE, PITR_DISABLED, PITR_ENABLED, TTL_ON_STATES
 from doctable.ops.verify.kinesis import kinesis_rows
 from doctable.ops.verify.options import option_checks, option_rows
@@ -41,7 +41,7 @@ class Expectations:
     def of(cls, config: DocTableConfig) -> Expectations:
         return cls(
             table=table_shape(config),
-            mapping=mapping_shape_for(config),
+            mapping=mapping_shape(config),
             tags=config.tags(),
             security=encryption_shape(config),
             kinesis=tuple(kinesis_rows(config)),
