@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from contract import names
+from contract.shape import cleanup_filter_patterns
 from tests.support import localaws as lt
 from tests.support.cli import context_args, run_doctable
 
@@ -204,3 +205,41 @@ def test_day2_source_switch_and_kinesis_off(
     streams = local_aws.client("kinesis").list_streams()["StreamNames"]
     assert stream_arn.rsplit("/", 1)[1] not in streams
     _verify(local_aws, off, tmp_path)
+
+
+def test_cleanup_filter_on_the_kinesis_mapping(
+    local_aws: lt.LocalAWS, deploy: Callable[..., lt.Deployed], tmp_path: Path
+) -> None:
+    # GIVEN events=cleanup on a consumer reading the Kinesis stream
+    knobs = {**KNOBS, "table_base": "kinesis-filter", "events": "cleanup"}
+    out = deploy(knobs).outputs
+    table, bucket, uuid = out[names.OUT_TABLE_NAME], out[names.OUT_BLOB_BUCKET], out[names.OUT_MAPPING_UUID]
+    ddb, s3, lam = local_aws.client("dynamodb"), local_aws.client("s3"), local_aws.client("lambda")
+    # THEN the mapping's patterns address the change record under `data`
+    patterns = [f["Pattern"] for f in lam.get_event_source_mapping(UUID=uuid)["FilterCriteria"]["Filters"]]
+    assert patterns == list(cleanup_filter_patterns(kinesis=True))
+    assert all(set(json.loads(p)) == {"data"} for p in patterns)
+    lt.wait_for(lambda: local_aws.faults.mappings()[uuid]["pending"] == 0, what="the mapping to catch up")
+    before = local_aws.faults.mappings()[uuid]
+
+    # WHEN an INSERT-only workload runs
+    for i in range(4):
+        ddb.put_item(TableName=table, Item=_item(f"f-{i}", _blobs(s3, bucket, f"f-{i}", 1)))
+    lt.wait_for(
+        lambda: (
+            (p := local_aws.faults.mappings()[uuid])["pending"] == 0
+            and p["filtered_out"] >= before["filtered_out"] + 4
+        ),
+        what="the poller to pass the 4 INSERTs",
+    )
+    lt.polled_past(local_aws, uuid)
+    # THEN the consumer was invoked zero times
+    assert local_aws.faults.mappings()[uuid]["invocations"] == before["invocations"]
+
+    # WHEN a record with blobs is deleted THEN its blob is cleaned up, and only it
+    ddb.delete_item(TableName=table, Key={"pk": {"S": "f-2"}, "sk": {"S": "v1"}})
+    lt.wait_for(lambda: not _keys(s3, bucket, "f-2/"), timeout=60, what="f-2's blob to be deleted")
+    assert _keys(s3, bucket, "f-1/") == ["f-1/v1/blob-0.bin"]
+    assert local_aws.faults.mappings()[uuid]["invocations"] > before["invocations"]
+    # AND verify passes: its nudge is a delete the filter passes
+    assert "covers the nudge delete (REMOVE)" in _verify(local_aws, knobs, tmp_path)
