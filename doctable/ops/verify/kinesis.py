@@ -37,16 +37,16 @@ def _declared_text(config: DocTableConfig) -> str:
 
 
 def kinesis_rows(config: DocTableConfig) -> list[tuple[str, str, str]]:
-    """(row id, check, expected), in the order verify runs them."""
+    """(row id, check, expected), in the order verify runs them. With kinesis=off only the destination row: the
+    table streams to no Kinesis stream, and there is no stream to check."""
     if not config.has_kinesis:
-        destination, stream = NO_DESTINATION, "no Kinesis data stream"
-    else:
-        destination = f"{ACTIVE} → {_declared_text(config)}, and no other"
-        stream = (
-            f"{ACTIVE}, {ON_DEMAND}, {KMS} encrypted, {KINESIS_RETENTION_HOURS} h retention"
-            if config.creates_kinesis_stream
-            else f"{ACTIVE} (your stream: its mode and encryption are its owner's)"
-        )
+        return [("kinesis-destination", "Kinesis streaming destination as declared", NO_DESTINATION)]
+    destination = f"{ACTIVE} → {_declared_text(config)}, and no other"
+    stream = (
+        f"{ACTIVE}, {ON_DEMAND}, {KMS} encrypted, {KINESIS_RETENTION_HOURS} h retention"
+        if config.creates_kinesis_stream
+        else f"{ACTIVE} (your stream: its mode and encryption are its owner's)"
+    )
     return [
         ("kinesis-destination", "Kinesis streaming destination as declared", destination),
         ("kinesis-stream", "Kinesis data stream as declared", stream),
