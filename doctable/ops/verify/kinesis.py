@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
 from contract import names
 from contract.knobs import KINESIS_RETENTION_HOURS, DocTableConfig
@@ -26,7 +26,7 @@ from doctable.ops.kinesis import (
     streaming,
 )
 from doctable.ops.render import Progress
-from doctable.ops.verify.proof import MAX_SHARDS_TRACKED, NEWEST
+from doctable.ops.verify.proof import MAX_SHARDS_TRACKED, NEWEST, follow_shards, is_change_of
 
 STREAM_OK_STATES = (ACTIVE, "UPDATING")  # DescribeStreamSummary's StreamStatus of a readable stream
 NO_DESTINATION = "no destination enabled"
@@ -179,34 +179,19 @@ def capture_kinesis_sequence(
     number of the record carrying its change (the number the consumer's proof line spans); None if not found
     within ``bound`` seconds. Polls every 0.5 s: two of a shard's five GetRecords a second, beside the mapping's."""
     client = aws.client("kinesis")
-    try:
-        iterators = _open_shard_iterators(client, stream_arn) if stream_arn else []
-    except (ClientError, BotoCoreError):
-        iterators = []
-    write()
-    if not iterators:
-        return None
 
-    def probe() -> str | None:
-        if not iterators:
-            return ""  # every shard closed: nothing more to read
-        following = []
-        for iterator in iterators:
-            try:
-                reply = client.get_records(ShardIterator=iterator, Limit=1000, StreamARN=stream_arn)
-            except (ClientError, BotoCoreError):
-                continue
-            for record in reply.get("Records", []):
-                change = change_record(record.get("Data"))
-                if change is None or (event_name is not None and change.get("eventName") != event_name):
-                    continue
-                keys = (change.get("dynamodb") or {}).get("Keys") or {}
-                if all(keys.get(name, {}).get("S") == value for name, value in key.items()):
-                    return str(record["SequenceNumber"])
-            if reply.get("NextShardIterator"):
-                following.append(reply["NextShardIterator"])
-        iterators[:] = following
-        return None
+    def sequence_of(record: dict[str, Any]) -> str | None:
+        change = change_record(record.get("Data"))
+        if change is None or not is_change_of(change, key, event_name):
+            return None
+        return str(record["SequenceNumber"])
 
-    sequence, _ = progress.wait("the write's Kinesis record", probe, bound, interval=0.5, max_interval=0.5)
-    return sequence or None
+    return follow_shards(
+        (lambda: _open_shard_iterators(client, stream_arn)) if stream_arn else None,
+        lambda iterator: client.get_records(ShardIterator=iterator, Limit=1000, StreamARN=stream_arn),
+        sequence_of,
+        write,
+        bound=bound,
+        progress=progress,
+        what="the write's Kinesis record",
+    )

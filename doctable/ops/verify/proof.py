@@ -93,8 +93,46 @@ def capture_sequence(
     ``event_name``: the record's eventName, when the write makes several) off the stream; None if it cannot be
     found within ``bound`` seconds."""
     streams = aws.client("dynamodbstreams")
+
+    def sequence_of(record: dict[str, Any]) -> str | None:
+        if not is_change_of(record, key, event_name):
+            return None
+        return str(record["dynamodb"]["SequenceNumber"])
+
+    return follow_shards(
+        (lambda: _open_shard_iterators(streams, stream_arn)) if stream_arn else None,
+        lambda iterator: streams.get_records(ShardIterator=iterator, Limit=1000),
+        sequence_of,
+        write,
+        bound=bound,
+        progress=progress,
+        what="the write's stream record",
+    )
+
+
+def is_change_of(change: Mapping[str, Any], key: Mapping[str, str], event_name: str | None) -> bool:
+    """The DynamoDB change record is of the item ``key`` (attribute -> string value), with ``event_name``."""
+    if event_name is not None and change.get("eventName") != event_name:
+        return False
+    keys = (change.get("dynamodb") or {}).get("Keys") or {}
+    return all(keys.get(name, {}).get("S") == value for name, value in key.items())
+
+
+def follow_shards(
+    open_iterators: Callable[[], list[str]] | None,
+    read: Callable[[str], dict[str, Any]],
+    sequence_of: Callable[[dict[str, Any]], str | None],
+    write: Callable[[], None],
+    *,
+    bound: float,
+    progress: Progress,
+    what: str,
+) -> str | None:
+    """Open an iterator on each shard (``open_iterators``; None: there is no stream), run ``write``, then read
+    the shards forward (``read``: one GetRecords) every 0.5 s until ``sequence_of`` names a record; None if no
+    record is found within ``bound`` seconds, or the shards could not be opened."""
     try:
-        iterators = _open_shard_iterators(streams, stream_arn) if stream_arn else []
+        iterators = open_iterators() if open_iterators else []
     except (ClientError, BotoCoreError):
         iterators = []
     write()
@@ -107,21 +145,19 @@ def capture_sequence(
         following = []
         for iterator in iterators:
             try:
-                reply = streams.get_records(ShardIterator=iterator, Limit=1000)
+                reply = read(iterator)
             except (ClientError, BotoCoreError):
                 continue
             for record in reply.get("Records", []):
-                keys = record.get("dynamodb", {}).get("Keys", {})
-                if event_name is not None and record.get("eventName") != event_name:
-                    continue
-                if all(keys.get(name, {}).get("S") == value for name, value in key.items()):
-                    return str(record["dynamodb"]["SequenceNumber"])
+                sequence = sequence_of(record)
+                if sequence:
+                    return sequence
             if reply.get("NextShardIterator"):
                 following.append(reply["NextShardIterator"])
         iterators[:] = following
         return None
 
-    sequence, _ = progress.wait("the write's stream record", probe, bound, interval=0.5, max_interval=0.5)
+    sequence, _ = progress.wait(what, probe, bound, interval=0.5, max_interval=0.5)
     return sequence or None
 
 
