@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.logging import Logger
+from aws_lambda_powertools.metrics import Metrics
 
-from .blob_store import S3BlobStore
+from .blob_store import S3BlobStore, trace_aws_calls
 from .cleanup import BlobCleaner
 from .constants import METRIC_DIMENSION_ENVIRONMENT, METRIC_DIMENSION_TABLE, METRICS_NAMESPACE, SERVICE_NAME
 from .live_items import DynamoLiveItems
@@ -26,21 +27,18 @@ metrics.set_default_dimensions(
     **{METRIC_DIMENSION_TABLE: settings.table_name},
     **({METRIC_DIMENSION_ENVIRONMENT: settings.environment} if settings.environment else {}),
 )
-# Patch only botocore (the S3 calls), not every supported library, and only when the S3 client is created:
-# patching imports botocore.client (~100-200 ms of init), which a batch with nothing to delete never needs.
-tracer = Tracer(service=SERVICE_NAME, auto_patch=False)
-
+# X-Ray: Lambda traces each invocation itself; the SDK (patching botocore) loads with the first AWS client, so a
+# batch with nothing to delete never imports it.
 cleaner = BlobCleaner(
-    S3BlobStore(settings.blob_bucket, on_client=lambda: tracer.patch(("botocore",))),
+    S3BlobStore(settings.blob_bucket, on_client=trace_aws_calls),
     settings,
     logger,
     metrics,
-    DynamoLiveItems(settings.table_name, on_client=lambda: tracer.patch(("botocore",))),
+    DynamoLiveItems(settings.table_name, on_client=trace_aws_calls),
 )
 
 
 @logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
 @metrics.log_metrics(raise_on_empty_metrics=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # A non-stream event is refused with an error that says what was expected, and still emits the metrics.
