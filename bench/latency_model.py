@@ -52,11 +52,16 @@ class ServiceTime:
         return self.fixed_s + self.per_key_s * keys
 
 
+# Requests whose keys share one prefix's DELETE rate: a key waits for the keys of every earlier request, across
+# threads (parallel requests cannot exceed 3,500 keys a second together).
+RATE_LIMITED = frozenset({"DeleteObject", "DeleteObjects"})
+
+
 def default_model(s3_ms: float = 150.0, dynamodb_ms: float = 5.0) -> dict[str, ServiceTime]:
     s3 = s3_ms / 1000
     return {
         "HeadObject": ServiceTime(s3, 0.0, "s3_latency"),
-        "DeleteObject": ServiceTime(s3, 0.0, "s3_latency"),
+        "DeleteObject": ServiceTime(s3, 1 / 3500, "s3_latency + s3_prefix_rate"),
         "DeleteObjects": ServiceTime(s3, 1 / 3500, "s3_latency + s3_prefix_rate"),
         "ListObjectsV2": ServiceTime(s3, 0.0, "s3_latency"),
         "BatchGetItem": ServiceTime(dynamodb_ms / 1000, 0.0, "dynamodb_latency"),
@@ -90,6 +95,7 @@ class ModelledAws:
         self.items: dict[tuple[str, str], dict[str, Any]] = {}
         self.requests: Counter[str] = Counter()
         self.charged_s = 0.0  # service time charged (summed over requests; concurrent ones overlap)
+        self._lane_free_at = 0.0  # when the prefix's DELETE rate is free again (perf_counter seconds)
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ set-up and checks (no charge)
@@ -109,11 +115,23 @@ class ModelledAws:
             self.requests.clear()
             self.charged_s = 0.0
 
-    def install(self, session: Any) -> None:
-        for service in ("s3", "dynamodb"):
-            session.events.register_first(
-                f"before-send.{service}", self._answer, unique_id=f"doctable-bench-model-{service}"
-            )
+    def install(self) -> None:
+        """Answer every S3 and DynamoDB request of each botocore session created from now on (boto3's clients, and
+        the project's botocore clients alike), until :meth:`uninstall`."""
+        from botocore.handlers import BUILTIN_HANDLERS
+
+        BUILTIN_HANDLERS.append(("before-send", self._maybe_answer))
+
+    def uninstall(self) -> None:
+        from botocore.handlers import BUILTIN_HANDLERS
+
+        BUILTIN_HANDLERS[:] = [entry for entry in BUILTIN_HANDLERS if entry[1] != self._maybe_answer]
+
+    def _maybe_answer(self, request: Any, event_name: str = "", **kwargs: Any) -> Any:
+        service = event_name.split(".")[1] if event_name.count(".") >= 2 else ""
+        if service not in ("s3", "dynamodb"):
+            return None
+        return self._answer(request, event_name=event_name, **kwargs)
 
     # ------------------------------------------------------------------ requests
 
@@ -131,6 +149,12 @@ class ModelledAws:
         with self._lock:
             self.requests[operation] += 1
             self.charged_s += seconds
+            if service and operation in RATE_LIMITED and service.per_key_s:
+                # The keys' time is a shared lane: this request's keys start when the earlier ones are done.
+                now = time.perf_counter()
+                start = max(now, self._lane_free_at)
+                self._lane_free_at = start + service.per_key_s * keys
+                seconds = service.fixed_s + (self._lane_free_at - now)
         if seconds > 0:
             time.sleep(seconds)
         return AWSResponse(request.url, status, headers, _Raw(body))

@@ -8,7 +8,13 @@ from html import escape
 from typing import Any
 
 WIDTH, HEIGHT = 960, 420
-COLORS = {"project": "#1b6ac9", "baseline": "#d9480f", "floor": "#5c940d", "sdk_floor": "#7048e8"}
+COLORS = {
+    "project": "#1b6ac9",
+    "project_never": "#0ca678",
+    "baseline": "#d9480f",
+    "floor": "#5c940d",
+    "sdk_floor": "#7048e8",
+}
 NAMES = {"project": "project", "baseline": "baseline", "floor": "json floor", "sdk_floor": "SDK floor"}
 
 
@@ -34,7 +40,8 @@ def _throughput_panel(tp: dict[str, Any], x0: float, y0: float, w: float, h: flo
     sizes = sorted(int(s) for s in by)
     if not sizes:
         return [*out, _text(x0 + 10, y0 + 20, "throughput not measured")]
-    values = [by[str(s)][who]["records_per_second"] for s in sizes for who in ("project", "baseline")]
+    lines = [who for who in ("project", "project_never", "baseline") if all(who in by[str(s)] for s in sizes)]
+    values = [by[str(s)][who]["records_per_second"] for s in sizes for who in lines]
     ylo, yhi = _log_ticks(min(values), max(values))[0], _log_ticks(min(values), max(values))[-1]
     xlo, xhi = min(sizes) / 2, max(sizes) * 2
 
@@ -51,17 +58,19 @@ def _throughput_panel(tp: dict[str, Any], x0: float, y0: float, w: float, h: flo
     for size in sizes:
         out.append(_text(px(size), y0 + h + 16, f"{size:,}", 11, "middle"))
     out.append(_text(x0 + w / 2, y0 + h + 34, "batch size (records per invocation)", 12, "middle"))
-    for who in ("project", "baseline"):
+    for who in lines:
         points = [(px(s), py(by[str(s)][who]["records_per_second"])) for s in sizes]
         path = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
         out.append(f'<polyline points="{path}" fill="none" stroke="{COLORS[who]}" stroke-width="2"/>')
         for (x, y), size in zip(points, sizes, strict=True):
             out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{COLORS[who]}"/>')
-            if who == "project":
-                ratio = by[str(size)]["ratio_project_over_baseline"]
+            if who != "baseline":
+                ratio = by[str(size)][f"ratio_{'project' if who == 'project' else 'never'}_over_baseline"]
                 out.append(_text(x, y - 8, f"{ratio:.1f}x", 11, "middle", fill=COLORS[who]))
-    out.append(_text(x0 + 8, y0 + 16, "project", 12, fill=COLORS["project"]))
-    out.append(_text(x0 + 8, y0 + 32, "baseline (docs-style)", 12, fill=COLORS["baseline"]))
+    out.append(_text(x0 + 8, y0 + 16, "project (default: keys may be reused)", 12, fill=COLORS["project"]))
+    if "project_never" in lines:
+        out.append(_text(x0 + 8, y0 + 32, "project, blob_key_reuse=never", 12, fill=COLORS["project_never"]))
+    out.append(_text(x0 + 8, y0 + 48, "baseline (docs-style)", 12, fill=COLORS["baseline"]))
     return out
 
 

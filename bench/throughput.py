@@ -1,6 +1,7 @@
 """Throughput under a model of S3's and DynamoDB's latency, and the consumer's own CPU per record.
 
-Project and baseline run in the same process, one after the other, against the same :mod:`bench.latency_model`
+Project (as deployed by default, and with ``blob_key_reuse=never``) and baseline run in the same process, one after
+the other, against the same :mod:`bench.latency_model`
 store (real sleeps for each request's modelled service time; botocore's real clients serialize and parse every
 request). Per batch size, a fresh mixed batch (40% REMOVE listing 3 blobs, 30% INSERT, 30% MODIFY) is handled
 once by the baseline and ``repeats`` times by the project (the median run is kept). Then, with every service time
@@ -28,7 +29,12 @@ from bench.events import BLOB_ROOT, REGION, TABLE, FakeLambdaContext, mixed_batc
 from bench.latency_model import SOURCES, ModelledAws, ServiceTime, default_model, zero_model
 
 WARMUP_RECORDS = 10
-MODULES = {"project": PROJECT_MODULE, "baseline": BASELINE_MODULE, "floor": FLOOR_MODULE}
+MODULES = {
+    "project": PROJECT_MODULE,
+    "project_never": PROJECT_MODULE,  # the same consumer with blob_key_reuse=never
+    "baseline": BASELINE_MODULE,
+    "floor": FLOOR_MODULE,
+}
 
 
 def _all_blob_keys(event: dict[str, Any]) -> list[str]:
@@ -51,6 +57,7 @@ class _Consumer:
         os.environ["BLOB_ROOT"] = self.root
         # Powertools keys its logger by service name: keep the consumers' loggers apart.
         os.environ["POWERTOOLS_SERVICE_NAME"] = f"doctable-bench-{label}"
+        os.environ["BLOB_KEY_REUSE"] = "never" if label == "project_never" else "guarded"
         with contextlib.redirect_stdout(sink):  # Logger binds sys.stdout at import
             self.module = import_fresh(MODULES[label])
         self.runs = 0
@@ -132,19 +139,22 @@ def run(
         os.environ.pop(name, None)
     model = default_model(s3_ms, dynamodb_ms)
     out: dict[str, Any] = {"model": describe(model), "batch_sizes": list(batch_sizes), "by_batch_size": {}}
+    aws = ModelledAws(BUCKET, TABLE, model)
     try:
+        aws.install()
         boto3.setup_default_session(region_name=REGION)
-        aws = ModelledAws(BUCKET, TABLE, model)
-        aws.install(boto3.DEFAULT_SESSION)
         sink = Sink()
-        consumers = {label: _Consumer(label, aws, sink) for label in ("project", "baseline")}
+        consumers = {label: _Consumer(label, aws, sink) for label in ("project", "project_never", "baseline")}
         for size in batch_sizes:
             project = _median_run(consumers["project"], size, project_repeats)
+            never = _median_run(consumers["project_never"], size, project_repeats)
             baseline = consumers["baseline"].handle(size)
             out["by_batch_size"][str(size)] = {
                 "project": project,
+                "project_never": never,
                 "baseline": baseline,
                 "ratio_project_over_baseline": project["records_per_second"] / baseline["records_per_second"],
+                "ratio_never_over_baseline": never["records_per_second"] / baseline["records_per_second"],
             }
 
         # The consumer's own work: every request answered at once.
@@ -152,7 +162,12 @@ def run(
         largest = max(batch_sizes)
         consumers["floor"] = _Consumer("floor", aws, sink)
         cpu: dict[str, Any] = {"records": largest}
-        for label, repeats in (("project", project_repeats), ("baseline", 1), ("floor", project_repeats)):
+        for label, repeats in (
+            ("project", project_repeats),
+            ("project_never", project_repeats),
+            ("baseline", 1),
+            ("floor", project_repeats),
+        ):
             runs = [consumers[label].handle(largest) for _ in range(repeats)]
             cpu[label] = {
                 "cpu_us_per_record": statistics.median(r["cpu_us_per_record"] for r in runs),
@@ -164,7 +179,9 @@ def run(
         out["log_lines"] = sink.lines
         return out
     finally:
-        # The model answers every request of the default session's clients: later sections get a fresh session.
+        # The model answers every request of the sessions built while it was installed: later sections get a
+        # fresh default session, without the model.
+        aws.uninstall()
         boto3.DEFAULT_SESSION = None
         os.environ.clear()
         os.environ.update(saved)

@@ -102,6 +102,11 @@ TIMEOUT_RANGE = (1, 900)
 EVENTS_ALL, EVENTS_CLEANUP = "all", "cleanup"
 EVENTS_VALUES = (EVENTS_ALL, EVENTS_CLEANUP)
 MAPPING_METRICS_VALUES = ONOFF
+# blob_key_reuse: may the application list a blob key again after a record dropped it (a re-upload under the same
+# key)? guarded: yes, and the consumer checks each key before deleting it (a HEAD, the live items, a conditional
+# delete); never: every upload gets a new key, so a dropped key is deleted at once (one request per 1,000 keys).
+KEY_REUSE_GUARDED, KEY_REUSE_NEVER = "guarded", "never"
+KEY_REUSE_VALUES = (KEY_REUSE_GUARDED, KEY_REUSE_NEVER)
 PITR_DAYS_RANGE = (1, 35)  # PointInTimeRecoverySpecification.RecoveryPeriodInDays (AWS's default: 35)
 # OnDemandThroughput.MaxRead/WriteRequestUnits: AWS takes >= 1 (-1 lifts the cap); 40,000 is the per-table
 # quota an on-demand table gets by default, so a higher cap guards nothing.
@@ -125,6 +130,7 @@ KNOB_DEFAULTS: dict[str, str] = {
     "blob_bucket": "",
     "blob_root": "",
     "blob_prefix_cleanup": "off",
+    "blob_key_reuse": "guarded",
     "starting_position": "trim-horizon",
     "batch_size": "10",
     "batching_window": "0",
@@ -176,6 +182,7 @@ class DocTableConfig:
     blob_bucket: str  # empty: the stack creates the bucket
     blob_root: str
     blob_prefix_cleanup: bool
+    blob_key_reuse: str  # guarded | never
     starting_position: str
     batch_size: int
     batching_window: int
@@ -244,6 +251,11 @@ class DocTableConfig:
     @property
     def has_mapping(self) -> bool:
         return self.builtin_consumer or self.borrowed_consumer_arn is not None
+
+    @property
+    def guards_key_reuse(self) -> bool:
+        """The consumer observes each dropped key and reads the live items before a conditional delete."""
+        return self.blob_key_reuse == KEY_REUSE_GUARDED
 
     @property
     def has_kinesis(self) -> bool:
@@ -542,6 +554,7 @@ def resolve_config(
             "characters ending in '/', e.g. 'blobs/'"
         )
     prefix_cleanup = _enum(problems, "blob_prefix_cleanup", raw["blob_prefix_cleanup"], ONOFF) == ON
+    key_reuse = _enum(problems, "blob_key_reuse", raw["blob_key_reuse"], KEY_REUSE_VALUES)
     starting_position = _enum(problems, "starting_position", raw["starting_position"], STARTING_POSITIONS)
     batch_size = _int(problems, "batch_size", raw["batch_size"], BATCH_SIZE_RANGE)
     batching_window = _int(
@@ -588,6 +601,10 @@ def resolve_config(
             problems.append(
                 f"blob_prefix_cleanup='on' set but consumer={consumer!r} — only consumer=builtin cleans blobs"
             )
+        if key_reuse == KEY_REUSE_NEVER:
+            problems.append(
+                f"blob_key_reuse='never' set but consumer={consumer!r} — only consumer=builtin deletes blobs"
+            )
     if batch_size > 1000 and batching_window == 0:
         # AWS rejects a DynamoDB mapping with BatchSize > 1000 and no batching window.
         problems.append(
@@ -600,7 +617,8 @@ def resolve_config(
     return DocTableConfig(
         gsi=gsi, ttl=ttl, stream=stream, pitr=pitr, table_base=table_base, env=env,
         cost_center=cost_center, owner=owner, consumer=consumer, blob_bucket=blob_bucket,
-        blob_root=blob_root, blob_prefix_cleanup=prefix_cleanup, starting_position=starting_position,
+        blob_root=blob_root, blob_prefix_cleanup=prefix_cleanup, blob_key_reuse=key_reuse,
+        starting_position=starting_position,
         batch_size=batch_size, batching_window=batching_window, max_retries=max_retries,
         max_record_age=max_record_age, parallelization_factor=parallelization, powertools=powertools,
         architecture=architecture, memory=memory, timeout=timeout, deploy_target=deploy_target,

@@ -129,13 +129,13 @@ class StreamConsumer(Construct):
             ),
             *source,
             # GetObject: the HEAD that observes a dropped blob's ETag and LastModified, which a conditional delete
-            # with an ETag needs besides DeleteObject.
+            # with an ETag needs besides DeleteObject. With blob_key_reuse=never nothing is observed.
             iam.PolicyStatement(
-                sid="DeleteBlobs", actions=["s3:DeleteObject", "s3:GetObject"], resources=[blob_objects]
-            ),
-            # The records' current items, read (consistently) before a blob is deleted: a key an item lists is kept.
-            iam.PolicyStatement(
-                sid="ReadLiveItems", actions=["dynamodb:BatchGetItem"], resources=[table.table_arn]
+                sid="DeleteBlobs",
+                actions=["s3:DeleteObject", "s3:GetObject"]
+                if config.guards_key_reuse
+                else ["s3:DeleteObject"],
+                resources=[blob_objects],
             ),
             iam.PolicyStatement(
                 sid="KeepFailedBatches",
@@ -148,6 +148,13 @@ class StreamConsumer(Construct):
                 resources=[self.failure_bucket.bucket_arn],
             ),
         ]
+        if config.guards_key_reuse:
+            # The records' current items, read (consistently) before a blob is deleted: a key an item lists is kept.
+            statements.append(
+                iam.PolicyStatement(
+                    sid="ReadLiveItems", actions=["dynamodb:BatchGetItem"], resources=[table.table_arn]
+                )
+            )
         if self._key is not None:
             # Stream records and items are read under the table's key; the on-failure destination writes objects
             # under it (S3 SSE-KMS). The key alone, and only through DynamoDB or S3.
@@ -186,9 +193,9 @@ class StreamConsumer(Construct):
             *findings,
             (
                 f"Resource::{blob_arn}/{config.blob_root}*",
-                "DeleteObject (and GetObject, for the HEAD a conditional delete needs) must reach any blob key a "
-                "record lists under the blob root; the handler refuses keys outside the record's own <pk>/<sk>/ "
-                "prefix.",
+                "DeleteObject (and with blob_key_reuse=guarded GetObject, for the HEAD a conditional delete "
+                "needs) must reach any blob key a record lists under the blob root; the handler refuses keys "
+                "outside the record's own <pk>/<sk>/ prefix.",
             ),
             (
                 f"Resource::{failure_arn}/aws/lambda/*",
@@ -238,6 +245,7 @@ class StreamConsumer(Construct):
             environment={
                 names.ENV_BLOB_BUCKET: self.blob_bucket.bucket_name,
                 names.ENV_BLOB_ROOT: config.blob_root,
+                names.ENV_BLOB_KEY_REUSE: config.blob_key_reuse,
                 names.ENV_BLOB_PREFIX_CLEANUP: (
                     names.ENV_FLAG_ON if config.blob_prefix_cleanup else names.ENV_FLAG_OFF
                 ),

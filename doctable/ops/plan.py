@@ -57,6 +57,11 @@ ASSUMPTIONS: dict[str, tuple[float, str, str]] = {
         "consumer CPU seconds per dropped key on one full vCPU (botocore's HEAD dominates)",
         "this project's `make bench` (in-memory store), bench/results.json",
     ),
+    "cpu_s_per_key_unguarded": (
+        0.00015,
+        "consumer CPU seconds per dropped key with blob_key_reuse=never (no HEAD: parsing and DeleteObjects)",
+        "this project's `make bench` (in-memory store), bench/results.json",
+    ),
     "lambda_full_vcpu_mb": (
         1769,
         "memory (MB) at which a function has one full vCPU; CPU scales with memory",
@@ -233,18 +238,23 @@ def build_plan(workload: Workload, config: DocTableConfig) -> Plan:
     invocations = shards * per_shard / batch
 
     # One batch: its removes' keys are observed (HEAD, 64 in flight), the items read (BatchGetItem, 100 a
-    # request), then deleted (DeleteObjects, 1,000 keys a request); CPU scales down with memory.
+    # request), then deleted (DeleteObjects, 1,000 keys a request, in parallel); CPU scales down with memory.
+    # With blob_key_reuse=never the keys are deleted at once: no HEAD, no BatchGetItem.
+    guarded = config.guards_key_reuse
     keys = batch * w.delete_ratio * w.blobs_per_item
     s3, ddb = value("s3_latency_s"), value("dynamodb_latency_s")
     waits = 0.0
     if keys:
-        waits += math.ceil(keys / value("observe_concurrency")) * s3
-        waits += math.ceil(batch * w.delete_ratio / 100) * ddb
-        waits += math.ceil(keys / 1000) * s3 + keys / value("s3_delete_per_prefix")
+        if guarded:
+            waits += math.ceil(keys / value("observe_concurrency")) * s3
+            waits += math.ceil(batch * w.delete_ratio / 100) * ddb
+        waits += s3 + keys / value("s3_delete_per_prefix")  # parallel requests share the prefix's rate
     if config.blob_prefix_cleanup:
         waits += batch * w.delete_ratio * s3  # one ListObjectsV2 per REMOVE
     cpu_share = min(1.0, config.memory / value("lambda_full_vcpu_mb"))
-    seconds = waits + keys * value("cpu_s_per_key") / cpu_share
+    seconds = (
+        waits + keys * (value("cpu_s_per_key") if guarded else value("cpu_s_per_key_unguarded")) / cpu_share
+    )
     capacity = factor * batch / seconds if seconds else math.inf
     use = per_shard / capacity if capacity != math.inf else 0.0
     if seconds > config.timeout:
@@ -261,7 +271,8 @@ def build_plan(workload: Workload, config: DocTableConfig) -> Plan:
 
     deletes = w.writes_per_second * w.delete_ratio
     key_rate = deletes * w.blobs_per_item
-    prefix_use = max(key_rate / value("s3_delete_per_prefix"), key_rate / value("s3_get_per_prefix"))
+    head_rate = key_rate if guarded else 0.0
+    prefix_use = max(key_rate / value("s3_delete_per_prefix"), head_rate / value("s3_get_per_prefix"))
 
     month_s = HOURS_PER_MONTH * 3600
     gbs_price = value(
@@ -284,6 +295,8 @@ def build_plan(workload: Workload, config: DocTableConfig) -> Plan:
         "S3 HEAD (GET class)": key_rate * month_s / 1000 * value("price_s3_get_per_k"),
         "S3 DeleteObjects": 0.0,
     }
+    if not guarded:
+        del monthly["DynamoDB consistent reads (BatchGetItem)"], monthly["S3 HEAD (GET class)"]
     if config.reads_kinesis:  # the mapping reads the Kinesis stream (billed below), not the DynamoDB stream
         del monthly["DynamoDB stream reads by Lambda"]
     if config.blob_prefix_cleanup:
@@ -311,6 +324,7 @@ def build_plan(workload: Workload, config: DocTableConfig) -> Plan:
             "timeout": config.timeout,
             "architecture": config.architecture,
             "blob_prefix_cleanup": config.blob_prefix_cleanup,
+            "blob_key_reuse": config.blob_key_reuse,
             "kinesis": config.kinesis,
             "consumer_source": config.consumer_source,
         },
@@ -323,7 +337,7 @@ def build_plan(workload: Workload, config: DocTableConfig) -> Plan:
         shard_capacity_records_per_second=capacity,
         iterator_age_risk=risk,
         s3_delete_keys_per_second=key_rate,
-        s3_head_per_second=key_rate,
+        s3_head_per_second=head_rate,
         s3_prefix_use=prefix_use,
         monthly_usd=monthly,
         notes=notes,

@@ -8,7 +8,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -40,6 +40,8 @@ from .domain import (
 from .live_items import LiveItems
 from .settings import Settings
 
+T = TypeVar("T")
+R = TypeVar("R")
 # At most this many keys are repeated in one log line (the counts are always complete).
 _LOGGED_KEYS = 20
 # Why a dropped key was left in place (the reasons counted in record_cleaned's keys_kept).
@@ -252,6 +254,9 @@ class BlobCleaner:
         return (key -> error) for failed keys and (key -> KEPT_*) for keys left in place on purpose."""
         errors: dict[str, str] = {}
         kept: dict[str, str] = {}
+        if not self.settings.guard_key_reuse:  # no key is listed again once dropped: nothing to check
+            self._delete(list(dropped), {}, errors, kept)
+            return errors, kept
         observed = self._observe(list(dropped), errors)
         settle_until = 0.0
         for key, identity in observed.items():
@@ -281,10 +286,18 @@ class BlobCleaner:
                 kept[key] = KEPT_LIVE
             else:
                 deletable.append(key)
-        for chunk in chunked(deletable, MAX_KEYS_PER_DELETE):
-            etags = {key: observed[key].etag for key in chunk if observed[key] is not None}  # type: ignore[union-attr]
+        etags = {key: observed[key].etag for key in deletable}  # type: ignore[union-attr]
+        self._delete(deletable, etags, errors, kept)
+        return errors, kept
+
+    def _delete(
+        self, keys: list[str], etags: dict[str, str], errors: dict[str, str], kept: dict[str, str]
+    ) -> None:
+        """DeleteObjects requests in parallel, each key with an ETag only if its object still has it."""
+
+        def delete(chunk: Sequence[str]) -> None:
             try:
-                result = self.store.delete_keys(chunk, etags)
+                result = self.store.delete_keys(chunk, {key: etags[key] for key in chunk if key in etags})
             except Exception as exc:  # the whole request failed: every key of it failed
                 error = f"{type(exc).__name__}: {exc}"
                 self.log.warning("delete_request_failed", extra={"key_count": len(chunk), "error": error})
@@ -293,11 +306,11 @@ class BlobCleaner:
                 requested = set(chunk)
                 errors.update({key: msg for key, msg in result.failures.items() if key in requested})
                 kept.update({key: KEPT_CHANGED for key in result.changed if key in requested})
-        return errors, kept
+
+        _in_parallel(delete, list(chunked(keys, MAX_KEYS_PER_DELETE)))
 
     def _observe(self, keys: list[str], errors: dict[str, str]) -> dict[str, ObjectIdentity | None]:
         """One HEAD per key, several in flight; a failed HEAD fails its key (``errors``); absent objects: None."""
-        from concurrent.futures import ThreadPoolExecutor  # ~10 ms of import a batch with no key never needs
 
         def head(key: str) -> tuple[str, ObjectIdentity | None, str | None]:
             try:
@@ -305,8 +318,7 @@ class BlobCleaner:
             except Exception as exc:  # this key's records are retried
                 return key, None, f"observing the object failed: {type(exc).__name__}: {exc}"
 
-        with ThreadPoolExecutor(max_workers=min(OBSERVE_CONCURRENCY, len(keys))) as pool:
-            results = list(pool.map(head, keys))
+        results = _in_parallel(head, keys)
         errors.update({key: error for key, _, error in results if error is not None})
         return {key: identity for key, identity, error in results if error is None}
 
@@ -373,3 +385,13 @@ class BlobCleaner:
             (METRIC_KEYS_REFUSED, outcome.refused),
         ):
             self.metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+
+
+def _in_parallel(call: Callable[[T], R], items: list[T]) -> list[R]:
+    """``call`` on each item, up to OBSERVE_CONCURRENCY at once (S3 requests wait, they do not compute)."""
+    if len(items) < 2:
+        return [call(item) for item in items]
+    from concurrent.futures import ThreadPoolExecutor  # ~10 ms of import a batch with no key never needs
+
+    with ThreadPoolExecutor(max_workers=min(OBSERVE_CONCURRENCY, len(items))) as pool:
+        return list(pool.map(call, items))

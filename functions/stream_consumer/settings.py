@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from .constants import (
     ENV_BLOB_BUCKET,
+    ENV_BLOB_KEY_REUSE,
     ENV_BLOB_PREFIX_CLEANUP,
     ENV_BLOB_ROOT,
     ENV_ENVIRONMENT,
@@ -41,6 +42,7 @@ class Settings:
     prefix_cleanup: bool = False
     table_name: str = ""
     environment: str | None = None
+    guard_key_reuse: bool = True  # BLOB_KEY_REUSE=guarded: observe, read the live items, delete conditionally
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -51,6 +53,7 @@ class Settings:
             prefix_cleanup=_switch(env.get(ENV_BLOB_PREFIX_CLEANUP)),
             table_name=_table(env.get(ENV_TABLE_NAME)),
             environment=(env.get(ENV_ENVIRONMENT) or "").strip() or None,
+            guard_key_reuse=_key_reuse(env.get(ENV_BLOB_KEY_REUSE)),
         )
 
 
@@ -98,3 +101,12 @@ def _switch(value: str | None) -> bool:
             f"allowed values are '{ENV_FLAG_ON}' or '{ENV_FLAG_OFF}' (default '{ENV_FLAG_OFF}')",
         )
     return normalized == ENV_FLAG_ON
+
+
+def _key_reuse(value: str | None) -> bool:
+    normalized = (value or "guarded").strip().lower()
+    if normalized not in ("guarded", "never"):
+        raise SettingsError(
+            ENV_BLOB_KEY_REUSE, value, "allowed values are 'guarded' or 'never' (default 'guarded')"
+        )
+    return normalized == "guarded"

@@ -51,6 +51,7 @@ def test_function_runs_the_thin_handler_on_arm64_with_the_pinned_powertools_laye
     env = props["Environment"]["Variables"]
     assert env[names.ENV_BLOB_BUCKET] == {"Ref": _logical(template, "AWS::S3::Bucket", "BlobBucket")}
     assert env[names.ENV_BLOB_PREFIX_CLEANUP] == "off"
+    assert env[names.ENV_BLOB_KEY_REUSE] == "guarded"
     assert env["POWERTOOLS_METRICS_NAMESPACE"] == names.METRICS_NAMESPACE
     # the layer comes from Powertools' public SSM parameter for the pinned version, resolved at deploy time
     (layer,) = props["Layers"]
@@ -313,6 +314,22 @@ def test_every_iam_statement_is_scoped(prefix_cleanup: str) -> None:
         for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
     }
     assert star == {"dynamodb:ListStreams", "xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+
+
+def test_with_key_reuse_never_the_role_may_only_delete_blobs() -> None:
+    # GIVEN blob_key_reuse=never: the consumer deletes a dropped key without observing it or reading the items
+    _, template, _ = synth(**STREAM, blob_key_reuse="never", blob_root="blobs/")
+    by_sid = {s.get("Sid", "cdk-default"): s for s in _statements(template)}
+    env = only(template, "AWS::Lambda::Function")["Properties"]["Environment"]["Variables"]
+    # THEN the function is told so, its role may delete blobs but not read them (no HEAD), and it reads no item
+    assert env[names.ENV_BLOB_KEY_REUSE] == "never"
+    assert by_sid["DeleteBlobs"]["Action"] == "s3:DeleteObject"
+    assert "ReadLiveItems" not in by_sid
+    assert not any(
+        a in ("s3:GetObject", "dynamodb:BatchGetItem")
+        for s in by_sid.values()
+        for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+    )
 
 
 def test_role_has_no_managed_policies() -> None:

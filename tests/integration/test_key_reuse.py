@@ -1,15 +1,18 @@
 """Key reuse against the deployed consumer: delete an item, upload the same blob key again, put the item back
 listing it; the consumer's cleanup of the REMOVE races the application and must never delete the new blob.
-Also the local AWS's conditional deletes, which the consumer relies on, answered as S3 answers them.
+Also the local AWS's conditional deletes, which the consumer relies on, answered as S3 answers them, and the
+consumer deployed with blob_key_reuse=never, whose role can no longer observe a blob or read an item.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 
+from contract import names
 from tests.support import localaws as lt
 
 pytestmark = pytest.mark.integration
@@ -100,3 +103,43 @@ def test_delete_reupload_reput_never_loses_the_live_blob(
     assert lost == [], f"{len(lost)} of {ROUNDS} live records lost their blob"
     for pk, key in reused.items():
         assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == f"second {pk}".encode()
+
+
+def test_with_key_reuse_never_dropped_blobs_go_with_delete_rights_alone(
+    local_aws: lt.LocalAWS, deploy: Callable[..., lt.Deployed]
+) -> None:
+    # GIVEN a stack deployed with blob_key_reuse=never: its role may delete blobs, not read them, and reads no
+    # item; the local AWS evaluates that role's policy on every call the consumer makes
+    stack = deploy({"stream": "new-and-old", "table_base": "keynever", "blob_key_reuse": "never"})
+    out = stack.outputs
+    s3, ddb, lam = local_aws.client("s3"), local_aws.client("dynamodb"), local_aws.client("lambda")
+    bucket, table = out[names.OUT_BLOB_BUCKET], out[names.OUT_TABLE_NAME]
+    function = lam.get_event_source_mapping(UUID=out[names.OUT_MAPPING_UUID])["FunctionArn"]
+    env = lam.get_function_configuration(FunctionName=function)["Environment"]["Variables"]
+    assert env[names.ENV_BLOB_KEY_REUSE] == "never"
+    items = {f"doc-{i}": [f"doc-{i}/v1/{n}.bin" for n in range(3)] for i in range(5)}
+    for pk, keys in items.items():
+        for key in keys:
+            s3.put_object(Bucket=bucket, Key=key, Body=b"x")
+        ddb.put_item(
+            TableName=table,
+            Item={"pk": {"S": pk}, "sk": {"S": "v1"}, "blobs": {"L": [{"S": k} for k in keys]}},
+        )
+    s3.put_object(Bucket=bucket, Key="doc-kept/v1/0.bin", Body=b"x")
+
+    # WHEN the items are deleted
+    for pk in items:
+        ddb.delete_item(TableName=table, Key={"pk": {"S": pk}, "sk": {"S": "v1"}})
+
+    # THEN every blob they listed is deleted (a HEAD or an item read would have been denied, failing the records
+    # and leaving their blobs), and the blob no item dropped is in place
+    mapping = out[names.OUT_MAPPING_UUID]
+    lt.wait_for(
+        lambda: (
+            local_aws.faults.mappings()[mapping].get("pending") == 0
+            and s3.list_objects_v2(Bucket=bucket).get("KeyCount") == 1
+        ),
+        timeout=120,
+        what="the consumer to delete the 15 dropped blobs",
+    )
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]] == ["doc-kept/v1/0.bin"]

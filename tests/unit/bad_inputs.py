@@ -210,6 +210,7 @@ for _knob, _value, _allowed in [
     ("blob_root", "a/../b/", "blob_root='a/../b/' is malformed"),
     ("blob_root", "blobs", "ending in '/'"),
     ("blob_prefix_cleanup", "maybe", "allowed values: off|on"),
+    ("blob_key_reuse", "sometimes", "allowed values: guarded|never"),
     ("starting_position", "at-timestamp", "allowed values: trim-horizon|latest"),
     ("batch_size", "0", "out of range; allowed: an integer from 1 to 10000"),
     ("batch_size", "ten", "not an integer"),
@@ -395,6 +396,11 @@ for _context, _label, _fragment in [
         {"stream": "new-and-old", "consumer": "none", "blob_prefix_cleanup": "on"},
         "`blob_prefix_cleanup=on` with `consumer=none`",
         "only consumer=builtin cleans blobs",
+    ),
+    (
+        {"stream": "new-and-old", "consumer": "none", "blob_key_reuse": "never"},
+        "`blob_key_reuse=never` with `consumer=none`",
+        "only consumer=builtin deletes blobs",
     ),
     (
         {"stream": "new-and-old", "batch_size": "5000"},
@@ -1187,6 +1193,12 @@ _COLD_CASES: list[tuple[dict[str, str | None], str, str, str]] = [
         "BLOB_PREFIX_CLEANUP",
         "BLOB_PREFIX_CLEANUP='maybe': allowed values are 'on' or 'off'",
         "`BLOB_PREFIX_CLEANUP=maybe`",
+    ),
+    (
+        {"BLOB_KEY_REUSE": "sometimes"},
+        "BLOB_KEY_REUSE",
+        "BLOB_KEY_REUSE='sometimes': allowed values are 'guarded' or 'never'",
+        "`BLOB_KEY_REUSE=sometimes`",
     ),
 ]
 for _env, _variable, _fragment, _label in _COLD_CASES:

@@ -71,7 +71,11 @@ def test_throughput_deletes_every_listed_blob_with_the_fewest_requests(quick_res
     assert baseline["s3_requests"] == {"DeleteObject": 36}
     # AND every request was charged its modelled service time (1 ms; DeleteObjects also 1/3,500 s per key)
     assert project["modelled_service_seconds"] == pytest.approx(0.038 + 36 / 3500)
-    assert baseline["modelled_service_seconds"] == pytest.approx(0.036)
+    assert baseline["modelled_service_seconds"] == pytest.approx(0.036 + 36 / 3500)
+    # AND with blob_key_reuse=never the same consumer deleted them all with one DeleteObjects and nothing else
+    never = run["project_never"]
+    assert never["correct"] and never["blobs_deleted"] == 36
+    assert never["requests"] == {"DeleteObjects": 1}
     # AND the in-memory CPU figures cover the project, the baseline and the json floor
     assert set(quick_results["sections"]["throughput"]["cpu_in_memory"]) >= {"project", "baseline", "floor"}
 

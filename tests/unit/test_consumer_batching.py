@@ -28,7 +28,7 @@ class FakeStore:
 
     objects: set[str] = field(default_factory=set)
     failing_keys: dict[str, str] = field(default_factory=dict)
-    failing_calls: set[int] = field(default_factory=set)  # 0-based indexes of delete requests that raise
+    failing_requests: set[str] = field(default_factory=set)  # first keys of the delete requests that raise
     failing_prefixes: set[str] = field(default_factory=set)
     delete_calls: list[list[str]] = field(default_factory=list)
 
@@ -43,7 +43,7 @@ class FakeStore:
 
         assert 0 < len(keys) <= 1000
         self.delete_calls.append(list(keys))
-        if len(self.delete_calls) - 1 in self.failing_calls:
+        if keys[0] in self.failing_requests:  # by content: the requests are sent in parallel, in any order
             raise RuntimeError("SlowDown: Please reduce your request rate.")
         failed = {key: error for key, error in self.failing_keys.items() if key in keys}
         self.objects -= set(keys) - set(failed)
@@ -92,10 +92,13 @@ def test_keys_of_the_whole_batch_are_pooled_into_requests_of_1000(consumer, stdo
     # WHEN the batch is consumed
     response = handler.lambda_handler(event, FakeLambdaContext())
 
-    # THEN exactly 3 DeleteObjects requests of 1000, 1000 and 500 keys were made
+    # THEN exactly 3 DeleteObjects requests of 1000, 1000 and 500 keys were made (in parallel: in any order), in
+    # the batch's order within each request, every key once
     assert response == NO_FAILURES
-    assert [len(call) for call in store.delete_calls] == [1000, 1000, 500]
-    assert sum(store.delete_calls, []) == [key for n in range(1, 6) for key in blob_keys(n, 500)]
+    assert sorted(len(call) for call in store.delete_calls) == [500, 1000, 1000]
+    expected = [key for n in range(1, 6) for key in blob_keys(n, 500)]
+    chunks = [expected[:1000], expected[1000:2000], expected[2000:]]
+    assert sorted(store.delete_calls, key=lambda call: expected.index(call[0])) == chunks
 
 
 def test_small_records_share_one_request_and_duplicates_are_sent_once(consumer):
@@ -178,7 +181,8 @@ def test_a_whole_request_failure_fails_only_the_records_in_it(
     consumer, stdout_json, failing_call, failed_records
 ):
     # GIVEN 3 x 600 keys: request 1 holds record 1 and part of record 2, request 2 the rest of 2 and record 3
-    store = FakeStore(failing_calls={failing_call})
+    first_keys = [blob_keys(1, 600)[0], blob_keys(2, 600)[400]]
+    store = FakeStore(failing_requests={first_keys[failing_call]})
     handler = consumer(store)
     event = stream_event(*(remove(n, f"doc#{n}", "v#1", blob_keys(n, 600)) for n in (1, 2, 3)))
 
@@ -186,7 +190,9 @@ def test_a_whole_request_failure_fails_only_the_records_in_it(
     response = handler.lambda_handler(event, FakeLambdaContext())
 
     # THEN exactly the records with keys in that request fail
-    assert [len(call) for call in store.delete_calls] == [1000, 800]
+    assert sorted((call[0], len(call)) for call in store.delete_calls) == sorted(
+        zip(first_keys, [1000, 800], strict=True)
+    )
     assert response == failures(*failed_records)
     (warning,) = messages(stdout_json(), "delete_request_failed")
     assert warning["key_count"] == [1000, 800][failing_call]

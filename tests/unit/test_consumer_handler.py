@@ -394,6 +394,35 @@ def test_a_key_the_live_item_lists_again_is_kept(s3, load_consumer, stdout_json)
     assert (cleaned["keys_deleted"], cleaned["keys_kept"]) == (1, {"listed-by-live-item": 1})
 
 
+def test_with_key_reuse_never_dropped_keys_are_deleted_at_once(s3, load_consumer, stdout_json):
+    # GIVEN blob_key_reuse=never, and an item deleted then put back listing one of its keys again: the promise
+    # that no key is listed again, broken
+    s3.put("blobs/doc#1/v#1/a.pdf", "blobs/doc#1/v#1/b.pdf")
+    boto3.client("dynamodb", region_name="eu-west-1").put_item(
+        TableName=TABLE,
+        Item={"pk": av("doc#1"), "sk": av("v#1"), "blobs": av(["blobs/doc#1/v#1/a.pdf"])},
+    )
+    handler = load_consumer(BLOB_KEY_REUSE="never")
+    calls: list[str] = []
+    for operation in ("HeadObject", "DeleteObjects"):
+        handler.cleaner.store.client.meta.events.register(
+            f"before-call.s3.{operation}", lambda model, **kwargs: calls.append(model.name)
+        )
+    event = stream_event(remove(1, "doc#1", "v#1", ["blobs/doc#1/v#1/a.pdf", "blobs/doc#1/v#1/b.pdf"]))
+
+    # WHEN the REMOVE is consumed
+    response = handler.lambda_handler(event, FakeLambdaContext())
+
+    # THEN one DeleteObjects and nothing else: no HEAD, no live item read (no DynamoDB client was even built), so
+    # the key the live item lists is gone too: what breaking the promise costs
+    assert response == NO_FAILURES
+    assert calls == ["DeleteObjects"]
+    assert handler.cleaner.live._client is None
+    assert s3.keys() == set()
+    (cleaned,) = messages(stdout_json(), "record_cleaned")
+    assert (cleaned["keys_deleted"], cleaned["keys_kept"]) == (2, {})
+
+
 def test_metrics_carry_the_environment_and_the_table(s3, load_consumer, stdout_json):
     # GIVEN the stack's environment and table in the function's environment
     handler = load_consumer(ENVIRONMENT="prod")

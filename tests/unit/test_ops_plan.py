@@ -70,6 +70,22 @@ def test_cost_lines_follow_the_published_prices() -> None:
     assert plan.monthly_total == pytest.approx(sum(plan.monthly_usd.values()))
 
 
+def test_with_key_reuse_never_there_is_no_head_and_no_live_item_read() -> None:
+    # GIVEN the same workload, keys guarded (the default) and never reused
+    workload = Workload(500, delete_ratio=0.5, blobs_per_item=3)
+    guarded = build_plan(workload, config(batch_size="100"))
+    never = build_plan(workload, config(batch_size="100", blob_key_reuse="never"))
+    # THEN without the check there are no HEADs and no consistent reads to pay for, the same deletes, and a
+    # batch takes one DeleteObjects round trip instead of the HEADs, the read and the delete
+    assert guarded.s3_head_per_second == 750 and never.s3_head_per_second == 0
+    assert never.s3_delete_keys_per_second == guarded.s3_delete_keys_per_second == 750
+    assert "S3 HEAD (GET class)" in guarded.monthly_usd and "S3 HEAD (GET class)" not in never.monthly_usd
+    assert "DynamoDB consistent reads (BatchGetItem)" not in never.monthly_usd
+    assert never.monthly_total < guarded.monthly_total
+    assert never.seconds_per_batch < guarded.seconds_per_batch - value("s3_latency_s")
+    assert never.knobs["blob_key_reuse"] == "never"
+
+
 def test_s3_rate_is_compared_with_one_prefix_limit() -> None:
     plan = build_plan(Workload(7000, delete_ratio=1, blobs_per_item=1), config())
     assert plan.s3_prefix_use == pytest.approx(7000 / 3500)
