@@ -29,7 +29,8 @@ SCHEMA = 1
 
 SVG = BENCH_DIR / "results.svg"
 TARGET_E2E_P50_S = 1.0
-TARGET_ZIP_BYTES = 50_000
+# Code only: the handler's sources and their bytecode (a vendored library would be megabytes).
+TARGET_ZIP_BYTES = 100_000
 
 
 def _progress(message: str) -> None:
@@ -94,7 +95,8 @@ def build_figures(sections: dict[str, Any]) -> list[dict[str, Any]]:
         figures.append(
             _figure(
                 "function_zip_bytes",
-                f"Function zip (functions/, CDK asset excludes), bytes ({fn['files']} files)",
+                f"Function zip (the staged asset: sources + bytecode under the runtime's Python), bytes "
+                f"({fn['files']} files)",
                 "B",
                 fn["zip_bytes"],
                 bl["zip_bytes"],

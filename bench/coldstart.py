@@ -38,6 +38,7 @@ from bench.common import (
     consumer_env,
 )
 from bench.events import BLOB_ROOT, REGION, TABLE, blob_keys, image, record
+from infra.package import stage_package
 
 CHILD = BENCH_DIR / "_coldstart_child.py"
 # name -> (package directory copied into the task root, handler module inside it)
@@ -79,9 +80,12 @@ def summarize(values: list[float]) -> dict[str, float]:
 
 
 def _task_root(tmp: Path, name: str) -> Path:
-    """A Lambda-like ``/var/task`` for one handler: its package copied without ``__pycache__`` (CDK's asset
-    excludes ``*.pyc``, and ``/var/task`` is read-only), so every cold start compiles it, as on Lambda."""
+    """A Lambda-like ``/var/task`` for one handler. The project's is its asset as staged for deploy (with the
+    bytecode it ships under the runtime's Python); the others' package is copied without ``__pycache__``, so
+    (``/var/task`` being read-only) every cold start compiles it, as on Lambda."""
     source, _ = HANDLERS[name]
+    if name == "project":
+        return stage_package(source, tmp / "build")
     root = tmp / f"task-{name}"
     shutil.copytree(source, root / source.name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.md"))
     return root

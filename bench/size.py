@@ -1,9 +1,8 @@
-"""Artifact sizes. The function zip is built the way CDK's asset does it (``functions/`` without the
-``ASSET_EXCLUDES`` of ``infra/consumer.py``), the Powertools layer as a zip of the installed package."""
+"""Artifact sizes. The function zip is the asset ``infra.package`` stages (the sources and, under the runtime's
+Python, their bytecode), zipped as CDK does; the Powertools layer as a zip of the installed package."""
 
 from __future__ import annotations
 
-import ast
 import fnmatch
 import io
 import zipfile
@@ -11,24 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import BENCH_DIR, FUNCTIONS_DIR, PROJECT_ROOT
+from infra.package import stage_package
 
-DEFAULT_EXCLUDES = ["**/__pycache__", "**/*.pyc", "**/*.md", "**/.mypy_cache"]
-
-
-def asset_excludes() -> list[str]:
-    """``ASSET_EXCLUDES`` read from ``infra/consumer.py`` without importing aws_cdk (falls back to a copy)."""
-    try:
-        tree = ast.parse((PROJECT_ROOT / "infra" / "consumer.py").read_text())
-        for node in tree.body:
-            if isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == "ASSET_EXCLUDES" for t in node.targets
-            ):
-                value = ast.literal_eval(node.value)
-                if isinstance(value, list) and all(isinstance(v, str) for v in value):
-                    return value
-    except (OSError, SyntaxError, ValueError):
-        pass
-    return DEFAULT_EXCLUDES
+# What the baseline's zip and the layer leave out (the project's asset is staged by infra.package).
+EXCLUDES = ["**/__pycache__", "**/*.pyc", "**/*.md", "**/.mypy_cache"]
 
 
 def _excluded(relative: str, patterns: list[str]) -> bool:
@@ -64,13 +49,13 @@ def zip_dir(root: Path, patterns: list[str], prefix: str = "") -> dict[str, Any]
 def run() -> dict[str, Any]:
     import aws_lambda_powertools
 
-    excludes = asset_excludes()
     powertools_dir = Path(aws_lambda_powertools.__file__).parent
+    stage = stage_package(FUNCTIONS_DIR / "stream_consumer", PROJECT_ROOT / "build")
     return {
-        "asset_excludes": excludes,
-        "project_function_zip": zip_dir(FUNCTIONS_DIR, excludes),
+        "asset_excludes": ["**/*.md"],
+        "project_function_zip": zip_dir(stage, ["**/*.md"]),
         "baseline_function_zip": zip_dir(
-            BENCH_DIR / "baseline_consumer", excludes, prefix="baseline_consumer/"
+            BENCH_DIR / "baseline_consumer", EXCLUDES, prefix="baseline_consumer/"
         ),
         "powertools_layer_zip": zip_dir(
             powertools_dir, ["**/__pycache__", "**/*.pyc"], prefix="python/aws_lambda_powertools/"

@@ -21,9 +21,9 @@ from contract.knobs import PROJECT_ROOT, DocTableConfig
 from contract.shape import mapping_shape
 from infra import encryption, kinesis
 from infra.nag import acknowledge
+from infra.package import TASK_ROOT, compile_tree, compiles_bytecode, stage_package
 
 FUNCTIONS_DIR = PROJECT_ROOT / "functions"
-ASSET_EXCLUDES = ["**/__pycache__", "**/*.pyc", "**/*.md", "**/.mypy_cache"]
 # Keyed by Lambda's architecture name, which is the `architecture` knob's value.
 ARCHITECTURES = {a.name: a for a in (lambda_.Architecture.ARM_64, lambda_.Architecture.X86_64)}
 RUNTIME = lambda_.Runtime.PYTHON_3_13  # names.LAMBDA_RUNTIME (a test checks they agree)
@@ -219,9 +219,12 @@ class StreamConsumer(Construct):
         assert self.blob_bucket is not None and self.log_group is not None
         layers: list[lambda_.ILayerVersion] = []
         if config.bundles_powertools:
-            code = lambda_.Code.from_asset(str(_bundle_with_powertools()), exclude=ASSET_EXCLUDES)
+            code = lambda_.Code.from_asset(str(_bundle_with_powertools()), exclude=["**/*.md"])
         else:
-            code = lambda_.Code.from_asset(str(FUNCTIONS_DIR), exclude=ASSET_EXCLUDES)
+            code = lambda_.Code.from_asset(
+                str(stage_package(FUNCTIONS_DIR / "stream_consumer", PROJECT_ROOT / "build")),
+                exclude=["**/*.md"],
+            )
             # An `AWS::SSM::Parameter::Value<String>` template parameter resolves the public layer ARN at
             # deploy time: synth stays offline and the layer always matches the pinned library version.
             layer_arn = ssm.StringParameter.value_for_string_parameter(
@@ -364,6 +367,8 @@ def _bundle_with_powertools() -> Path:
     if stage.exists():
         shutil.rmtree(stage)
     shutil.copytree(FUNCTIONS_DIR, stage, ignore=SKIPPED_FILES)
+    if compiles_bytecode():
+        compile_tree(stage / "stream_consumer", f"{TASK_ROOT}/stream_consumer")
     powertools = Path(aws_lambda_powertools.__file__).parent
     unused = {powertools / part for part in POWERTOOLS_UNUSED}
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
+import marshal
 import os
 import subprocess
 import sys
@@ -14,9 +16,12 @@ import pytest
 
 from contract import names
 from contract.names import powertools_layer_parameter
+from infra.package import compiles_bytecode
 from tests.infra.synth import only, resources, synth, tag_map
 
 STREAM = {"stream": "new-and-old"}
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "functions" / "stream_consumer"
 BORROWED = "arn:aws:lambda:us-east-1:123456789012:function:their-consumer"
 
 
@@ -111,10 +116,12 @@ def test_bundled_asset_starts_with_only_what_the_runtime_provides(tmp_path: Any)
     # WHEN an isolated interpreter (no site-packages) cold-starts the handler from that path alone
     result = subprocess.run(
         [sys.executable, "-I", "-S", "-c",
-         f"import sys; sys.path[:0] = [{str(asset)!r}, {str(runtime)!r}]; import stream_consumer.handler"],
+         f"import sys; sys.path[:0] = [{str(asset)!r}, {str(runtime)!r}]; import stream_consumer.handler; "
+         "stream_consumer.blob_store.trace_aws_calls()"],
         env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
-    # THEN it imports: nothing the asset needs is missing (Tracer's aws_xray_sdk and wrapt included)
+    # THEN it imports, and sets up tracing as its first AWS client does: nothing the asset needs is missing
+    # (Tracer's aws_xray_sdk and wrapt included)
     assert result.returncode == 0, result.stderr[-2000:]
 
 
@@ -123,7 +130,47 @@ def test_layer_asset_holds_only_the_handler_code() -> None:
     asset = _function_asset(template, outdir)
     files = {p.relative_to(asset).parts[0] for p in asset.rglob("*") if p.is_file()}
     assert files == {"stream_consumer"}
-    assert not list(asset.rglob("__pycache__"))
+    # AND under the runtime's Python, one unchecked-hash .pyc per module (valid whatever the zip's timestamps,
+    # never compiled again on Lambda's read-only /var/task), recorded as run from /var/task; else none
+    sources = sorted(p.stem for p in (asset / "stream_consumer").glob("*.py"))
+    pycs = sorted(asset.rglob("*.pyc"))
+    if not compiles_bytecode():
+        assert pycs == []
+        return
+    assert [p.name for p in pycs] == [f"{stem}.{sys.implementation.cache_tag}.pyc" for stem in sources]
+    for pyc in pycs:
+        data = pyc.read_bytes()
+        assert data[:4] == importlib.util.MAGIC_NUMBER
+        assert int.from_bytes(data[4:8], "little") == 0b01  # hash-based, source not checked
+        code = marshal.loads(data[16:])
+        assert code.co_filename == f"/var/task/stream_consumer/{pyc.name.split('.')[0]}.py"
+
+
+def test_staged_asset_is_byte_for_byte_reproducible(tmp_path: Path) -> None:
+    # GIVEN the consumer staged twice, by two interpreters with different hash seeds
+    stages = []
+    for seed in ("1", "2"):
+        build = tmp_path / f"build-{seed}"
+        script = (
+            "import sys; from pathlib import Path; from infra.package import stage_package; "
+            f"print(stage_package(Path({str(PACKAGE)!r}), Path({str(build)!r})))"
+        )
+        result = subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            cwd=str(ROOT),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        stages.append(Path(result.stdout.strip()))
+    # THEN both hold the same files with the same bytes (so the asset's hash changes only with the sources)
+    contents = [
+        {p.relative_to(s).as_posix(): p.read_bytes() for p in s.rglob("*") if p.is_file()} for s in stages
+    ]
+    assert contents[0] == contents[1]
+    assert stages[0].name == stages[1].name
 
 
 def test_mapping_properties_and_tags() -> None:
