@@ -48,7 +48,9 @@ HANDLERS = {
     "floor": (BENCH_DIR / "floor_consumer", "floor_consumer.handler"),
     "sdk_floor": (BENCH_DIR / "sdk_floor_consumer", "sdk_floor_consumer.handler"),
 }
-DELETERS = ("project", "baseline", "sdk_floor")
+DELETERS = ("project", "project_never", "baseline", "sdk_floor")
+# The project's consumer again, deployed with blob_key_reuse=never (REMOVE only: an INSERT is the same code path).
+NEVER = "project_never"
 TRACE_ID = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
 
 
@@ -148,6 +150,7 @@ def run(runs: int = 15, kinds: tuple[str, ...] = ("insert", "remove"), seed: int
         with tempfile.TemporaryDirectory(prefix="doctable-bench-cold-") as tmp_name:
             tmp = Path(tmp_name)
             roots = {name: _task_root(tmp, name) for name in HANDLERS}
+            roots[NEVER] = roots["project"]
             for kind in kinds:
                 event, keys = _event(kind)
                 event_path = tmp / f"{kind}.json"
@@ -155,16 +158,19 @@ def run(runs: int = 15, kinds: tuple[str, ...] = ("insert", "remove"), seed: int
                 if keys and server is None:
                     server, client, endpoint = _start_moto()
                 env = _child_env(endpoint if keys else None)
-                samples: dict[str, list[dict[str, Any]]] = {name: [] for name in HANDLERS}
+                names = [*HANDLERS, *([NEVER] if keys else [])]
+                samples: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
                 problems: list[str] = []
                 for round_ in range(runs + 1):  # round 0 warms the page cache and is not recorded
-                    order = list(HANDLERS)
+                    order = list(names)
                     rng.shuffle(order)
                     for name in order:
                         if keys:
                             for key in keys:
                                 client.put_object(Bucket=BUCKET, Key=key, Body=b"x")  # type: ignore[union-attr]
-                        result = _run_child(HANDLERS[name][1], roots[name], event_path, env)
+                        module = HANDLERS["project" if name == NEVER else name][1]
+                        child_env = {**env, "BLOB_KEY_REUSE": "never"} if name == NEVER else env
+                        result = _run_child(module, roots[name], event_path, child_env)
                         if result["response"] != {"batchItemFailures": []}:
                             problems.append(f"{name}: response {result['response']}")
                         if keys and name in DELETERS:

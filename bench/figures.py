@@ -199,6 +199,23 @@ def cold_figures(cold: dict[str, Any]) -> list[dict[str, Any]]:
                     | {"floor": {k: v * 1000 for k, v in stats[floor_name].items() if k != "n"}},
                 )
             )
+        never = section.get("project_never")
+        if never:
+            n, f = never["wall_s"], section[floor_name]["wall_s"]
+            figures.append(
+                figure(
+                    f"cold_start_{kind}_never_ms",
+                    f"Cold start, {text}, blob_key_reuse=never: wall ms to response, median [p10-p90], n={n['n']}",
+                    "ms",
+                    n["median"] * 1000,
+                    section["baseline"]["wall_s"]["median"] * 1000,
+                    floor=f["median"] * 1000,
+                    ratio=n["median"] / section["baseline"]["wall_s"]["median"],
+                    target=f"(reported; vs {floor_label})",
+                    note="one DeleteObjects, as the SDK floor sends: no HEAD, no DynamoDB client, no item read",
+                    spread={"project": {k: v * 1000 for k, v in n.items() if k != "n"}},
+                )
+            )
     return figures
 
 

@@ -15,7 +15,13 @@ COLORS = {
     "floor": "#5c940d",
     "sdk_floor": "#7048e8",
 }
-NAMES = {"project": "project", "baseline": "baseline", "floor": "json floor", "sdk_floor": "SDK floor"}
+NAMES = {
+    "project": "project",
+    "project_never": "project, never",
+    "baseline": "baseline",
+    "floor": "json floor",
+    "sdk_floor": "SDK floor",
+}
 
 
 def _text(x: float, y: float, text: str, size: int = 12, anchor: str = "start", **attrs: str) -> str:
@@ -84,7 +90,7 @@ def _cold_panel(cold: dict[str, Any], x0: float, y0: float, w: float, h: float) 
         (kind, name)
         for kind in ("remove", "insert")
         if kind in cold
-        for name in ("project", "baseline", "sdk_floor", "floor")
+        for name in ("project", "project_never", "baseline", "sdk_floor", "floor")
         if name in cold[kind]
     ]
     if not rows:
