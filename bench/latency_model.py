@@ -31,7 +31,7 @@ SOURCES = {
     "s3_prefix_rate": (
         "Amazon S3 user guide, 'Performance guidelines for Amazon S3': at least 3,500 PUT/COPY/POST/DELETE and "
         "5,500 GET/HEAD requests per second per partitioned prefix (a DeleteObjects key counts as one DELETE: "
-        "1/3,500 s per key)"
+        "1/3,500 s per key, on one lane that concurrent requests share)"
     ),
     "dynamodb_latency": (
         "Amazon DynamoDB developer guide, 'What is Amazon DynamoDB?': single-digit millisecond performance at any "
