@@ -185,8 +185,8 @@ class BlobCleaner:
             # Lambda bisects the failed batch and finally sends the lone poison record on failure.
             outcome.batch_failed = True
             raise UnidentifiableRecordError(
-                "malformed record(s) without dynamodb.SequenceNumber, failing the whole batch: "
-                + "; ".join(unidentifiable)
+                "malformed record(s) without a sequence number (dynamodb.SequenceNumber; kinesis.sequenceNumber "
+                "for a Kinesis record), failing the whole batch: " + "; ".join(unidentifiable)
             )
 
     def _plan_and_delete(self, parsed: Sequence[ChangeRecord], outcome: BatchOutcome) -> None:

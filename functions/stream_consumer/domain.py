@@ -416,6 +416,8 @@ def parse_batch(records: Sequence[Any], expected_table: str | None = None) -> St
         source = table_name_from_arn(origin)
         if fields.get("eventSource") == KINESIS_SOURCE:
             try:
+                if number is None:
+                    raise ValueError("missing kinesis.sequenceNumber")
                 fields = raw = from_kinesis(fields, number)
             except ValueError as exc:
                 counts["UNKNOWN"] = counts.get("UNKNOWN", 0) + 1

@@ -744,7 +744,8 @@ consumer_case(
     lambda: _neighboured({**insert(1), "dynamodb": None}),
     [
         "invocation fails: UnidentifiableRecordError",
-        "without dynamodb.SequenceNumber, failing the whole batch",
+        "without a sequence number (dynamodb.SequenceNumber; kinesis.sequenceNumber for a Kinesis record), "
+        "failing the whole batch",
         "missing 'dynamodb' object",
         f"bucket keeps ['{GOOD_NEIGHBOUR}']",
     ],

@@ -270,7 +270,8 @@ def test_record_without_sequence_number_fails_the_whole_invocation(s3, load_cons
     # WHEN the batch is consumed
     # THEN the invocation fails as a whole (Lambda retries and bisects), before anything is deleted
     with pytest.raises(
-        ValueError, match=r"without dynamodb.SequenceNumber.*Records\[1\]: missing 'dynamodb'"
+        ValueError,
+        match=r"without a sequence number \(dynamodb.SequenceNumber;.*Records\[1\]: missing 'dynamodb'",
     ):
         handler.lambda_handler(
             stream_event(remove(1, "a", "1", ["blobs/a/1/x"]), broken), FakeLambdaContext()

@@ -155,7 +155,9 @@ def test_a_malformed_kinesis_record_without_a_sequence_number_fails_the_invocati
     del bad["kinesis"]["sequenceNumber"]
 
     # WHEN it is consumed  THEN the whole invocation fails (the record cannot be named alone) and nothing goes
-    with pytest.raises(ValueError, match="failing the whole batch"):
+    with pytest.raises(
+        ValueError, match=r"failing the whole batch: Records\[0\]: missing kinesis.sequenceNumber$"
+    ):
         handler.lambda_handler(stream_event(bad), FakeLambdaContext())
     assert s3.keys() == {A}
 
