@@ -221,3 +221,46 @@ def encryption_shape(config: DocTableConfig) -> EncryptionShape:
         borrowed_key_arn=config.borrowed_kms_key_arn,
         resource_policy_path=config.resource_policy_path,
     )
+
+
+TRACING_ACTIVE = "Active"
+
+
+@dataclass(frozen=True)
+class ConsumerShape:
+    """The built-in consumer function: its settings and the environment the knobs write (the bucket's and the
+    table's physical names are added where they are known: a token in the stack, an output once deployed)."""
+
+    runtime: str
+    architecture: str
+    memory: int
+    timeout: int
+    tracing: str
+    environment: dict[str, str]
+
+    def with_names(self, blob_bucket: str, table_name: str) -> dict[str, str]:
+        return {names.ENV_BLOB_BUCKET: blob_bucket, names.ENV_TABLE_NAME: table_name, **self.environment}
+
+
+def consumer_shape(config: DocTableConfig) -> ConsumerShape | None:
+    """None without the built-in consumer."""
+    if not config.builtin_consumer:
+        return None
+    return ConsumerShape(
+        runtime=names.LAMBDA_RUNTIME,
+        architecture=config.architecture,
+        memory=config.memory,
+        timeout=config.timeout,
+        tracing=TRACING_ACTIVE,
+        environment={
+            names.ENV_BLOB_ROOT: config.blob_root,
+            names.ENV_BLOB_KEY_REUSE: config.blob_key_reuse,
+            names.ENV_BLOB_PREFIX_CLEANUP: names.ENV_FLAG_ON
+            if config.blob_prefix_cleanup
+            else names.ENV_FLAG_OFF,
+            names.ENV_ENVIRONMENT: config.env,
+            "POWERTOOLS_SERVICE_NAME": names.SERVICE_NAME,
+            "POWERTOOLS_METRICS_NAMESPACE": names.METRICS_NAMESPACE,
+            "POWERTOOLS_LOG_LEVEL": "INFO",
+        },
+    )

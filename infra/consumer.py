@@ -18,7 +18,7 @@ from constructs import Construct
 
 from contract import names
 from contract.knobs import PROJECT_ROOT, DocTableConfig
-from contract.shape import mapping_shape
+from contract.shape import consumer_shape, mapping_shape
 from infra import encryption, kinesis
 from infra.nag import acknowledge
 from infra.package import TASK_ROOT, compile_tree, compiles_bytecode, stage_package
@@ -231,33 +231,23 @@ class StreamConsumer(Construct):
                 self, names.powertools_layer_parameter(config.architecture)
             )
             layers.append(lambda_.LayerVersion.from_layer_version_arn(self, "PowertoolsLayer", layer_arn))
+        shape = consumer_shape(config)
+        assert shape is not None
         function = lambda_.Function(
             self,
             "Function",
             description=f"doctable stream consumer of {config.table_name}: blob cleanup + record-level proof",
             runtime=RUNTIME,
-            architecture=ARCHITECTURES[config.architecture],
+            architecture=ARCHITECTURES[shape.architecture],
             handler="stream_consumer.handler.lambda_handler",
             code=code,
             layers=layers,
             role=role,
-            memory_size=config.memory,
-            timeout=Duration.seconds(config.timeout),
-            tracing=lambda_.Tracing.ACTIVE,
+            memory_size=shape.memory,
+            timeout=Duration.seconds(shape.timeout),
+            tracing=lambda_.Tracing(shape.tracing.upper()),
             log_group=self.log_group,
-            environment={
-                names.ENV_BLOB_BUCKET: self.blob_bucket.bucket_name,
-                names.ENV_BLOB_ROOT: config.blob_root,
-                names.ENV_BLOB_KEY_REUSE: config.blob_key_reuse,
-                names.ENV_BLOB_PREFIX_CLEANUP: (
-                    names.ENV_FLAG_ON if config.blob_prefix_cleanup else names.ENV_FLAG_OFF
-                ),
-                names.ENV_TABLE_NAME: table.table_name,
-                names.ENV_ENVIRONMENT: config.env,
-                "POWERTOOLS_SERVICE_NAME": names.SERVICE_NAME,
-                "POWERTOOLS_METRICS_NAMESPACE": names.METRICS_NAMESPACE,
-                "POWERTOOLS_LOG_LEVEL": "INFO",
-            },
+            environment=shape.with_names(self.blob_bucket.bucket_name, table.table_name),
         )
         assert function.role is not None
         acknowledge(

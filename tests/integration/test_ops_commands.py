@@ -191,6 +191,31 @@ def test_a_disabled_mapping_fails_naming_the_mapping(
         lam.update_event_source_mapping(UUID=uuid, Enabled=True)
 
 
+def test_consumer_settings_changed_behind_the_stack_fail_naming_the_consumer(
+    local_aws: lt.LocalAWS, doctable: Callable[..., Result], full: Outputs
+) -> None:
+    # GIVEN the deployed consumer's key-reuse check switched off and its memory changed, outside the stack
+    lam = local_aws.client("lambda")
+    function = full["ConsumerFunctionName"]
+    before = lam.get_function_configuration(FunctionName=function)
+    variables = dict(before["Environment"]["Variables"], BLOB_KEY_REUSE="never")
+    lam.update_function_configuration(
+        FunctionName=function, MemorySize=512, Environment={"Variables": variables}
+    )
+    try:
+        # WHEN verify runs  THEN only the consumer row fails, naming both with their declared values
+        result = doctable("verify", "--json", *VERIFY_BOUND, knobs=FULL)
+        assert result.code == 1
+        fails = failing(result)
+        assert set(fails) == {"consumer-config"}, fails
+        assert "MemorySize 512 (declared 256)" in fails["consumer-config"]
+        assert "BLOB_KEY_REUSE 'never' (declared 'guarded')" in fails["consumer-config"]
+    finally:
+        lam.update_function_configuration(
+            FunctionName=function, MemorySize=before["MemorySize"], Environment=before["Environment"]
+        )
+
+
 def test_verify_passes_again_once_the_drift_is_repaired(
     doctable: Callable[..., Result], full: Outputs
 ) -> None:

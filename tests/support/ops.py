@@ -13,7 +13,7 @@ from typing import Any
 
 from contract import names
 from contract.knobs import DocTableConfig, resolve_config
-from contract.shape import TableShape, mapping_shape, table_shape
+from contract.shape import TableShape, consumer_shape, mapping_shape, table_shape
 
 REGION = "eu-west-1"  # where the unit tests' moto runs
 TABLE_TYPE = "AWS::DynamoDB::Table"
@@ -130,9 +130,19 @@ def wire_mapping(clients: Callable[[str], Any], config: DocTableConfig) -> dict[
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("handler.py", "def handler(event, context):\n    return {}\n")
+    consumer = consumer_shape(config)
+    settings: dict[str, Any] = {}
+    if consumer is not None:  # the built-in consumer: its settings and environment as the stack writes them
+        settings = {
+            "Architectures": [consumer.architecture],
+            "MemorySize": consumer.memory,
+            "Timeout": consumer.timeout,
+            "TracingConfig": {"Mode": consumer.tracing},
+            "Environment": {"Variables": consumer.with_names(config.blob_bucket, config.table_name)},
+        }
     function = clients("lambda").create_function(
         FunctionName="consumer", Runtime=names.LAMBDA_RUNTIME, Role=role, Handler="handler.handler",
-        Code={"ZipFile": buffer.getvalue()},
+        Code={"ZipFile": buffer.getvalue()}, **settings,
     )  # fmt: skip
     s3 = clients("s3")
     s3.create_bucket(Bucket=FAILURE_BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})

@@ -18,7 +18,9 @@ from doctable.ops import verify_record as v
 from doctable.ops.context import Deployment, describe_stack
 from doctable.ops.render import Progress
 from doctable.ops.verify import items, proof
-from doctable.ops.verify.checks import Verifier
+from doctable.ops.verify.checks import CheckFailed, Verifier
+from doctable.ops.verify.consumer import consumer_checks
+from doctable.ops.verify.expect import Expectations
 from tests.support import ops as ot
 
 
@@ -32,6 +34,9 @@ def run(aws: Aws, deployment: Deployment, **kwargs: Any) -> dict[str, v.Row]:
     quiet = Progress(quiet=True, sleep=lambda s: None)
     rows = Verifier(aws, deployment, progress=quiet, timeout=kwargs.pop("timeout", 2), **kwargs).run()
     return {row.id: row for row in rows}
+
+
+BORROWED = "arn:aws:lambda:us-east-1:123456789012:function:their-consumer"
 
 
 def scan_all(aws: Aws, table: str) -> list[dict[str, Any]]:
@@ -337,6 +342,52 @@ def test_mapping_settings_changed_behind_the_stack_fail_verify(moto_env: Aws) ->
         f"DestinationConfig.OnFailure none, declared arn:aws:s3:::{ot.FAILURE_BUCKET}",
     ):
         assert words in row.observed
+
+
+def consumer_row(aws: Aws, deployment: Deployment) -> v.Row:
+    """The consumer-config check alone."""
+    verifier = Verifier(aws, deployment, progress=Progress(quiet=True, sleep=lambda s: None), timeout=2)
+    ((row_id, label, expected),) = verifier.expect.consumer
+    check = consumer_checks(aws, deployment, CheckFailed)[row_id]
+    return verifier._run_check(row_id, label, expected, check)
+
+
+def test_consumer_settings_changed_behind_the_stack_fail_verify(moto_env: Aws) -> None:
+    # GIVEN the built-in consumer as the knobs declare it (blob_key_reuse=never, 512 MB)
+    config = ot.config_of(stream="new-and-old", blob_key_reuse="never", memory="512")
+    ot.deploy_with_mapping(moto_env.client, config)
+    deployment = describe_stack(moto_env, config)
+    row = consumer_row(moto_env, deployment)
+    assert row.result == v.PASS, row.observed
+    assert "512 MB" in row.expected and "BLOB_KEY_REUSE='never'" in row.expected
+    # WHEN its memory, timeout and key-reuse mode are changed out of band, and a variable is removed
+    lam = moto_env.client("lambda")
+    env = lam.get_function_configuration(FunctionName="consumer")["Environment"]["Variables"]
+    env[names.ENV_BLOB_KEY_REUSE] = "guarded"
+    del env[names.ENV_BLOB_ROOT]
+    lam.update_function_configuration(
+        FunctionName="consumer", MemorySize=128, Timeout=3, Environment={"Variables": env}
+    )
+    # THEN the row fails naming each with its declared value
+    row = consumer_row(moto_env, deployment)
+    assert row.result == v.FAIL
+    for words in (
+        "MemorySize 128 (declared 512)",
+        "Timeout 3 (declared 30)",
+        "BLOB_KEY_REUSE 'guarded' (declared 'never')",
+        "BLOB_ROOT unset (declared '')",
+    ):
+        assert words in row.observed
+
+
+def test_no_consumer_row_without_the_built_in_consumer() -> None:
+    # GIVEN a stream read by no consumer, and one read by a function of yours
+    for knobs in (
+        {"stream": "new-and-old", "consumer": "none"},
+        {"stream": "new-and-old", "consumer": BORROWED},
+    ):
+        # THEN verify has no consumer-config row: the function is not the stack's
+        assert Expectations.of(ot.config_of(**knobs)).consumer == ()
 
 
 def test_a_destination_other_than_the_failure_bucket_fails(moto_env: Aws) -> None:

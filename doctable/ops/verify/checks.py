@@ -31,6 +31,7 @@ from doctable.ops.live import (
 )
 from doctable.ops.ownership import ROLLED_BACK, ROLLED_BACK_ROW, SETTLED_STATES
 from doctable.ops.render import Progress
+from doctable.ops.verify.consumer import consumer_checks
 from doctable.ops.verify.expect import LATEST, Expectations
 from doctable.ops.verify.items import Scratch, item_differences, test_item
 from doctable.ops.verify.kinesis import capture_kinesis_sequence, kinesis_checks
@@ -117,6 +118,7 @@ class Verifier:
             "table-tags": self._check_table_tags,
             "mapping": self._check_mapping,
             "mapping-tags": self._check_mapping_tags,
+            **consumer_checks(self.aws, self.deployment, CheckFailed),
             "stream-delivery": self._check_delivery,
             "blob-cleanup": self._check_cleanup,
         }

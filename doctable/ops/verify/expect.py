@@ -20,6 +20,7 @@ from contract.shape import (
     table_shape,
 )
 from doctable.ops.live import ACTIVE, PITR_DISABLED, PITR_ENABLED, TTL_ON_STATES
+from doctable.ops.verify.consumer import consumer_rows
 from doctable.ops.verify.kinesis import kinesis_rows
 from doctable.ops.verify.options import option_checks, option_rows
 from doctable.ops.verify.security import security_rows
@@ -36,6 +37,7 @@ class Expectations:
     tags: dict[str, str]
     security: EncryptionShape | None = None
     kinesis: tuple[tuple[str, str, str], ...] = ()  # the Kinesis rows (verify/kinesis.py)
+    consumer: tuple[tuple[str, str, str], ...] = ()  # the consumer function's row (verify/consumer.py)
 
     @classmethod
     def of(cls, config: DocTableConfig) -> Expectations:
@@ -45,6 +47,7 @@ class Expectations:
             tags=config.tags(),
             security=encryption_shape(config),
             kinesis=tuple(kinesis_rows(config)),
+            consumer=tuple(consumer_rows(config)),
         )
 
     def rows(self) -> list[tuple[str, str, str]]:
@@ -70,6 +73,7 @@ class Expectations:
             ("table-tags", "table tags", self.tags_text),
             ("mapping", "mapping enabled", "Enabled, on its declared source, → the consumer"),
             ("mapping-tags", "mapping tags", self.tags_text),
+            *self.consumer,
             (
                 "stream-delivery",
                 "stream delivers (record-level)",
