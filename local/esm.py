@@ -32,10 +32,12 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import os
 import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -72,6 +74,21 @@ MOTO_TARGETS = (
 )
 
 POLL_SECONDS = 1.0  # a safety net: writes wake the pollers at once
+# How pollers pace themselves (DOCTABLE_LOCAL_POLL_CADENCE). "write", the default: a stream write wakes them at
+# once, so a delivery follows a write within milliseconds. "aws": as Lambda polls a DynamoDB stream shard, four
+# times a second while it is caught up and again at once while records are pending; writes wake nobody.
+CADENCE_ENV = "DOCTABLE_LOCAL_POLL_CADENCE"
+CADENCE_WRITE, CADENCE_AWS = "write", "aws"
+AWS_IDLE_POLL_SECONDS = 0.25
+
+
+def poll_cadence(environ: Mapping[str, str] | None = None) -> str:
+    value = (os.environ if environ is None else environ).get(CADENCE_ENV) or CADENCE_WRITE
+    if value not in (CADENCE_WRITE, CADENCE_AWS):
+        raise ValueError(f"{CADENCE_ENV}={value!r} is not allowed; allowed: {CADENCE_WRITE} | {CADENCE_AWS}")
+    return value
+
+
 RETRY_BACKOFF_SECONDS = (0.1, 0.2, 0.4, 0.8, 1.0)
 
 
@@ -199,6 +216,11 @@ class StreamPoller(threading.Thread):
         streams.shard_iterators.pop(result.get("NextShardIterator", ""), None)
         return [Record(int(r["dynamodb"]["SequenceNumber"]), r) for r in result["Records"]]
 
+    @property
+    def idle_seconds(self) -> float:
+        """How long a caught-up poller of this source waits before it looks again."""
+        return self.manager.idle_seconds
+
     def poll(self, esm: Any) -> float:
         """Deliver what is due; return how long to sleep before looking again."""
         found = self.shard(esm)
@@ -228,7 +250,7 @@ class StreamPoller(threading.Thread):
         available = end - self.status.checkpoint
         if available <= 0:
             self.status.window_started = None
-            return POLL_SECONDS
+            return self.idle_seconds
         batch_size = int(esm.batch_size or 100)
         window = float(esm.max_batch_window or 0)
         if window > 0 and available < batch_size:
@@ -249,7 +271,7 @@ class StreamPoller(threading.Thread):
             if not kept or self.status.checkpoint == kept[-1].seq + 1:
                 # Filtered-out records are not delivered: once the kept ones are done, move past them all.
                 self.status.checkpoint = max(self.status.checkpoint, records[-1].seq + 1)
-        return 0.0 if end - self.status.checkpoint > 0 else POLL_SECONDS
+        return 0.0 if end - self.status.checkpoint > 0 else self.idle_seconds
 
     def position(self) -> tuple[str | None, str | None, int | None]:
         """(checkpoint, end of the shard, records pending) for ``MappingManager.progress``."""
@@ -495,11 +517,14 @@ def _json_safe(value: Any) -> Any:
 class MappingManager:
     """All pollers of the process; stream writes and mapping updates wake them."""
 
-    def __init__(self) -> None:
+    def __init__(self, cadence: str | None = None) -> None:
         self.lock = threading.Lock()
         self.cond = threading.Condition()
         self.generation = 0
         self.pollers: dict[str, StreamPoller] = {}
+        self.cadence = cadence or poll_cadence()
+        # How long a caught-up DynamoDB stream poller waits before it looks again.
+        self.idle_seconds = AWS_IDLE_POLL_SECONDS if self.cadence == CADENCE_AWS else POLL_SECONDS
 
     def wake(self) -> None:
         with self.cond:
@@ -508,7 +533,11 @@ class MappingManager:
 
     def wait(self, poller: StreamPoller, timeout: float) -> None:
         with self.cond:
-            if timeout > 0 and self.generation == poller.seen_generation and not poller.stopped.is_set():
+            if self.cadence == CADENCE_AWS:  # the whole interval: a write does not make Lambda poll sooner
+                until = time.monotonic() + timeout
+                while not poller.stopped.is_set() and (left := until - time.monotonic()) > 0:
+                    self.cond.wait(left)
+            elif timeout > 0 and self.generation == poller.seen_generation and not poller.stopped.is_set():
                 self.cond.wait(timeout)
             poller.seen_generation = self.generation
 

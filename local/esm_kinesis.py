@@ -39,6 +39,11 @@ class KinesisRecord(Record):
 class KinesisPoller(StreamPoller):
     BATCH_INFO = "KinesisBatchInfo"
 
+    @property
+    def idle_seconds(self) -> float:
+        """Lambda polls each Kinesis shard once a second (with either cadence; a write wakes it in "write")."""
+        return POLL_SECONDS
+
     def __init__(self, manager: Any, account_id: str, region: str, uuid_: str):
         super().__init__(manager, account_id, region, uuid_)
         self.checkpoints: dict[str, int] = {}  # per shard: the next sequence number to deliver
