@@ -138,6 +138,7 @@ class FunctionSpec:
     architecture: str
     tracing_mode: str
     role: str = ""  # the execution role: the environment holds a session of it
+    initialization_type: str = "on-demand"  # "snap-start" for a version published with SnapStart on
 
 
 class LogSink:
@@ -239,7 +240,7 @@ class Worker:
             "AWS_LAMBDA_FUNCTION_TIMEOUT": str(spec.timeout),
             "AWS_LAMBDA_LOG_GROUP_NAME": spec.log_group,
             "AWS_LAMBDA_LOG_STREAM_NAME": self.log_stream,
-            "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
+            "AWS_LAMBDA_INITIALIZATION_TYPE": spec.initialization_type,
             "AWS_REGION": spec.region,
             "AWS_DEFAULT_REGION": spec.region,
             "AWS_XRAY_CONTEXT_MISSING": "LOG_ERROR",
@@ -511,6 +512,12 @@ class LambdaRunner:
             architecture=(fn.architectures or ["x86_64"])[0],
             tracing_mode=(fn.tracing_config or {}).get("Mode", "PassThrough"),
             role=str(fn.role or ""),
+            initialization_type=(
+                "snap-start"
+                if str(fn.version) != "$LATEST"
+                and getattr(fn, "snap_start_apply_on", "") == "PublishedVersions"
+                else "on-demand"
+            ),
         )
 
     # ---- invocation ----
@@ -561,18 +568,38 @@ class LambdaRunner:
                         return worker
                 spawn = len([w for w in pool if w.spec == spec]) < MAX_WORKERS_PER_FUNCTION
             if spawn:
-                blob = fn.code_bytes or b""
-                digest = getattr(fn, "code_digest", None) or hashlib.sha256(blob).hexdigest()
-                code_dir = self._extract(self.code_root, digest, blob)
-                path = [str(code_dir), *self._layer_paths(fn), str(self.runtime_dir)]
-                if not self.isolated:
-                    path += [p for p in sys.path if p]
-                worker = Worker(self, spec, code_dir, path)
+                worker = self._spawn(fn, spec)
                 worker.busy.acquire()
                 with self.lock:
                     self.pools.setdefault(key, []).append(worker)
                 return worker
             time.sleep(0.02)
+
+    def _spawn(self, fn: Any, spec: FunctionSpec) -> Worker:
+        """A new execution environment of ``fn``'s code and layers (its init has run when this returns)."""
+        blob = fn.code_bytes or b""
+        digest = getattr(fn, "code_digest", None) or hashlib.sha256(blob).hexdigest()
+        code_dir = self._extract(self.code_root, digest, blob)
+        path = [str(code_dir), *self._layer_paths(fn), str(self.runtime_dir)]
+        if not self.isolated:
+            path += [p for p in sys.path if p]
+        return Worker(self, spec, code_dir, path)
+
+    def initialize(self, fn: Any) -> str | None:
+        """Run ``fn``'s init once in a fresh environment, as Lambda does before it takes a SnapStart snapshot;
+        the error when the init failed, else None. The environment is shut down: no memory snapshot is kept."""
+        spec = self.spec_for(fn)
+        if not spec.runtime.startswith("python"):
+            return None  # only Python runs here; other runtimes' init is not modelled
+        try:
+            worker = self._spawn(fn, spec)
+        except RuntimeError as exc:  # the runtime exited or timed out during its init
+            return str(exc)
+        error = worker.init_error
+        worker.shutdown()
+        if error:
+            return f"{error.get('errorType', 'Runtime.Unknown')}: {error.get('errorMessage', '')}"
+        return None
 
     def _discard(self, key: str, worker: Worker) -> None:
         with self.lock:

@@ -4,13 +4,18 @@
   returns 202 at once and runs in the background;
 - a public Powertools layer ARN (any account/version) resolves to the seeded local stand-in layer;
 - LoggingConfig is kept and reported; CloudFormation passes Layers, Architectures, TracingConfig,
-  LoggingConfig, EphemeralStorage and Tags (moto dropped them), and updates them too.
+  LoggingConfig, EphemeralStorage, SnapStart, FileSystemConfigs and Tags (moto dropped them), and updates them;
+- SnapStart.ApplyOn is kept (CreateFunction, UpdateFunctionConfiguration, templates) and refused where Lambda
+  refuses it; a version published under PublishedVersions reports OptimizationStatus On and runs the function's
+  init at publish (a failed init leaves the version Failed, as Lambda's snapshot step does);
+- version numbers are never reused; a version an alias points to cannot be deleted (ResourceConflictException).
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import copy
 import json
 import logging
 import threading
@@ -36,8 +41,24 @@ MOTO_TARGETS = (
     Target(_MODELS, "LambdaBackend.list_layer_versions", ("self", "layer_name")),
     Target(_MODELS, "LambdaBackend.delete_function", ("self", "function_name", "qualifier")),
     Target(_MODELS, "LambdaBackend.get_function", ("self", "function_name_or_arn", "qualifier")),
+    Target(_MODELS, "LambdaBackend.list_aliases", ("self", "function_name")),
+    Target(_MODELS, "LambdaBackend.list_versions_by_function", ("self", "function_name")),
+    Target(_MODELS, "LambdaStorage.publish_version", ("self", "name_or_arn", "description")),
+    Target(_MODELS, "LambdaStorage.get_function_by_name_or_arn_forbid_qualifier", ("self", "name_or_arn")),
+    Target(_MODELS, "LambdaFunction.set_version", ("self", "version")),
     Target(_MODELS, "get_backend"),
+    Target("moto.awslambda.exceptions", "LambdaClientError"),
+    Target(
+        "moto.awslambda.exceptions", "ValidationException", ("value", "property_name", "specific_message")
+    ),
+    Target("moto.awslambda.exceptions", "InvalidParameterValueException", ("message",)),
 )
+
+SNAP_START_ON = "PublishedVersions"
+SNAP_START_OFF = "None"
+# What Lambda reports for a version whose init failed while its snapshot was being taken.
+SNAPSHOT_FAILED_REASON_CODE = "FunctionError"
+SNAPSHOT_FAILED_REASON = "An error occurred during function initialization."
 
 
 def apply() -> None:
@@ -48,8 +69,17 @@ def apply() -> None:
     def __init__(self: Any, account_id: str, spec: dict[str, Any], region: str, version: Any = 1) -> None:
         spec = dict(spec)
         spec["Tags"] = tags_dict(spec.get("Tags"))
+        apply_on = _apply_on(spec.get("SnapStart"), SNAP_START_OFF)
+        file_systems = list(spec.get("FileSystemConfigs") or [])
+        _check_snap_start(
+            apply_on, spec.get("Runtime"), (spec.get("EphemeralStorage") or {}).get("Size", 512), file_systems
+        )
         original_init(self, account_id, spec, region, version)
         self.logging_config = _logging_config(spec.get("LoggingConfig"), self.function_name)
+        self.snap_start_apply_on = apply_on
+        self.file_system_configs = file_systems
+        self.state_reason_code = None  # set when a published version's SnapStart init failed
+        self.state_reason = None
 
     original_init = replace(Fn, "__init__", __init__)
 
@@ -58,11 +88,39 @@ def apply() -> None:
         config["LoggingConfig"] = dict(
             getattr(self, "logging_config", None) or _logging_config(None, self.function_name)
         )
+        apply_on = getattr(self, "snap_start_apply_on", SNAP_START_OFF)
+        published = str(self.version) != "$LATEST"
+        config["SnapStart"] = {
+            "ApplyOn": apply_on,
+            "OptimizationStatus": "On" if published and apply_on == SNAP_START_ON else "Off",
+        }
+        if getattr(self, "file_system_configs", None):
+            config["FileSystemConfigs"] = list(self.file_system_configs)
+        if getattr(self, "state_reason_code", None):
+            config["StateReasonCode"] = self.state_reason_code
+            config["StateReason"] = self.state_reason
         return config
 
     original_get_configuration = replace(Fn, "get_configuration", get_configuration)
 
     def update_configuration(self: Any, config_updates: dict[str, Any]) -> dict[str, Any]:
+        # Checked against the configuration the update leaves, before anything of it applies.
+        apply_on = _apply_on(
+            config_updates.get("SnapStart"), getattr(self, "snap_start_apply_on", SNAP_START_OFF)
+        )
+        file_systems = list(
+            config_updates["FileSystemConfigs"] or []
+            if "FileSystemConfigs" in config_updates
+            else getattr(self, "file_system_configs", [])
+        )
+        _check_snap_start(
+            apply_on,
+            config_updates.get("Runtime") or self.run_time,
+            (config_updates.get("EphemeralStorage") or {}).get("Size", self.ephemeral_storage),
+            file_systems,
+        )
+        self.snap_start_apply_on = apply_on
+        self.file_system_configs = file_systems
         for key, value in config_updates.items():
             if key == "LoggingConfig":
                 self.logging_config = _logging_config(value, self.function_name)
@@ -119,7 +177,7 @@ def apply() -> None:
         for prop in (
             "Description", "MemorySize", "Publish", "Timeout", "VpcConfig", "Environment",
             "ReservedConcurrentExecutions", "Layers", "Architectures", "TracingConfig", "LoggingConfig",
-            "EphemeralStorage", "PackageType", "ImageConfig", "KmsKeyArn", "Tags",
+            "EphemeralStorage", "PackageType", "ImageConfig", "KmsKeyArn", "Tags", "SnapStart", "FileSystemConfigs",
         ):  # fmt: skip
             if prop in properties:
                 spec[prop] = properties[prop]
@@ -153,6 +211,7 @@ def apply() -> None:
         for optional, default in (
             ("Environment", {"Variables": {}}), ("Layers", []), ("LoggingConfig", None),
             ("TracingConfig", {"Mode": "PassThrough"}), ("Description", ""), ("MemorySize", 128), ("Timeout", 3),
+            ("SnapStart", {"ApplyOn": SNAP_START_OFF}), ("EphemeralStorage", {"Size": 512}), ("FileSystemConfigs", []),
         ):  # fmt: skip
             updates.setdefault(optional, default)
         if updates.get("Architectures"):
@@ -181,14 +240,56 @@ def apply() -> None:
     original_layers_versions_by_arn = replace(Backend, "layers_versions_by_arn", layers_versions_by_arn)
 
     def delete_function(self: Any, function_name: str, qualifier: str | None = None) -> None:
-        arn = None
-        with contextlib.suppress(Exception):
-            arn = self.get_function(function_name).function_arn
+        qualifier = qualifier or _qualifier_of(function_name)
+        arns: list[str] = []
+        referencing: list[str] = []
+        with contextlib.suppress(Exception):  # a missing function: moto's own answer below
+            base = self.get_function(function_name, qualifier)
+            arns = [base.function_arn]
+            if qualifier is None:
+                arns += [str(v.function_arn) for v in self.list_versions_by_function(base.function_name)]
+            elif qualifier != "$LATEST":
+                aliases = self.list_aliases(base.function_name)
+                referencing = [a.name for a in aliases if str(a.function_version) == qualifier]
+        if referencing:
+            raise _conflict(
+                f"Unable to delete version because the following aliases reference it: [{', '.join(referencing)}]"
+            )
         original_delete_function(self, function_name, qualifier)
-        if arn and qualifier is None:
+        for arn in arns:
             get_runner().forget(arn)
 
     original_delete_function = replace(Backend, "delete_function", delete_function)
+
+    # Lambda never reuses a version number (moto counted the versions left), and publishing under SnapStart
+    # runs the init the snapshot would be taken after.
+    def publish_version(self: Any, name_or_arn: str, description: str = "") -> Any:
+        function = self.get_function_by_name_or_arn_forbid_qualifier(name_or_arn)
+        group = self._functions.get(function.function_name)
+        if not group or not group["latest"]:
+            return None
+        versions = group["versions"]
+        if versions and not function.code_or_config_updated:
+            return versions[-1]  # nothing changed since the last version: Lambda answers that one
+        function.code_or_config_updated = False
+        number = max([int(group.get("last_version", 0)), *(int(v.version) for v in versions)]) + 1
+        group["last_version"] = number
+        fn = copy.copy(group["latest"])
+        fn.set_version(number)
+        if description:
+            fn.description = description
+        versions.append(fn)
+        self._arns[fn.function_arn] = fn
+        if getattr(fn, "snap_start_apply_on", SNAP_START_OFF) == SNAP_START_ON:
+            error = get_runner().initialize(fn)
+            if error is not None:
+                log.warning("the init of %s failed at publish: %s", fn.function_arn, error)
+                fn.state = "Failed"
+                fn.state_reason_code = SNAPSHOT_FAILED_REASON_CODE
+                fn.state_reason = SNAPSHOT_FAILED_REASON
+        return fn
+
+    replace(lm.LambdaStorage, "publish_version", publish_version)
 
 
 def _logging_config(config: dict[str, Any] | None, function_name: str) -> dict[str, Any]:
@@ -201,6 +302,66 @@ def _logging_config(config: dict[str, Any] | None, function_name: str) -> dict[s
         out["ApplicationLogLevel"] = config.get("ApplicationLogLevel", "INFO")
         out["SystemLogLevel"] = config.get("SystemLogLevel", "INFO")
     return out
+
+
+def _apply_on(snap_start: Any, current: str) -> str:
+    """SnapStart.ApplyOn of a request (its current value when the request has none), refused unless known."""
+    from moto.awslambda.exceptions import ValidationException
+
+    if snap_start is None:
+        return current
+    value = snap_start.get("ApplyOn", SNAP_START_OFF) if isinstance(snap_start, dict) else snap_start
+    if value not in (SNAP_START_ON, SNAP_START_OFF):
+        raise ValidationException(
+            str(value), "snapStart.applyOn", "Member must satisfy enum value set: [PublishedVersions, None]"
+        )
+    return str(value)
+
+
+def snap_start_supported(runtime: str | None) -> bool:
+    """The managed runtimes SnapStart works with: Java 11 and later, Python 3.12 and later, .NET 8."""
+    runtime = runtime or ""
+    if runtime.startswith("java"):
+        major = runtime.removeprefix("java").split(".", 1)[0]
+        return major.isdigit() and int(major) >= 11
+    if runtime.startswith("python3."):
+        minor = runtime.removeprefix("python3.")
+        return minor.isdigit() and int(minor) >= 12
+    return runtime == "dotnet8"
+
+
+def _check_snap_start(apply_on: str, runtime: str | None, storage_mb: Any, file_systems: list[Any]) -> None:
+    """Lambda's refusals of a SnapStart function: its runtime, ephemeral storage over 512 MB, EFS."""
+    from moto.awslambda.exceptions import InvalidParameterValueException
+
+    if apply_on != SNAP_START_ON:
+        return
+    if not snap_start_supported(runtime):
+        raise InvalidParameterValueException(f"{runtime} is not supported for SnapStart enabled functions.")
+    if int(storage_mb or 512) > 512:
+        raise InvalidParameterValueException(
+            "EphemeralStorage greater than 512 MB is not supported for SnapStart enabled functions."
+        )
+    if file_systems:
+        raise InvalidParameterValueException("EFS is not supported for SnapStart enabled functions.")
+
+
+def _qualifier_of(name_or_arn: str) -> str | None:
+    """The qualifier a function name or ARN carries (``fn:3``, ``arn:...:function:fn:live``), else None."""
+    tail = name_or_arn.split(":function:", 1)[1] if ":function:" in name_or_arn else name_or_arn
+    return tail.split(":", 1)[1] if ":" in tail else None
+
+
+def _conflict(message: str) -> Exception:
+    from moto.awslambda.exceptions import LambdaClientError
+
+    class ResourceConflict(LambdaClientError):
+        code = 409
+
+        def __init__(self, text: str):
+            super().__init__("ResourceConflictException", text)
+
+    return ResourceConflict(message)
 
 
 def _invoke_quietly(fn: Any, event: Any) -> None:

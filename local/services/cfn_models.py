@@ -1,6 +1,8 @@
 """CloudFormation resource types moto lacks: S3::BucketPolicy, SNS::TopicPolicy, CloudWatch::Alarm, Lambda::Alias.
 
-Defining a ``CloudFormationModel`` subclass registers it; moto's cached model maps are then cleared.
+Defining a ``CloudFormationModel`` subclass registers it; moto's cached model maps are then cleared. moto's
+``AWS::Lambda::Version`` is completed here: Ref is the version's ARN, ``Fn::GetAtt [V, Version]`` its number,
+deleting the resource deletes the version, and a version whose SnapStart init failed fails the resource.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ import contextlib
 import json
 from typing import Any
 
-from local.patching import Target, truthy
+from local.patching import Target, replace, truthy
 
 MOTO_TARGETS = (
     Target("moto.cloudformation.parsing", "get_model_list"),
@@ -17,6 +19,11 @@ MOTO_TARGETS = (
     Target("moto.cloudformation.parsing", "get_name_type_map"),
     Target("moto.core.common_models", "CloudFormationModel"),
     Target("moto.awslambda.models", "lambda_backends"),
+    Target("moto.awslambda.models", "LambdaVersion.__init__", ("self", "spec")),
+    Target(
+        "moto.awslambda.models", "LambdaBackend.publish_version", ("self", "function_name", "description")
+    ),
+    Target("moto.awslambda.models", "LambdaBackend.delete_function", ("self", "function_name", "qualifier")),
     Target("moto.awslambda.models", "LambdaBackend.create_alias", ("self", "name", "function_name")),
     Target("moto.awslambda.models", "LambdaBackend.update_alias", ("self", "name", "function_name")),
     Target("moto.awslambda.models", "LambdaBackend.delete_alias", ("self", "name", "function_name")),
@@ -281,5 +288,67 @@ def apply() -> None:
             with contextlib.suppress(UnknownFunctionException):
                 lambda_backends[account_id][region_name].delete_alias(self.name, self.function_name)
 
+    _complete_lambda_version()
+
     for cached in (cp.get_model_list, cp.get_model_map, cp.get_name_type_map):
         cached.cache_clear()
+
+
+class VersionNotStabilized(Exception):
+    """CloudFormation's answer when a published version ends Failed (its SnapStart init failed)."""
+
+    error_type = "NotStabilized"
+
+    def __init__(self, arn: str, reason: str):
+        self.message = (
+            f"Resource of type 'AWS::Lambda::Version' with identifier '{arn}' did not stabilize. "
+            f"Status Reason is {reason}"
+        )
+        super().__init__(self.message)
+
+
+def _complete_lambda_version() -> None:
+    """moto's ``AWS::Lambda::Version`` with the ARN as its Ref, its attributes, deletion and a failed publish."""
+    from moto.awslambda.exceptions import UnknownFunctionException
+    from moto.awslambda.models import LambdaVersion, lambda_backends
+
+    def create_from_cloudformation_json(
+        cls: Any,
+        resource_name: str,
+        cloudformation_json: dict[str, Any],
+        account_id: str,
+        region_name: str,
+        **kw: Any,
+    ) -> Any:
+        properties = cloudformation_json["Properties"]
+        backend = lambda_backends[account_id][region_name]
+        fn: Any = backend.publish_version(properties["FunctionName"], properties.get("Description", ""))
+        if fn.state == "Failed":
+            # CloudFormation deletes the failed version when it rolls the resource back.
+            backend.delete_function(fn.function_name, str(fn.version))
+            raise VersionNotStabilized(fn.function_arn, fn.state_reason)
+        version = cls({"Version": fn.version})
+        version.arn = fn.function_arn
+        version.function_name = fn.function_name
+        return version
+
+    def update_from_cloudformation_json(
+        cls: Any, original_resource: Any, new_resource_name: str, cloudformation_json: dict[str, Any],
+        account_id: str, region_name: str,
+    ) -> Any:  # fmt: skip
+        return original_resource  # what is left to update in place (provisioned concurrency) is not modelled
+
+    def delete(self: Any, account_id: str, region_name: str) -> None:
+        # Deleting the function deleted its versions: a version whose function is gone is gone.
+        with contextlib.suppress(UnknownFunctionException):
+            lambda_backends[account_id][region_name].delete_function(self.function_name, str(self.version))
+
+    def get_cfn_attribute(self: Any, attribute_name: str) -> str:
+        return str(self.version) if attribute_name == "Version" else str(self.arn)
+
+    replace(LambdaVersion, "create_from_cloudformation_json", classmethod(create_from_cloudformation_json))
+    replace(LambdaVersion, "update_from_cloudformation_json", classmethod(update_from_cloudformation_json))
+    replace(LambdaVersion, "physical_resource_id", property(lambda self: self.arn))
+    replace(LambdaVersion, "has_cfn_attr", classmethod(lambda cls, attr: attr in ("Version", "FunctionArn")))
+    replace(LambdaVersion, "get_cfn_attribute", get_cfn_attribute)
+    replace(LambdaVersion, "delete", delete)

@@ -41,6 +41,7 @@ MOTO_TARGETS = (
 REPLACING: dict[str, tuple[str, ...]] = {
     "AWS::Lambda::EventSourceMapping": ("EventSourceArn", "StartingPosition", "StartingPositionTimestamp"),
     "AWS::Lambda::Alias": ("Name", "FunctionName"),
+    "AWS::Lambda::Version": ("FunctionName", "Description", "CodeSha256"),
     "AWS::DynamoDB::Table": ("TableName", "KeySchema"),
     "AWS::S3::Bucket": ("BucketName",),
     "AWS::Logs::LogGroup": ("LogGroupName",),
