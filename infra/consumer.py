@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import shutil
 from pathlib import Path
 
@@ -326,7 +325,8 @@ class StreamConsumer(Construct):
         return mapping
 
 
-# Powertools' subpackages the consumer never imports (it uses logging, metrics, tracing, batch, data_classes):
+# Powertools' subpackages the consumer never imports (it uses logging and metrics; importing the package loads
+# tracing's module, not the X-Ray SDK):
 # left out of the bundled asset, where event_handler alone is 2.9 MB of the library's 7 MB.
 POWERTOOLS_UNUSED = (
     "event_handler",
@@ -341,15 +341,11 @@ POWERTOOLS_UNUSED = (
     "utilities/streaming",
     "utilities/validation",
 )
-# What Powertools' Tracer imports even with tracing off, and the Lambda runtime does not provide. wrapt's C
-# extension is built for this machine's architecture: it is left out, and wrapt runs its pure-Python fallback on
-# either architecture.
-BUNDLED_DEPENDENCIES = ("aws_xray_sdk", "wrapt")
 SKIPPED_FILES = shutil.ignore_patterns("__pycache__", "*.pyc", "*.so", "*.c")
 
 
 def _bundle_with_powertools() -> Path:
-    """Stage the handler beside Powertools and what its Tracer imports, from this environment (no Docker)."""
+    """Stage the handler beside Powertools, from this environment (no Docker)."""
     import aws_lambda_powertools
     import typing_extensions
 
@@ -367,8 +363,4 @@ def _bundle_with_powertools() -> Path:
 
     shutil.copytree(powertools, stage / "aws_lambda_powertools", ignore=skip)
     shutil.copy2(typing_extensions.__file__, stage / "typing_extensions.py")
-    for name in BUNDLED_DEPENDENCIES:
-        module = importlib.import_module(name)
-        assert module.__file__ is not None
-        shutil.copytree(Path(module.__file__).parent, stage / name, ignore=SKIPPED_FILES)
     return stage

@@ -7,45 +7,33 @@ if it still has the ETag given); ``observe`` is one HEAD. A whole-request failur
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from threading import Lock
 from typing import Any, Protocol
 
-from .constants import MAX_KEYS_PER_DELETE, OBSERVE_CONCURRENCY, SERVICE_NAME
+from .constants import MAX_KEYS_PER_DELETE, OBSERVE_CONCURRENCY
 
 PRECONDITION_FAILED = "PreconditionFailed"
 
 
 _lock = Lock()
 _session: Any = None
-_tracer: Any = None
 
 
-def trace_aws_calls() -> None:
-    """X-Ray subsegments for the S3 and DynamoDB calls, set up with the first client: Lambda traces the invocation
-    itself, so a batch with nothing to delete never imports the X-Ray SDK (~75 ms). Powertools' Tracer decides if
-    tracing is on (not outside Lambda, nor with POWERTOOLS_TRACE_DISABLED) and patches botocore."""
-    global _tracer
-    with _lock:
-        if _tracer is None:
-            from aws_lambda_powertools import Tracer
-
-            _tracer = Tracer(service=SERVICE_NAME, auto_patch=False)
-            _tracer.patch(("botocore",))
-
-
-def lazy_client(service: str, on_client: Callable[[], object] | None) -> Any:
-    """A client built on first use; botocore's, as boto3 adds only its resource layer and s3transfer (~100 ms)."""
+def lazy_client(service: str) -> Any:
+    """A client built on first use; botocore's, as boto3 adds only its resource layer and s3transfer (~100 ms).
+    Its calls are X-Ray subsegments (:mod:`.xray`)."""
     global _session
     from botocore.config import Config
     from botocore.session import get_session
 
-    if on_client is not None:
-        on_client()
     with _lock:  # a botocore session builds one client at a time
         if _session is None:
+            from .xray import AwsCallTracer
+
             _session = get_session()
+            AwsCallTracer().install(_session)
         # All attempts fit the function's 30 s default timeout (3 x 8 s reads + backoff): a throttled call fails
         # its records (retried by the mapping) instead of timing out the batch. Lambda sets AWS_REGION; botocore
         # reads only AWS_DEFAULT_REGION.
@@ -96,21 +84,18 @@ class BlobStore(Protocol):
 
 
 class S3BlobStore:
-    """S3 adapter (client built on first use); ``on_client`` runs just before (the handler patches botocore)."""
+    """S3 adapter (client built on first use)."""
 
-    def __init__(
-        self, bucket: str, client: Any | None = None, on_client: Callable[[], object] | None = None
-    ) -> None:
+    def __init__(self, bucket: str, client: Any | None = None) -> None:
         self.bucket = bucket
         self._client = client
-        self._on_client = on_client
         self._lock = Lock()
 
     @property
     def client(self) -> Any:
         with self._lock:  # the first batch's parallel HEADs build one client, not one each
             if self._client is None:
-                self._client = lazy_client("s3", self._on_client)
+                self._client = lazy_client("s3")
         return self._client
 
     def delete_keys(self, keys: Sequence[str], etags: Mapping[str, str] | None = None) -> DeleteResult:

@@ -318,7 +318,8 @@ class BlobCleaner:
             except Exception as exc:  # this key's records are retried
                 return key, None, f"observing the object failed: {type(exc).__name__}: {exc}"
 
-        results = _in_parallel(head, keys)
+        # The item read comes after the HEADs; its client is built while they are in flight.
+        results = _in_parallel(head, keys, meanwhile=self.live.prepare)
         errors.update({key: error for key, _, error in results if error is not None})
         return {key: identity for key, identity, error in results if error is None}
 
@@ -387,11 +388,20 @@ class BlobCleaner:
             self.metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
 
 
-def _in_parallel(call: Callable[[T], R], items: list[T]) -> list[R]:
-    """``call`` on each item, up to OBSERVE_CONCURRENCY at once (S3 requests wait, they do not compute)."""
-    if len(items) < 2:
-        return [call(item) for item in items]
+def _in_parallel(
+    call: Callable[[T], R], items: list[T], meanwhile: Callable[[], object] | None = None
+) -> list[R]:
+    """``call`` on each item, up to OBSERVE_CONCURRENCY at once (S3 requests wait, they do not compute); the
+    calling thread runs ``meanwhile`` while they are in flight."""
+    if not items or (len(items) < 2 and meanwhile is None):
+        results = [call(item) for item in items]
+        if meanwhile is not None:
+            meanwhile()
+        return results
     from concurrent.futures import ThreadPoolExecutor  # ~10 ms of import a batch with no key never needs
 
     with ThreadPoolExecutor(max_workers=min(OBSERVE_CONCURRENCY, len(items))) as pool:
-        return list(pool.map(call, items))
+        pending = pool.map(call, items)  # every call is submitted here
+        if meanwhile is not None:
+            meanwhile()
+        return list(pending)

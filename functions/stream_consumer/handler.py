@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools.logging import Logger
 from aws_lambda_powertools.metrics import Metrics
 
-from .blob_store import S3BlobStore, trace_aws_calls
+from .blob_store import S3BlobStore
 from .cleanup import BlobCleaner
 from .constants import METRIC_DIMENSION_ENVIRONMENT, METRIC_DIMENSION_TABLE, METRICS_NAMESPACE, SERVICE_NAME
 from .live_items import DynamoLiveItems
@@ -27,14 +27,13 @@ metrics.set_default_dimensions(
     **{METRIC_DIMENSION_TABLE: settings.table_name},
     **({METRIC_DIMENSION_ENVIRONMENT: settings.environment} if settings.environment else {}),
 )
-# X-Ray: Lambda traces each invocation itself; the SDK (patching botocore) loads with the first AWS client, so a
-# batch with nothing to delete never imports it.
+# X-Ray: Lambda traces each invocation itself; each AWS call is a subsegment (xray.py).
 cleaner = BlobCleaner(
-    S3BlobStore(settings.blob_bucket, on_client=trace_aws_calls),
+    S3BlobStore(settings.blob_bucket),
     settings,
     logger,
     metrics,
-    DynamoLiveItems(settings.table_name, on_client=trace_aws_calls),
+    DynamoLiveItems(settings.table_name),
 )
 
 

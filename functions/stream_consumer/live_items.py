@@ -3,6 +3,7 @@ BatchGetItem, so a write acknowledged before the call is seen; a failure raises 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -16,6 +17,10 @@ _UNPROCESSED_ROUNDS = 5
 
 
 class LiveItems(Protocol):
+    def prepare(self) -> None:
+        """Get ready to read (build the client) while other requests are in flight; never raises."""
+        ...
+
     def listed_keys(self, items: Sequence[Item]) -> dict[Item, frozenset[str]]:
         """Per existing item, the string keys its ``blobs`` lists; raise if any item could not be read."""
         ...
@@ -28,19 +33,22 @@ class DynamoLiveItems:
         self,
         table_name: str,
         client: Any | None = None,
-        on_client: Callable[[], object] | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.table_name = table_name
         self._client = client
-        self._on_client = on_client
         self._sleep = sleep
 
     @property
     def client(self) -> Any:
         if self._client is None:
-            self._client = lazy_client("dynamodb", self._on_client)
+            self._client = lazy_client("dynamodb")
         return self._client
+
+    def prepare(self) -> None:
+        # A failure to build shows again, and is handled, at the read.
+        with contextlib.suppress(Exception):
+            self.client  # noqa: B018 - builds it
 
     def listed_keys(self, items: Sequence[Item]) -> dict[Item, frozenset[str]]:
         found: dict[Item, frozenset[str]] = {}

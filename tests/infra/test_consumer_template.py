@@ -117,11 +117,10 @@ def test_bundled_asset_starts_with_only_what_the_runtime_provides(tmp_path: Any)
     result = subprocess.run(
         [sys.executable, "-I", "-S", "-c",
          f"import sys; sys.path[:0] = [{str(asset)!r}, {str(runtime)!r}]; import stream_consumer.handler; "
-         "stream_consumer.blob_store.trace_aws_calls()"],
+         "stream_consumer.blob_store.lazy_client('s3')"],
         env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
-    # THEN it imports, and sets up tracing as its first AWS client does: nothing the asset needs is missing
-    # (Tracer's aws_xray_sdk and wrapt included)
+    # THEN it imports, and builds its first AWS client with tracing set up: nothing the asset needs is missing
     assert result.returncode == 0, result.stderr[-2000:]
 
 

@@ -58,6 +58,8 @@ class FakeStore:
 class NothingLive:
     """Live items: none of the records' items exists any more."""
 
+    def prepare(self) -> None: ...
+
     def listed_keys(self, items: Any) -> dict[Any, frozenset[str]]:
         return {}
 

@@ -64,6 +64,8 @@ class World:
         found = self.objects.get(key)
         return ObjectIdentity(*found) if found else None
 
+    def prepare(self) -> None: ...
+
     def listed_keys(self, items: Sequence[tuple[str, str]]) -> dict[tuple[str, str], frozenset[str]]:
         self.run_due("read")
         return {item: frozenset(self.items[item]) for item in items if item in self.items}
