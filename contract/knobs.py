@@ -107,6 +107,9 @@ MAPPING_METRICS_VALUES = ONOFF
 # delete); never: every upload gets a new key, so a dropped key is deleted at once (one request per 1,000 keys).
 KEY_REUSE_GUARDED, KEY_REUSE_NEVER = "guarded", "never"
 KEY_REUSE_VALUES = (KEY_REUSE_GUARDED, KEY_REUSE_NEVER)
+# snapstart: on publishes a version of the consumer at each change (Lambda runs its init then and snapshots it) and
+# the mapping's alias targets it, so a new execution environment resumes from the snapshot instead of importing.
+SNAPSTART_VALUES = ONOFF
 PITR_DAYS_RANGE = (1, 35)  # PointInTimeRecoverySpecification.RecoveryPeriodInDays (AWS's default: 35)
 # OnDemandThroughput.MaxRead/WriteRequestUnits: AWS takes >= 1 (-1 lifts the cap); 40,000 is the per-table
 # quota an on-demand table gets by default, so a higher cap guards nothing.
@@ -131,6 +134,7 @@ KNOB_DEFAULTS: dict[str, str] = {
     "blob_root": "",
     "blob_prefix_cleanup": "off",
     "blob_key_reuse": "guarded",
+    "snapstart": "off",
     "starting_position": "trim-horizon",
     "batch_size": "10",
     "batching_window": "0",
@@ -183,6 +187,7 @@ class DocTableConfig:
     blob_root: str
     blob_prefix_cleanup: bool
     blob_key_reuse: str  # guarded | never
+    snapstart: bool
     starting_position: str
     batch_size: int
     batching_window: int
@@ -555,6 +560,7 @@ def resolve_config(
         )
     prefix_cleanup = _enum(problems, "blob_prefix_cleanup", raw["blob_prefix_cleanup"], ONOFF) == ON
     key_reuse = _enum(problems, "blob_key_reuse", raw["blob_key_reuse"], KEY_REUSE_VALUES)
+    snapstart = _enum(problems, "snapstart", raw["snapstart"], SNAPSTART_VALUES) == ON
     starting_position = _enum(problems, "starting_position", raw["starting_position"], STARTING_POSITIONS)
     batch_size = _int(problems, "batch_size", raw["batch_size"], BATCH_SIZE_RANGE)
     batching_window = _int(
@@ -605,6 +611,11 @@ def resolve_config(
             problems.append(
                 f"blob_key_reuse='never' set but consumer={consumer!r} — only consumer=builtin deletes blobs"
             )
+        if snapstart:
+            problems.append(
+                f"snapstart='on' set but consumer={consumer!r} — only the built-in consumer's function is "
+                "deployed by this stack"
+            )
     if batch_size > 1000 and batching_window == 0:
         # AWS rejects a DynamoDB mapping with BatchSize > 1000 and no batching window.
         problems.append(
@@ -618,7 +629,7 @@ def resolve_config(
         gsi=gsi, ttl=ttl, stream=stream, pitr=pitr, table_base=table_base, env=env,
         cost_center=cost_center, owner=owner, consumer=consumer, blob_bucket=blob_bucket,
         blob_root=blob_root, blob_prefix_cleanup=prefix_cleanup, blob_key_reuse=key_reuse,
-        starting_position=starting_position,
+        snapstart=snapstart, starting_position=starting_position,
         batch_size=batch_size, batching_window=batching_window, max_retries=max_retries,
         max_record_age=max_record_age, parallelization_factor=parallelization, powertools=powertools,
         architecture=architecture, memory=memory, timeout=timeout, deploy_target=deploy_target,

@@ -237,6 +237,8 @@ class ConsumerShape:
     timeout: int
     tracing: str
     environment: dict[str, str]
+    # SnapStart on published versions: the mapping's alias targets the version published at each change.
+    snapstart: bool = False
 
     def with_names(self, blob_bucket: str, table_name: str) -> dict[str, str]:
         return {names.ENV_BLOB_BUCKET: blob_bucket, names.ENV_TABLE_NAME: table_name, **self.environment}
@@ -252,6 +254,7 @@ def consumer_shape(config: DocTableConfig) -> ConsumerShape | None:
         memory=config.memory,
         timeout=config.timeout,
         tracing=TRACING_ACTIVE,
+        snapstart=config.snapstart,
         environment={
             names.ENV_BLOB_ROOT: config.blob_root,
             names.ENV_BLOB_KEY_REUSE: config.blob_key_reuse,

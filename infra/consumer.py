@@ -247,6 +247,13 @@ class StreamConsumer(Construct):
             tracing=lambda_.Tracing(shape.tracing.upper()),
             log_group=self.log_group,
             environment=shape.with_names(self.blob_bucket.bucket_name, table.table_name),
+            # SnapStart: Lambda runs the init when a version is published and resumes new environments from its
+            # snapshot. Each change publishes a version (current_version); the one it replaces is deleted, as
+            # every kept version's snapshot is charged for while it exists.
+            snap_start=lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS if shape.snapstart else None,
+            current_version_options=lambda_.VersionOptions(removal_policy=RemovalPolicy.DESTROY)
+            if shape.snapstart
+            else None,
         )
         assert function.role is not None
         acknowledge(
@@ -280,11 +287,12 @@ class StreamConsumer(Construct):
             # (a new starting position) would meet a 409. Its function is therefore an alias named after the
             # settings that force a replacement; a new alias comes with the new mapping, and the old mapping
             # and alias are deleted in the cleanup phase.
+            # With SnapStart the alias targets the published version (SnapStart never applies to $LATEST).
             alias = lambda_.Alias(
                 self,
                 "Alias",
                 alias_name="from-" + shape.starting_position.lower().replace("_", "-"),
-                version=self.function.latest_version,
+                version=self.function.current_version if config.snapstart else self.function.latest_version,
             )
             target = alias.function_arn
         mapping = lambda_.CfnEventSourceMapping(

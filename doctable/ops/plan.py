@@ -97,6 +97,16 @@ ASSUMPTIONS: dict[str, tuple[float, str, str]] = {
         "USD per GB-second, x86_64 (first tier)",
         "aws.amazon.com/lambda/pricing/",
     ),
+    "price_snapstart_cache_gbs": (
+        0.0000015046,
+        "USD per GB-second a SnapStart snapshot is cached (each existing published version; at least 3 hours)",
+        "aws.amazon.com/lambda/pricing/ (SnapStart, Python)",
+    ),
+    "price_snapstart_restore_gb": (
+        0.0001397998,
+        "USD per GB restored from a SnapStart snapshot (each new execution environment)",
+        "aws.amazon.com/lambda/pricing/ (SnapStart, Python)",
+    ),
     "price_s3_get_per_k": (
         0.0004,
         "USD per 1,000 GET-class requests (HEAD), S3 Standard",
@@ -309,6 +319,15 @@ def build_plan(workload: Workload, config: DocTableConfig) -> Plan:
     if config.has_kinesis:
         monthly.update(kinesis_monthly(w, config, record_kb))
         notes += kinesis_notes(config)
+    if config.snapstart:
+        # The stack deletes a replaced version, so one snapshot is cached at a time.
+        monthly["Lambda SnapStart snapshot cache (one version)"] = (
+            config.memory / 1024 * month_s * value("price_snapstart_cache_gbs")
+        )
+        notes.append(
+            f"SnapStart restores: {config.memory / 1024 * 1000 * value('price_snapstart_restore_gb'):.3f} USD per "
+            "1,000 new execution environments (Lambda does not publish how often it replaces one)"
+        )
     if getattr(config, "customer_managed_key", False):
         monthly["KMS customer managed key"] = value("price_kms_key_month")
         notes.append(
@@ -325,6 +344,7 @@ def build_plan(workload: Workload, config: DocTableConfig) -> Plan:
             "architecture": config.architecture,
             "blob_prefix_cleanup": config.blob_prefix_cleanup,
             "blob_key_reuse": config.blob_key_reuse,
+            "snapstart": config.snapstart,
             "kinesis": config.kinesis,
             "consumer_source": config.consumer_source,
         },

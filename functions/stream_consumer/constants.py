@@ -40,6 +40,10 @@ MAX_ITEMS_PER_BATCH_GET = 100
 REUPLOAD_SETTLE_SECONDS = 1.0
 # HEAD requests in flight at once (and the S3 client's pool): 8 would wait ~23 s on 1,200 HEADs of 100-200 ms.
 OBSERVE_CONCURRENCY = 64
+# Lambda's variable naming how an execution environment was initialized; snap-start: the init of a version being
+# published, whose snapshot new environments resume from.
+ENV_INITIALIZATION_TYPE = "AWS_LAMBDA_INITIALIZATION_TYPE"
+INITIALIZATION_SNAPSTART = "snap-start"
 # userIdentity of a REMOVE made by the DynamoDB TTL process.
 TTL_IDENTITY_TYPE = "Service"
 TTL_IDENTITY_PRINCIPAL = "dynamodb.amazonaws.com"

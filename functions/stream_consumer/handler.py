@@ -3,6 +3,7 @@ fails the init with a clear :class:`~.settings.SettingsError`."""
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.logging import Logger
@@ -10,7 +11,14 @@ from aws_lambda_powertools.metrics import Metrics
 
 from .blob_store import S3BlobStore
 from .cleanup import BlobCleaner
-from .constants import METRIC_DIMENSION_ENVIRONMENT, METRIC_DIMENSION_TABLE, METRICS_NAMESPACE, SERVICE_NAME
+from .constants import (
+    ENV_INITIALIZATION_TYPE,
+    INITIALIZATION_SNAPSTART,
+    METRIC_DIMENSION_ENVIRONMENT,
+    METRIC_DIMENSION_TABLE,
+    METRICS_NAMESPACE,
+    SERVICE_NAME,
+)
 from .live_items import DynamoLiveItems
 from .processor import process
 from .settings import Settings
@@ -28,13 +36,17 @@ metrics.set_default_dimensions(
     **({METRIC_DIMENSION_ENVIRONMENT: settings.environment} if settings.environment else {}),
 )
 # X-Ray: Lambda traces each invocation itself; each AWS call is a subsegment (xray.py).
-cleaner = BlobCleaner(
-    S3BlobStore(settings.blob_bucket),
-    settings,
-    logger,
-    metrics,
-    DynamoLiveItems(settings.table_name),
-)
+store = S3BlobStore(settings.blob_bucket)
+live = DynamoLiveItems(settings.table_name)
+cleaner = BlobCleaner(store, settings, logger, metrics, live)
+if os.environ.get(ENV_INITIALIZATION_TYPE) == INITIALIZATION_SNAPSTART:
+    # This init runs when a version is published, and new environments resume from its snapshot: the clients
+    # are built now so the snapshot holds them (otherwise the first batch of each environment would build
+    # them). They hold no credentials: under SnapStart the default chain reads Lambda's container credentials
+    # endpoint, refreshed as they expire.
+    _ = store.client
+    if settings.guard_key_reuse:
+        live.prepare()
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -396,3 +396,45 @@ def test_runtime_and_powertools_pins_agree_with_the_contract() -> None:
     # THEN both are the ones the contract names (the layer parameter and the local stand-in read the contract)
     assert RUNTIME.name == names.LAMBDA_RUNTIME
     assert metadata.version("aws-lambda-powertools") == names.POWERTOOLS_VERSION
+
+
+def _one(template: dict[str, Any], type_name: str) -> tuple[str, dict[str, Any]]:
+    (found,) = resources(template, type_name).items()
+    return found
+
+
+def _consumer_function(template: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    (found,) = (
+        (k, v)
+        for k, v in resources(template, "AWS::Lambda::Function").items()
+        if v["Properties"].get("Handler") == "stream_consumer.handler.lambda_handler"
+    )
+    return found
+
+
+def test_snapstart_publishes_a_version_that_the_mapping_alias_targets() -> None:
+    # GIVEN snapstart=on
+    _, template, _ = synth(**STREAM, snapstart="on")
+    function_id, function = _consumer_function(template)
+    # THEN the function snapshots its published versions, one version is published and deleted when replaced
+    assert function["Properties"]["SnapStart"] == {"ApplyOn": "PublishedVersions"}
+    version_id, version = _one(template, "AWS::Lambda::Version")
+    assert version["Properties"]["FunctionName"] == {"Ref": function_id}
+    assert version.get("DeletionPolicy", "Delete") == "Delete"
+    # AND the mapping's alias targets that version, never $LATEST (SnapStart does not apply to it)
+    alias_id, alias = _one(template, "AWS::Lambda::Alias")
+    assert alias["Properties"]["FunctionVersion"] == {"Fn::GetAtt": [version_id, "Version"]}
+    _, mapping = _one(template, "AWS::Lambda::EventSourceMapping")
+    assert mapping["Properties"]["FunctionName"] == {"Ref": alias_id}
+    # AND a change of the function publishes another version (a new logical id: created, then the old deleted)
+    _, changed, _ = synth(**STREAM, snapstart="on", memory="512")
+    assert _one(changed, "AWS::Lambda::Version")[0] != version_id
+
+
+def test_without_snapstart_the_alias_targets_latest_and_nothing_is_published() -> None:
+    _, template, _ = synth(**STREAM)
+    _, function = _consumer_function(template)
+    assert "SnapStart" not in function["Properties"]
+    assert resources(template, "AWS::Lambda::Version") == {}
+    _, alias = _one(template, "AWS::Lambda::Alias")
+    assert alias["Properties"]["FunctionVersion"] == "$LATEST"

@@ -25,7 +25,7 @@ MATRIX = [
 VARIANTS = [
     dict(stream="new-and-old", blob_prefix_cleanup="on", blob_root="blobs/", starting_position="latest"),
     dict(stream="new-and-old", powertools="bundled", architecture="x86_64"),
-    dict(stream="new-and-old", blob_bucket="their-blobs", blob_key_reuse="never"),
+    dict(stream="new-and-old", blob_bucket="their-blobs", blob_key_reuse="never", snapstart="on"),
     dict(stream="new-and-old", consumer="arn:aws:lambda:us-east-1:123456789012:function:theirs"),
     dict(stream="new-and-old", consumer="none"),
     dict(stream="new-and-old", deploy_target="local"),

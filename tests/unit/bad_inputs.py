@@ -211,6 +211,7 @@ for _knob, _value, _allowed in [
     ("blob_root", "blobs", "ending in '/'"),
     ("blob_prefix_cleanup", "maybe", "allowed values: off|on"),
     ("blob_key_reuse", "sometimes", "allowed values: guarded|never"),
+    ("snapstart", "yes", "allowed values: off|on"),
     ("starting_position", "at-timestamp", "allowed values: trim-horizon|latest"),
     ("batch_size", "0", "out of range; allowed: an integer from 1 to 10000"),
     ("batch_size", "ten", "not an integer"),
@@ -401,6 +402,11 @@ for _context, _label, _fragment in [
         {"stream": "new-and-old", "consumer": "none", "blob_key_reuse": "never"},
         "`blob_key_reuse=never` with `consumer=none`",
         "only consumer=builtin deletes blobs",
+    ),
+    (
+        {"stream": "new-and-old", "consumer": "none", "snapstart": "on"},
+        "`snapstart=on` with `consumer=none`",
+        "only the built-in consumer's function is deployed by this stack",
     ),
     (
         {"stream": "new-and-old", "batch_size": "5000"},

@@ -79,8 +79,18 @@ def test_cold_start_fails_without_blob_bucket(load_consumer):
 
 def test_cold_start_does_not_create_the_s3_client(load_consumer):
     # GIVEN a valid environment  WHEN the handler is imported  THEN the S3 client does not exist yet
-    handler = load_consumer()
+    handler = load_consumer(AWS_LAMBDA_INITIALIZATION_TYPE="on-demand")
     assert handler.cleaner.store._client is None
+    assert handler.cleaner.live._client is None
+
+
+@pytest.mark.parametrize(("reuse", "reads_items"), [("guarded", True), ("never", False)])
+def test_a_snapstart_init_builds_the_clients_the_snapshot_keeps(load_consumer, reuse, reads_items):
+    # GIVEN the init Lambda runs when it publishes a SnapStart version
+    handler = load_consumer(AWS_LAMBDA_INITIALIZATION_TYPE="snap-start", BLOB_KEY_REUSE=reuse)
+    # THEN the clients a batch needs exist before any batch (the DynamoDB one only if items are read)
+    assert handler.cleaner.store._client is not None
+    assert (handler.cleaner.live._client is not None) is reads_items
 
 
 def test_package_is_small_code_only_and_self_contained():

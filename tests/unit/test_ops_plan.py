@@ -86,6 +86,20 @@ def test_with_key_reuse_never_there_is_no_head_and_no_live_item_read() -> None:
     assert never.knobs["blob_key_reuse"] == "never"
 
 
+def test_snapstart_adds_one_cached_snapshot_and_names_the_restore_price() -> None:
+    workload = Workload(100)
+    plain = build_plan(workload, config(memory="512"))
+    snap = build_plan(workload, config(memory="512", snapstart="on"))
+    line = "Lambda SnapStart snapshot cache (one version)"
+    assert line not in plain.monthly_usd
+    # 0.5 GB cached for the whole month, at the published GB-second price
+    assert snap.monthly_usd[line] == pytest.approx(
+        0.5 * HOURS_PER_MONTH * 3600 * value("price_snapstart_cache_gbs")
+    )
+    assert snap.monthly_total == pytest.approx(plain.monthly_total + snap.monthly_usd[line])
+    assert any("0.070 USD per 1,000 new execution environments" in note for note in snap.notes)
+
+
 def test_s3_rate_is_compared_with_one_prefix_limit() -> None:
     plan = build_plan(Workload(7000, delete_ratio=1, blobs_per_item=1), config())
     assert plan.s3_prefix_use == pytest.approx(7000 / 3500)

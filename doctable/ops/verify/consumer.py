@@ -1,5 +1,5 @@
 """verify's row for the built-in consumer function itself (GetFunctionConfiguration): runtime, architecture,
-memory, timeout, tracing and the environment the knobs write, as ``contract.shape.consumer_shape`` declares them.
+memory, timeout, tracing, SnapStart and the environment the knobs write, as ``contract.shape.consumer_shape`` declares them.
 A change made behind the stack (a console edit of an environment variable, say) fails this row."""
 
 from __future__ import annotations
@@ -16,9 +16,13 @@ from doctable.ops.context import Deployment
 ROW = ("consumer-config", "consumer function as declared")
 
 
+SNAPSTART_ON, SNAPSTART_OFF = "PublishedVersions", "None"  # SnapStart.ApplyOn
+
+
 def _settings(shape: ConsumerShape) -> str:
     return (
         f"{shape.runtime} {shape.architecture}, {shape.memory} MB, {shape.timeout} s, tracing {shape.tracing}"
+        + (f", SnapStart {SNAPSTART_ON}" if shape.snapstart else "")
     )
 
 
@@ -67,6 +71,7 @@ def differences(shape: ConsumerShape, live: dict[str, Any], deployment: Deployme
         ("MemorySize", live.get("MemorySize"), shape.memory),
         ("Timeout", live.get("Timeout"), shape.timeout),
         ("Tracing", (live.get("TracingConfig") or {}).get("Mode"), shape.tracing),
+        ("SnapStart", _apply_on(live), SNAPSTART_ON if shape.snapstart else SNAPSTART_OFF),
     ]
     variables = (live.get("Environment") or {}).get("Variables") or {}
     pairs += [(name, variables.get(name), value) for name, value in declared_env.items()]
@@ -85,4 +90,12 @@ def _observed(live: dict[str, Any]) -> str:
         f"{name}={variables.get(name)!r}"
         for name in (names.ENV_BLOB_ROOT, names.ENV_BLOB_PREFIX_CLEANUP, names.ENV_BLOB_KEY_REUSE)
     )
-    return f"{live.get('Runtime')} {arch}, {live.get('MemorySize')} MB, {live.get('Timeout')} s, tracing {mode}; {env}"
+    snapstart = "" if _apply_on(live) == SNAPSTART_OFF else f", SnapStart {_apply_on(live)}"
+    return (
+        f"{live.get('Runtime')} {arch}, {live.get('MemorySize')} MB, {live.get('Timeout')} s, tracing {mode}"
+        f"{snapstart}; {env}"
+    )
+
+
+def _apply_on(live: dict[str, Any]) -> str:
+    return str((live.get("SnapStart") or {}).get("ApplyOn") or SNAPSTART_OFF)
