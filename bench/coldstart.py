@@ -12,7 +12,13 @@ Two events:
 * ``remove``: one REMOVE record listing 3 blobs, deleted from a moto ``ThreadedMotoServer`` on localhost
   started here (the blobs are put back before every run and checked gone after it).
 
-Runs are interleaved (a shuffled order of the four per round) so machine noise hits all three alike.
+The project's consumer also runs as deployed with ``blob_key_reuse=never`` (REMOVE) and with ``snapstart=on``
+(both events): its init (``AWS_LAMBDA_INITIALIZATION_TYPE=snap-start``, the clients built) runs before a fork, and
+the forked copy handles the batch, as an environment restored from the snapshot does; its time runs from the
+fork. Lambda's restore itself (the snapshot loaded into a microVM, reported as Restore Duration) is platform time
+this cannot measure.
+
+Runs are interleaved (a shuffled order per round) so machine noise hits all handlers alike.
 """
 
 from __future__ import annotations
@@ -48,9 +54,15 @@ HANDLERS = {
     "floor": (BENCH_DIR / "floor_consumer", "floor_consumer.handler"),
     "sdk_floor": (BENCH_DIR / "sdk_floor_consumer", "sdk_floor_consumer.handler"),
 }
-DELETERS = ("project", "project_never", "baseline", "sdk_floor")
+DELETERS = ("project", "project_never", "project_snapstart", "baseline", "sdk_floor")
 # The project's consumer again, deployed with blob_key_reuse=never (REMOVE only: an INSERT is the same code path).
 NEVER = "project_never"
+# The project's consumer deployed with snapstart=on, resumed from its init's snapshot (a fork after the init).
+SNAPSTART = "project_snapstart"
+VARIANT_ENV = {
+    NEVER: {"BLOB_KEY_REUSE": "never"},
+    SNAPSTART: {"AWS_LAMBDA_INITIALIZATION_TYPE": "snap-start"},
+}
 TRACE_ID = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
 
 
@@ -111,12 +123,22 @@ def _child_env(endpoint: str | None) -> dict[str, str]:
     return env
 
 
-def _run_child(module: str, task_root: Path, event_path: Path, env: dict[str, str]) -> dict[str, Any]:
+def _run_child(
+    module: str, task_root: Path, event_path: Path, env: dict[str, str], snapshot: bool = False
+) -> dict[str, Any]:
     """Spawn the child; ``wall_s`` runs from spawn to the moment its result line arrives (the response is
-    ready), so interpreter shutdown, which Lambda never waits for, is not counted."""
+    ready), so interpreter shutdown, which Lambda never waits for, is not counted. With ``snapshot`` it runs from
+    the restore (the fork after the init) instead."""
     started = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, str(CHILD), module, str(task_root), str(event_path)],
+        [
+            sys.executable,
+            str(CHILD),
+            module,
+            str(task_root),
+            str(event_path),
+            *(["--snapshot"] if snapshot else []),
+        ],
         env={**env, "LAMBDA_TASK_ROOT": str(task_root)},
         cwd=str(PROJECT_ROOT),
         stdin=subprocess.DEVNULL,
@@ -136,7 +158,7 @@ def _run_child(module: str, task_root: Path, event_path: Path, env: dict[str, st
     if code != 0 or not results or wall is None:
         raise RuntimeError(f"cold-start child for {module} failed (rc={code}): {''.join(lines)[-800:]}")
     result = json.loads(results[-1].split(" ", 1)[1])
-    result["wall_s"] = wall
+    result["wall_s"] = result.get("since_restore_s", wall)
     return result
 
 
@@ -150,7 +172,7 @@ def run(runs: int = 15, kinds: tuple[str, ...] = ("insert", "remove"), seed: int
         with tempfile.TemporaryDirectory(prefix="doctable-bench-cold-") as tmp_name:
             tmp = Path(tmp_name)
             roots = {name: _task_root(tmp, name) for name in HANDLERS}
-            roots[NEVER] = roots["project"]
+            roots[NEVER] = roots[SNAPSTART] = roots["project"]
             for kind in kinds:
                 event, keys = _event(kind)
                 event_path = tmp / f"{kind}.json"
@@ -158,7 +180,7 @@ def run(runs: int = 15, kinds: tuple[str, ...] = ("insert", "remove"), seed: int
                 if keys and server is None:
                     server, client, endpoint = _start_moto()
                 env = _child_env(endpoint if keys else None)
-                names = [*HANDLERS, *([NEVER] if keys else [])]
+                names = [*HANDLERS, *([NEVER] if keys else []), SNAPSTART]
                 samples: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
                 problems: list[str] = []
                 for round_ in range(runs + 1):  # round 0 warms the page cache and is not recorded
@@ -168,9 +190,11 @@ def run(runs: int = 15, kinds: tuple[str, ...] = ("insert", "remove"), seed: int
                         if keys:
                             for key in keys:
                                 client.put_object(Bucket=BUCKET, Key=key, Body=b"x")  # type: ignore[union-attr]
-                        module = HANDLERS["project" if name == NEVER else name][1]
-                        child_env = {**env, "BLOB_KEY_REUSE": "never"} if name == NEVER else env
-                        result = _run_child(module, roots[name], event_path, child_env)
+                        module = HANDLERS["project" if name in VARIANT_ENV else name][1]
+                        child_env = {**env, **VARIANT_ENV.get(name, {})}
+                        result = _run_child(
+                            module, roots[name], event_path, child_env, snapshot=name == SNAPSTART
+                        )
                         if result["response"] != {"batchItemFailures": []}:
                             problems.append(f"{name}: response {result['response']}")
                         if keys and name in DELETERS:
@@ -195,6 +219,9 @@ def run(runs: int = 15, kinds: tuple[str, ...] = ("insert", "remove"), seed: int
                     section[f"ratio_project_over_baseline_{metric}"] = p / b
                     section[f"ratio_project_over_floor_{metric}"] = p / f
                     section[f"ratio_project_over_sdk_floor_{metric}"] = p / sdk
+                    section[f"ratio_snapstart_over_baseline_{metric}"] = (
+                        section[SNAPSTART][metric]["median"] / b
+                    )
                 out[kind] = section
     finally:
         if server is not None:

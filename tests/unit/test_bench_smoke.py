@@ -133,3 +133,21 @@ def test_cold_start_child_reports_a_response_for_the_floor(tmp_path: Path) -> No
     assert result["response"] == {"batchItemFailures": []}
     assert 0 < result["init_and_invoke_s"] <= result["wall_s"]
     assert coldstart.summarize([3.0, 1.0, 2.0])["median"] == 2.0
+
+
+def test_cold_start_child_resumes_the_snapstart_init_in_a_forked_copy(tmp_path: Path) -> None:
+    from bench import coldstart
+
+    # GIVEN the project's consumer as snapstart=on deploys it, and an INSERT
+    event, _ = coldstart._event("insert")
+    event_path = tmp_path / "event.json"
+    event_path.write_text(json.dumps(event))
+    root = coldstart._task_root(tmp_path, "project")
+    env = {**coldstart._child_env(None), **coldstart.VARIANT_ENV[coldstart.SNAPSTART]}
+    # WHEN its init runs, then a forked copy handles the batch
+    result = coldstart._run_child(coldstart.PROJECT_MODULE, root, event_path, env, snapshot=True)
+    # THEN the copy answered, its time runs from the fork (no import in it), and the init had built the S3 client
+    assert result["response"] == {"batchItemFailures": []}
+    assert result["import_s"] == 0.0 and result["wall_s"] == result["since_restore_s"] > 0
+    plain = coldstart._run_child(coldstart.PROJECT_MODULE, root, event_path, coldstart._child_env(None))
+    assert result["modules_loaded"] > plain["modules_loaded"]  # botocore, loaded by the init's client
