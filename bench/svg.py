@@ -11,6 +11,7 @@ WIDTH, HEIGHT = 960, 420
 COLORS = {
     "project": "#1b6ac9",
     "project_never": "#0ca678",
+    "project_snapstart": "#0b7285",
     "baseline": "#d9480f",
     "floor": "#5c940d",
     "sdk_floor": "#7048e8",
@@ -18,6 +19,7 @@ COLORS = {
 NAMES = {
     "project": "project",
     "project_never": "project, never",
+    "project_snapstart": "project, snapstart*",
     "baseline": "baseline",
     "floor": "json floor",
     "sdk_floor": "SDK floor",
@@ -90,7 +92,7 @@ def _cold_panel(cold: dict[str, Any], x0: float, y0: float, w: float, h: float) 
         (kind, name)
         for kind in ("remove", "insert")
         if kind in cold
-        for name in ("project", "project_never", "baseline", "sdk_floor", "floor")
+        for name in ("project", "project_never", "project_snapstart", "baseline", "sdk_floor", "floor")
         if name in cold[kind]
     ]
     if not rows:
@@ -113,7 +115,15 @@ def _cold_panel(cold: dict[str, Any], x0: float, y0: float, w: float, h: float) 
         out.append(f'<line x1="{px(value):.1f}" x2="{px(value):.1f}" y1="{y0}" y2="{y0 + h}" stroke="#eee"/>')
         out.append(_text(px(value), y0 + h + 16, f"{value:,.0f}", 11, "middle"))
         value += tick
-    out.append(_text(x0 + label_w + (w - label_w) / 2, y0 + h + 34, "ms", 12, "middle"))
+    out.append(
+        _text(
+            x0 + label_w + (w - label_w) / 2,
+            y0 + h + 34,
+            "ms (* from the restore: a fork after the init)",
+            12,
+            "middle",
+        )
+    )
     for i, (kind, name) in enumerate(rows):
         y = y0 + step * (i + 0.5)
         out.append(
