@@ -31,7 +31,7 @@ SOURCES = {
     "s3_prefix_rate": (
         "Amazon S3 user guide, 'Performance guidelines for Amazon S3': at least 3,500 PUT/COPY/POST/DELETE and "
         "5,500 GET/HEAD requests per second per partitioned prefix (a DeleteObjects key counts as one DELETE: "
-        "1/3,500 s per key, a HEAD 1/5,500 s, each class on one lane that concurrent requests share)"
+        "1/3,500 s per key, on one lane that concurrent requests share)"
     ),
     "dynamodb_latency": (
         "Amazon DynamoDB developer guide, 'What is Amazon DynamoDB?': single-digit millisecond performance at any "
@@ -52,15 +52,15 @@ class ServiceTime:
         return self.fixed_s + self.per_key_s * keys
 
 
-# Requests whose keys share one prefix's rate of their class: a key waits for the keys of every earlier request of
-# the class, across threads (parallel requests cannot exceed 3,500 DELETEs or 5,500 HEADs a second together).
-RATE_LIMITED = {"DeleteObject": "delete", "DeleteObjects": "delete", "HeadObject": "get"}
+# Requests whose keys share one prefix's DELETE rate: a key waits for the keys of every earlier request, across
+# threads (parallel requests cannot exceed 3,500 keys a second together).
+RATE_LIMITED = frozenset({"DeleteObject", "DeleteObjects"})
 
 
 def default_model(s3_ms: float = 150.0, dynamodb_ms: float = 5.0) -> dict[str, ServiceTime]:
     s3 = s3_ms / 1000
     return {
-        "HeadObject": ServiceTime(s3, 1 / 5500, "s3_latency + s3_prefix_rate"),
+        "HeadObject": ServiceTime(s3, 0.0, "s3_latency"),
         "DeleteObject": ServiceTime(s3, 1 / 3500, "s3_latency + s3_prefix_rate"),
         "DeleteObjects": ServiceTime(s3, 1 / 3500, "s3_latency + s3_prefix_rate"),
         "ListObjectsV2": ServiceTime(s3, 0.0, "s3_latency"),
@@ -95,7 +95,7 @@ class ModelledAws:
         self.items: dict[tuple[str, str], dict[str, Any]] = {}
         self.requests: Counter[str] = Counter()
         self.charged_s = 0.0  # service time charged (summed over requests; concurrent ones overlap)
-        self._lane_free_at: dict[str, float] = {}  # lane -> when the prefix's rate is free again (perf_counter)
+        self._lane_free_at = 0.0  # when the prefix's DELETE rate is free again (perf_counter seconds)
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ set-up and checks (no charge)
@@ -152,10 +152,9 @@ class ModelledAws:
             if service and operation in RATE_LIMITED and service.per_key_s:
                 # The keys' time is a shared lane: this request's keys start when the earlier ones are done.
                 now = time.perf_counter()
-                lane = RATE_LIMITED[operation]
-                free_at = max(now, self._lane_free_at.get(lane, 0.0)) + service.per_key_s * keys
-                self._lane_free_at[lane] = free_at
-                seconds = service.fixed_s + (free_at - now)
+                start = max(now, self._lane_free_at)
+                self._lane_free_at = start + service.per_key_s * keys
+                seconds = service.fixed_s + (self._lane_free_at - now)
         if seconds > 0:
             time.sleep(seconds)
         return AWSResponse(request.url, status, headers, _Raw(body))
