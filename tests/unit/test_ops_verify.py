@@ -380,6 +380,17 @@ def test_consumer_settings_changed_behind_the_stack_fail_verify(moto_env: Aws) -
         assert words in row.observed
 
 
+def test_snapstart_declared_but_not_what_the_mapping_invokes_fails_verify(moto_env: Aws) -> None:
+    # GIVEN snapstart=on declared, and a mapping that invokes a function with no snapshot (moto's, unpublished)
+    config = ot.config_of(stream="new-and-old", snapstart="on")
+    ot.deploy_with_mapping(moto_env.client, config)
+    row = consumer_row(moto_env, describe_stack(moto_env, config))
+    # THEN the consumer row fails, naming what was invoked and what is declared
+    assert "SnapStart PublishedVersions" in row.expected
+    assert row.result == v.FAIL
+    assert "SnapStart 'None/Off' (declared 'PublishedVersions/On')" in row.observed
+
+
 def test_no_consumer_row_without_the_built_in_consumer() -> None:
     # GIVEN a stream read by no consumer, and one read by a function of yours
     for knobs in (

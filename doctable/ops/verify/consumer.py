@@ -1,6 +1,7 @@
 """verify's row for the built-in consumer function itself (GetFunctionConfiguration): runtime, architecture,
 memory, timeout, tracing, SnapStart and the environment the knobs write, as ``contract.shape.consumer_shape`` declares them.
-A change made behind the stack (a console edit of an environment variable, say) fails this row."""
+A change made behind the stack (a console edit of an environment variable, say) fails this row. The configuration
+read is the one the mapping invokes (its alias's version): with SnapStart, a published version, snapshotted."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ ROW = ("consumer-config", "consumer function as declared")
 
 
 SNAPSTART_ON, SNAPSTART_OFF = "PublishedVersions", "None"  # SnapStart.ApplyOn
+# SnapStart (ApplyOn, OptimizationStatus) of the version the mapping invokes: snapshotted, or not at all.
+SNAPSTART_INVOKED = {True: (SNAPSTART_ON, "On"), False: (SNAPSTART_OFF, "Off")}
 
 
 def _settings(shape: ConsumerShape) -> str:
@@ -50,7 +53,11 @@ def consumer_checks(
         function = deployment.out(names.OUT_CONSUMER_FUNCTION_NAME)
         if not function:
             raise failed(f"the stack has no {names.OUT_CONSUMER_FUNCTION_NAME} output")
-        live = aws.client("lambda").get_function_configuration(FunctionName=function)
+        lam = aws.client("lambda")
+        # What the mapping invokes (an alias of $LATEST, or of the published version with SnapStart).
+        uuid = deployment.out(names.OUT_MAPPING_UUID)
+        target = lam.get_event_source_mapping(UUID=uuid)["FunctionArn"] if uuid else function
+        live = lam.get_function_configuration(FunctionName=target)
         problems = differences(shape, live, deployment)
         observed = _observed(live)
         if problems:
@@ -71,7 +78,7 @@ def differences(shape: ConsumerShape, live: dict[str, Any], deployment: Deployme
         ("MemorySize", live.get("MemorySize"), shape.memory),
         ("Timeout", live.get("Timeout"), shape.timeout),
         ("Tracing", (live.get("TracingConfig") or {}).get("Mode"), shape.tracing),
-        ("SnapStart", _apply_on(live), SNAPSTART_ON if shape.snapstart else SNAPSTART_OFF),
+        ("SnapStart", "/".join(_snapstart(live)), "/".join(SNAPSTART_INVOKED[shape.snapstart])),
     ]
     variables = (live.get("Environment") or {}).get("Variables") or {}
     pairs += [(name, variables.get(name), value) for name, value in declared_env.items()]
@@ -90,12 +97,15 @@ def _observed(live: dict[str, Any]) -> str:
         f"{name}={variables.get(name)!r}"
         for name in (names.ENV_BLOB_ROOT, names.ENV_BLOB_PREFIX_CLEANUP, names.ENV_BLOB_KEY_REUSE)
     )
-    snapstart = "" if _apply_on(live) == SNAPSTART_OFF else f", SnapStart {_apply_on(live)}"
+    apply_on, status = _snapstart(live)
+    snapstart = "" if apply_on == SNAPSTART_OFF else f", SnapStart {apply_on} ({status})"
     return (
         f"{live.get('Runtime')} {arch}, {live.get('MemorySize')} MB, {live.get('Timeout')} s, tracing {mode}"
         f"{snapstart}; {env}"
     )
 
 
-def _apply_on(live: dict[str, Any]) -> str:
-    return str((live.get("SnapStart") or {}).get("ApplyOn") or SNAPSTART_OFF)
+def _snapstart(live: dict[str, Any]) -> tuple[str, str]:
+    """(ApplyOn, OptimizationStatus) of a function configuration."""
+    snapstart = live.get("SnapStart") or {}
+    return str(snapstart.get("ApplyOn") or SNAPSTART_OFF), str(snapstart.get("OptimizationStatus") or "Off")
