@@ -11,7 +11,7 @@ from contract import names
 from contract.knobs import MANAGED_BY, NONE, OFF, ON, DocTableConfig
 from contract.shape import TableShape, table_shape
 from doctable.aws import Aws, call_or_none, user_errors
-from doctable.ops import drift, kinesis, mapping_options, table_options, table_security
+from doctable.ops import consumer_plan, drift, kinesis, mapping_options, table_options, table_security
 from doctable.ops.borrowed import consumer_findings, kinesis_stream_findings
 from doctable.ops.command import add_common_arguments, connect, guarded, print_json
 from doctable.ops.context import Deployment, is_ours, table_tags
@@ -319,6 +319,7 @@ def run_preflight(aws: Aws, deployment: Deployment) -> list[Finding]:
     if deployment.knobs_source == "deployed":
         findings += [Finding(*f) for f in mapping_options.findings(deployment.config, config)]
         findings += [Finding(*f) for f in kinesis.findings(deployment.config, config)]
+        findings += [Finding(*f) for f in consumer_plan.findings(deployment.config, config)]
     findings += [Finding(*f) for f in consumer_findings(aws, config, stream_arn, deployment.out)]
     findings += [Finding(*f) for f in kinesis_stream_findings(aws, config)]
     findings += _knobless_findings(deployment)

@@ -317,3 +317,32 @@ def test_preflight_text_separates_the_deploy_from_the_drift(
     assert main(["preflight"]) == 0
     out = capsys.readouterr().out
     assert out.index("what this deploy changes:") < out.index("drift CloudFormation will not repair")
+
+
+def test_consumer_knob_changes_on_a_live_stack_say_what_the_deploy_does(moto_env: Aws) -> None:
+    # GIVEN a deployed stack with the built-in consumer, and knobs that turn SnapStart on, give it more memory and
+    # promise keys are never reused
+    ot.deploy_with_mapping(moto_env.client, ot.config_of(stream="new-and-old"))
+    knobs = {"stream": "new-and-old", "snapstart": "on", "memory": "512", "blob_key_reuse": "never"}
+    findings = by_subject(preflight_deployed(moto_env, set(knobs) - {"stream"}, **knobs))
+    # THEN each is a deploy change naming what it does
+    snap = findings["consumer function snapstart"]
+    assert (snap.level, snap.live, snap.declared) == (p.CHANGE, "off", "on")
+    assert "publishes a version" in snap.effect and "alias" in snap.effect and "charged" in snap.effect
+    assert findings["consumer function memory"].declared == "512 MB"
+    reuse = findings[f"consumer function {names.ENV_BLOB_KEY_REUSE}"]
+    assert "unchecked" in reuse.effect and "s3:GetObject" in reuse.effect
+    # AND the same knobs again change nothing of the consumer
+    again = preflight_deployed(moto_env, set(), stream="new-and-old")
+    assert not [f for f in again if f.subject.startswith("consumer function")]
+
+
+def test_with_snapstart_on_any_function_change_publishes_the_next_version() -> None:
+    from doctable.ops import consumer_plan
+
+    before = ot.config_of(stream="new-and-old", snapstart="on")
+    after = ot.config_of(stream="new-and-old", snapstart="on", timeout="60")
+    subjects = {f[1]: f for f in consumer_plan.findings(before, after)}
+    assert set(subjects) == {"consumer function timeout", "consumer function version"}
+    assert "publishes the next version" in subjects["consumer function version"][4]
+    assert consumer_plan.findings(before, before) == []
