@@ -42,8 +42,8 @@ cleaner = BlobCleaner(store, settings, logger, metrics, live)
 if os.environ.get(ENV_INITIALIZATION_TYPE) == INITIALIZATION_SNAPSTART:
     # This init runs when a version is published, and new environments resume from its snapshot: the clients
     # are built now so the snapshot holds them (otherwise the first batch of each environment would build
-    # them). They hold no credentials: under SnapStart the default chain reads Lambda's container credentials
-    # endpoint, refreshed as they expire.
+    # them). Under SnapStart Lambda serves the role's credentials from its container credentials endpoint, not
+    # environment variables; botocore refreshes those before they expire, so a restored copy renews them.
     _ = store.client
     if settings.guard_key_reuse:
         live.prepare()
