@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from botocore.utils import parse_timestamp as botocore_parse
-
 from stream_consumer.blob_store import parse_timestamp
 
 
