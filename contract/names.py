@@ -72,6 +72,14 @@ def powertools_layer_parameter(architecture: str) -> str:
     return POWERTOOLS_SSM_PATH.format(arch=architecture, runtime=LAMBDA_RUNTIME, version=POWERTOOLS_VERSION)
 
 
+# The AWS operations the consumer calls, per botocore service. Its asset carries botocore's models of these
+# operations alone (sdk_models/), so building its clients at a cold start reads kilobytes, not whole models.
+CONSUMER_SDK_OPERATIONS = {
+    "s3": ("DeleteObjects", "HeadObject", "ListObjectsV2"),
+    "dynamodb": ("BatchGetItem",),
+}
+SDK_MODELS_DIR = "sdk_models"
+
 # How the stack names a boolean in the consumer's environment (BLOB_PREFIX_CLEANUP).
 ENV_FLAG_ON, ENV_FLAG_OFF = "on", "off"
 # The partial-batch protocol the mapping and the consumer speak.

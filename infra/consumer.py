@@ -20,7 +20,7 @@ from contract.knobs import PROJECT_ROOT, DocTableConfig
 from contract.shape import consumer_shape, mapping_shape
 from infra import encryption, kinesis
 from infra.nag import acknowledge
-from infra.package import TASK_ROOT, compile_tree, compiles_bytecode, stage_package
+from infra.package import TASK_ROOT, compile_tree, compiles_bytecode, stage_package, write_sdk_models
 
 FUNCTIONS_DIR = PROJECT_ROOT / "functions"
 # Keyed by Lambda's architecture name, which is the `architecture` knob's value.
@@ -361,6 +361,7 @@ def _bundle_with_powertools() -> Path:
     if stage.exists():
         shutil.rmtree(stage)
     shutil.copytree(FUNCTIONS_DIR, stage, ignore=SKIPPED_FILES)
+    write_sdk_models(stage / "stream_consumer")
     if compiles_bytecode():
         compile_tree(stage / "stream_consumer", f"{TASK_ROOT}/stream_consumer")
     powertools = Path(aws_lambda_powertools.__file__).parent

@@ -4,19 +4,30 @@ synth is the Lambda runtime's Python, their bytecode.
 Lambda's ``/var/task`` is read-only, so a package without ``__pycache__`` is compiled again at every cold start
 (about 20 ms of an INSERT's). The bytecode is unchecked-hash ``.pyc`` (valid whatever the files' timestamps in
 the zip) with the paths Lambda runs them from, so it is byte-for-byte the same on every synth and the asset's
-hash changes only with the sources. Under another Python the sources alone are staged: the runtime would ignore
-bytecode of another version. Standard library only: the bench stages its cold-start task roots with it too.
+hash changes only with the sources (and with the botocore models below). Under another Python the sources alone
+are staged: the runtime would ignore bytecode of another version. Standard library only: the bench stages its
+cold-start task roots with it too.
+
+The package also carries botocore's models of the operations it calls (``names.CONSUMER_SDK_OPERATIONS``), cut
+from the botocore installed here: the shapes those operations reach, without their documentation. The consumer puts them
+on its botocore session's data path, so a cold start reads 27 kB of models where the whole S3 and DynamoDB models
+are 1.9 MB of JSON. Everything else botocore loads (endpoint rules, partitions, retry rules) is the
+runtime's own.
 """
 
 from __future__ import annotations
 
 import compileall
+import gzip
 import hashlib
+import importlib.util
+import json
 import py_compile
 import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from contract import names
 
@@ -51,15 +62,19 @@ def stage_package(package: Path, build: Path) -> Path:
 
     Staged once per content under ``build`` (the sources' and the interpreter's digest in the name), moved into
     place whole, so concurrent synths never see a half-written stage."""
+    models = sdk_models()
     digest = hashlib.sha256(f"{sys.version_info[:2]}|{compiles_bytecode()}".encode())
     for path in sorted(p for p in package.rglob("*") if p.is_file() and not SKIPPED(str(p.parent), [p.name])):
         digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
+    for name, data in sorted(models.items()):
+        digest.update(name.encode() + b"\0" + data)
     stage = build / f"consumer-{digest.hexdigest()[:16]}"
     if stage.is_dir():
         return stage
     build.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=".consumer-", dir=build))
     shutil.copytree(package, scratch / package.name, ignore=SKIPPED)
+    write_sdk_models(scratch / package.name, models)
     if compiles_bytecode():
         compile_tree(scratch)
     try:
@@ -67,3 +82,102 @@ def stage_package(package: Path, build: Path) -> Path:
     except OSError:  # another synth staged the same content first
         shutil.rmtree(scratch, ignore_errors=True)
     return stage
+
+
+def botocore_data_dir() -> Path:
+    """The ``data`` directory of the installed botocore (found without importing it)."""
+    spec = importlib.util.find_spec("botocore")
+    if spec is None or spec.origin is None:
+        raise RuntimeError(
+            "botocore is not installed: staging the consumer needs its models (pip install boto3)"
+        )
+    return Path(spec.origin).parent / "data"
+
+
+def _model_path(version_dir: Path) -> Path | None:
+    for name in ("service-2.json", "service-2.json.gz"):
+        if (version_dir / name).is_file():
+            return version_dir / name
+    return None
+
+
+def latest_model(service: str, data: Path | None = None) -> tuple[str, dict[str, Any]]:
+    """(API version, model) of ``service``'s newest API version, as botocore's loader picks it."""
+    service_dir = (data or botocore_data_dir()) / service
+    versions = (
+        sorted(d.name for d in service_dir.iterdir() if d.is_dir() and _model_path(d))
+        if service_dir.is_dir()
+        else []
+    )
+    if not versions:
+        raise RuntimeError(f"botocore has no model of the service {service!r} under {service_dir}")
+    path = _model_path(service_dir / versions[-1])
+    assert path is not None
+    raw = path.read_bytes()
+    return versions[-1], json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
+
+
+def trim_model(model: dict[str, Any], operations: tuple[str, ...]) -> dict[str, Any]:
+    """``model`` with only ``operations`` and the shapes they reach (inputs, outputs, errors, transitively), in
+    the model's own order (member order is serialization order), their documentation strings dropped."""
+    missing = [op for op in operations if op not in model["operations"]]
+    if missing:
+        raise RuntimeError(
+            f"botocore's {model['metadata'].get('serviceId')} model has no operation {missing}"
+        )
+    kept_operations = {name: body for name, body in model["operations"].items() if name in operations}
+    reached: set[str] = set()
+    todo = _shape_refs(kept_operations)
+    while todo:
+        name = todo.pop()
+        if name not in reached:
+            reached.add(name)
+            todo.extend(_shape_refs(model["shapes"][name]))
+    # The rest of the model is kept whole: botocore requires some of its documentation (clientContextParams').
+    trimmed = {key: value for key, value in model.items() if key not in ("operations", "shapes")}
+    trimmed["operations"] = _undocumented(kept_operations)
+    trimmed["shapes"] = _undocumented({name: body for name, body in model["shapes"].items() if name in reached})
+    return trimmed
+
+
+def _shape_refs(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        return [
+            ref
+            for key, value in node.items()
+            for ref in ([value] if key == "shape" and isinstance(value, str) else _shape_refs(value))
+        ]
+    if isinstance(node, list):
+        return [ref for value in node for ref in _shape_refs(value)]
+    return []
+
+
+def _undocumented(node: Any) -> Any:
+    # Only string values: a structure member may itself be named "documentation" (its value is a dict).
+    if isinstance(node, dict):
+        return {
+            key: _undocumented(value)
+            for key, value in node.items()
+            if not (key in ("documentation", "documentationUrl") and isinstance(value, str))
+        }
+    if isinstance(node, list):
+        return [_undocumented(value) for value in node]
+    return node
+
+
+def sdk_models(data: Path | None = None) -> dict[str, bytes]:
+    """The consumer's botocore models: path under the package -> JSON bytes (the same bytes for the same
+    botocore)."""
+    out: dict[str, bytes] = {}
+    for service, operations in names.CONSUMER_SDK_OPERATIONS.items():
+        version, model = latest_model(service, data)
+        text = json.dumps(trim_model(model, operations), separators=(",", ":"), ensure_ascii=False)
+        out[f"{names.SDK_MODELS_DIR}/{service}/{version}/service-2.json"] = text.encode()
+    return out
+
+
+def write_sdk_models(package_dir: Path, models: dict[str, bytes] | None = None) -> None:
+    for name, data in (sdk_models() if models is None else models).items():
+        target = package_dir / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from threading import Lock
 from typing import Any, Protocol
 
-from .constants import MAX_KEYS_PER_DELETE, OBSERVE_CONCURRENCY
+from .constants import MAX_KEYS_PER_DELETE, OBSERVE_CONCURRENCY, SDK_MODELS_DIR
 
 PRECONDITION_FAILED = "PreconditionFailed"
 
@@ -33,6 +33,7 @@ def lazy_client(service: str) -> Any:
             from .xray import AwsCallTracer
 
             _session = get_session()
+            _use_sdk_models(_session)
             _session.get_component("response_parser_factory").set_parser_defaults(
                 timestamp_parser=parse_timestamp
             )
@@ -50,6 +51,16 @@ def lazy_client(service: str) -> Any:
                 max_pool_connections=OBSERVE_CONCURRENCY,
             ),
         )
+
+
+def _use_sdk_models(session: Any) -> None:
+    """Put the package's own botocore models of its operations (staged with the asset) on the session's data
+    path, after any the environment names: botocore then loads them instead of the whole S3 and DynamoDB models.
+    Without them (the sources run unstaged) botocore's models are used."""
+    models = os.path.join(os.path.dirname(os.path.abspath(__file__)), SDK_MODELS_DIR)
+    if os.path.isdir(models):
+        configured = session.get_config_variable("data_path")
+        session.set_config_variable("data_path", os.pathsep.join(p for p in (configured, models) if p))
 
 
 def parse_timestamp(value: Any) -> Any:

@@ -32,6 +32,8 @@ METRIC_KEYS_REFUSED = "KeysRefused"
 
 EVENT_SOURCE = "aws:dynamodb"
 KINESIS_SOURCE = "aws:kinesis"
+# The directory of the package that holds botocore's models of the consumer's operations (staged with the asset).
+SDK_MODELS_DIR = "sdk_models"
 # S3 DeleteObjects accepts at most this many keys per request.
 MAX_KEYS_PER_DELETE = 1000
 # DynamoDB BatchGetItem accepts at most this many keys per request.

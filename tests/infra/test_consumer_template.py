@@ -117,11 +117,14 @@ def test_bundled_asset_starts_with_only_what_the_runtime_provides(tmp_path: Any)
     result = subprocess.run(
         [sys.executable, "-I", "-S", "-c",
          f"import sys; sys.path[:0] = [{str(asset)!r}, {str(runtime)!r}]; import stream_consumer.handler; "
-         "stream_consumer.blob_store.lazy_client('s3')"],
+         "s3 = stream_consumer.blob_store.lazy_client('s3'); "
+         "print(sorted(s3.meta.service_model.operation_names))"],
         env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     # THEN it imports, and builds its first AWS client with tracing set up: nothing the asset needs is missing
     assert result.returncode == 0, result.stderr[-2000:]
+    # AND from the asset's own models of the operations the consumer calls
+    assert result.stdout.split("\n")[-2] == str(sorted(names.CONSUMER_SDK_OPERATIONS["s3"]))
 
 
 def test_layer_asset_holds_only_the_handler_code() -> None:
@@ -129,6 +132,11 @@ def test_layer_asset_holds_only_the_handler_code() -> None:
     asset = _function_asset(template, outdir)
     files = {p.relative_to(asset).parts[0] for p in asset.rglob("*") if p.is_file()}
     assert files == {"stream_consumer"}
+    # AND botocore's models of the consumer's operations, one per service
+    models = sorted(p.relative_to(asset / "stream_consumer").parts for p in asset.rglob("service-2.json"))
+    assert [(parts[0], parts[1]) for parts in models] == [
+        (names.SDK_MODELS_DIR, service) for service in sorted(names.CONSUMER_SDK_OPERATIONS)
+    ]
     # AND under the runtime's Python, one unchecked-hash .pyc per module (valid whatever the zip's timestamps,
     # never compiled again on Lambda's read-only /var/task), recorded as run from /var/task; else none
     sources = sorted(p.stem for p in (asset / "stream_consumer").glob("*.py"))

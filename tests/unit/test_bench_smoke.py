@@ -151,3 +151,37 @@ def test_cold_start_child_resumes_the_snapstart_init_in_a_forked_copy(tmp_path: 
     assert result["import_s"] == 0.0 and result["wall_s"] == result["since_restore_s"] > 0
     plain = coldstart._run_child(coldstart.PROJECT_MODULE, root, event_path, coldstart._child_env(None))
     assert result["modules_loaded"] > plain["modules_loaded"]  # botocore, loaded by the init's client
+
+
+def _cold_section(problems: list[str]) -> dict:
+    def stats(ms: float) -> dict:
+        s = ms / 1000
+        return {"n": 15, "median": s, "p10": s, "p90": s, "min": s, "max": s}
+
+    def handler(ms: float) -> dict:
+        return {"wall_s": stats(ms), "cpu_s": stats(ms), "modules_loaded": 100}
+
+    section = {
+        name: handler(ms)
+        for name, ms in (("project", 100), ("baseline", 200), ("sdk_floor", 100), ("floor", 10))
+    }
+    section["project_snapstart"] = handler(5)
+    section.update({f"ratio_project_over_baseline_{m}": 0.5 for m in ("wall_s", "cpu_s")})
+    return section | {"problems": problems}
+
+
+@pytest.mark.parametrize(
+    ("problems", "met"),
+    [
+        ([], {"cold_start_remove_ms": True, "cold_start_remove_snapstart_ms": True}),
+        (["project: 3 blob(s) not deleted"], {"cold_start_remove_ms": False, "cold_start_remove_snapstart_ms": True}),
+        (["project_snapstart: response {}"], {"cold_start_remove_ms": True, "cold_start_remove_snapstart_ms": False}),
+    ],
+)  # fmt: skip
+def test_a_cold_start_that_answered_wrongly_meets_no_goal(problems: list[str], met: dict) -> None:
+    from bench.figures import cold_figures
+
+    # GIVEN a REMOVE run whose timings meet both goals, with or without a handler's wrong answer
+    figures = {f["id"]: f["met"] for f in cold_figures({"remove": _cold_section(problems)})}
+    # THEN only the figures of handlers that answered right are met
+    assert {fid: figures[fid] for fid in met} == met

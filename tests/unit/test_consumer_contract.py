@@ -30,6 +30,7 @@ SHARED_NAMES = (
     "METRIC_DIMENSION_TABLE",
     "ENV_FLAG_ON",
     "ENV_FLAG_OFF",
+    "SDK_MODELS_DIR",
 )
 
 # Names near the edges of S3's rules and of the knob's own pattern: both accepted and refused ones.
