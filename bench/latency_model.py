@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from email.utils import formatdate
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -71,6 +72,15 @@ def default_model(s3_ms: float = 150.0, dynamodb_ms: float = 5.0) -> dict[str, S
 def zero_model() -> dict[str, ServiceTime]:
     """Every request answered at once: what is left is the consumer's own work (the in-memory store)."""
     return {op: ServiceTime(0.0, 0.0, "none") for op in default_model()}
+
+
+@dataclass(frozen=True)
+class _HttpRequest:
+    """What the model's operations read of a request (botocore's AWSPreparedRequest has the same fields)."""
+
+    url: str
+    body: bytes
+    method: str
 
 
 class _Raw(io.BytesIO):
@@ -139,6 +149,11 @@ class ModelledAws:
         from botocore.awsrequest import AWSResponse
 
         operation = event_name.rsplit(".", 1)[-1]
+        status, headers, body = self.handle(operation, request)
+        return AWSResponse(request.url, status, headers, _Raw(body))
+
+    def handle(self, operation: str, request: Any) -> tuple[int, dict[str, str], bytes]:
+        """Answer one request of ``operation`` (charging its service time): (status, headers, body)."""
         handler = getattr(self, f"_op_{operation}", None)
         if handler is None:
             status, headers, body, keys = 501, {}, b"", 0
@@ -157,7 +172,7 @@ class ModelledAws:
                 seconds = service.fixed_s + (self._lane_free_at - now)
         if seconds > 0:
             time.sleep(seconds)
-        return AWSResponse(request.url, status, headers, _Raw(body))
+        return status, headers, body
 
     def _key(self, url: str) -> str:
         parts = urlsplit(url)
@@ -237,6 +252,77 @@ class ModelledAws:
             responses[table] = found
         body = json.dumps({"Responses": responses, "UnprocessedKeys": {}}).encode()
         return 200, {"Content-Type": "application/x-amz-json-1.0"}, body, count
+
+
+class ModelServer:
+    """The model's bucket and table over HTTP on 127.0.0.1, for clients in other processes (the cold-start
+    children, pointed at it by ``AWS_ENDPOINT_URL``): the operations the consumers call, told apart by method,
+    query and ``X-Amz-Target`` as S3 and DynamoDB tell them apart; anything else is 501. Each request costs a
+    few hundred microseconds of this process's CPU, where an emulator (moto) spends milliseconds on each."""
+
+    def __init__(self, aws: ModelledAws) -> None:
+        self.aws = aws
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="model-server", daemon=True)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def start(self) -> ModelServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        aws = self.aws
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as botocore's pool expects
+
+            def log_message(self, *_: Any) -> None:  # no access log on the bench's output
+                pass
+
+            def _serve(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                operation = operation_of(self.command, self.path, self.headers.get("X-Amz-Target", ""))
+                request = _HttpRequest(
+                    f"http://{self.headers.get('Host', '')}{self.path}", body, self.command
+                )
+                status, headers, data = aws.handle(operation, request)
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                if "Content-Length" not in headers:
+                    self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+
+            do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = _serve
+
+        return Handler
+
+
+def operation_of(method: str, path: str, target: str) -> str:
+    """The operation a request names (of those the model answers), or "" for any other."""
+    if target:
+        return target.rsplit(".", 1)[-1]  # DynamoDB: X-Amz-Target: DynamoDB_20120810.BatchGetItem
+    query = parse_qs(urlsplit(path).query, keep_blank_values=True)
+    if method == "HEAD":
+        return "HeadObject"
+    if method == "DELETE":
+        return "DeleteObject"
+    if method == "POST" and "delete" in query:
+        return "DeleteObjects"
+    if method == "GET" and query.get("list-type") == ["2"]:
+        return "ListObjectsV2"
+    return ""
 
 
 def _xml(text: str) -> str:

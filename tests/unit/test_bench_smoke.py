@@ -185,3 +185,48 @@ def test_a_cold_start_that_answered_wrongly_meets_no_goal(problems: list[str], m
     figures = {f["id"]: f["met"] for f in cold_figures({"remove": _cold_section(problems)})}
     # THEN only the figures of handlers that answered right are met
     assert {fid: figures[fid] for fid in met} == met
+
+
+def test_the_model_server_answers_the_consumers_operations_over_http() -> None:
+    import boto3
+    from botocore.exceptions import ClientError
+
+    from bench.latency_model import ModelledAws, ModelServer, zero_model
+
+    # GIVEN the model's bucket (three objects) and table served over HTTP
+    store = ModelledAws("bkt", "tbl", zero_model())
+    store.put(["r/a", "r/b", "r/c", "other/d"])
+    server = ModelServer(store).start()
+    try:
+        session = boto3.session.Session(
+            aws_access_key_id="t", aws_secret_access_key="t", region_name="us-east-1"
+        )
+        s3 = session.client("s3", endpoint_url=server.endpoint)
+        ddb = session.client("dynamodb", endpoint_url=server.endpoint)
+        # WHEN a client sends each operation the consumers send
+        head = s3.head_object(Bucket="bkt", Key="r/a")
+        listed = [o["Key"] for o in s3.list_objects_v2(Bucket="bkt", Prefix="r/")["Contents"]]
+        deleted = s3.delete_objects(
+            Bucket="bkt",
+            Delete={"Objects": [{"Key": "r/a", "ETag": head["ETag"]}, {"Key": "r/b", "ETag": '"0"'}]},
+        )
+        s3.delete_object(Bucket="bkt", Key="r/c")
+        items = ddb.batch_get_item(RequestItems={"tbl": {"Keys": [{"pk": {"S": "p"}, "sk": {"S": "s"}}]}})
+        with pytest.raises(ClientError) as missing:
+            s3.head_object(Bucket="bkt", Key="r/a")
+        with pytest.raises(ClientError) as unknown:
+            s3.get_object(Bucket="bkt", Key="other/d")
+    finally:
+        server.stop()
+    # THEN each is answered as S3 and DynamoDB answer it, from the same store the bench checks
+    assert head["ETag"].startswith('"') and head["LastModified"].year >= 2024
+    assert listed == ["r/a", "r/b", "r/c"]
+    assert [e["Code"] for e in deleted.get("Errors", [])] == ["PreconditionFailed"]
+    assert store.present(["r/a", "r/b", "r/c", "other/d"]) == {"r/b", "other/d"}
+    assert items["Responses"] == {"tbl": []}
+    assert missing.value.response["Error"]["Code"] == "404"
+    # AND an operation the model does not answer is refused, not faked
+    assert unknown.value.response["ResponseMetadata"]["HTTPStatusCode"] == 501
+    assert dict(store.requests) == {
+        "HeadObject": 2, "ListObjectsV2": 1, "DeleteObjects": 1, "DeleteObject": 1, "BatchGetItem": 1, "": 1,
+    }  # fmt: skip
