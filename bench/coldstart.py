@@ -10,8 +10,8 @@ Two events:
 
 * ``insert``: one INSERT record; nothing to delete, so no S3 call;
 * ``remove``: one REMOVE record listing 3 blobs, deleted from the bench's in-memory bucket
-  (:class:`bench.latency_model.ModelServer` on localhost, every service time zero: a request costs the server a
-  few hundred microseconds where moto's spent 5-15 ms, which was the emulator's time in the figure). The blobs
+  (:class:`bench.latency_model.ModelServer` on localhost, every service time zero: a warm round trip of 2-4 ms,
+  client included, where moto's server took 6-16 ms, the emulator's time in the figure). The blobs
   are put back before every run and checked gone after it; the table the project reads its live items from is
   empty.
 

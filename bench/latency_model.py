@@ -257,8 +257,8 @@ class ModelledAws:
 class ModelServer:
     """The model's bucket and table over HTTP on 127.0.0.1, for clients in other processes (the cold-start
     children, pointed at it by ``AWS_ENDPOINT_URL``): the operations the consumers call, told apart by method,
-    query and ``X-Amz-Target`` as S3 and DynamoDB tell them apart; anything else is 501. Each request costs a
-    few hundred microseconds of this process's CPU, where an emulator (moto) spends milliseconds on each."""
+    query and ``X-Amz-Target`` as S3 and DynamoDB tell them apart; anything else is 501. A warm round trip from
+    botocore takes 2-4 ms, the client's own work included; against moto's server it took 6-16 ms."""
 
     def __init__(self, aws: ModelledAws) -> None:
         self.aws = aws
