@@ -230,3 +230,16 @@ def test_the_model_server_answers_the_consumers_operations_over_http() -> None:
     assert dict(store.requests) == {
         "HeadObject": 2, "ListObjectsV2": 1, "DeleteObjects": 1, "DeleteObject": 1, "BatchGetItem": 1, "": 1,
     }  # fmt: skip
+
+
+def test_cold_start_remove_runs_every_handler_against_the_model_server() -> None:
+    from bench import coldstart
+
+    # GIVEN the cold-start section at one recorded run, REMOVE only
+    section = coldstart.run(runs=1, kinds=("remove",))["remove"]
+    # THEN every handler (the project staged as deployed, its two variants, baseline and floors) answered with
+    # no failed record and deleted the three blobs from the model's bucket
+    assert section["problems"] == []
+    for name in (*coldstart.HANDLERS, coldstart.NEVER, coldstart.SNAPSTART):
+        assert section[name]["wall_s"]["n"] == 1, name
+    assert section["ratio_project_over_sdk_floor_wall_s"] > 0
