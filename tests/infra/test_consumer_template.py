@@ -172,7 +172,7 @@ def test_staged_asset_is_byte_for_byte_reproducible(tmp_path: Path) -> None:
         )
         assert result.returncode == 0, result.stderr
         stages.append(Path(result.stdout.strip()))
-    # THEN both hold the same files with the same bytes (so the asset's hash changes only with the sources)
+    # THEN both hold the same files with the same bytes (so the asset's hash changes only with the sources and the installed botocore's models)
     contents = [
         {p.relative_to(s).as_posix(): p.read_bytes() for p in s.rglob("*") if p.is_file()} for s in stages
     ]
