@@ -136,7 +136,9 @@ def trim_model(model: dict[str, Any], operations: tuple[str, ...]) -> dict[str, 
     # The rest of the model is kept whole: botocore requires some of its documentation (clientContextParams').
     trimmed = {key: value for key, value in model.items() if key not in ("operations", "shapes")}
     trimmed["operations"] = _undocumented(kept_operations)
-    trimmed["shapes"] = _undocumented({name: body for name, body in model["shapes"].items() if name in reached})
+    trimmed["shapes"] = _undocumented(
+        {name: body for name, body in model["shapes"].items() if name in reached}
+    )
     return trimmed
 
 
