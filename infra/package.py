@@ -18,6 +18,7 @@ runtime's own.
 from __future__ import annotations
 
 import compileall
+import functools
 import gzip
 import hashlib
 import importlib.util
@@ -167,9 +168,10 @@ def _undocumented(node: Any) -> Any:
     return node
 
 
+@functools.cache  # one parse of the installed models (2 MB of JSON) per process, however many synths it runs
 def sdk_models(data: Path | None = None) -> dict[str, bytes]:
     """The consumer's botocore models: path under the package -> JSON bytes (the same bytes for the same
-    botocore)."""
+    botocore). Callers must not change the dict."""
     out: dict[str, bytes] = {}
     for service, operations in names.CONSUMER_SDK_OPERATIONS.items():
         version, model = latest_model(service, data)
