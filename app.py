@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Resolve the knobs, then instantiate the one stack of the chosen environment. Never calls AWS."""
+"""Resolve the environment's settings (doctable.toml, then -c and DOCTABLE_ overrides), then instantiate its one
+stack. Never calls AWS."""
 
 from __future__ import annotations
 
@@ -8,19 +9,20 @@ import sys
 
 import aws_cdk as cdk
 
-from contract.knobs import ConfigError, resolve_config, user_context
+from contract.knobs import ConfigError, user_context
+from contract.settings import resolve_settings
 from infra.stack import create_stack
 
 
 def main() -> None:
     app = cdk.App()
     try:
-        config = resolve_config(context=user_context(app.node.get_all_context()), environ=os.environ)
+        resolved = resolve_settings(context=user_context(app.node.get_all_context()), environ=os.environ)
     except ConfigError as exc:
         # Before any construct exists: one message listing every problem, and a non-zero exit.
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(1)
-    create_stack(app, config)
+    create_stack(app, resolved.config, account=resolved.account, region=resolved.region)
     app.synth()
 
 

@@ -1,7 +1,9 @@
-"""The knobs: one frozen, typed config resolved from CDK context, the environment and cdk.json defaults.
+"""The knobs: each declared once, as a field of the frozen, typed config (its default, parser, meaning and what a
+change does on a live stack); the config type, the defaults, the validation and the docs all come from there.
 
 Pure Python on purpose (no CDK import): the console script resolves knobs exactly as the app does, and the
-unit tests exercise every rule without synthesizing anything. Every knob value literal lives here; the rest of
+unit tests exercise every rule without synthesizing anything. Where the values come from (doctable.toml, then
+-c and DOCTABLE_ overrides) is contract/settings.py. Every knob value literal lives here; the rest of
 the project reads the config's derived facts (``has_gsi``, ``starting_position_cfn``, ...), never raw strings.
 Long on purpose: it holds one idea, the closed set of knobs with their rules, read in one place.
 """
@@ -11,13 +13,14 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from contract import names, policy_doc
 
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PLAN_SOURCE = "doctable"
 PLAN_VERSION = "2026-11-29"
 MANAGED_BY = "ephemera"
@@ -119,49 +122,53 @@ MAX_THROUGHPUT_RANGE = (1, 40_000)
 WARM_READ_RANGE = (12_000, 40_000)
 WARM_WRITE_RANGE = (4_000, 40_000)
 
-# Every knob: (name, default). cdk.json's context must carry exactly these (a test checks it).
-KNOB_DEFAULTS: dict[str, str] = {
-    "gsi": "none",
-    "ttl": "off",
-    "stream": "none",
-    "pitr": "auto",
-    "table_base": "items",
-    "env": "dev",
-    "cost_center": "",
-    "owner": "",
-    "consumer": "auto",
-    "blob_bucket": "",
-    "blob_root": "",
-    "blob_prefix_cleanup": "off",
-    "blob_key_reuse": "guarded",
-    "snapstart": "off",
-    "starting_position": "trim-horizon",
-    "batch_size": "10",
-    "batching_window": "0",
-    "max_retries": "5",
-    "max_record_age": "21600",
-    "parallelization_factor": "1",
-    "powertools": "layer",
-    "architecture": "arm64",
-    "memory": "256",
-    "timeout": "30",
-    "deploy_target": "aws",
-    "events": "all",
-    "mapping_metrics": "on",
-    "table_class": "standard",
-    "max_read": "off",
-    "max_write": "off",
-    "warm_read": "off",
-    "warm_write": "off",
-    "pitr_days": "off",
-    "deletion_protection": "auto",
-    "contributor_insights": "off",
-    "encryption": "aws-owned",
-    "kms_key": "",
-    "resource_policy": "off",
-    "kinesis": "off",
-    "consumer_source": "dynamodb",
-}
+
+def _enum(problems: list[str], name: str, value: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        problems.append(f"{name}={value!r} is not allowed; allowed values: {'|'.join(allowed)}")
+    return value
+
+
+def _int(problems: list[str], name: str, value: str, bounds: tuple[int, int], unit: str = "") -> int:
+    lo, hi = bounds
+    try:
+        number = int(value)
+    except ValueError:
+        problems.append(f"{name}={value!r} is not an integer; allowed: an integer from {lo} to {hi}{unit}")
+        return lo
+    if not lo <= number <= hi:
+        problems.append(f"{name}={value!r} is out of range; allowed: an integer from {lo} to {hi}{unit}")
+    return number
+
+
+def _optional_int(
+    problems: list[str], name: str, value: str, bounds: tuple[int, int], unit: str = ""
+) -> int | None:
+    """``off`` (or empty) is None; else an integer within ``bounds``."""
+    if value in ("", OFF):
+        return None
+    lo, hi = bounds
+    try:
+        number = int(value)
+    except ValueError:
+        problems.append(
+            f"{name}={value!r} is not allowed; allowed: off or an integer from {lo} to {hi}{unit}"
+        )
+        return None
+    if not lo <= number <= hi:
+        problems.append(
+            f"{name}={value!r} is out of range; allowed: off or an integer from {lo} to {hi}{unit}"
+        )
+    return number
+
+
+def _tag_value(problems: list[str], name: str, value: str) -> str:
+    if len(value) > TAG_VALUE_MAX or not TAG_VALUE_RE.match(value) or value.lower().startswith("aws:"):
+        problems.append(
+            f"{name}={value!r} is not a valid AWS tag value; allowed: at most {TAG_VALUE_MAX} letters, digits, "
+            "spaces and + - = . _ : / @, not starting with 'aws:'"
+        )
+    return value
 
 
 class ConfigError(ValueError):
@@ -172,48 +179,357 @@ class ConfigError(ValueError):
         super().__init__("invalid doctable configuration:\n  - " + "\n  - ".join(problems))
 
 
+# ------------------------------------------------------------------------------------ knob declarations
+# A parser turns a knob's text (as `-c`, a DOCTABLE_ variable or the settings file give it) into the config's
+# value, appending one line per problem; ``allowed`` is what errors and the generated docs say is allowed, and
+# ``toml`` the TOML type the settings file writes it as.
+STRING, INTEGER, INTEGER_OR_OFF = "string", "integer", "integer or off"
+Problems = list[str]
+
+
+@dataclass(frozen=True)
+class Parser:
+    allowed: str
+    toml: str
+    parse: Callable[[Problems, str, str], Any]
+
+
+def enum(values: tuple[str, ...]) -> Parser:
+    return Parser(
+        "|".join(values), STRING, lambda problems, name, value: _enum(problems, name, value, values)
+    )
+
+
+def switch() -> Parser:
+    """off|on, the config's value a bool."""
+    return Parser("off|on", STRING, lambda problems, name, value: _enum(problems, name, value, ONOFF) == ON)
+
+
+def integer(bounds: tuple[int, int], unit: str = "") -> Parser:
+    return Parser(
+        f"{bounds[0]}..{bounds[1]}{unit}",
+        INTEGER,
+        lambda problems, name, value: _int(problems, name, value, bounds, unit),
+    )
+
+
+def optional_integer(bounds: tuple[int, int], unit: str = "") -> Parser:
+    return Parser(
+        f"off|{bounds[0]}..{bounds[1]}{unit}",
+        INTEGER_OR_OFF,
+        lambda problems, name, value: _optional_int(problems, name, value, bounds, unit),
+    )
+
+
+def text(allowed: str, check: Callable[[Problems, str, str], Any] | None = None) -> Parser:
+    """Free text checked by ``check`` (or taken as it is); cross-knob rules come after."""
+    return Parser(allowed, STRING, check or (lambda problems, name, value: value))
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One knob: its default (as text), its parser, what it means, and what changing it does on a live stack."""
+
+    default: str
+    parser: Parser
+    meaning: str
+    live: str
+    per_env: str = ""  # the rule by which ``auto`` depends on the environment, when it does
+
+
+KNOB_METADATA = "doctable.knob"
+
+
+def knob(default: str, parser: Parser, meaning: str, live: str, per_env: str = "") -> Any:
+    """A DocTableConfig field declared as a knob: everything about the knob sits on this one line."""
+    return field(metadata={KNOB_METADATA: Knob(default, parser, meaning, live, per_env)})
+
+
+def _check_table_base(problems: Problems, name: str, value: str) -> str:
+    if not TABLE_BASE_RE.match(value):
+        problems.append(f"table_base={value!r} is malformed; allowed: one or more of [a-z0-9-]")
+    return value
+
+
+def _check_consumer(problems: Problems, name: str, value: str) -> str:
+    if value.startswith("arn:"):
+        if not LAMBDA_ARN_RE.match(value):
+            problems.append(
+                f"consumer={value!r} is not a Lambda function ARN; allowed: auto|builtin|none|"
+                "arn:aws:lambda:<region>:<account>:function:<name>"
+            )
+    elif value not in CONSUMER_MODES:
+        problems.append(
+            f"consumer={value!r} is not allowed; allowed values: auto|builtin|none|<Lambda function ARN>"
+        )
+    return value
+
+
+def _check_kinesis(problems: Problems, name: str, value: str) -> str:
+    value = value or OFF
+    if value not in ONOFF and not KINESIS_STREAM_ARN_RE.match(value):
+        problems.append(
+            f"kinesis={value!r} is not allowed; allowed values: off|on|arn:aws:kinesis:<region>:<account>:stream/<name>"
+        )
+    return value
+
+
+def _check_bucket(problems: Problems, name: str, value: str) -> str:
+    if value and not BUCKET_NAME_RE.match(value):
+        problems.append(
+            f"blob_bucket={value!r} is not a valid S3 bucket name; allowed: empty (the stack creates one) "
+            "or 3-63 characters of [a-z0-9.-], starting and ending with a letter or digit"
+        )
+    return value
+
+
+def _check_blob_root(problems: Problems, name: str, value: str) -> str:
+    if value and (not BLOB_ROOT_RE.match(value) or ".." in value.split("/")):
+        problems.append(
+            f"blob_root={value!r} is malformed; allowed: empty (bucket root) or a key prefix of safe "
+            "characters ending in '/', e.g. 'blobs/'"
+        )
+    return value
+
+
+def _check_kms_key(problems: Problems, name: str, value: str) -> str:
+    if value and not KMS_KEY_ARN_RE.match(value):
+        problems.append(
+            f"kms_key={value!r} is not a KMS key ARN; allowed: empty (the stack creates the key) or "
+            "arn:aws:kms:<region>:<account>:key/<key id>"
+        )
+    return value
+
+
+def _check_resource_policy(problems: Problems, name: str, value: str) -> str:
+    value = value or OFF
+    if value != OFF:
+        try:
+            policy_doc.load_policy_document(value)
+        except policy_doc.PolicyDocumentError as exc:
+            problems.append(str(exc))
+    return value
+
+
+IN_PLACE = "in place"
+
+
 @dataclass(frozen=True)
 class DocTableConfig:
-    gsi: str
-    ttl: str
-    stream: str
-    pitr: str
-    table_base: str
-    env: str
-    cost_center: str
-    owner: str
-    consumer: str  # "builtin" | "none" | a Lambda function ARN ("auto" is resolved away)
-    blob_bucket: str  # empty: the stack creates the bucket
-    blob_root: str
-    blob_prefix_cleanup: bool
-    blob_key_reuse: str  # guarded | never
-    snapstart: bool
-    starting_position: str
-    batch_size: int
-    batching_window: int
-    max_retries: int
-    max_record_age: int
-    parallelization_factor: int
-    powertools: str
-    architecture: str
-    memory: int
-    timeout: int
-    deploy_target: str
-    events: str  # all | cleanup
-    mapping_metrics: bool
-    table_class: str
-    max_read: int | None  # None: no cap (the knob is off)
-    max_write: int | None
-    warm_read: int | None  # None: left to DynamoDB
-    warm_write: int | None
-    pitr_days: int | None  # None: AWS's default period (35 days)
-    deletion_protection: bool  # on/off as given, else the environment's default
-    contributor_insights: str
-    encryption: str
-    kms_key: str  # empty: with customer-managed encryption the stack creates the key
-    resource_policy: str  # "off" or the path of the table's resource policy document
-    kinesis: str  # "off", "on" (the stack creates the stream) or the ARN of a stream of yours
-    consumer_source: str  # dynamodb | kinesis: the stream the mapping reads
+    """The resolved knobs. Each field is one knob's whole declaration; derived facts follow as properties."""
+
+    gsi: str = knob(
+        "none",
+        enum(GSI_VALUES),
+        "the generic index gsi1 on gsi1pk/gsi1sk (strings, projection ALL)",
+        "adding it is an online backfill (queries are partial until ACTIVE); removing it deletes the index",
+    )
+    ttl: str = knob(
+        "off",
+        enum(TTL_VALUES),
+        "TTL on expiresAt (epoch seconds); expiry lags up to ~48 h",
+        "cheap but rate-limited (about one change an hour); turning it on deletes every item already expired",
+    )
+    stream: str = knob(
+        "none",
+        enum(STREAM_VALUES),
+        "the table's NEW_AND_OLD_IMAGES stream (and, by default, the built-in consumer)",
+        "turning it on or off gives a new stream ARN; the mapping is re-created on it",
+    )
+    pitr: str = knob(
+        "auto",
+        enum(ENV_DEFAULT_VALUES),
+        "point-in-time recovery (continuous backups, billed on table size)",
+        "a toggle in place; turning it off drops the restore window",
+        per_env="auto is on in prod, off elsewhere",
+    )
+    table_base: str = knob(
+        "items",
+        text("[a-z0-9-]+", _check_table_base),
+        "the table is <table_base>-<env>, its stack doctable-<table_base>-<env> (3..119 characters)",
+        "a new name is a new table: a migration with a data copy",
+    )
+    env: str = knob(
+        "dev",
+        enum(ENV_VALUES),
+        "the environment: names, the Environment tag and the removal policy (uat and prod keep their data)",
+        "each environment is its own stack",
+    )
+    cost_center: str = knob(
+        "",
+        text("an AWS tag value", _tag_value),
+        "the CostCenter tag (dropped when empty)",
+        "tags update in place",
+    )
+    owner: str = knob(
+        "", text("an AWS tag value", _tag_value), "the Owner tag (dropped when empty)", "tags update in place"
+    )
+    consumer: str = knob(
+        "auto",
+        text("auto|builtin|none|<Lambda function ARN>", _check_consumer),
+        "what the mapping invokes: the built-in consumer, a function of yours, or nothing",
+        "switching re-creates the mapping; none also takes the blob bucket out of the stack",
+        per_env="auto is builtin with a stream to read, none without",
+    )
+    blob_bucket: str = knob(
+        "",
+        text("empty|<bucket name>", _check_bucket),
+        "empty: the stack creates the blob bucket; a name borrows yours",
+        "cleanup moves to the other bucket; the stack's bucket leaves the stack",
+    )
+    blob_root: str = knob(
+        "",
+        text("empty|<prefix/>", _check_blob_root),
+        "blobs of record (pk, sk) live under <blob_root><pk>/<sk>/",
+        IN_PLACE,
+    )
+    blob_prefix_cleanup: bool = knob(
+        "off",
+        switch(),
+        "on REMOVE also delete every object under the record's own prefix",
+        "in place; turning it on makes a REMOVE delete unlisted objects too",
+    )
+    blob_key_reuse: str = knob(
+        "guarded",
+        enum(KEY_REUSE_VALUES),
+        "guarded: each dropped key is checked before its conditional delete; never: every upload gets a new key",
+        "in place; never deletes dropped keys unchecked",
+    )
+    snapstart: bool = knob(
+        "off",
+        switch(),
+        "Lambda SnapStart for the built-in consumer (a version published at each change)",
+        "publishes a version the mapping's alias moves to",
+    )
+    starting_position: str = knob(
+        "trim-horizon",
+        enum(STARTING_POSITIONS),
+        "where a new mapping starts reading: TRIM_HORIZON misses nothing, LATEST races the first writes",
+        "replaces the mapping",
+    )
+    batch_size: int = knob(
+        "10", integer(BATCH_SIZE_RANGE), "records per invocation (above 1000 needs batching_window)", IN_PLACE
+    )
+    batching_window: int = knob(
+        "0", integer(BATCHING_WINDOW_RANGE, " seconds"), "how long the mapping gathers a batch", IN_PLACE
+    )
+    max_retries: int = knob(
+        "5",
+        integer(MAX_RETRIES_RANGE),
+        "retries of a failing batch (bisected) before its records go to the failure bucket",
+        IN_PLACE,
+    )
+    max_record_age: int = knob(
+        "21600",
+        integer(MAX_RECORD_AGE_RANGE, " seconds"),
+        "older records go to the failure bucket instead of being retried",
+        IN_PLACE,
+    )
+    parallelization_factor: int = knob(
+        "1", integer(PARALLELIZATION_RANGE), "concurrent batches per shard (order kept per key)", IN_PLACE
+    )
+    powertools: str = knob(
+        "layer",
+        enum(POWERTOOLS_MODES),
+        "Powertools from its public layer, or copied into the function asset",
+        IN_PLACE,
+    )
+    architecture: str = knob("arm64", enum(ARCHITECTURES), "the consumer function's architecture", IN_PLACE)
+    memory: int = knob("256", integer(MEMORY_RANGE, " MB"), "the consumer function's memory", IN_PLACE)
+    timeout: int = knob("30", integer(TIMEOUT_RANGE, " seconds"), "the consumer function's timeout", IN_PLACE)
+    deploy_target: str = knob(
+        "aws",
+        enum(DEPLOY_TARGETS),
+        "local drops the bootstrap-version rule the local AWS cannot evaluate (doctable local env sets it)",
+        "none",
+    )
+    events: str = knob(
+        "all",
+        enum(EVENTS_VALUES),
+        "cleanup: the mapping passes only the records that can need blob cleanup (needs consumer=builtin)",
+        "in place, for records polled after the update",
+    )
+    mapping_metrics: bool = knob(
+        "on", switch(), "the mapping's EventCount metrics and the DroppedEvents alarm", IN_PLACE
+    )
+    table_class: str = knob(
+        "standard",
+        enum(TABLE_CLASSES),
+        "STANDARD or STANDARD_INFREQUENT_ACCESS (cheaper storage, dearer requests)",
+        "in place; AWS allows two class changes per table in 30 days",
+    )
+    max_read: int | None = knob(
+        "off",
+        optional_integer(MAX_THROUGHPUT_RANGE, " read units"),
+        "on-demand read cap (a cost guard)",
+        IN_PLACE,
+    )
+    max_write: int | None = knob(
+        "off",
+        optional_integer(MAX_THROUGHPUT_RANGE, " write units"),
+        "on-demand write cap (a cost guard)",
+        IN_PLACE,
+    )
+    warm_read: int | None = knob(
+        "off",
+        optional_integer(WARM_READ_RANGE, " reads/s"),
+        "warm throughput for reads",
+        "in place; it only rises",
+    )
+    warm_write: int | None = knob(
+        "off",
+        optional_integer(WARM_WRITE_RANGE, " writes/s"),
+        "warm throughput for writes",
+        "in place; it only rises",
+    )
+    pitr_days: int | None = knob(
+        "off",
+        optional_integer(PITR_DAYS_RANGE, " days"),
+        "PITR's recovery period (off: AWS's 35 days); needs PITR on",
+        "in place; a shorter window drops the older restore points",
+    )
+    deletion_protection: bool = knob(
+        "auto",
+        enum(ENV_DEFAULT_VALUES),
+        "the table cannot be deleted until this is turned off",
+        "a toggle in place; off makes the table deletable",
+        per_env="auto is on in prod, off elsewhere",
+    )
+    contributor_insights: str = knob(
+        "off",
+        enum(CONTRIBUTOR_INSIGHTS_MODES),
+        "CloudWatch Contributor Insights on the table's keys",
+        IN_PLACE,
+    )
+    encryption: str = knob(
+        "aws-owned",
+        enum(ENCRYPTION_VALUES),
+        "encryption at rest of the table, its stream and the stack's buckets",
+        "the key changes in place (a change of key is refused by the deploy gate without a yes)",
+    )
+    kms_key: str = knob(
+        "",
+        text("empty|<KMS key ARN>", _check_kms_key),
+        "with customer-managed: a key of yours (empty: the stack creates one)",
+        "changes the key",
+    )
+    resource_policy: str = knob(
+        "off",
+        text("off|<path to a JSON policy document>", _check_resource_policy),
+        "the table's resource-based policy ({{account}} and {{table_arn}} filled in)",
+        IN_PLACE,
+    )
+    kinesis: str = knob(
+        "off",
+        text("off|on|<Kinesis stream ARN>", _check_kinesis),
+        "Kinesis Data Streams for DynamoDB: on creates an on-demand stream, an ARN uses yours",
+        "turning it off deletes the stack's stream",
+    )
+    consumer_source: str = knob(
+        "dynamodb", enum(CONSUMER_SOURCES),
+        "what the mapping reads: the table's DynamoDB stream or the Kinesis data stream",
+        "replaces the mapping",
+    )  # fmt: skip
 
     # ---- derived facts: every downstream decision reads these, never the raw strings ----
     @property
@@ -409,63 +725,69 @@ def knobs_from_record(record: str) -> dict[str, str]:
     return {k: v for k, v in values.items() if k in KNOB_DEFAULTS}
 
 
-def _raw(
+KNOBS: dict[str, Knob] = {f.name: f.metadata[KNOB_METADATA] for f in fields(DocTableConfig)}
+KNOB_DEFAULTS: dict[str, str] = {name: declared.default for name, declared in KNOBS.items()}
+
+# An override for one run: DOCTABLE_<KNOB> (DOCTABLE_ENV selects the environment). Unprefixed names (GSI, TTL,
+# ENV...) are never read: they are common in shells and CI for other purposes.
+VARIABLE_PREFIX = "DOCTABLE_"
+# The project's other variables: not knobs, and not misspellings of one.
+NON_KNOB_VARIABLES = frozenset(
+    {
+        "DOCTABLE_CONFIG",
+        "DOCTABLE_STATE_DIR",
+        "DOCTABLE_LEDGER_DIR",
+        "DOCTABLE_LIVE",
+        "DOCTABLE_SOAK",
+        "DOCTABLE_RESOLVED_BY",
+        "DOCTABLE_WORKER_PATH",
+        "DOCTABLE_PROFILE",
+    }
+)
+LOCAL_VARIABLE_PREFIX = "DOCTABLE_LOCAL_"  # the local AWS's own settings
+
+
+def knob_variable(name: str) -> str:
+    """The environment variable that overrides knob ``name`` for one run."""
+    return f"{VARIABLE_PREFIX}{name.upper()}"
+
+
+KNOB_VARIABLES: dict[str, str] = {knob_variable(name): name for name in KNOBS}
+
+
+def unknown_variables(environ: Mapping[str, str]) -> list[str]:
+    """One problem per DOCTABLE_ variable that is neither a knob's nor one of the project's own."""
+    problems = []
+    for variable in sorted(environ):
+        if not variable.startswith(VARIABLE_PREFIX) or variable.startswith(LOCAL_VARIABLE_PREFIX):
+            continue
+        if variable in KNOB_VARIABLES or variable in NON_KNOB_VARIABLES:
+            continue
+        close = difflib.get_close_matches(variable, [*KNOB_VARIABLES, *NON_KNOB_VARIABLES], n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        problems.append(
+            f"{variable} is not a doctable variable{hint}; a knob is overridden by DOCTABLE_<KNOB>, "
+            f"e.g. {knob_variable('gsi')}={names.GSI_NAME}"
+        )
+    return problems
+
+
+def unknown_knob(name: str, value: Any) -> str:
+    """The problem of a name that is not a knob, with the closest knob when there is one."""
+    close = difflib.get_close_matches(name, KNOBS, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return f"{name}={value!r} is not a knob{hint}; knobs: {', '.join(KNOBS)}"
+
+
+def raw_value(
     name: str, context: Mapping[str, Any], environ: Mapping[str, str], defaults: Mapping[str, Any]
 ) -> str:
-    """Context first (``-c gsi=gsi1``), then the upper-cased environment variable (``GSI=gsi1``), then cdk.json."""
-    from_env = environ.get(name.upper())
-    for value in (context.get(name), from_env or None, defaults.get(name)):  # an empty variable is unset
+    """``-c`` first, then DOCTABLE_<KNOB> (an empty one is unset), then ``defaults``, then the built-in."""
+    from_env = environ.get(knob_variable(name)) or None
+    for value in (context.get(name), from_env, defaults.get(name)):
         if value is not None:
             return str(value).strip()
     return KNOB_DEFAULTS[name]
-
-
-def _enum(problems: list[str], name: str, value: str, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        problems.append(f"{name}={value!r} is not allowed; allowed values: {'|'.join(allowed)}")
-    return value
-
-
-def _int(problems: list[str], name: str, value: str, bounds: tuple[int, int], unit: str = "") -> int:
-    lo, hi = bounds
-    try:
-        number = int(value)
-    except ValueError:
-        problems.append(f"{name}={value!r} is not an integer; allowed: an integer from {lo} to {hi}{unit}")
-        return lo
-    if not lo <= number <= hi:
-        problems.append(f"{name}={value!r} is out of range; allowed: an integer from {lo} to {hi}{unit}")
-    return number
-
-
-def _optional_int(
-    problems: list[str], name: str, value: str, bounds: tuple[int, int], unit: str = ""
-) -> int | None:
-    """``off`` (or empty) is None; else an integer within ``bounds``."""
-    if value in ("", OFF):
-        return None
-    lo, hi = bounds
-    try:
-        number = int(value)
-    except ValueError:
-        problems.append(
-            f"{name}={value!r} is not allowed; allowed: off or an integer from {lo} to {hi}{unit}"
-        )
-        return None
-    if not lo <= number <= hi:
-        problems.append(
-            f"{name}={value!r} is out of range; allowed: off or an integer from {lo} to {hi}{unit}"
-        )
-    return number
-
-
-def _tag_value(problems: list[str], name: str, value: str) -> str:
-    if len(value) > TAG_VALUE_MAX or not TAG_VALUE_RE.match(value) or value.lower().startswith("aws:"):
-        problems.append(
-            f"{name}={value!r} is not a valid AWS tag value; allowed: at most {TAG_VALUE_MAX} letters, digits, "
-            "spaces and + - = . _ : / @, not starting with 'aws:'"
-        )
-    return value
 
 
 def resolve_config(
@@ -473,63 +795,53 @@ def resolve_config(
     environ: Mapping[str, str] | None = None,
     defaults: Mapping[str, Any] | None = None,
 ) -> DocTableConfig:
-    """Build the config from the three sources; raise ConfigError listing every problem at once."""
+    """Build the config from the overrides (``context``, DOCTABLE_ variables) over ``defaults`` (the settings
+    file's values for the environment, as text) over the built-in defaults; ConfigError lists every problem."""
     context = context or {}
     environ = environ or {}
-    defaults = defaults if defaults is not None else load_cdk_json_defaults()
-    raw = {name: _raw(name, context, environ, defaults) for name in KNOB_DEFAULTS}
-    problems: list[str] = []
-    for unknown in sorted(set(context) - set(KNOB_DEFAULTS)):
-        # A misspelt knob must not silently deploy the default shape.
-        close = difflib.get_close_matches(unknown, KNOB_DEFAULTS, n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
-        problems.append(
-            f"{unknown}={context[unknown]!r} is not a knob{hint}; knobs: {', '.join(KNOB_DEFAULTS)}"
-        )
+    defaults = defaults or {}
+    problems: list[str] = [unknown_knob(name, context[name]) for name in sorted(set(context) - set(KNOBS))]
+    problems += unknown_variables(environ)
+    raw = {name: raw_value(name, context, environ, defaults) for name in KNOBS}
+    values = {name: declared.parser.parse(problems, name, raw[name]) for name, declared in KNOBS.items()}
+    _environment_rules(problems, raw, values)
+    _consumer_rules(problems, raw, values)
+    _option_rules(problems, raw, values)
+    if problems:
+        raise ConfigError(problems)
+    return DocTableConfig(**values)
 
-    gsi = _enum(problems, "gsi", raw["gsi"], GSI_VALUES)
-    ttl = _enum(problems, "ttl", raw["ttl"], TTL_VALUES)
-    stream = _enum(problems, "stream", raw["stream"], STREAM_VALUES)
-    env = _enum(problems, "env", raw["env"], ENV_VALUES)
-    pitr, table_options = _table_options(problems, raw, env)
 
-    table_base = raw["table_base"]
-    if not TABLE_BASE_RE.match(table_base):
-        problems.append(f"table_base={table_base!r} is malformed; allowed: one or more of [a-z0-9-]")
-    else:
-        table_len = len(table_base) + 1 + len(env)
+def _environment_rules(problems: Problems, raw: Mapping[str, str], values: dict[str, Any]) -> None:
+    """The knobs whose ``auto`` is the environment's, and the name the environment completes."""
+    env = values["env"]
+    if TABLE_BASE_RE.match(values["table_base"]):
+        table_len = len(values["table_base"]) + 1 + len(env)
         if not TABLE_NAME_MIN <= table_len <= TABLE_NAME_MAX:
             problems.append(
-                f"table_base={table_base!r} gives a table name of {table_len} characters with '-{env}'; allowed: "
-                f"{TABLE_NAME_MIN}..{TABLE_NAME_MAX} (DynamoDB allows 255, the stack name "
+                f"table_base={values['table_base']!r} gives a table name of {table_len} characters with "
+                f"'-{env}'; allowed: {TABLE_NAME_MIN}..{TABLE_NAME_MAX} (DynamoDB allows 255, the stack name "
                 f"'{STACK_PREFIX}<table>' at most {STACK_NAME_MAX})"
             )
-
-    cost_center = _tag_value(problems, "cost_center", raw["cost_center"])
-    owner = _tag_value(problems, "owner", raw["owner"])
-
-    consumer = raw["consumer"]
-    if consumer.startswith("arn:"):
-        if not LAMBDA_ARN_RE.match(consumer):
-            problems.append(
-                f"consumer={consumer!r} is not a Lambda function ARN; allowed: auto|builtin|none|"
-                "arn:aws:lambda:<region>:<account>:function:<name>"
-            )
-    elif consumer not in CONSUMER_MODES:
+    if values["pitr"] == AUTO:
+        values["pitr"] = ON if env in PITR_ENVS else OFF
+    protection = values["deletion_protection"]
+    values["deletion_protection"] = env in PROTECTED_ENVS if protection == AUTO else protection == ON
+    if values["pitr_days"] is not None and values["pitr"] != ON:
+        why = "pitr=off" if raw["pitr"] == OFF else f"pitr=auto is off for env={env}"
         problems.append(
-            f"consumer={consumer!r} is not allowed; allowed values: auto|builtin|none|<Lambda function ARN>"
+            f"pitr_days={values['pitr_days']} set but PITR is off ({why}) — a recovery period needs PITR: "
+            "set pitr=on, or unset pitr_days (pitr_days=off)"
         )
-    kinesis = raw["kinesis"] or OFF
-    if kinesis not in ONOFF and not KINESIS_STREAM_ARN_RE.match(kinesis):
-        problems.append(
-            f"kinesis={kinesis!r} is not allowed; allowed values: off|on|"
-            "arn:aws:kinesis:<region>:<account>:stream/<name>"
-        )
-    source = _enum(problems, "consumer_source", raw["consumer_source"], CONSUMER_SOURCES)
+
+
+def _consumer_rules(problems: Problems, raw: Mapping[str, str], values: dict[str, Any]) -> None:
+    """What the mapping reads and invokes, and the knobs only the built-in consumer uses."""
+    consumer, kinesis, source = values["consumer"], values["kinesis"], values["consumer_source"]
     # The consumer's source: the table's DynamoDB stream, or the Kinesis data stream.
-    has_source = kinesis != OFF if source == SOURCE_KINESIS else stream in STREAM_VIEW_TYPES
+    has_source = kinesis != OFF if source == SOURCE_KINESIS else values["stream"] in STREAM_VIEW_TYPES
     if consumer == CONSUMER_AUTO:
-        consumer = CONSUMER_BUILTIN if has_source else NONE
+        consumer = values["consumer"] = CONSUMER_BUILTIN if has_source else NONE
     elif consumer != NONE and not has_source and source == SOURCE_DYNAMODB:
         problems.append(
             f"consumer={consumer!r} set but stream=none — enable the stream (stream=new-and-old) "
@@ -545,57 +857,6 @@ def resolve_config(
             "consumer_source='kinesis' set but consumer='none' — no mapping reads any stream; "
             "set consumer=builtin|<Lambda function ARN> or consumer_source=dynamodb"
         )
-
-    blob_bucket = raw["blob_bucket"]
-    if blob_bucket and not BUCKET_NAME_RE.match(blob_bucket):
-        problems.append(
-            f"blob_bucket={blob_bucket!r} is not a valid S3 bucket name; allowed: empty (the stack creates one) "
-            "or 3-63 characters of [a-z0-9.-], starting and ending with a letter or digit"
-        )
-    blob_root = raw["blob_root"]
-    if blob_root and (not BLOB_ROOT_RE.match(blob_root) or ".." in blob_root.split("/")):
-        problems.append(
-            f"blob_root={blob_root!r} is malformed; allowed: empty (bucket root) or a key prefix of safe "
-            "characters ending in '/', e.g. 'blobs/'"
-        )
-    prefix_cleanup = _enum(problems, "blob_prefix_cleanup", raw["blob_prefix_cleanup"], ONOFF) == ON
-    key_reuse = _enum(problems, "blob_key_reuse", raw["blob_key_reuse"], KEY_REUSE_VALUES)
-    snapstart = _enum(problems, "snapstart", raw["snapstart"], SNAPSTART_VALUES) == ON
-    starting_position = _enum(problems, "starting_position", raw["starting_position"], STARTING_POSITIONS)
-    batch_size = _int(problems, "batch_size", raw["batch_size"], BATCH_SIZE_RANGE)
-    batching_window = _int(
-        problems, "batching_window", raw["batching_window"], BATCHING_WINDOW_RANGE, " seconds"
-    )
-    max_retries = _int(problems, "max_retries", raw["max_retries"], MAX_RETRIES_RANGE)
-    max_record_age = _int(problems, "max_record_age", raw["max_record_age"], MAX_RECORD_AGE_RANGE, " seconds")
-    parallelization = _int(
-        problems, "parallelization_factor", raw["parallelization_factor"], PARALLELIZATION_RANGE
-    )
-    powertools = _enum(problems, "powertools", raw["powertools"], POWERTOOLS_MODES)
-    architecture = _enum(problems, "architecture", raw["architecture"], ARCHITECTURES)
-    memory = _int(problems, "memory", raw["memory"], MEMORY_RANGE, " MB")
-    timeout = _int(problems, "timeout", raw["timeout"], TIMEOUT_RANGE, " seconds")
-    deploy_target = _enum(problems, "deploy_target", raw["deploy_target"], DEPLOY_TARGETS)
-    mapping_options = _mapping_options(problems, raw, consumer)
-    encryption = _enum(problems, "encryption", raw["encryption"], ENCRYPTION_VALUES)
-    kms_key = raw["kms_key"]
-    if kms_key and not KMS_KEY_ARN_RE.match(kms_key):
-        problems.append(
-            f"kms_key={kms_key!r} is not a KMS key ARN; allowed: empty (the stack creates the key) or "
-            "arn:aws:kms:<region>:<account>:key/<key id>"
-        )
-    elif kms_key and encryption != ENCRYPTION_CUSTOMER_MANAGED:
-        problems.append(
-            f"kms_key={kms_key!r} set but encryption={encryption!r} — only encryption=customer-managed uses "
-            "a key of yours; set encryption=customer-managed or unset kms_key"
-        )
-    resource_policy = raw["resource_policy"] or OFF
-    if resource_policy != OFF:
-        try:
-            policy_doc.load_policy_document(resource_policy)
-        except policy_doc.PolicyDocumentError as exc:
-            problems.append(str(exc))
-
     # Knobs that only the built-in consumer reads: setting them otherwise is a contradiction, not a no-op.
     if consumer != CONSUMER_BUILTIN:
         for name in ("blob_bucket", "blob_root"):
@@ -603,110 +864,50 @@ def resolve_config(
                 problems.append(
                     f"{name}={raw[name]!r} set but consumer={consumer!r} — only consumer=builtin uses it"
                 )
-        if prefix_cleanup:
+        if values["blob_prefix_cleanup"]:
             problems.append(
                 f"blob_prefix_cleanup='on' set but consumer={consumer!r} — only consumer=builtin cleans blobs"
             )
-        if key_reuse == KEY_REUSE_NEVER:
+        if values["blob_key_reuse"] == KEY_REUSE_NEVER:
             problems.append(
                 f"blob_key_reuse='never' set but consumer={consumer!r} — only consumer=builtin deletes blobs"
             )
-        if snapstart:
+        if values["snapstart"]:
             problems.append(
                 f"snapstart='on' set but consumer={consumer!r} — only the built-in consumer's function is "
                 "deployed by this stack"
             )
-    if batch_size > 1000 and batching_window == 0:
+        if values["events"] == EVENTS_CLEANUP:
+            problems.append(
+                f"events='cleanup' set but consumer={consumer!r} — the filter passes only what the built-in "
+                "consumer's blob cleanup needs; set consumer=builtin or events=all"
+            )
+
+
+def _option_rules(problems: Problems, raw: Mapping[str, str], values: dict[str, Any]) -> None:
+    """The mapping's and the table's options that constrain each other."""
+    if values["batch_size"] > 1000 and values["batching_window"] == 0:
         # AWS rejects a DynamoDB mapping with BatchSize > 1000 and no batching window.
         problems.append(
-            f"batch_size={batch_size} needs batching_window >= 1 (AWS requires a window above 1000 records); "
-            "allowed: batch_size 1..1000 with batching_window 0, or set batching_window"
+            f"batch_size={values['batch_size']} needs batching_window >= 1 (AWS requires a window above 1000 "
+            "records); allowed: batch_size 1..1000 with batching_window 0, or set batching_window"
         )
-
-    if problems:
-        raise ConfigError(problems)
-    return DocTableConfig(
-        gsi=gsi, ttl=ttl, stream=stream, pitr=pitr, table_base=table_base, env=env,
-        cost_center=cost_center, owner=owner, consumer=consumer, blob_bucket=blob_bucket,
-        blob_root=blob_root, blob_prefix_cleanup=prefix_cleanup, blob_key_reuse=key_reuse,
-        snapstart=snapstart, starting_position=starting_position,
-        batch_size=batch_size, batching_window=batching_window, max_retries=max_retries,
-        max_record_age=max_record_age, parallelization_factor=parallelization, powertools=powertools,
-        architecture=architecture, memory=memory, timeout=timeout, deploy_target=deploy_target,
-        **mapping_options,
-        **table_options,
-        encryption=encryption, kms_key=kms_key, resource_policy=resource_policy,
-        kinesis=kinesis, consumer_source=source,
-    )  # fmt: skip
-
-
-def _table_options(problems: list[str], raw: Mapping[str, str], env: str) -> tuple[str, dict[str, Any]]:
-    """pitr (resolved against the environment) and the table's own options, checked together."""
-    pitr = _enum(problems, "pitr", raw["pitr"], ENV_DEFAULT_VALUES)
-    if pitr == AUTO:
-        pitr = ON if env in PITR_ENVS else OFF
-    protection = _enum(problems, "deletion_protection", raw["deletion_protection"], ENV_DEFAULT_VALUES)
-    options: dict[str, Any] = {
-        "table_class": _enum(problems, "table_class", raw["table_class"], TABLE_CLASSES),
-        "max_read": _optional_int(problems, "max_read", raw["max_read"], MAX_THROUGHPUT_RANGE, " read units"),
-        "max_write": _optional_int(
-            problems, "max_write", raw["max_write"], MAX_THROUGHPUT_RANGE, " write units"
-        ),
-        "warm_read": _optional_int(problems, "warm_read", raw["warm_read"], WARM_READ_RANGE, " reads/s"),
-        "warm_write": _optional_int(problems, "warm_write", raw["warm_write"], WARM_WRITE_RANGE, " writes/s"),
-        "pitr_days": _optional_int(problems, "pitr_days", raw["pitr_days"], PITR_DAYS_RANGE, " days"),
-        "deletion_protection": env in PROTECTED_ENVS if protection == AUTO else protection == ON,
-        "contributor_insights": _enum(
-            problems, "contributor_insights", raw["contributor_insights"], CONTRIBUTOR_INSIGHTS_MODES
-        ),
-    }
-    if options["pitr_days"] is not None and pitr != ON:
-        why = "pitr=off" if raw["pitr"] == OFF else f"pitr=auto is off for env={env}"
+    kms_key, encryption = values["kms_key"], values["encryption"]
+    if kms_key and KMS_KEY_ARN_RE.match(kms_key) and encryption != ENCRYPTION_CUSTOMER_MANAGED:
         problems.append(
-            f"pitr_days={options['pitr_days']} set but PITR is off ({why}) — a recovery period needs PITR: "
-            "set pitr=on, or unset pitr_days (pitr_days=off)"
+            f"kms_key={kms_key!r} set but encryption={encryption!r} — only encryption=customer-managed uses "
+            "a key of yours; set encryption=customer-managed or unset kms_key"
         )
     for what in ("read", "write"):
-        cap, warm = options[f"max_{what}"], options[f"warm_{what}"]
+        cap, warm = values[f"max_{what}"], values[f"warm_{what}"]
         if cap is not None and warm is not None and warm > cap:
             problems.append(
                 f"warm_{what}={warm} is above max_{what}={cap} — a table warmed beyond the most it may serve; "
                 f"allowed: warm_{what} <= max_{what}, or max_{what}=off"
             )
-    return pitr, options
-
-
-def _mapping_options(problems: list[str], raw: Mapping[str, str], consumer: str) -> dict[str, Any]:
-    """The mapping's event filter and its metrics."""
-    events = _enum(problems, "events", raw["events"], EVENTS_VALUES)
-    if events == EVENTS_CLEANUP and consumer != CONSUMER_BUILTIN:
-        problems.append(
-            f"events='cleanup' set but consumer={consumer!r} — the filter passes only what the built-in "
-            "consumer's blob cleanup needs; set consumer=builtin or events=all"
-        )
-    metrics = _enum(problems, "mapping_metrics", raw["mapping_metrics"], MAPPING_METRICS_VALUES) == ON
-    return {"events": events, "mapping_metrics": metrics}
-
-
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DEFAULTS_CONTEXT_KEY = "doctable:knobDefaults"
-
-
-def load_cdk_json_defaults(path: Path | None = None) -> dict[str, Any]:
-    """The knob defaults recorded in cdk.json under ``context[DEFAULTS_CONTEXT_KEY]``.
-
-    They sit under their own key, not as top-level context, so that the app can tell ``-c gsi=none`` (which beats
-    ``GSI=gsi1`` in the environment) from a default (which loses to it).
-    """
-    path = path or PROJECT_ROOT / "cdk.json"
-    try:
-        defaults = json.loads(path.read_text())["context"][DEFAULTS_CONTEXT_KEY]
-    except (FileNotFoundError, KeyError):
-        return dict(KNOB_DEFAULTS)
-    return {k: v for k, v in defaults.items() if k in KNOB_DEFAULTS}
 
 
 def user_context(all_context: Mapping[str, Any]) -> dict[str, Any]:
-    """The context entries a user could have meant as knobs: CDK's own keys (``@aws-cdk/...``, ``aws:cdk:...``,
-    ``doctable:knobDefaults``) are namespaced, a knob never is. Unknown names then fail in resolve_config."""
+    """The context entries a user could have meant as knobs: CDK's own keys (``@aws-cdk/...``, ``aws:cdk:...``)
+    are namespaced, a knob never is. Unknown names then fail in resolve_config."""
     return {k: v for k, v in all_context.items() if ":" not in k and not k.startswith("@")}

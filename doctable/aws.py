@@ -186,11 +186,11 @@ class Aws:
     _identity: dict[str, str] | None = None
 
     @classmethod
-    def connect(cls, region: str | None = None) -> Aws:
-        # botocore reads AWS_DEFAULT_REGION and the profile; the AWS CLI and the CDK also honour AWS_REGION.
+    def connect(cls, region: str | None = None, profile: str | None = None) -> Aws:
+        # botocore reads AWS_DEFAULT_REGION and AWS_PROFILE; the AWS CLI and the CDK also honour AWS_REGION.
         region = region or os.environ.get("AWS_REGION") or None
-        with user_errors("starting the AWS session"):
-            session = boto3.session.Session(region_name=region)
+        with user_errors(f"starting the AWS session{f' with profile {profile}' if profile else ''}"):
+            session = boto3.session.Session(region_name=region, profile_name=profile or None)
         if not session.region_name:
             raise UserError("no AWS region: set AWS_REGION (or pass --region)")
         return cls(region=session.region_name, session=session)

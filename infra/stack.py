@@ -96,8 +96,12 @@ class DocTableStack(Stack):
         CfnOutput(self, key, value=value, description=description)
 
 
-def create_stack(app: App, config: DocTableConfig) -> DocTableStack:
-    """The app's only stack for `config`, with cdk-nag's AwsSolutions pack validating it at synth."""
+def create_stack(
+    app: App, config: DocTableConfig, *, account: str | None = None, region: str | None = None
+) -> DocTableStack:
+    """The app's only stack for `config`, with cdk-nag's AwsSolutions pack validating it at synth. ``account``
+    and ``region`` bind it to where its environment runs (the CDK CLI then refuses other credentials); without
+    them it goes where the CLI's credentials point."""
     synthesizer = (
         # The local AWS cannot evaluate the bootstrap-version rule on direct updates; AWS keeps the default.
         DefaultStackSynthesizer(generate_bootstrap_version_rule=False) if config.is_local else None
@@ -109,7 +113,8 @@ def create_stack(app: App, config: DocTableConfig) -> DocTableStack:
         stack_name=config.stack_name,
         synthesizer=synthesizer,
         env=Environment(
-            account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=os.environ.get("CDK_DEFAULT_REGION")
+            account=account or os.environ.get("CDK_DEFAULT_ACCOUNT"),
+            region=region or os.environ.get("CDK_DEFAULT_REGION"),
         ),
     )
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))

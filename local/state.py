@@ -69,5 +69,5 @@ def client_env(port: int, directory: Path | None = None) -> dict[str, str]:
         "AWS_DEFAULT_REGION": REGION,
         "CDK_DEFAULT_ACCOUNT": ACCOUNT_ID,
         "CDK_DEFAULT_REGION": REGION,
-        "DEPLOY_TARGET": "local",
+        "DOCTABLE_DEPLOY_TARGET": "local",  # the knob deploy_target, as the project reads it
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from contract.findings import Finding, Level
 from contract.knobs import DocTableConfig
 from doctable.aws import Aws, arn_region, call_or_none
 from doctable.ops.grants import (
@@ -15,9 +16,6 @@ from doctable.ops.grants import (
     missing_stream_grants,
 )
 from doctable.ops.kinesis import ACTIVE, declared_stream
-
-STOP, WARN, OK = "STOP", "WARN", "OK"
-Found = tuple[str, str, str, str, str]  # (level, subject, live, declared, effect)
 
 
 def _probe_arns(
@@ -36,7 +34,7 @@ def _probe_arns(
 
 def consumer_findings(
     aws: Aws, config: DocTableConfig, stream_arn: str | None, out: Callable[[str], str | None]
-) -> list[Found]:
+) -> list[Finding]:
     """Preflight's findings on the borrowed consumer (none without one); ``out``: the deployment's outputs."""
     arn = config.borrowed_consumer_arn
     if not arn:
@@ -44,22 +42,21 @@ def consumer_findings(
     region = arn_region(arn)
     if region and region != aws.region:
         return [
-            (
-                STOP, "borrowed consumer", f"in {region}", f"in {aws.region}",
+            Finding(
+                Level.STOP, "consumer.other_region", "borrowed consumer", f"in {region}", f"in {aws.region}",
                 "a mapping needs the function in the table's region: fix the consumer knob or AWS_REGION",
+                before=region, after=aws.region,
             )
         ]  # fmt: skip
     function = call_or_none(aws.client("lambda").get_function, FunctionName=arn)
     if function is None:
         return [
-            (
-                STOP,
-                "borrowed consumer",
-                "not found",
-                arn,
+            Finding(
+                Level.STOP, "consumer.missing", "borrowed consumer", "not found", arn,
                 f"consumer {arn} not found — apply its plan first (this stack wires it, never creates it)",
+                before=None, after=arn,
             )
-        ]
+        ]  # fmt: skip
     role = function["Configuration"].get("Role", "")
     probe_arn, reads_kinesis = _probe_arns(aws, config, stream_arn, out)
     if reads_kinesis:
@@ -71,20 +68,24 @@ def consumer_findings(
     source = "the Kinesis data stream" if reads_kinesis else "the stream"
     if missing:
         return [
-            (
-                WARN,
-                "consumer role grants",
-                f"lacks {', '.join(missing)}",
+            Finding(
+                Level.WARN, "consumer.cannot_read_stream", "consumer role grants", f"lacks {', '.join(missing)}",
                 ", ".join(a.split(":")[1] for a in wanted),
                 f"role {role} cannot read {source} ({how}): creating the mapping will fail until the function's "
                 "own plan grants them",
+                before=[a for a in wanted if a not in missing], after=list(wanted),
             )
-        ]
+        ]  # fmt: skip
     granted = "Kinesis stream" if reads_kinesis else "stream"
-    return [(OK, "borrowed consumer", f"exists, {granted} grants present", arn, f"checked by {how}")]
+    return [
+        Finding(
+            Level.OK, "consumer.ok", "borrowed consumer", f"exists, {granted} grants present", arn,
+            f"checked by {how}", before=arn, after=arn,
+        )
+    ]  # fmt: skip
 
 
-def kinesis_stream_findings(aws: Aws, config: DocTableConfig) -> list[Found]:
+def kinesis_stream_findings(aws: Aws, config: DocTableConfig) -> list[Finding]:
     """Preflight's findings on a borrowed Kinesis stream (``kinesis=<ARN>``): it must exist, ACTIVE, in the table's
     region, or enabling the destination fails the deploy."""
     arn = config.borrowed_kinesis_arn
@@ -93,17 +94,20 @@ def kinesis_stream_findings(aws: Aws, config: DocTableConfig) -> list[Found]:
     region = arn_region(arn)
     if region and region != aws.region:
         return [
-            (
-                STOP, "borrowed kinesis stream", f"in {region}", f"in {aws.region}",
+            Finding(
+                Level.STOP, "kinesis.stream_other_region", "borrowed kinesis stream", f"in {region}",
+                f"in {aws.region}",
                 "the table streams only to a Kinesis stream in its own region: fix the kinesis knob or AWS_REGION",
+                before=region, after=aws.region,
             )
         ]  # fmt: skip
     reply = call_or_none(aws.client("kinesis").describe_stream_summary, StreamARN=arn)
     if reply is None:
         return [
-            (
-                STOP, "borrowed kinesis stream", "not found", arn,
+            Finding(
+                Level.STOP, "kinesis.stream_missing", "borrowed kinesis stream", "not found", arn,
                 f"stream {arn} not found — create it first (this stack streams into it, never creates it)",
+                before=None, after=arn,
             )
         ]  # fmt: skip
     summary = reply["StreamDescriptionSummary"]
@@ -112,12 +116,14 @@ def kinesis_stream_findings(aws: Aws, config: DocTableConfig) -> list[Found]:
     live = f"{status}, {mode}, {summary.get('EncryptionType') or 'NONE'}"
     if status != ACTIVE:
         return [
-            (
-                WARN,
-                "borrowed kinesis stream",
-                live,
-                ACTIVE,
-                "enabling the destination fails until it is ACTIVE",
+            Finding(
+                Level.WARN, "kinesis.stream_not_active", "borrowed kinesis stream", live, ACTIVE,
+                "enabling the destination fails until it is ACTIVE", before=status, after=ACTIVE,
             )
-        ]
-    return [(OK, "borrowed kinesis stream", live, arn, "exists and is ACTIVE")]
+        ]  # fmt: skip
+    return [
+        Finding(
+            Level.OK, "kinesis.ok", "borrowed kinesis stream", live, arn, "exists and is ACTIVE",
+            before=status, after=ACTIVE,
+        )
+    ]  # fmt: skip

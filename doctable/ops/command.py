@@ -9,15 +9,16 @@ from collections.abc import Callable
 from typing import Any
 
 from contract.knobs import DocTableConfig
+from contract.settings import Resolved
 from doctable.aws import Aws, user_errors
 from doctable.errors import UserError
 from doctable.ops.context import (
     Deployment,
     add_knob_arguments,
+    check_binding,
     check_region,
     describe_stack,
-    given_knobs,
-    resolve_knobs,
+    resolve_run,
     use_deployed_knobs,
 )
 from doctable.ops.render import Progress
@@ -26,7 +27,7 @@ Command = Callable[[argparse.Namespace], int]
 
 
 def add_common_arguments(parser: argparse.ArgumentParser, *, json_help: str) -> None:
-    """The knobs (as ``cdk deploy`` takes them), ``--region`` and ``--json``."""
+    """The settings (``--env``, ``--config``, ``-c``), the credentials (``--profile``, ``--region``), ``--json``."""
     add_knob_arguments(parser)
     parser.add_argument("--json", action="store_true", help=json_help)
 
@@ -43,17 +44,17 @@ def seconds(value: str) -> float:
 
 
 def connect(args: argparse.Namespace, *, same_region: bool = True) -> tuple[DocTableConfig, Aws, Deployment]:
-    """Resolve the knobs, open the session (credentials checked first) and describe the stack; the config
-    returned is the one the stack was deployed with (its ``Knobs`` output) whenever it recorded one.
+    """Resolve the settings, open the session (credentials checked first, then the environment's account and
+    region binding) and describe the stack; the config returned is the one the stack was deployed with (its
+    ``Knobs`` output) whenever it recorded one.
 
-    Knobs given that differ from the deployed ones are reported on stderr as pending (``deployment.pending``).
+    Settings that differ from the deployed knobs are reported on stderr as pending (``deployment.pending``).
     ``same_region``: refuse a stack whose ARNs name another region or account than the client's.
     """
-    config = resolve_knobs(args)
-    given = given_knobs(args)
-    aws = Aws.connect(args.region)
-    aws.identity()
-    deployment = use_deployed_knobs(describe_stack(aws, config), given)
+    resolved = resolve_run(args)
+    aws = connect_aws(args, resolved)
+    deployment = use_deployed_knobs(describe_stack(aws, resolved.config))
+    deployment.overrides = resolved.overrides
     if same_region:
         check_region(deployment)
     report_knobs(
@@ -62,6 +63,17 @@ def connect(args: argparse.Namespace, *, same_region: bool = True) -> tuple[DocT
         quiet=bool(getattr(args, "quiet", False)),
     )
     return deployment.config, aws, deployment
+
+
+def connect_aws(args: argparse.Namespace, resolved: Resolved) -> Aws:
+    """The session for ``args`` (``--profile``, ``--region``, else the environment's region), its identity
+    checked against the environment's binding."""
+    aws = Aws.connect(
+        getattr(args, "region", None) or resolved.region, profile=getattr(args, "profile", None)
+    )
+    aws.identity()
+    check_binding(resolved, aws)
+    return aws
 
 
 def report_knobs(deployment: Deployment, progress: Progress, *, quiet: bool = False) -> None:

@@ -19,25 +19,35 @@ from contract.knobs import (
     ConfigError,
     DocTableConfig,
     knobs_from_record,
-    load_cdk_json_defaults,
     resolve_config,
 )
+from contract.settings import CONFIG_VARIABLE, FILE_NAME, Override, Resolved, resolve_settings
 from doctable.aws import Aws, arn_account, arn_region, error_code, user_errors
 from doctable.errors import UserError
 
+DEPLOYED, GIVEN = "deployed", "given"  # where a Deployment's ``config`` came from
 STABLE_STACK_STATES = frozenset({"CREATE_COMPLETE", "UPDATE_COMPLETE", "IMPORT_COMPLETE"})
 STATE_DIR_ENV = "DOCTABLE_STATE_DIR"
-# The knobs that name the stack: they choose WHICH stack a command reads, so giving them is never a change.
+# The knobs that name the stack: they choose WHICH stack a command reads, so they never differ from it.
 IDENTITY_KNOBS = ("env", "table_base")
-# Knobs that say where the stack goes, not what it is: `doctable local env` exports DEPLOY_TARGET for every
-# command, so giving them (with the identity knobs) still counts as "no knobs given" for what a deploy changes.
-PLACE_KNOBS = (*IDENTITY_KNOBS, "deploy_target")
 
 
 def add_knob_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--env`` and ``-c knob=value``: the knobs as ``cdk deploy`` takes them (plus the environment)."""
-    group = parser.add_argument_group("knobs (resolved exactly as the CDK app resolves them)")
-    group.add_argument("--env", dest="env_name", metavar="ENV", help=f"environment: {'|'.join(ENV_VALUES)}")
+    """The environment, its settings file and this run's overrides; the credentials' profile and region."""
+    group = parser.add_argument_group(
+        "settings (doctable.toml, resolved exactly as the CDK app resolves them)"
+    )
+    group.add_argument(
+        "--env",
+        dest="env_name",
+        metavar="ENV",
+        help=f"the environment: {'|'.join(ENV_VALUES)} (or DOCTABLE_ENV)",
+    )
+    group.add_argument(
+        "--config",
+        metavar="FILE",
+        help=f"the settings file (default: ${CONFIG_VARIABLE}, else {FILE_NAME} here or in the project)",
+    )
     group.add_argument(
         "-c",
         "--context",
@@ -45,10 +55,16 @@ def add_knob_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KNOB=VALUE",
-        help=f"a knob as `cdk deploy -c` takes it (repeatable); then env vars (GSI={names.GSI_NAME} ...), "
-        "then cdk.json",
+        help=f"override a knob for this run, as `cdk deploy -c` takes it (repeatable; or DOCTABLE_<KNOB>, "
+        f"e.g. DOCTABLE_GSI={names.GSI_NAME})",
     )
-    parser.add_argument("--region", help="AWS region (default: the SDK's, i.e. AWS_REGION / the profile)")
+    creds = parser.add_argument_group("credentials")
+    creds.add_argument(
+        "--profile", help="the AWS profile (default: AWS_PROFILE, else the SDK's default chain)"
+    )
+    creds.add_argument(
+        "--region", help="the AWS region (default: the environment's in the settings file, else AWS_REGION)"
+    )
 
 
 def parse_context(pairs: Sequence[str], env_name: str | None) -> dict[str, str]:
@@ -65,24 +81,21 @@ def parse_context(pairs: Sequence[str], env_name: str | None) -> dict[str, str]:
     return context
 
 
-def given_knobs(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> set[str]:
-    """The knobs the user gave: ``-c``/``--env``, or a non-empty upper-cased environment variable. cdk.json's
-    defaults are not given: they are what a deploy without knobs would use, not what the stack runs with."""
-    environ = os.environ if environ is None else environ
-    context = parse_context(args.context or [], args.env_name)
-    return {name for name in KNOB_DEFAULTS if name in context or environ.get(name.upper())}
+def resolve_run(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Resolved:
+    """The settings this run uses: the file's environment, then ``-c`` and DOCTABLE_ overrides."""
+    context = parse_context(getattr(args, "context", None) or [], getattr(args, "env_name", None))
+    try:
+        return resolve_settings(
+            context=context,
+            environ=os.environ if environ is None else environ,
+            config_path=getattr(args, "config", None),
+        )
+    except ConfigError as exc:
+        raise UserError("invalid settings: " + "; ".join(exc.problems)) from exc
 
 
 def resolve_knobs(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> DocTableConfig:
-    context = parse_context(args.context or [], args.env_name)
-    try:
-        return resolve_config(
-            context=context,
-            environ=os.environ if environ is None else environ,
-            defaults=load_cdk_json_defaults(),
-        )
-    except ConfigError as exc:
-        raise UserError("invalid knobs: " + "; ".join(exc.problems)) from exc
+    return resolve_run(args, environ).config
 
 
 def state_dir(explicit: str | None = None) -> Path:
@@ -117,20 +130,23 @@ class Deployment:
     status_reason: str | None = None
     outputs: dict[str, str] = field(default_factory=dict)
     last_updated: str | None = None
-    # What the knobs given (plus cdk.json's defaults) resolve to: what a deploy with them would build. ``config``
-    # is the truth the commands check: the knobs the stack recorded when there is a record, else these.
+    # What the settings (file and overrides) resolve to: what a deploy would build. ``config`` is the truth the
+    # commands check: the knobs the stack recorded when there is a record, else these.
     intended: DocTableConfig | None = None
-    knobs_source: str = "given"  # "deployed" | "given"
+    knobs_source: str = GIVEN  # DEPLOYED | GIVEN
     pending: list[PendingKnob] = field(default_factory=list)
-    knob_note: str | None = None  # why the deployed knobs could not be used, or what a knob-less deploy does
-    given: set[str] = field(default_factory=set)
+    knob_note: str | None = None  # why the deployed knobs could not be used
+    overrides: list[Override] = field(default_factory=list)  # this run's -c / DOCTABLE_ knobs unlike the file
 
     @property
     def target(self) -> DocTableConfig:
-        """What a deploy is compared with: the knobs given, or the deployed ones when none are given."""
-        if self.intended is not None and self.given - set(PLACE_KNOBS):
-            return self.intended
-        return self.config
+        """What a deploy is compared with: what the settings resolve to."""
+        return self.intended if self.intended is not None else self.config
+
+    @property
+    def recorded(self) -> bool:
+        """``config`` is what the stack recorded at its last deploy (its ``Knobs`` output)."""
+        return self.knobs_source == DEPLOYED
 
     @property
     def exists(self) -> bool:
@@ -213,42 +229,32 @@ def deployed_config(deployment: Deployment) -> DocTableConfig | None:
         ) from exc
 
 
-def pending_knobs(given: set[str], intended: DocTableConfig, deployed: DocTableConfig) -> list[PendingKnob]:
-    """Each knob given whose value differs from the deployed one (identity knobs name the stack: never)."""
+def pending_knobs(intended: DocTableConfig, deployed: DocTableConfig) -> list[PendingKnob]:
+    """Each knob whose setting differs from the deployed one (identity knobs name the stack: never)."""
     want, have = intended.knob_values(), deployed.knob_values()
     return [
         PendingKnob(name, have[name], want[name])
         for name in KNOB_DEFAULTS
-        if name in given and name not in IDENTITY_KNOBS and want[name] != have[name]
+        if name not in IDENTITY_KNOBS and want[name] != have[name]
     ]
 
 
-def use_deployed_knobs(deployment: Deployment, given: set[str]) -> Deployment:
-    """Make the knobs the stack was deployed with the truth (``deployment.config``); knobs given that differ
-    become ``pending`` (a change the next deploy makes), never the truth. Without a record: the knobs given."""
+def use_deployed_knobs(deployment: Deployment) -> Deployment:
+    """Make the knobs the stack was deployed with the truth (``deployment.config``); settings that differ
+    become ``pending`` (a change the next deploy makes), never the truth. Without a record: the settings."""
     intended = deployment.config
     deployment.intended = intended
-    deployment.given = set(given)
     deployed = deployed_config(deployment) if deployment.exists else None
     if deployed is None:
         if deployment.exists:
             deployment.knob_note = (
                 f"stack {intended.stack_name} ({deployment.stack_status}) records no {names.OUT_KNOBS} output: "
-                "using the knobs given (and cdk.json's defaults for the rest)"
+                "using the settings"
             )
         return deployment
     deployment.config = deployed
-    deployment.knobs_source = "deployed"
-    deployment.pending = pending_knobs(given, intended, deployed)
-    if not given - set(PLACE_KNOBS):
-        differ = [
-            name for name, value in intended.knob_values().items() if deployed.knob_values()[name] != value
-        ]
-        if differ:
-            deployment.knob_note = (
-                "no knobs given: using the deployed ones; a deploy without knobs would deploy cdk.json's "
-                f"defaults, which differ in {', '.join(differ)}"
-            )
+    deployment.knobs_source = DEPLOYED
+    deployment.pending = pending_knobs(intended, deployed)
     return deployment
 
 
@@ -282,12 +288,25 @@ def require_deployed(deployment: Deployment, *, hint_region: str | None = None) 
     hint = ""
     if hint_region and hint_region != deployment.region:
         hint = f"; the ledger records it in {hint_region}: region mismatch? set AWS_REGION={hint_region}"
-    knobs = f"-c env={config.env}" + (
-        f" -c table_base={config.table_base}" if config.table_base != KNOB_DEFAULTS["table_base"] else ""
-    )
     raise UserError(
-        f"stack {config.stack_name} is not deployed ({where}){hint}; deploy it first: npx cdk deploy {knobs}"
+        f"stack {config.stack_name} is not deployed ({where}){hint}; deploy it first: doctable deploy --env {config.env}"
     )
+
+
+def check_binding(resolved: Resolved, aws: Aws) -> None:
+    """An environment bound to an account or region runs nowhere else: one line naming both, before any change."""
+    env = resolved.config.env
+    where = resolved.path.name if resolved.path else "the settings"
+    if resolved.account and aws.account != resolved.account:
+        raise UserError(
+            f"account mismatch: environment {env} is bound to account {resolved.account} in {where}, but the "
+            f"credentials are for account {aws.account}; switch credentials (--profile or AWS_PROFILE)"
+        )
+    if resolved.region and aws.region != resolved.region:
+        raise UserError(
+            f"region mismatch: environment {env} is bound to region {resolved.region} in {where}, but the client "
+            f"is in {aws.region}; drop --region/AWS_REGION or set it to {resolved.region}"
+        )
 
 
 def table_tags(aws: Aws, table_arn: str) -> dict[str, str]:

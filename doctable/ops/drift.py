@@ -286,7 +286,7 @@ def changed_by_deploy(prop: str, deployed: DocTableConfig, target: DocTableConfi
         return before.live_fields().get(name) != after.live_fields().get(name)
     if prop.startswith("kinesis:"):
         return kinesis.changed_by_deploy(deployed, target)
-    if prop in table_security.SUBJECT_PROPS.values():
+    if prop in table_security.PROPS:
         return table_security.changed_by_deploy(prop, deployed, target)
     before_table, after_table = table_shape(deployed), table_shape(target)
     if prop == "ttl":

@@ -10,6 +10,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from contract import names
+from contract.findings import Finding, Level
 from contract.knobs import KINESIS_RETENTION_HOURS, RETAINING_ENVS, DocTableConfig
 from doctable.aws import error_code
 from doctable.ops.plan import HOURS_PER_MONTH, value
@@ -32,7 +33,6 @@ ENABLE_CALL = "EnableKinesisStreamingDestination"
 UPDATE_CALL = "UpdateKinesisStreamingDestination"
 CALLS = (ENABLE_CALL, UPDATE_CALL)
 PROP_DESTINATION, PROP_PRECISION, PROP_OTHERS = "kinesis:destination", "kinesis:precision", "kinesis:others"
-CHANGE = "CHANGE"
 CREATED = "created by the stack"
 
 
@@ -137,24 +137,37 @@ def _leave_text(deployed: DocTableConfig) -> str:
             "table): its unread records stay readable until its retention ends, and its stream-hours (~$"
             f"{value('price_kinesis_stream_hour') * HOURS_PER_MONTH:.2f}/month) are billed until you delete it"
         )
+    return "the stack deletes the stream it created (its own line says what is lost)"
+
+
+def _knob_value(config: DocTableConfig) -> str | None:
+    """The ``kinesis`` knob as a finding's value: ``on``, a stream ARN, or None when off."""
+    return config.kinesis if config.has_kinesis else None
+
+
+def deletes_stack_stream(deployed: DocTableConfig, target: DocTableConfig) -> bool:
+    """The deploy deletes the stream the stack created (outside uat|prod, which retain it)."""
     return (
-        "the stack DELETES the stream it created, with the records no reader has read yet (its "
-        f"{KINESIS_RETENTION_HOURS} h of changes)"
+        deployed.creates_kinesis_stream
+        and not target.creates_kinesis_stream
+        and not deployed.retain_on_delete
     )
 
 
-def findings(deployed: DocTableConfig, target: DocTableConfig) -> list[tuple[str, str, str, str, str]]:
-    """Preflight's (level, subject, live, declared, effect) for a change of the ``kinesis`` knob."""
+def findings(deployed: DocTableConfig, target: DocTableConfig) -> list[Finding]:
+    """Preflight's findings for a change of the ``kinesis`` knob (and the stack's stream deleted with it)."""
     if deployed.kinesis == target.kinesis:
         return []
     if not deployed.has_kinesis:
-        effect = _enable_text(target)
+        code, effect = "kinesis.enabled", _enable_text(target)
     elif not target.has_kinesis:
+        code = "kinesis.disabled"
         effect = (
             "disables Kinesis Data Streams for DynamoDB (DisableKinesisStreamingDestination): changes stop reaching "
             f"the stream and change data capture billing stops; {_leave_text(deployed)}"
         )
     else:
+        code = "kinesis.changed"
         effect = (
             "switches the destination: the old one is disabled, then the new one enabled; changes made between "
             "the old one's DISABLED and the new one's ACTIVE reach NEITHER stream (a gap), and the new stream holds "
@@ -163,7 +176,23 @@ def findings(deployed: DocTableConfig, target: DocTableConfig) -> list[tuple[str
         )
     if deployed.reads_kinesis or target.reads_kinesis:
         effect += "; the mapping line says what the consumer's source change does"
-    return [(CHANGE, "kinesis", _stream_label(deployed), _stream_label(target), effect)]
+    before, after = _knob_value(deployed), _knob_value(target)
+    found = [
+        Finding(
+            Level.CHANGE, code, "kinesis", _stream_label(deployed), _stream_label(target), effect,
+            before=before, after=after,
+        )
+    ]  # fmt: skip
+    if deletes_stack_stream(deployed, target):
+        found.append(
+            Finding(
+                Level.CHANGE, "kinesis.stream_deleted", "kinesis stream", f"on-demand stream {CREATED}", "deleted",
+                "the stack DELETES the stream it created, with the records no reader has read yet (its "
+                f"{KINESIS_RETENTION_HOURS} h of changes)",
+                destructive=True, before=CREATED, after=None,
+            )
+        )  # fmt: skip
+    return found
 
 
 def switch_text(deployed: DocTableConfig, target: DocTableConfig, starting_position: str, latest: str) -> str:

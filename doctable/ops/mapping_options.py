@@ -3,15 +3,15 @@ does and costs: preflight's lines for the two knobs, read from the shapes the de
 
 from __future__ import annotations
 
+from contract.findings import Finding, Level
 from contract.knobs import DocTableConfig
 from contract.shape import mapping_shape
 from doctable.ops.live import FILTER_FIELD, METRICS_FIELD, setting_text
 
-CHANGE = "CHANGE"
 
-
-def findings(deployed: DocTableConfig, target: DocTableConfig) -> list[tuple[str, str, str, str, str]]:
-    """(level, subject, live, declared, effect) for each of the two settings the deploy changes in place."""
+def findings(deployed: DocTableConfig, target: DocTableConfig) -> list[Finding]:
+    """Preflight's CHANGE findings for each of the two settings the deploy changes in place (before/after: the
+    knobs' values)."""
     before, after = mapping_shape(deployed), mapping_shape(target)
     if before is None or after is None:
         return []  # the mapping is created or deleted: the mapping line says so
@@ -33,7 +33,12 @@ def findings(deployed: DocTableConfig, target: DocTableConfig) -> list[tuple[str
                 f"events={target.events}: every record polled after the update is delivered (more invocations); "
                 "records dropped while the filter was on are not re-read"
             )
-        found.append((CHANGE, "mapping events", live, want, effect))
+        found.append(
+            Finding(
+                Level.CHANGE, "mapping.events_changed", "mapping events", live, want, effect,
+                before=deployed.events, after=target.events,
+            )
+        )  # fmt: skip
     if before.metrics != after.metrics:
         live, want = (
             setting_text(METRICS_FIELD, before.metrics_config),
@@ -50,5 +55,10 @@ def findings(deployed: DocTableConfig, target: DocTableConfig) -> list[tuple[str
                 "the EventCount metrics stop (and their CloudWatch charge) and the DroppedEvents alarm is removed: "
                 "records lost because the failure bucket refused them go unnoticed; in place, no re-read"
             )
-        found.append((CHANGE, "mapping metrics", live, want, effect))
+        found.append(
+            Finding(
+                Level.CHANGE, "mapping.metrics_changed", "mapping metrics", live, want, effect,
+                before=deployed.mapping_metrics, after=target.mapping_metrics,
+            )
+        )  # fmt: skip
     return found

@@ -78,7 +78,7 @@ def rolled_back_note(deployment: Deployment) -> str | None:
     reason = f" ({deployment.status_reason})" if deployment.status_reason else ""
     knobs = (
         "the knobs the stack holds (its Knobs output), not the ones that failed to deploy"
-        if deployment.knobs_source == "deployed"
+        if deployment.recorded
         else "the knobs given (the stack records none)"
     )
     return f"the last update of stack {deployment.config.stack_name} rolled back{reason}: checking {knobs}"

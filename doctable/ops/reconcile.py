@@ -89,7 +89,7 @@ def apply_all(
 
 def cmd_reconcile(args: argparse.Namespace) -> int:
     config, aws, deployment = connect(args)
-    if deployment.exists and deployment.knobs_source != "deployed":
+    if deployment.exists and not deployment.recorded:
         raise UserError(
             f"stack {config.stack_name} records no {names.OUT_KNOBS} output, so its declared configuration is "
             "unknown: redeploy it (the stack then records its knobs) before reconciling"

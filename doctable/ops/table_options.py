@@ -9,6 +9,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from contract.findings import Finding, Level
 from contract.knobs import TABLE_CLASS_DEFAULT_CFN
 from contract.shape import TableShape
 
@@ -17,21 +18,16 @@ INSIGHTS_ENABLED = "ENABLED"
 READ, WRITE = "MaxReadRequestUnits", "MaxWriteRequestUnits"
 WARM_READ, WARM_WRITE = "ReadUnitsPerSecond", "WriteUnitsPerSecond"
 
-# Finding subject -> the property drift and a deploy's changes are compared by.
-SUBJECT_PROPS = {
-    "table class": "table_class",
-    "max throughput": "on_demand",
-    "warm throughput": "warm",
-    "pitr period": "pitr_days",
-    "contributor insights": "contributor_insights",
-}
-# Warm throughput only rises (DynamoDB raises it by itself): nothing to restore.
-RECONCILED_SUBJECTS = {k: v for k, v in SUBJECT_PROPS.items() if v != "warm"}
-
 # What each repair calls (drift.py groups repairs by these).
 UPDATE_TABLE, PITR_CALL, INSIGHTS_CALL = "UpdateTable", "UpdateContinuousBackups", "UpdateContributorInsights"
 
-CHANGE = "CHANGE"
+# Each option's finding code (the PITR period's depends on the direction: see findings).
+CODES = {
+    "table_class": "table_class.changed",
+    "on_demand": "throughput.max_changed",
+    "warm": "throughput.warm_changed",
+    "contributor_insights": "contributor_insights.changed",
+}
 EFFECTS = {
     "table_class": "an UpdateTable in place: the table stays ACTIVE and serves traffic while the class changes "
     "(hours on a big table); AWS allows two class changes per table in a trailing 30 days. Standard-IA stores "
@@ -141,12 +137,37 @@ def differences(shape: TableShape, live: LiveOptions) -> list[tuple[str, str, st
     return found
 
 
-def findings(ddb: Any, shape: TableShape, table: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
-    """Preflight's (level, subject, live, declared, effect) for each option an update changes."""
+def _values(prop: str, shape: TableShape, live: LiveOptions) -> tuple[Any, Any]:
+    """(live, declared) of ``prop`` as plain values: the class, the caps, the warm rates, days, the mode."""
+    if prop == "table_class":
+        return live.table_class, shape.table_class
+    if prop == "on_demand":
+        return live.on_demand, shape.on_demand_throughput
+    if prop == "warm":
+        return live.warm or None, shape.warm_throughput
+    if prop == "pitr_days":
+        return live.pitr_days, shape.recovery_period_days
+    return live.insights_mode, shape.contributor_insights_mode
+
+
+def findings(ddb: Any, shape: TableShape, table: dict[str, Any]) -> list[Finding]:
+    """Preflight's CHANGE findings, one per option an update changes."""
     live = LiveOptions.read(ddb, table)
-    return [
-        (CHANGE, subject, have, want, EFFECTS[prop]) for prop, subject, have, want in differences(shape, live)
-    ]
+    found = []
+    for prop, subject, have, want in differences(shape, live):
+        before, after = _values(prop, shape, live)
+        if prop == "pitr_days":
+            # A shorter window drops the restore points older than it at once: they cannot come back.
+            shorter = after is not None and before is not None and after < before
+            code, destructive = (
+                ("pitr.window_shortened", True) if shorter else ("pitr.window_lengthened", False)
+            )
+        else:
+            code, destructive = CODES[prop], False
+        found.append(
+            Finding(Level.CHANGE, code, subject, have, want, EFFECTS[prop], destructive, before, after)
+        )
+    return found
 
 
 def repair(shape: TableShape, prop: str) -> tuple[str | None, dict[str, Any], str]:

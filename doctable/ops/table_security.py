@@ -8,14 +8,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from contract import names, policy_doc
-from contract.knobs import DocTableConfig
+from contract.findings import Finding, Level
+from contract.knobs import (
+    ENCRYPTION_AWS_MANAGED,
+    ENCRYPTION_AWS_OWNED,
+    ENCRYPTION_CUSTOMER_MANAGED,
+    DocTableConfig,
+)
 from contract.shape import EncryptionShape, encryption_shape
 from doctable.aws import Aws
 from doctable.ops.verify.security import declared_policy, live_encryption, live_policy
 
+# The properties drift and a deploy's changes are compared by.
 ENCRYPTION, RESOURCE_POLICY = "encryption", "resource_policy"
-# Finding subject -> the property drift and a deploy's changes are compared by.
-SUBJECT_PROPS = {"encryption": ENCRYPTION, "resource policy": RESOURCE_POLICY}
+PROPS = (ENCRYPTION, RESOURCE_POLICY)
 # What each repair calls (drift.py runs them in its order).
 SSE_CALL, PUT_POLICY_CALL, DELETE_POLICY_CALL = (
     "UpdateTable (SSESpecification)",
@@ -24,7 +30,7 @@ SSE_CALL, PUT_POLICY_CALL, DELETE_POLICY_CALL = (
 )
 CALLS = (SSE_CALL, PUT_POLICY_CALL, DELETE_POLICY_CALL)
 
-CHANGE = "CHANGE"
+CODES = {ENCRYPTION: "key.changed", RESOURCE_POLICY: "resource_policy.changed"}
 EFFECTS = {
     ENCRYPTION: "an UpdateTable in place, online: the table stays ACTIVE and serves reads and writes while "
     "DynamoDB re-encrypts (SSEDescription UPDATING, minutes on a big table); the stream and buckets follow (new "
@@ -77,28 +83,67 @@ def _policy_matches(live: LiveSecurity, shape: EncryptionShape, table_arn: str) 
     return live.policy is not None and policy_doc.canonical(live.policy) == policy_doc.canonical(declared)
 
 
-def differences(
-    aws: Aws, config: DocTableConfig, table: dict[str, Any], stack_key: str | None
+def _differences(
+    live: LiveSecurity, shape: EncryptionShape, table_arn: str, stack_key: str | None
 ) -> list[tuple[str, str, str, str]]:
-    """(prop, subject, live, declared) of each property whose live value differs from ``config``'s."""
-    shape, live = encryption_shape(config), LiveSecurity.read(aws, table)
     found = []
     if not _encryption_matches(live, shape, stack_key):
         found.append((ENCRYPTION, "encryption", live.encryption, _declared_encryption(shape, stack_key)))
-    if not _policy_matches(live, shape, str(table["TableArn"])):
+    if not _policy_matches(live, shape, table_arn):
         declared = f"= {shape.resource_policy_path}" if shape.resource_policy_path else "none"
         found.append((RESOURCE_POLICY, "resource policy", _policy_text(live), declared))
     return found
 
 
-def findings(
+def differences(
     aws: Aws, config: DocTableConfig, table: dict[str, Any], stack_key: str | None
-) -> list[tuple[str, str, str, str, str]]:
-    """preflight's CHANGE findings (level, subject, live, declared, effect) for a deploy of ``config``."""
-    return [
-        (CHANGE, subject, have, want, EFFECTS[prop])
-        for prop, subject, have, want in differences(aws, config, table, stack_key)
-    ]
+) -> list[tuple[str, str, str, str]]:
+    """(prop, subject, live, declared) of each property whose live value differs from ``config``'s."""
+    live = LiveSecurity.read(aws, table)
+    return _differences(live, encryption_shape(config), str(table["TableArn"]), stack_key)
+
+
+def _live_key(live: LiveSecurity) -> dict[str, str | None]:
+    kind = {None: ENCRYPTION_AWS_OWNED, "AWS": ENCRYPTION_AWS_MANAGED}.get(live.key_manager)
+    return {"encryption": kind or ENCRYPTION_CUSTOMER_MANAGED, "key": live.key_arn}
+
+
+def _declared_key(shape: EncryptionShape, stack_key: str | None) -> dict[str, str | None]:
+    if shape.sse_type is None:
+        return {"encryption": ENCRYPTION_AWS_OWNED, "key": None}
+    if not shape.customer_managed:
+        return {"encryption": ENCRYPTION_AWS_MANAGED, "key": None}
+    return {"encryption": ENCRYPTION_CUSTOMER_MANAGED, "key": shape.borrowed_key_arn or stack_key}
+
+
+def findings(aws: Aws, config: DocTableConfig, table: dict[str, Any], stack_key: str | None) -> list[Finding]:
+    """preflight's CHANGE findings for a deploy of ``config``; before/after: the key (encryption kind and ARN),
+    the policy's canonical statements (None without one)."""
+    shape, live = encryption_shape(config), LiveSecurity.read(aws, table)
+    found = []
+    for prop, subject, have, want in _differences(live, shape, str(table["TableArn"]), stack_key):
+        if prop == ENCRYPTION:
+            # New data is encrypted with the new key; whatever still needs the old one breaks if it goes.
+            before: Any = _live_key(live)
+            after: Any = _declared_key(shape, stack_key)
+        else:
+            before = policy_doc.canonical(live.policy) if live.policy else None
+            path = shape.resource_policy_path
+            after = policy_doc.canonical(declared_policy(path, str(table["TableArn"]))) if path else None
+        found.append(
+            Finding(
+                Level.CHANGE,
+                CODES[prop],
+                subject,
+                have,
+                want,
+                EFFECTS[prop],
+                prop == ENCRYPTION,
+                before,
+                after,
+            )
+        )
+    return found
 
 
 def repair(

@@ -92,7 +92,7 @@ def test_up_is_idempotent_and_env_points_at_it(local_aws: lt.LocalAWS) -> None:
     assert api.running(local_aws.directory) == local_aws.info
     env = dict(line.removeprefix("export ").split("=", 1) for line in api.env_lines(local_aws.info.port))
     assert env["AWS_ENDPOINT_URL"] == f"https://localhost:{local_aws.info.port}"
-    assert env["DEPLOY_TARGET"] == "local"
+    assert env["DOCTABLE_DEPLOY_TARGET"] == "local"
     assert env["CDK_DEFAULT_ACCOUNT"] == "123456789012" and env["AWS_REGION"] == env["CDK_DEFAULT_REGION"]
 
 

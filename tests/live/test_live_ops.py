@@ -36,7 +36,7 @@ KNOBS = {"env": "dev", "table_base": BASE, "gsi": "gsi1", "ttl": "on", "pitr": "
 
 
 def _env(tmp: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("AWS_ENDPOINT_URL", "DEPLOY_TARGET")}
+    env = {k: v for k, v in os.environ.items() if k not in ("AWS_ENDPOINT_URL", "DOCTABLE_DEPLOY_TARGET")}
     env.update(
         DOCTABLE_STATE_DIR=str(tmp / "state"),
         DOCTABLE_LEDGER_DIR=str(tmp / "ledger"),

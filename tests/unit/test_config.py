@@ -8,24 +8,24 @@ from pathlib import Path
 import pytest
 
 from contract.knobs import (
-    DEFAULTS_CONTEXT_KEY,
     KNOB_DEFAULTS,
     ConfigError,
     knobs_from_record,
-    load_cdk_json_defaults,
     resolve_config,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_cdk_json_carries_every_knob_default() -> None:
+def test_cdk_json_holds_no_knob() -> None:
+    # GIVEN cdk.json  THEN it carries CDK's own settings only: the knobs live in doctable.toml
     context = json.loads((ROOT / "cdk.json").read_text())["context"]
-    assert context[DEFAULTS_CONTEXT_KEY] == KNOB_DEFAULTS
+    assert not set(context) & set(KNOB_DEFAULTS)
+    assert all(":" in key for key in context)
 
 
 def test_defaults_give_the_flat_dev_table() -> None:
-    config = resolve_config(context={}, environ={}, defaults=load_cdk_json_defaults())
+    config = resolve_config(context={}, environ={}, defaults={})
     assert (config.gsi, config.ttl, config.stream, config.pitr) == ("none", "off", "none", "off")
     assert config.table_name == "items-dev"
     assert config.stack_name == "doctable-items-dev"
@@ -41,7 +41,7 @@ def test_defaults_give_the_flat_dev_table() -> None:
 def test_context_beats_environment_beats_default() -> None:
     # GIVEN the same knob from all three sources
     defaults = {"gsi": "none", "ttl": "off"}
-    environ = {"GSI": "gsi1", "TTL": "on"}
+    environ = {"DOCTABLE_GSI": "gsi1", "DOCTABLE_TTL": "on"}
     # WHEN context names gsi only
     config = resolve_config(context={"gsi": "none"}, environ=environ, defaults=defaults)
     # THEN context wins for gsi, the environment for ttl
@@ -50,8 +50,37 @@ def test_context_beats_environment_beats_default() -> None:
 
 
 def test_empty_environment_variable_counts_as_unset() -> None:
-    config = resolve_config(context={}, environ={"GSI": ""}, defaults={"gsi": "gsi1"})
+    config = resolve_config(context={}, environ={"DOCTABLE_GSI": ""}, defaults={"gsi": "gsi1"})
     assert config.gsi == "gsi1"
+
+
+def test_unprefixed_variables_are_never_knobs() -> None:
+    # GIVEN the names a shell or a CI runner sets for other purposes
+    environ = {
+        "GSI": "gsi1",
+        "TTL": "on",
+        "ENV": "/root/.shrc",
+        "TIMEOUT": "60",
+        "MEMORY": "512",
+        "OWNER": "x",
+    }
+    # WHEN the knobs are resolved  THEN none of them is read
+    config = resolve_config(context={}, environ=environ, defaults={})
+    assert (config.gsi, config.ttl, config.env, config.timeout, config.memory, config.owner) == (
+        "none",
+        "off",
+        "dev",
+        30,
+        256,
+        "",
+    )
+
+
+def test_unknown_doctable_variable_is_refused_with_a_suggestion() -> None:
+    with pytest.raises(ConfigError) as caught:
+        resolve_config(context={}, environ={"DOCTABLE_GSII": "gsi1", "DOCTABLE_LOCAL_PORT": "1"}, defaults={})
+    assert len(caught.value.problems) == 1
+    assert "DOCTABLE_GSII" in caught.value.problems[0] and "DOCTABLE_GSI?" in caught.value.problems[0]
 
 
 def test_stream_turns_on_the_builtin_consumer_by_default() -> None:
@@ -190,7 +219,9 @@ def test_the_deployed_knob_record_resolves_back_to_the_same_config(context: dict
     config = resolve_config(context=context, environ={})
     record = config.deployed_record()
     # WHEN the record is read back as knobs  THEN it resolves to the very same config, whatever the environment
-    again = resolve_config(context=knobs_from_record(record), environ={"GSI": "gsi1", "TTL": "on"})
+    again = resolve_config(
+        context=knobs_from_record(record), environ={"DOCTABLE_GSI": "gsi1", "DOCTABLE_TTL": "on"}
+    )
     assert again == config
 
 

@@ -51,8 +51,8 @@ class Args:
 
 
 def test_knobs_resolve_like_the_cdk_app(monkeypatch: pytest.MonkeyPatch, env: Path) -> None:
-    # GIVEN GSI=gsi1 in the environment
-    monkeypatch.setenv("GSI", "gsi1")
+    # GIVEN DOCTABLE_GSI=gsi1 in the environment
+    monkeypatch.setenv("DOCTABLE_GSI", "gsi1")
     # THEN the env var applies, -c beats it, and --env is the env knob
     assert resolve_knobs(Args([])).has_gsi  # type: ignore[arg-type]
     assert not resolve_knobs(Args(["gsi=none"])).has_gsi  # type: ignore[arg-type]
@@ -115,7 +115,7 @@ def test_unreachable_endpoint_is_one_line(
 def test_stack_not_deployed(moto: Aws, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["verify", "--env", "stg"]) == 2
     line = one_line_error(capsys)
-    assert "stack doctable-items-stg is not deployed" in line and "cdk deploy -c env=stg" in line
+    assert "stack doctable-items-stg is not deployed" in line and "doctable deploy --env stg" in line
 
 
 def test_region_mismatch(moto: Aws, capsys: pytest.CaptureFixture[str]) -> None:

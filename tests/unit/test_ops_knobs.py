@@ -1,49 +1,52 @@
-"""The operations commands take the knobs the stack recorded (its Knobs output) when none are given; knobs given
-that differ are reported as pending, never taken as the truth (moto behind the console script)."""
+"""The operations commands read the environment's settings (doctable.toml, then -c and DOCTABLE_ overrides) and
+the knobs the stack recorded (its Knobs output): settings that differ are pending, a change the next deploy makes,
+never taken as what is deployed (moto behind the console script)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
 import pytest
 
 from contract import names
+from contract.settings import CONFIG_VARIABLE
 from doctable.aws import Aws
 from doctable.cli import main
 from doctable.errors import UserError
-from doctable.ops.context import describe_stack, given_knobs, use_deployed_knobs
+from doctable.ops.context import describe_stack, use_deployed_knobs
 from tests.support import ops as ot
 
 ALL_ON = {"gsi": "gsi1", "ttl": "on", "pitr": "on", "stream": "new-and-old", "consumer": "none"}
 
 
+def settings_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **dev: str) -> Path:
+    """GIVEN a settings file whose [environments.dev] holds ``dev``, named by DOCTABLE_CONFIG."""
+    path = tmp_path / "doctable.toml"
+    body = "".join(f'{name} = "{value}"\n' for name, value in dev.items())
+    path.write_text(f"[defaults]\n\n[environments.dev]\n{body}")
+    monkeypatch.setenv(CONFIG_VARIABLE, str(path))
+    return path
+
+
 @pytest.fixture
 def moto(ops_env: None, moto_env: Aws, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Aws:
-    """GIVEN moto, and the state and ledger directories under tmp_path."""
+    """GIVEN moto, the state and ledger directories under tmp_path, and an empty settings file."""
     monkeypatch.setenv("DOCTABLE_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("DOCTABLE_LEDGER_DIR", str(tmp_path / "ledger"))
+    settings_file(tmp_path, monkeypatch)
     return moto_env
 
 
-def args(*context: str, env_name: str | None = None) -> argparse.Namespace:
-    return argparse.Namespace(context=list(context), env_name=env_name)
-
-
-def test_given_means_context_or_a_knob_variable_never_cdk_json() -> None:
-    # GIVEN nothing, then -c, --env and a knob variable (an empty variable is unset, as for the app)
-    assert given_knobs(args(), environ={}) == set()
-    assert given_knobs(args("gsi=gsi1"), environ={"TTL": "on", "PITR": ""}) == {"gsi", "ttl"}
-    assert given_knobs(args(env_name="stg"), environ={"UNRELATED": "x"}) == {"env"}
-
-
-def test_ledger_without_knobs_records_the_deployed_ones(moto: Aws, tmp_path: Path) -> None:
-    # GIVEN an all-on stack
+def test_ledger_records_the_deployed_knobs(
+    moto: Aws, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN an all-on stack, deployed from a file that declares it
+    settings_file(tmp_path, monkeypatch, **ALL_ON)
     ot.deploy(moto.client, ot.config_of(**ALL_ON))
-    # WHEN the ledger is written with no knob given
+    # WHEN the ledger is written
     assert main(["ledger"]) == 0
-    # THEN its resolved inputs are the deployed knobs, not cdk.json's defaults
+    # THEN its resolved inputs are the deployed knobs, and nothing is pending
     ledger = json.loads((tmp_path / "ledger" / "items-dev.json").read_text())
     inputs = ledger["resolved_inputs"]
     assert (inputs["gsi"], inputs["ttl"], inputs["stream"], inputs["pitr"]) == (
@@ -55,9 +58,10 @@ def test_ledger_without_knobs_records_the_deployed_ones(moto: Aws, tmp_path: Pat
     assert ledger["knobs_source"] == "deployed" and ledger["pending_knobs"] == []
 
 
-def test_verify_without_knobs_checks_the_deployed_shape(
-    moto: Aws, capsys: pytest.CaptureFixture[str]
+def test_verify_checks_the_deployed_shape(
+    moto: Aws, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    settings_file(tmp_path, monkeypatch, **ALL_ON)
     ot.deploy(moto.client, ot.config_of(**ALL_ON))
     assert main(["verify", "--json", "--timeout", "2", "-q"]) == 0
     record = json.loads(capsys.readouterr().out)
@@ -65,12 +69,12 @@ def test_verify_without_knobs_checks_the_deployed_shape(
     assert {r["id"]: r["observed"] for r in record["rows"]}["ttl"] == f"ENABLED on {names.TTL_ATTRIBUTE}"
 
 
-def test_a_knob_given_that_differs_is_pending_not_the_truth(
+def test_a_setting_that_differs_is_pending_not_the_truth(
     moto: Aws, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # GIVEN a stack deployed without the index
     ot.deploy(moto.client, ot.config_of())
-    # WHEN verify is given gsi=gsi1
+    # WHEN verify runs with gsi=gsi1 overridden
     code = main(["verify", "-c", "gsi=gsi1", "--json", "--timeout", "2", "-q"])
     captured = capsys.readouterr()
     # THEN it says the knob is pending, and verifies what is deployed (no gsi1 to query: a SKIP, not a FAIL)
@@ -80,18 +84,17 @@ def test_a_knob_given_that_differs_is_pending_not_the_truth(
 
 
 def test_identity_knobs_choose_the_stack_and_are_never_pending(moto: Aws) -> None:
+    # GIVEN stg deployed with the index, and settings for stg without it
     ot.deploy(moto.client, ot.config_of(env="stg", gsi="gsi1"))
-    config = ot.config_of(env="stg")
-    deployment = use_deployed_knobs(describe_stack(moto, config), {"env"})
-    assert deployment.pending == [] and deployment.config.has_gsi
-    assert (
-        deployment.target is deployment.config
-    )  # no shape knob given: a deploy is compared with the deployed
+    deployment = use_deployed_knobs(describe_stack(moto, ot.config_of(env="stg")))
+    # THEN the deployed knobs are the truth, the index is pending, and the deploy target is the settings
+    assert deployment.config.has_gsi and not deployment.target.has_gsi
+    assert [(p.name, p.deployed, p.given) for p in deployment.pending] == [("gsi", "gsi1", "none")]
 
 
-def test_a_stack_without_a_record_uses_the_knobs_given(moto: Aws) -> None:
+def test_a_stack_without_a_record_uses_the_settings(moto: Aws) -> None:
     ot.deploy(moto.client, ot.config_of(gsi="gsi1"), record_knobs=False)
-    deployment = use_deployed_knobs(describe_stack(moto, ot.config_of()), set())
+    deployment = use_deployed_knobs(describe_stack(moto, ot.config_of()))
     assert deployment.knobs_source == "given" and not deployment.config.has_gsi
     assert deployment.knob_note and names.OUT_KNOBS in deployment.knob_note
 
@@ -102,34 +105,34 @@ def test_a_record_that_does_not_resolve_is_one_line(moto: Aws, capsys: pytest.Ca
     ot.deploy(moto.client, config, record_knobs=False, extra_outputs={names.OUT_KNOBS: '{"gsi": "gsi9"}'})
     deployment = describe_stack(moto, config)
     with pytest.raises(UserError, match="does not resolve"):
-        use_deployed_knobs(deployment, set())
+        use_deployed_knobs(deployment)
     assert main(["ledger"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "Traceback" not in err[0] and "gsi9" in err[0]
 
 
-def test_preflight_without_knobs_warns_what_a_knobless_deploy_would_do(
+def test_preflight_compares_the_file_with_the_deployed_stack(
     moto: Aws, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # GIVEN an all-on stack
+    # GIVEN an all-on stack, and a settings file that no longer declares the index nor the stream
     ot.deploy(moto.client, ot.config_of(**ALL_ON))
-    # WHEN preflight runs with no knob
+    # WHEN preflight runs
     assert main(["preflight", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    findings = {f["subject"]: f for f in report["findings"]}
-    # THEN the deploy compared with the deployed knobs changes nothing, and a warning says a knob-less deploy would
-    assert findings["table"]["level"] == "OK"
-    assert findings["knobs"]["level"] == "WARN" and "gsi gsi1→none" in findings["knobs"]["effect"]
-    assert report["knobs_source"] == "deployed" and report["drift"] == []
+    codes = {f["code"]: f for f in report["findings"]}
+    # THEN a deploy from the file would delete the index and disable the stream: destructive, by code
+    assert codes["index.removed"]["destructive"] and codes["index.removed"]["before"] == names.GSI_NAME
+    assert codes["stream.disabled"]["destructive"]
+    assert {"index.removed", "stream.disabled"} <= set(report["destructive"])
 
 
-def test_preflight_with_knobs_predicts_their_deploy_and_lists_them_pending(
-    moto: Aws, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_preflight_lists_overrides_and_pending_knobs(moto: Aws, capsys: pytest.CaptureFixture[str]) -> None:
     ot.deploy(moto.client, ot.config_of())
     assert main(["preflight", "--json", "-c", "gsi=gsi1"]) == 0
     captured = capsys.readouterr()
     report = json.loads(captured.out)
     assert report["pending"] == [{"knob": "gsi", "deployed": "none", "given": "gsi1"}]
-    assert {f["subject"]: f["level"] for f in report["findings"]}["gsi1"] == "CHANGE"
+    assert report["overrides"] == [{"knob": "gsi", "source": "-c", "file": "none", "value": "gsi1"}]
+    codes = {f["code"]: f for f in report["findings"]}
+    assert codes["index.added"]["level"] == "CHANGE" and not codes["index.added"]["destructive"]
     assert "pending: deploy to apply" in captured.err

@@ -1,0 +1,141 @@
+"""What a deploy, a drift check or a verification found, as data: a level, a stable code, a destructive flag and
+structured before/after values beside the prose. Gates, ``--json`` and tests read the codes and values; only
+people read the prose.
+
+Standard library only, so that every part (the CLI's commands, the stack's tests, the bench) may import it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+
+class Level(StrEnum):
+    """How a finding weighs on a deploy, most severe first."""
+
+    STOP = "STOP"  # the deploy cannot go ahead as it is (a foreign table, a busy stack, an immutable key)
+    WARN = "WARN"  # it can, but something deserves a look first
+    CHANGE = "CHANGE"  # the deploy changes this
+    DRIFT = "DRIFT"  # changed behind the stack; the deploy leaves it so
+    OK = "OK"
+    INFO = "INFO"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+# Every code a finding may carry, with what it means. A code is stable: tests, gates and dashboards key on it.
+# Grouped by what the finding is about; ``<thing>.<what happens to it>``.
+CODES: dict[str, str] = {
+    # the stack and the table as a whole
+    "stack.busy": "the stack is in an *_IN_PROGRESS state",
+    "stack.rollback_failed": "the stack is UPDATE_ROLLBACK_FAILED: continue the rollback first",
+    "stack.failed_create": "a failed first create: the deploy deletes and re-creates the stack",
+    "table.created": "the table does not exist yet and will be created",
+    "table.missing": "the stack lists the table but it is gone",
+    "table.foreign": "a same-named table exists that doctable did not make",
+    "table.unmanaged": "a same-named table doctable made exists outside this stack",
+    "table.unchanged": "the deploy leaves the table as it is",
+    "table.no_template_change": "the deploy changes nothing of the table; drift is listed apart",
+    "table.replaced": "the key schema (or an LSI) changes: a new table and a data copy",
+    "table.billing_mode_changed": "the billing mode changes",
+    # indexes
+    "index.added": "a global secondary index is added: an online backfill",
+    "index.removed": "a global secondary index is deleted: queries on it fail",
+    "index.replaced": "an index's keys or projection change: a delete then a create",
+    "index.busy": "an index is not ACTIVE: another index change is rejected until it is",
+    # stream
+    "stream.enabled": "the table's stream is turned on: a new stream ARN",
+    "stream.disabled": "the table's stream is turned off: the feed is gone after 24 h",
+    "stream.recreated": "the stream's view type changes: disable then enable, a new stream ARN",
+    # TTL
+    "ttl.enabled": "TTL is turned on: DynamoDB deletes every item whose expiry is past",
+    "ttl.disabled": "TTL is turned off: items stop expiring",
+    "ttl.attribute_changed": "the TTL attribute changes: disable then enable, rate-limited",
+    "ttl.busy": "a TTL change is in progress",
+    # backups and protection
+    "pitr.enabled": "point-in-time recovery is turned on",
+    "pitr.disabled": "point-in-time recovery is turned off: the restore window is lost",
+    "pitr.window_lengthened": "the PITR recovery period grows",
+    "pitr.window_shortened": "the PITR recovery period shrinks: older restore points are lost",
+    "deletion_protection.enabled": "deletion protection is turned on",
+    "deletion_protection.disabled": "deletion protection is turned off: the table becomes deletable",
+    # table options
+    "table_class.changed": "the table class changes",
+    "throughput.max_changed": "the on-demand throughput cap changes",
+    "throughput.warm_changed": "the warm throughput changes",
+    "contributor_insights.changed": "contributor insights change",
+    # security
+    "key.changed": "the table's encryption (or its key) changes",
+    "resource_policy.changed": "the table's resource policy changes",
+    # the mapping
+    "mapping.created": "the event-source mapping is created",
+    "mapping.deleted": "the event-source mapping is deleted: the stream is no longer consumed",
+    "mapping.replaced": "the event-source mapping is replaced (a new one, then the old one deleted)",
+    "mapping.updated": "the event-source mapping is updated in place",
+    "mapping.events_changed": "the mapping's event filter changes",
+    "mapping.metrics_changed": "the mapping's metrics change",
+    # the consumer and its blobs
+    "consumer.changed": "a setting of the built-in consumer's function changes in place",
+    "consumer.republished": "snapstart=on: the change publishes a new version",
+    "consumer.prefix_cleanup_enabled": "blob_prefix_cleanup turns on: a REMOVE deletes unlisted objects too",
+    "consumer.key_reuse_never": "blob_key_reuse turns to never: dropped keys are deleted unchecked",
+    "consumer.missing": "the borrowed consumer function does not exist or cannot be read",
+    "consumer.other_region": "the borrowed consumer function is in another region than the table",
+    "consumer.cannot_read_stream": "the borrowed consumer's role cannot read the stream",
+    "consumer.ok": "the borrowed consumer exists and can read the stream",
+    "bucket.leaves_stack": "the blob bucket leaves the stack",
+    # Kinesis
+    "kinesis.enabled": "table changes start flowing to a Kinesis data stream",
+    "kinesis.changed": "the Kinesis destination changes",
+    "kinesis.stream_deleted": "the stack's Kinesis data stream is deleted",
+    "kinesis.disabled": "table changes stop flowing to the Kinesis data stream",
+    "kinesis.stream_missing": "the borrowed Kinesis stream does not exist or cannot be read",
+    "kinesis.stream_other_region": "the borrowed Kinesis stream is in another region than the table",
+    "kinesis.stream_not_active": "the borrowed Kinesis stream exists but is not ACTIVE",
+    "kinesis.ok": "the borrowed Kinesis stream exists",
+    # drift
+    "drift.detected": "changed behind the stack; the deploy will not repair it",
+    # where the settings came from
+    "settings.override": "a knob is overridden for this run (-c or DOCTABLE_<KNOB>) and differs from the file",
+}
+
+
+@dataclass
+class Finding:
+    """One thing a command found. ``before``/``after`` are the structured values (None where absent)."""
+
+    level: Level
+    code: str
+    subject: str
+    live: str
+    declared: str
+    effect: str
+    destructive: bool = False
+    before: Any = None
+    after: Any = None
+
+    def __post_init__(self) -> None:
+        if self.code not in CODES:
+            raise ValueError(f"finding code {self.code!r} is not in contract.findings.CODES")
+        self.level = Level(self.level)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "level": self.level.value,
+            "code": self.code,
+            "destructive": self.destructive,
+            "subject": self.subject,
+            "before": self.before,
+            "after": self.after,
+            "live": self.live,
+            "declared": self.declared,
+            "effect": self.effect,
+        }
+
+
+def destructive(findings: list[Finding]) -> list[Finding]:
+    """The findings a deploy gate stops on unless the user says yes."""
+    return [f for f in findings if f.destructive and f.level is not Level.DRIFT]

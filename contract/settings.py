@@ -1,0 +1,349 @@
+"""The settings file, ``doctable.toml``: each environment's knobs in version control, read the same way by the CDK
+app, every ``doctable`` command, the Makefile, the bench and the tests.
+
+A knob's value is the environment's table over ``[defaults]`` over the built-in default; then, for one run, an
+override from ``-c knob=value`` or ``DOCTABLE_<KNOB>``. The environment is chosen by ``-c env=``/``--env`` or
+``DOCTABLE_ENV`` (default ``dev``). Standard library only (``tomllib``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from contract.knobs import (
+    ENV_VALUES,
+    INTEGER,
+    INTEGER_OR_OFF,
+    KNOB_DEFAULTS,
+    KNOBS,
+    OFF,
+    PROJECT_ROOT,
+    STRING,
+    ConfigError,
+    DocTableConfig,
+    knob_variable,
+    resolve_config,
+    unknown_knob,
+)
+
+FILE_NAME = "doctable.toml"
+CONFIG_VARIABLE = "DOCTABLE_CONFIG"
+DEFAULT_ENV = KNOB_DEFAULTS["env"]
+# Where an environment runs: not knobs (they do not shape the stack), but a deploy or a command whose
+# credentials resolve elsewhere stops before changing anything.
+BINDING_KEYS = ("account", "region")
+ACCOUNT_RE = re.compile(r"^\d{12}$")
+REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d{1,2}$")
+# The environment is chosen per run, never written in the file: an environment's table names it.
+NOT_IN_FILE = ("env",)
+
+BUILT_IN = "built-in default"
+CONTEXT = "-c"
+
+
+@dataclass
+class Section:
+    """One table of the file: knob values as TOML gives them, and the account/region binding."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    account: str | None = None
+    region: str | None = None
+
+
+@dataclass
+class SettingsFile:
+    path: Path
+    defaults: Section = field(default_factory=Section)
+    environments: dict[str, Section] = field(default_factory=dict)
+
+    def label(self, env: str | None = None) -> str:
+        return f"{self.path.name} [environments.{env}]" if env else f"{self.path.name} [defaults]"
+
+
+def _type_name(value: Any) -> str:
+    return {bool: "boolean", int: "integer", float: "float", str: "string", list: "array", dict: "table"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def knob_text(name: str, value: Any) -> str | None:
+    """A knob's TOML value as the text the knob parsers take; None when its type is not the knob's."""
+    kind = KNOBS[name].parser.toml
+    if kind == STRING and isinstance(value, str):
+        return value
+    if kind in (INTEGER, INTEGER_OR_OFF) and isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if kind == INTEGER_OR_OFF and value == OFF:
+        return OFF
+    return None
+
+
+def _section(data: Any, where: str, problems: list[str]) -> Section:
+    section = Section()
+    if not isinstance(data, dict):
+        problems.append(f"{where}: expected a table of knobs, got a {_type_name(data)}")
+        return section
+    for name, value in data.items():
+        if name in BINDING_KEYS:
+            pattern = ACCOUNT_RE if name == "account" else REGION_RE
+            shape = "12 digits" if name == "account" else "a region name such as us-east-1"
+            if not isinstance(value, str) or not pattern.match(value):
+                problems.append(f"{where}: {name} = {value!r} is not an AWS {name}; allowed: {shape}")
+            else:
+                setattr(section, name, value)
+        elif name in NOT_IN_FILE:
+            problems.append(
+                f"{where}: env = {value!r} cannot be set in the file; allowed: an [environments.<env>] table, "
+                "chosen per run with --env, -c env= or DOCTABLE_ENV"
+            )
+        elif name not in KNOBS:
+            problems.append(f"{where}: {unknown_knob(name, value)}")
+        elif knob_text(name, value) is None:
+            declared = KNOBS[name].parser
+            problems.append(
+                f"{where}: {name} = {value!r} is a {_type_name(value)}; allowed: a {declared.toml} "
+                f"({declared.allowed})"
+            )
+        else:
+            section.values[name] = value
+    return section
+
+
+def parse_settings(text: str, path: Path) -> SettingsFile:
+    """The settings in ``text`` (read from ``path``); ConfigError naming every problem at once."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError([f"{path}: not valid TOML: {exc}"]) from None
+    problems: list[str] = []
+    settings = SettingsFile(path=path)
+    for key, value in data.items():
+        if key == "defaults":
+            settings.defaults = _section(value, settings.label(), problems)
+        elif key == "environments":
+            if not isinstance(value, dict):
+                problems.append(f"{path.name}: environments must be a table of [environments.<env>] tables")
+                continue
+            for env, table in value.items():
+                if env not in ENV_VALUES:
+                    problems.append(
+                        f"{path.name}: [environments.{env}] is not an environment; allowed: {'|'.join(ENV_VALUES)}"
+                    )
+                    continue
+                settings.environments[env] = _section(table, settings.label(env), problems)
+        else:
+            problems.append(
+                f"{path.name}: {key!r} is not a settings table; allowed: [defaults], [environments.<env>]"
+            )
+    if problems:
+        raise ConfigError(problems)
+    return settings
+
+
+def load_settings(path: Path) -> SettingsFile:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError([f"settings file {path} not found"]) from None
+    except OSError as exc:
+        raise ConfigError([f"settings file {path} cannot be read: {exc.strerror or exc}"]) from None
+    return parse_settings(text, path)
+
+
+def settings_path(
+    explicit: str | os.PathLike[str] | None, environ: Mapping[str, str], cwd: Path | None = None
+) -> Path | None:
+    """``--config``, else ``$DOCTABLE_CONFIG``, else ``doctable.toml`` in the working directory, else the
+    project's; None when there is none (the built-in defaults alone)."""
+    named = explicit or environ.get(CONFIG_VARIABLE) or None
+    if named:
+        return Path(named)
+    for candidate in ((cwd or Path.cwd()) / FILE_NAME, PROJECT_ROOT / FILE_NAME):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+@dataclass(frozen=True)
+class Override:
+    """A knob given for this run that differs from what the file (or the built-in default) says."""
+
+    knob: str
+    source: str  # "-c" or the DOCTABLE_ variable
+    file_value: str
+    value: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"knob": self.knob, "source": self.source, "file": self.file_value, "value": self.value}
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The config one run uses, where each knob came from, and where the environment must run."""
+
+    config: DocTableConfig
+    path: Path | None
+    sources: dict[str, str]
+    overrides: list[Override]
+    account: str | None = None
+    region: str | None = None
+
+    def rows(self) -> list[dict[str, str]]:
+        """Each knob's resolved value (as text) and its source."""
+        values = self.config.knob_values()
+        return [{"knob": name, "value": values[name], "source": self.sources[name]} for name in KNOBS]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "file": str(self.path) if self.path else None,
+            "env": self.config.env,
+            "account": self.account,
+            "region": self.region,
+            "knobs": self.rows(),
+            "overrides": [o.as_dict() for o in self.overrides],
+        }
+
+
+def _file_layer(settings: SettingsFile | None, env: str) -> tuple[dict[str, str], dict[str, str], Section]:
+    """The file's knob values for ``env`` as text, their sources, and the merged binding."""
+    values: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    binding = Section()
+    if settings is None:
+        return values, sources, binding
+    layers = [(settings.defaults, settings.label())]
+    if env in settings.environments:
+        layers.append((settings.environments[env], settings.label(env)))
+    for section, label in layers:
+        for name, value in section.values.items():
+            values[name] = knob_text(name, value) or ""
+            sources[name] = label
+        binding.account = section.account or binding.account
+        binding.region = section.region or binding.region
+    return values, sources, binding
+
+
+def resolve_settings(
+    context: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    config_path: str | os.PathLike[str] | None = None,
+    cwd: Path | None = None,
+) -> Resolved:
+    """Resolve one run's config: the settings file for the environment chosen, then this run's overrides.
+
+    ``context``: the ``-c`` knobs (CDK context, or the CLI's ``-c``/``--env``); ``environ``: the process
+    environment (only DOCTABLE_ variables are read). ConfigError lists every problem at once."""
+    context = dict(context or {})
+    environ = environ if environ is not None else {}
+    path = settings_path(config_path, environ, cwd)
+    settings = load_settings(path) if path is not None else None
+    env = str(context.get("env") or environ.get(knob_variable("env")) or DEFAULT_ENV).strip()
+    layer, file_sources, binding = _file_layer(settings, env)
+    try:
+        config = resolve_config(context=context, environ=environ, defaults=layer)
+    except ConfigError as exc:
+        raise ConfigError([_locate(problem, file_sources) for problem in exc.problems]) from None
+    sources: dict[str, str] = {}
+    overrides: list[Override] = []
+    for name in KNOBS:
+        variable = knob_variable(name)
+        if name in context:
+            sources[name], given = CONTEXT, str(context[name]).strip()
+        elif environ.get(variable):
+            sources[name], given = variable, environ[variable].strip()
+        else:
+            sources[name] = file_sources.get(name, BUILT_IN)
+            continue
+        file_value = layer.get(name, KNOB_DEFAULTS[name])
+        if name != "env" and given != file_value:
+            overrides.append(Override(name, sources[name], file_value, given))
+    return Resolved(
+        config=config,
+        path=path,
+        sources=sources,
+        overrides=overrides,
+        account=binding.account,
+        region=binding.region,
+    )
+
+
+def _locate(problem: str, file_sources: Mapping[str, str]) -> str:
+    """Name the file section a bad value came from, so the user knows which line to fix."""
+    name = problem.split("=", 1)[0]
+    return f"{file_sources[name]}: {problem}" if name in file_sources else problem
+
+
+# ------------------------------------------------------------------------------------- the shipped file
+HEADER = """\
+# doctable's settings: one table per environment, committed with the code. Every entry point reads this file the
+# same way: `doctable deploy --env ENV`, `npx cdk deploy -c env=ENV`, every `doctable` command, the Makefile.
+# A knob's value is [environments.<env>] over [defaults] over the built-in default. For one run, `-c knob=value`
+# or DOCTABLE_<KNOB>=value overrides it (`doctable settings --env ENV` shows each value and its source).
+# An environment may set `account` and `region`: a command whose credentials resolve elsewhere stops.
+# The comments on [defaults] are generated from the knob declarations (contract/knobs.py).
+"""
+
+
+def toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    escaped = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
+
+
+def knob_comment(name: str) -> list[str]:
+    """The comment the file carries above a knob in [defaults]: its meaning, what it allows, a live change."""
+    declared = KNOBS[name]
+    lines = [f"# {declared.meaning}.", f"#   allowed: {declared.parser.allowed}"]
+    if declared.per_env:
+        lines[-1] += f"; {declared.per_env}"
+    lines.append(f"#   on a live stack: {declared.live}")
+    return lines
+
+
+def default_value(name: str) -> Any:
+    """A knob's built-in default as the file writes it (an integer knob as an integer)."""
+    text = KNOB_DEFAULTS[name]
+    if KNOBS[name].parser.toml in (INTEGER, INTEGER_OR_OFF) and text.lstrip("-").isdigit():
+        return int(text)
+    return text
+
+
+def _render_section(section: Section, *, commented: bool) -> list[str]:
+    lines = []
+    for key in BINDING_KEYS:
+        value = getattr(section, key)
+        if value:
+            lines.append(f"{key} = {toml_value(value)}")
+    for name in KNOBS:
+        if name in section.values:
+            if commented:
+                lines += knob_comment(name)
+            lines.append(f"{name} = {toml_value(section.values[name])}")
+    return lines
+
+
+def render_settings(settings: SettingsFile) -> str:
+    """The file as doctable writes it: the header, [defaults] with a comment per knob, then each environment."""
+    lines = HEADER.splitlines() + ["", "[defaults]"]
+    lines += _render_section(settings.defaults, commented=True)
+    for env in ENV_VALUES:
+        if env in settings.environments:
+            lines += ["", f"[environments.{env}]"]
+            lines += _render_section(settings.environments[env], commented=False)
+    return "\n".join(lines) + "\n"
+
+
+def default_settings(path: Path) -> SettingsFile:
+    """Today's built-in defaults for every knob, and an empty table per environment."""
+    defaults = Section(values={name: default_value(name) for name in KNOBS if name not in NOT_IN_FILE})
+    return SettingsFile(path=path, defaults=defaults, environments={env: Section() for env in ENV_VALUES})
