@@ -1,5 +1,6 @@
 # The whole workflow. `make local` runs the main job on the embedded local AWS; `make test` runs every tier
-# that needs nothing outside this machine. Knobs pass through as variables: `make deploy ENV=stg GSI=gsi1`.
+# that needs nothing outside this machine. Each environment's knobs live in doctable.toml; `make deploy ENV=stg`
+# deploys one through the gate (ALLOW_DESTRUCTIVE=1 passes --allow-destructive).
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -19,6 +20,8 @@ CDK := npx --no-install cdk
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 PYTEST_ARGS ?=
+# ENV only from make's command line (`make deploy ENV=stg`): the shell's ENV is POSIX sh's startup file.
+ENV_ARG := $(if $(filter command line,$(origin ENV)),--env $(ENV))
 
 .PHONY: help setup lint checkov format test unit infra-tests integration synth deploy destroy diff \
         preflight verify ledger reconcile teardown bad-input-doc \
@@ -84,32 +87,32 @@ soak: setup ## the full fault-injection soak on the local AWS
 live: setup ## opt-in tier against real AWS (needs credentials)
 	DOCTABLE_LIVE=1 $(BIN)/pytest -m live $(PYTEST_ARGS)
 
-synth: setup ## synthesize the stack for the knobs given (no AWS calls)
-	$(CDK) synth --quiet
+synth: setup ## synthesize one environment's stack from doctable.toml (no AWS calls): make synth ENV=stg
+	$(CDK) synth --quiet $(if $(ENV_ARG),-c env=$(ENV))
 
 diff: setup
-	$(CDK) diff
+	$(CDK) diff $(if $(ENV_ARG),-c env=$(ENV))
 
-deploy: preflight ## preflight, then deploy one environment: make deploy ENV=stg GSI=gsi1 ...
-	$(CDK) deploy --require-approval never --outputs-file outputs-$${ENV:-dev}.json
+deploy: setup ## the guarded deploy of one environment: make deploy ENV=stg [ALLOW_DESTRUCTIVE=1]
+	$(BIN)/doctable deploy $(ENV_ARG) $(if $(ALLOW_DESTRUCTIVE),--allow-destructive)
 
 destroy: setup ## destroy one environment's stack (ownership-checked teardown: make teardown)
-	$(CDK) destroy --force
+	$(CDK) destroy --force $(if $(ENV_ARG),-c env=$(ENV))
 
 preflight: setup ## observe before deploying: foreign same-named table, live shape vs knobs
-	$(BIN)/doctable preflight
+	$(BIN)/doctable preflight $(ENV_ARG)
 
 verify: setup ## the acceptance contract against a deployed environment; writes its ledger
-	$(BIN)/doctable verify --ledger
+	$(BIN)/doctable verify --ledger $(ENV_ARG)
 
 ledger: setup
-	$(BIN)/doctable ledger
+	$(BIN)/doctable ledger $(ENV_ARG)
 
 reconcile: setup ## list drift CloudFormation will not repair (TTL, PITR, tags, protection, mapping); APPLY=1 repairs it
-	$(BIN)/doctable reconcile $(if $(APPLY),--apply)
+	$(BIN)/doctable reconcile $(if $(APPLY),--apply) $(ENV_ARG)
 
 teardown: setup ## ownership-checked, absence-verified removal (asks for confirmation)
-	$(BIN)/doctable teardown
+	$(BIN)/doctable teardown $(ENV_ARG)
 
 local: setup ## the main job: local AWS up, bootstrap, deploy env=dev with the stream, show the consumer at work
 	$(BIN)/python -m doctable.demo

@@ -235,14 +235,18 @@ class Knob:
     meaning: str
     live: str
     per_env: str = ""  # the rule by which ``auto`` depends on the environment, when it does
+    # Chosen for each run, never written in the settings file: which environment, and where it is deployed.
+    per_run: bool = False
 
 
 KNOB_METADATA = "doctable.knob"
 
 
-def knob(default: str, parser: Parser, meaning: str, live: str, per_env: str = "") -> Any:
-    """A DocTableConfig field declared as a knob: everything about the knob sits on this one line."""
-    return field(metadata={KNOB_METADATA: Knob(default, parser, meaning, live, per_env)})
+def knob(
+    default: str, parser: Parser, meaning: str, live: str, per_env: str = "", *, per_run: bool = False
+) -> Any:
+    """A DocTableConfig field declared as a knob: everything about the knob sits in this one call."""
+    return field(metadata={KNOB_METADATA: Knob(default, parser, meaning, live, per_env, per_run)})
 
 
 def _check_table_base(problems: Problems, name: str, value: str) -> str:
@@ -354,6 +358,7 @@ class DocTableConfig:
         enum(ENV_VALUES),
         "the environment: names, the Environment tag and the removal policy (uat and prod keep their data)",
         "each environment is its own stack",
+        per_run=True,
     )
     cost_center: str = knob(
         "",
@@ -442,6 +447,7 @@ class DocTableConfig:
         enum(DEPLOY_TARGETS),
         "local drops the bootstrap-version rule the local AWS cannot evaluate (doctable local env sets it)",
         "none",
+        per_run=True,
     )
     events: str = knob(
         "all",

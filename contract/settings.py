@@ -40,8 +40,9 @@ DEFAULT_ENV = KNOB_DEFAULTS["env"]
 BINDING_KEYS = ("account", "region")
 ACCOUNT_RE = re.compile(r"^\d{12}$")
 REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d{1,2}$")
-# The environment is chosen per run, never written in the file: an environment's table names it.
-NOT_IN_FILE = ("env",)
+# Chosen per run, never written in the file: the environment (its table names it) and the deploy target
+# (`doctable local env` sets DOCTABLE_DEPLOY_TARGET=local for the local AWS).
+NOT_IN_FILE = tuple(name for name, declared in KNOBS.items() if declared.per_run)
 
 BUILT_IN = "built-in default"
 CONTEXT = "-c"
@@ -99,16 +100,17 @@ def _section(data: Any, where: str, problems: list[str]) -> Section:
                 setattr(section, name, value)
         elif name in NOT_IN_FILE:
             problems.append(
-                f"{where}: env = {value!r} cannot be set in the file; allowed: an [environments.<env>] table, "
-                "chosen per run with --env, -c env= or DOCTABLE_ENV"
+                f"{where}: {name} = {value!r} cannot be set in the file; it is chosen per run with "
+                f"-c {name}= or {knob_variable(name)}"
+                + (" (or --env, or an [environments.<env>] table)" if name == "env" else "")
             )
         elif name not in KNOBS:
             problems.append(f"{where}: {unknown_knob(name, value)}")
         elif knob_text(name, value) is None:
             declared = KNOBS[name].parser
             problems.append(
-                f"{where}: {name} = {value!r} is a {_type_name(value)}; allowed: a {declared.toml} "
-                f"({declared.allowed})"
+                f"{where}: {name} = {value!r} is a TOML {_type_name(value)}; allowed: a TOML "
+                f"{declared.toml} ({declared.allowed})"
             )
         else:
             section.values[name] = value
@@ -249,7 +251,12 @@ def resolve_settings(
     try:
         config = resolve_config(context=context, environ=environ, defaults=layer)
     except ConfigError as exc:
-        raise ConfigError([_locate(problem, file_sources) for problem in exc.problems]) from None
+        from_file = {
+            name: label
+            for name, label in file_sources.items()
+            if name not in context and not environ.get(knob_variable(name))
+        }
+        raise ConfigError([_locate(problem, from_file) for problem in exc.problems]) from None
     sources: dict[str, str] = {}
     overrides: list[Override] = []
     for name in KNOBS:
@@ -262,7 +269,7 @@ def resolve_settings(
             sources[name] = file_sources.get(name, BUILT_IN)
             continue
         file_value = layer.get(name, KNOB_DEFAULTS[name])
-        if name != "env" and given != file_value:
+        if name not in NOT_IN_FILE and given != file_value:
             overrides.append(Override(name, sources[name], file_value, given))
     return Resolved(
         config=config,

@@ -6,19 +6,29 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 
 from doctable import local_adapter
 from doctable.errors import UserError
-from doctable.ops import ledger, plan, preflight, reconcile, replay, teardown
+from doctable.ops import deploy, ledger, plan, preflight, reconcile, replay, settings, teardown
 from doctable.ops.verify import command as verify
+
+
+def package_version() -> str:
+    """The installed distribution's version (the source tree's when it is not installed)."""
+    try:
+        return metadata.version("doctable")
+    except metadata.PackageNotFoundError:
+        return "(not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="doctable", description="The document table on AWS, done right.")
+    parser.add_argument("--version", action="version", version=f"doctable {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # Registration is explicit so `doctable --help` lists every command in a stable order.
     local_adapter.register(sub)
-    for command in (verify, ledger, preflight, reconcile, teardown, replay, plan):
+    for command in (settings, deploy, verify, ledger, preflight, reconcile, teardown, replay, plan):
         command.register(sub)
     return parser
 

@@ -32,21 +32,12 @@ from doctable.ops.render import now_iso, text_table
 # Finding code -> the property drift and a deploy's changes are compared by (drift.changed_by_deploy's names,
 # and "gsi"/"stream", which only their knobs change). Codes not listed (key schema, billing mode): no knob does.
 CODE_PROPS = {
-    "index.added": "gsi",
-    "index.removed": "gsi",
-    "index.replaced": "gsi",
-    "stream.enabled": "stream",
-    "stream.disabled": "stream",
-    "stream.recreated": "stream",
-    "ttl.enabled": "ttl",
-    "ttl.disabled": "ttl",
-    "ttl.attribute_changed": "ttl",
-    "pitr.enabled": "pitr",
-    "pitr.disabled": "pitr",
-    "pitr.window_lengthened": "pitr_days",
-    "pitr.window_shortened": "pitr_days",
-    "deletion_protection.enabled": "deletion_protection",
-    "deletion_protection.disabled": "deletion_protection",
+    **dict.fromkeys(("index.added", "index.removed", "index.replaced"), "gsi"),
+    **dict.fromkeys(("stream.enabled", "stream.disabled", "stream.recreated"), "stream"),
+    **dict.fromkeys(("ttl.enabled", "ttl.disabled", "ttl.attribute_changed"), "ttl"),
+    **dict.fromkeys(("pitr.enabled", "pitr.disabled"), "pitr"),
+    **dict.fromkeys(("pitr.window_lengthened", "pitr.window_shortened"), "pitr_days"),
+    **dict.fromkeys(("deletion_protection.enabled", "deletion_protection.disabled"), "deletion_protection"),
     "table_class.changed": "table_class",
     "throughput.max_changed": "on_demand",
     "throughput.warm_changed": "warm",
@@ -55,19 +46,9 @@ CODE_PROPS = {
     "resource_policy.changed": table_security.RESOURCE_POLICY,
 }
 # The properties reconcile restores itself: drift.detect reports them, with the call. (Warm throughput only
-# rises, the indexes and the stream are CloudFormation's alone.)
-RECONCILED_PROPS = frozenset(
-    {
-        "ttl",
-        "pitr",
-        "deletion_protection",
-        "table_class",
-        "on_demand",
-        "pitr_days",
-        "contributor_insights",
-        *table_security.PROPS,
-    }
-)
+# rises; the indexes and the stream are CloudFormation's alone.)
+RECONCILED_PROPS = {"ttl", "pitr", "deletion_protection", "table_class", "on_demand", "pitr_days"}
+RECONCILED_PROPS |= {"contributor_insights", *table_security.PROPS}
 # Environments whose data outlives the stack: a table there that becomes deletable puts that data at risk.
 DELETION_GUARDED_ENVS = RETAINING_ENVS
 
@@ -111,19 +92,15 @@ def shape_findings(
         )  # fmt: skip
     if live.deletion_protection != shape.deletion_protection:
         off = not shape.deletion_protection
+        code = "deletion_protection.disabled" if off else "deletion_protection.enabled"
         findings.append(
             Finding(
-                Level.CHANGE,
-                "deletion_protection.disabled" if off else "deletion_protection.enabled",
-                "deletion protection",
-                _onoff(live.deletion_protection),
-                _onoff(shape.deletion_protection),
+                Level.CHANGE, code, "deletion protection",
+                _onoff(live.deletion_protection), _onoff(shape.deletion_protection),
                 "free toggle" + (": the table becomes deletable" if off else ""),
-                off and config.env in DELETION_GUARDED_ENVS,
-                live.deletion_protection,
-                shape.deletion_protection,
+                off and config.env in DELETION_GUARDED_ENVS, live.deletion_protection, shape.deletion_protection,
             )
-        )
+        )  # fmt: skip
     if live.billing_mode != shape.billing_mode:
         findings.append(
             Finding(
@@ -380,7 +357,14 @@ def run_preflight(aws: Aws, deployment: Deployment) -> list[Finding]:
         findings += consumer_plan.findings(deployment.config, config)
     findings += consumer_findings(aws, config, stream_arn, deployment.out)
     findings += kinesis_stream_findings(aws, config)
-    return findings
+    return findings + [
+        Finding(
+            Level.INFO, "settings.override", o.knob, f"file: {o.file_value}", f"{o.source}: {o.value}",
+            f"overrides the settings file for this run only: a deploy without {o.source} deploys {o.file_value!r}",
+            before=o.file_value, after=o.value,
+        )
+        for o in deployment.overrides
+    ]  # fmt: skip
 
 
 def _deploy_changes(prop: str | None, deployed: DocTableConfig, target: DocTableConfig) -> bool:
@@ -470,6 +454,7 @@ def cmd_preflight(args: argparse.Namespace) -> int:
                 "go": not blocked,
                 "knobs_source": deployment.knobs_source,
                 "pending": [p.as_dict() for p in deployment.pending],
+                "overrides": [o.as_dict() for o in deployment.overrides],
                 "destructive": list(dict.fromkeys(f.code for f in dangerous)),
                 "findings": [f.as_dict() for f in changes],
                 "drift": [f.as_dict() for f in drifted],

@@ -437,10 +437,10 @@ add(
 add(
     Case(
         KNOBS,
-        "a bad value from the environment (`GSI=bogus`, no `-c`)",
-        lambda: resolve({}, {"GSI": "bogus"}),
+        "a bad value from the environment (`DOCTABLE_GSI=bogus`, no `-c`)",
+        lambda: resolve({}, {"DOCTABLE_GSI": "bogus"}),
         ("gsi='bogus' is not allowed",),
-        SYNTH_STOPS + " (the message names the knob, not the variable GSI)",
+        SYNTH_STOPS + " (the message names the knob, not the variable DOCTABLE_GSI)",
         "knob-from-environment",
     )
 )
@@ -1339,32 +1339,14 @@ CLI_ENV = {
     "AWS_REGION": REGION,
     "COLUMNS": "100",  # argparse wraps its usage to the terminal width
 }
-# Knob variables a developer's shell may carry (GSI=gsi1 ...): the CLI would read them.
-_KNOB_VARS = (
-    "GSI",
-    "TTL",
-    "STREAM",
-    "PITR",
-    "TABLE_BASE",
-    "ENV",
-    "COST_CENTER",
-    "OWNER",
-    "CONSUMER",
-    "BLOB_BUCKET",
-    "BLOB_ROOT",
-    "BLOB_PREFIX_CLEANUP",
-    "STARTING_POSITION",
-    "BATCH_SIZE",
-    "BATCHING_WINDOW",
-    "MAX_RETRIES",
-    "MAX_RECORD_AGE",
-    "PARALLELIZATION_FACTOR",
-    "POWERTOOLS",
-    "ARCHITECTURE",
-    "MEMORY",
-    "TIMEOUT",
-    "DEPLOY_TARGET",
-)
+# Knob variables a developer's shell may carry (DOCTABLE_GSI=gsi1 ...): the CLI would read them.
+def _knob_variables() -> tuple[str, ...]:
+    from contract.knobs import KNOB_VARIABLES
+
+    return (*KNOB_VARIABLES, "DOCTABLE_CONFIG")
+
+
+_KNOB_VARS = _knob_variables()
 
 
 def run_cli(argv: list[str], env: Mapping[str, str | None] | None = None) -> str:
@@ -1423,7 +1405,7 @@ NO_CREDENTIALS = {
 
 cli_case(
     ["verify", "-c", "gsi=bogus"],
-    [*ONE_LINE, "invalid knobs: gsi='bogus' is not allowed"],
+    [*ONE_LINE, "invalid settings: gsi='bogus' is not allowed"],
     CLI_STOPS,
     id="cli-bad-knob",
 )
@@ -1454,12 +1436,73 @@ cli_case(
 )
 cli_case(
     ["verify"],
-    [*ONE_LINE, "invalid knobs: gsi='bogus'"],
+    [*ONE_LINE, "invalid settings: gsi='bogus'"],
     CLI_STOPS,
-    label="`GSI=bogus doctable verify` (knob from the environment)",
-    env={"GSI": "bogus"},
+    label="`DOCTABLE_GSI=bogus doctable verify` (knob from the environment)",
+    env={"DOCTABLE_GSI": "bogus"},
     id="cli-knob-from-env",
 )
+cli_case(
+    ["verify"],
+    [*ONE_LINE, "invalid settings: DOCTABLE_GSII is not a doctable variable (did you mean DOCTABLE_GSI?)"],
+    CLI_STOPS,
+    label="`DOCTABLE_GSII=gsi1 doctable verify` (an unknown DOCTABLE_ variable)",
+    env={"DOCTABLE_GSII": "gsi1"},
+    id="cli-unknown-variable",
+)
+SETTINGS = "Settings file (`doctable.toml`, read by app.py and every `doctable` command)"
+
+
+def _with_settings(text: str, argv: list[str]) -> str:
+    """``doctable <argv>`` with DOCTABLE_CONFIG naming a settings file that holds ``text``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "doctable.toml"
+        path.write_text(text)
+        return run_cli(argv, {"DOCTABLE_CONFIG": str(path)}).replace(tmp, "<dir>")
+
+
+def settings_case(text: str, argv: list[str], expect: Iterable[str], *, id: str, label: str) -> None:
+    add(Case(SETTINGS, label, lambda: _with_settings(text, argv), (*ONE_LINE, *expect), CLI_STOPS, id))
+
+
+settings_case(
+    "[environments.qa]\n", ["settings"], ["[environments.qa] is not an environment; allowed: dev|stg|uat|prod"],
+    id="settings-unknown-environment", label="an unknown environment table (`[environments.qa]`)",
+)  # fmt: skip
+settings_case(
+    '[defaults]\ngsii = "gsi1"\n', ["settings"], ["gsii='gsi1' is not a knob (did you mean gsi?)"],
+    id="settings-unknown-knob", label="a misspelt knob in the file (`gsii = \"gsi1\"`)",
+)  # fmt: skip
+settings_case(
+    '[defaults]\nbatch_size = "50"\n', ["settings"],
+    ["batch_size = '50' is a TOML string; allowed: a TOML integer (1..10000)"],
+    id="settings-wrong-type", label="a value of the wrong type (`batch_size = \"50\"`)",
+)  # fmt: skip
+settings_case(
+    '[environments.stg]\nttl = "yes"\n', ["settings", "--env", "stg"],
+    ["doctable.toml [environments.stg]: ttl='yes' is not allowed; allowed values: off|on"],
+    id="settings-bad-value", label="a bad value in an environment's table (`ttl = \"yes\"`)",
+)  # fmt: skip
+settings_case(
+    '[defaults]\n\ngsi = "gsi1\n', ["settings"], ["not valid TOML: ", "(at line 3, column"],
+    id="settings-toml-syntax", label="a TOML syntax error (an unclosed string on line 3)",
+)  # fmt: skip
+settings_case(
+    '[environments.prod]\naccount = "12345"\n', ["settings"], ["account = '12345' is not an AWS account"],
+    id="settings-bad-account", label="a malformed account binding (`account = \"12345\"`)",
+)  # fmt: skip
+settings_case(
+    '[defaults]\nenv = "prod"\n', ["settings"], ["env = 'prod' cannot be set in the file"],
+    id="settings-env-in-file", label="the environment written in the file (`env = \"prod\"`)",
+)  # fmt: skip
+add(
+    Case(
+        SETTINGS, "a settings file that does not exist (`--config missing.toml`)",
+        lambda: run_cli(["settings", "--config", "/nonexistent/missing.toml"]),
+        (*ONE_LINE, "settings file /nonexistent/missing.toml not found"), CLI_STOPS, "settings-missing-file",
+    )
+)  # fmt: skip
+
 cli_case(
     ["verify", "--timeout", "-5"],
     ["exit 2;", "argument --timeout: must be >= 0"],

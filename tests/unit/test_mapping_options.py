@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from contract.findings import Level
 from contract.knobs import ConfigError, resolve_config
 from contract.shape import EVENT_INSERT, EVENT_REMOVE, cleanup_filter_patterns, mapping_shape
 from doctable.ops import mapping_options
@@ -101,18 +102,19 @@ def test_reconcile_clears_what_the_knobs_leave_unset() -> None:
     assert MAPPING_CLEARED == {"FilterCriteria": {}, "MetricsConfig": {"Metrics": []}}
 
 
-def test_preflight_names_what_a_change_does_and_costs() -> None:
+def test_preflight_reports_each_setting_change_with_its_values() -> None:
     def config(**knobs: str):  # type: ignore[no-untyped-def]
         return resolve_config({**STREAM, **knobs}, environ={})
 
+    # GIVEN the filter turned on and the metrics off  THEN one in-place change each, with the knobs' values
     lines = mapping_options.findings(config(), config(events="cleanup", mapping_metrics="off"))
-    by_subject = {line[1]: line for line in lines}
-    assert set(by_subject) == {"mapping events", "mapping metrics"}
-    events = by_subject["mapping events"]
-    assert events[2:4] == ("no filter", "3 filter patterns")
-    assert "records polled after the update" in events[4] and "not billed as invocations" in events[4]
-    assert "DroppedEvents alarm is removed" in by_subject["mapping metrics"][4]
+    assert [(f.level, f.code, f.destructive, f.before, f.after) for f in lines] == [
+        (Level.CHANGE, "mapping.events_changed", False, "all", "cleanup"),
+        (Level.CHANGE, "mapping.metrics_changed", False, True, False),
+    ]
+    assert (lines[0].live, lines[0].declared) == ("no filter", "3 filter patterns")
+    # AND back again, or nothing changed, or no mapping before: the same code the other way, or nothing
     back = mapping_options.findings(config(events="cleanup"), config())
-    assert "every record polled after the update is delivered" in back[0][4]
+    assert [(f.code, f.before, f.after) for f in back] == [("mapping.events_changed", "cleanup", "all")]
     assert mapping_options.findings(config(), config()) == []
     assert mapping_options.findings(config(stream="none"), config(events="cleanup")) == []

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from contract import names
+from contract.findings import Finding, Level
 from contract.knobs import DocTableConfig
 from contract.shape import cleanup_filter_patterns, mapping_shape
 from doctable.aws import Aws
@@ -20,7 +21,7 @@ from doctable.ops import drift, grants, kinesis
 from doctable.ops import preflight as p
 from doctable.ops.borrowed import consumer_findings
 from doctable.ops.context import describe_stack, use_deployed_knobs
-from doctable.ops.mapping_plan import REPLACES, mapping_change
+from doctable.ops.mapping_plan import CREATED, DELETED, REPLACED, mapping_change
 from doctable.ops.plan import HOURS_PER_MONTH, KB_PER_GB, Workload, build_plan, value
 from doctable.ops.render import Progress
 from doctable.ops.verify import kinesis as vk
@@ -131,74 +132,76 @@ def deployment_of(config: DocTableConfig, outputs: dict[str, str]) -> Any:
 
 
 # ------------------------------------------------------------------------------------------- preflight
-def effect_of(deployed: DocTableConfig, target: DocTableConfig) -> str:
-    found = kinesis.findings(deployed, target)
-    assert [f[:2] for f in found] == [("CHANGE", "kinesis")]
-    return found[0][4]
+def found_of(deployed: DocTableConfig, target: DocTableConfig) -> list[tuple[str, bool, Any, Any]]:
+    """(code, destructive, before, after) of each finding preflight makes for a ``kinesis`` knob change."""
+    return [(f.code, f.destructive, f.before, f.after) for f in kinesis.findings(deployed, target)]
 
 
 def test_turning_kinesis_on_creates_a_stream_and_names_every_price_with_its_source() -> None:
-    # GIVEN a live stack without Kinesis, and knobs turning it on
-    effect = effect_of(cfg(), cfg(kinesis="on"))
-    # THEN the line says what it creates, that nothing before ACTIVE is captured, and what it costs (with sources)
-    assert "creates an ON_DEMAND Kinesis data stream" in effect and "no backfill" in effect
-    assert "$0.10 per million" in effect and "aws.amazon.com/dynamodb/pricing/on-demand/" in effect
-    assert "$0.04 per stream-hour" in effect and "$0.08 per GB ingested" in effect
-    assert "$0.04 per GB retrieved" in effect and "aws.amazon.com/kinesis/data-streams/pricing/" in effect
-    assert "~$29.20/month" in effect
+    # GIVEN a live stack without Kinesis, and knobs turning it on  THEN one change, nothing destroyed
+    assert found_of(cfg(), cfg(kinesis="on")) == [("kinesis.enabled", False, None, "on")]
+    # AND the cost it states names each price with its source
+    cost = kinesis.cost_text()
+    assert "$0.10 per million" in cost and "aws.amazon.com/dynamodb/pricing/on-demand/" in cost
+    assert "$0.04 per stream-hour" in cost and "$0.08 per GB ingested" in cost
+    assert "$0.04 per GB retrieved" in cost and "aws.amazon.com/kinesis/data-streams/pricing/" in cost
+    assert "~$29.20/month" in cost
 
 
-def test_streaming_into_a_borrowed_stream_bills_only_the_capture_units_here() -> None:
-    effect = effect_of(cfg(), cfg(kinesis=THEIRS))
-    assert "your stream" in effect and "no backfill" in effect and "$0.10 per million" in effect
-    assert "per stream-hour" not in effect
+def test_streaming_into_a_borrowed_stream_is_enabling_it() -> None:
+    assert found_of(cfg(), cfg(kinesis=THEIRS)) == [("kinesis.enabled", False, None, THEIRS)]
 
 
 def test_turning_kinesis_off_deletes_the_created_stream_unless_the_environment_retains_it() -> None:
-    # dev: the stream goes with its unread records
-    dev = effect_of(cfg(kinesis="on"), cfg())
-    assert "DisableKinesisStreamingDestination" in dev and "DELETES the stream" in dev
-    # prod (like uat): retained like the table, still billed per stream-hour
-    prod = effect_of(cfg(env="prod", kinesis="on"), cfg(env="prod"))
-    assert "RETAINED" in prod and "billed until you delete it" in prod and "DELETES" not in prod
+    # dev: the stream goes with its unread records: a destructive change of its own
+    assert found_of(cfg(kinesis="on"), cfg()) == [
+        ("kinesis.disabled", False, "on", None),
+        ("kinesis.stream_deleted", True, kinesis.CREATED, None),
+    ]
+    # prod (like uat): retained like the table, nothing deleted
+    assert found_of(cfg(env="prod", kinesis="on"), cfg(env="prod")) == [
+        ("kinesis.disabled", False, "on", None)
+    ]
     # a borrowed stream is never deleted
-    assert "your stream stays" in effect_of(cfg(kinesis=THEIRS), cfg())
+    assert found_of(cfg(kinesis=THEIRS), cfg()) == [("kinesis.disabled", False, THEIRS, None)]
 
 
-@pytest.mark.parametrize(("before", "after"), [("on", THEIRS), (THEIRS, OTHER), (THEIRS, "on")])
-def test_switching_the_destination_names_the_gap(before: str, after: str) -> None:
-    effect = effect_of(cfg(kinesis=before), cfg(kinesis=after))
-    assert "switches the destination" in effect and "NEITHER stream (a gap)" in effect
-    assert ("creates" in effect or "$0.04 per stream-hour" in effect) == (after == "on")
+@pytest.mark.parametrize(
+    ("before", "after", "deleted"), [("on", THEIRS, True), (THEIRS, OTHER, False), (THEIRS, "on", False)]
+)
+def test_switching_the_destination_deletes_only_a_stream_the_stack_created(
+    before: str, after: str, deleted: bool
+) -> None:
+    found = found_of(cfg(kinesis=before), cfg(kinesis=after))
+    assert found[0] == ("kinesis.changed", False, before, after)
+    assert [code for code, destructive, *_ in found if destructive] == (
+        ["kinesis.stream_deleted"] if deleted else []
+    )
 
 
 def test_no_kinesis_change_no_line() -> None:
     assert kinesis.findings(cfg(kinesis="on"), cfg(kinesis="on", batch_size="20")) == []
 
 
-@pytest.mark.parametrize(
-    ("position", "says"),
-    [("latest", "never delivered"), ("trim-horizon", "re-delivers every change that source still holds")],
-)
-def test_a_source_switch_replaces_the_mapping_and_says_what_records_in_between_do(
-    position: str, says: str
+@pytest.mark.parametrize(("position", "destructive"), [("latest", True), ("trim-horizon", False)])
+def test_a_source_switch_replaces_the_mapping_destructively_only_from_latest(
+    position: str, destructive: bool
 ) -> None:
     # GIVEN the built-in consumer on the DynamoDB stream, moved to the Kinesis data stream
     before = cfg(stream="new-and-old", kinesis="on", starting_position=position)
     after = cfg(stream="new-and-old", kinesis="on", consumer_source="kinesis", starting_position=position)
     change = mapping_change(before, after)
-    # THEN the mapping is replaced, naming both sources, and what LATEST loses or TRIM_HORIZON re-delivers
-    assert change is not None and change.verb == REPLACES
-    assert "DynamoDB stream" in change.live and "Kinesis stream" in change.declared
-    assert says in change.effect
-    if position == "trim-horizon":
-        assert "24 h" in change.effect and "since its destination became ACTIVE" in change.effect
+    # THEN the mapping is replaced; from LATEST the records in between are lost, from TRIM_HORIZON re-delivered
+    assert change is not None and change.code == REPLACED
+    finding = change.finding()
+    assert (finding.before, finding.after) == (before.starting_position_cfn, after.starting_position_cfn)
+    assert finding.destructive is destructive
 
 
 def test_a_kinesis_mapping_is_replaced_when_its_stream_changes_but_not_for_a_dynamodb_view_change() -> None:
     on_theirs = cfg(kinesis=THEIRS, consumer_source="kinesis")
     change = mapping_change(on_theirs, cfg(kinesis=OTHER, consumer_source="kinesis"))
-    assert change is not None and change.verb == REPLACES and OTHER in change.declared
+    assert change is not None and change.code == REPLACED
     # the DynamoDB stream going away does not touch a mapping reading Kinesis
     assert (
         mapping_change(
@@ -212,15 +215,12 @@ def test_a_kinesis_mapping_is_replaced_when_its_stream_changes_but_not_for_a_dyn
 def test_preflight_reports_the_kinesis_change_against_the_deployed_knobs(moto_env: Aws) -> None:
     # GIVEN a stack deployed without Kinesis (moto), and knobs turning it on
     ot.deploy(moto_env.client, cfg())
-    deployment = use_deployed_knobs(describe_stack(moto_env, cfg(kinesis="on")), {"kinesis"})
+    deployment = use_deployed_knobs(describe_stack(moto_env, cfg(kinesis="on")))
     # WHEN preflight runs
-    findings = {f.subject: f for f in p.run_preflight(moto_env, deployment)}
+    findings = {f.code: f for f in p.run_preflight(moto_env, deployment)}
     # THEN the kinesis line is a change the deploy makes
-    assert findings["kinesis"].level == p.CHANGE
-    assert (findings["kinesis"].live, findings["kinesis"].declared) == (
-        "off",
-        "on-demand stream created by the stack",
-    )
+    found = findings["kinesis.enabled"]
+    assert (found.level, found.destructive, found.before, found.after) == (Level.CHANGE, False, None, "on")
 
 
 def _role(aws: Aws, name: str, statements: list[dict[str, Any]]) -> str:
@@ -251,10 +251,9 @@ def test_a_borrowed_consumer_reading_kinesis_needs_kinesis_grants_not_dynamodb_o
     arn = _function(moto_env, role)
     config = cfg(kinesis=THEIRS, consumer=arn, consumer_source="kinesis")
     # THEN every Kinesis read action is missing
-    ((level, subject, live, _, effect),) = consumer_findings(moto_env, config, None, {}.get)
-    assert (level, subject) == ("WARN", "consumer role grants") and "Kinesis data stream" in effect
-    for action in grants.KINESIS_READ_ACTIONS:
-        assert action in live
+    (lacking,) = consumer_findings(moto_env, config, None, {}.get)
+    assert (lacking.level, lacking.code, lacking.before) == (Level.WARN, "consumer.cannot_read_stream", [])
+    assert lacking.after == list(grants.KINESIS_READ_ACTIONS)
     # AND a role granted them on that stream passes
     moto_env.client("iam").put_role_policy(
         RoleName="ddb-reader", PolicyName="p",
@@ -265,8 +264,8 @@ def test_a_borrowed_consumer_reading_kinesis_needs_kinesis_grants_not_dynamodb_o
             }
         ),
     )  # fmt: skip
-    ((level, _, live, _, _),) = consumer_findings(moto_env, config, None, {}.get)
-    assert level == "OK" and "Kinesis stream grants" in live
+    (granted,) = consumer_findings(moto_env, config, None, {}.get)
+    assert (granted.level, granted.code) == (Level.OK, "consumer.ok")
 
 
 # ---------------------------------------------------------------------------------------------- verify
@@ -558,10 +557,10 @@ def test_reconcile_re_enables_a_destination_disabled_out_of_band(
     ]
     # AND preflight reports it as drift the deploy would not repair
     destinations.set(stream, kinesis.DISABLED)
-    code = main(["preflight", "--json"])
+    code = main(["preflight", "--json", "-c", "kinesis=on"])
     found = json.loads(capsys.readouterr().out)
-    assert [d["subject"] for d in found["drift"]] == ["kinesis destination"]
-    assert "`doctable reconcile --apply` restores it" in found["drift"][0]["effect"]
+    assert [(d["code"], d["subject"]) for d in found["drift"]] == [("drift.detected", "kinesis destination")]
+    assert found["destructive"] == []
 
 
 # ------------------------------------------------------------------------------------------------ plan
@@ -636,33 +635,39 @@ def test_the_ledger_records_the_kinesis_stream_among_the_realized_ids(moto_env: 
 
 def test_a_borrowed_kinesis_stream_must_exist_active_in_the_tables_region(moto_env: Aws) -> None:
     # GIVEN kinesis=<ARN> of a stream not created yet: the deploy would fail enabling the destination
-    findings = {
-        f.subject: f for f in p.run_preflight(moto_env, describe_stack(moto_env, cfg(kinesis=THEIRS)))
-    }
-    assert findings["borrowed kinesis stream"].level == p.STOP
-    assert "create it first" in findings["borrowed kinesis stream"].effect
+    findings = {f.code: f for f in p.run_preflight(moto_env, describe_stack(moto_env, cfg(kinesis=THEIRS)))}
+    assert (findings["kinesis.stream_missing"].level, findings["kinesis.stream_missing"].after) == (
+        Level.STOP,
+        THEIRS,
+    )
     # AND a stream in another region stops too
     elsewhere = THEIRS.replace(REGION, "us-west-2")
-    ((level, _, live, _, _),) = borrowed_kinesis(moto_env, elsewhere)
-    assert level == "STOP" and live == "in us-west-2"
+    (other,) = borrowed_kinesis(moto_env, elsewhere)
+    assert (other.level, other.code, other.before) == (Level.STOP, "kinesis.stream_other_region", "us-west-2")
     # AND once it exists and is ACTIVE, it is OK
     arn = created_stream(moto_env, "theirs")
-    ((level, _, live, _, _),) = borrowed_kinesis(moto_env, arn)
-    assert level == "OK" and live.startswith("ACTIVE, ON_DEMAND")
+    (ok,) = borrowed_kinesis(moto_env, arn)
+    assert (ok.level, ok.code, ok.before) == (Level.OK, "kinesis.ok", kinesis.ACTIVE)
 
 
-def borrowed_kinesis(aws: Aws, arn: str) -> list[tuple[str, str, str, str, str]]:
+def borrowed_kinesis(aws: Aws, arn: str) -> list[Finding]:
     from doctable.ops.borrowed import kinesis_stream_findings
 
     return kinesis_stream_findings(aws, cfg(kinesis=arn))
 
 
-def test_a_created_or_deleted_mapping_names_the_source_it_reads() -> None:
+def test_a_created_or_deleted_mapping_on_kinesis_has_its_code_and_positions() -> None:
     reads = cfg(kinesis="on", consumer="builtin", consumer_source="kinesis")
     created = mapping_change(cfg(kinesis="on"), reads)
-    assert created is not None and "reads the Kinesis stream created by the stack from" in created.effect
-    deleted = mapping_change(cfg(stream="new-and-old"), cfg(stream="new-and-old", consumer="none"))
-    assert (
-        deleted is not None
-        and "the DynamoDB stream NEW_AND_OLD_IMAGES is no longer consumed" in deleted.effect
+    assert created is not None and (created.code, created.before, created.after) == (
+        CREATED,
+        None,
+        "TRIM_HORIZON",
     )
+    deleted = mapping_change(cfg(stream="new-and-old"), cfg(stream="new-and-old", consumer="none"))
+    assert deleted is not None and (deleted.code, deleted.before, deleted.after) == (
+        DELETED,
+        "TRIM_HORIZON",
+        None,
+    )
+    assert deleted.finding().destructive

@@ -127,7 +127,7 @@ def test_plan_prints_every_assumption_with_its_source(capsys: pytest.CaptureFixt
         (["--writes-per-second", "0"], "--writes-per-second '0' is out of range"),
         (["--writes-per-second", "5", "--delete-ratio", "1.5"], "--delete-ratio '1.5' is out of range"),
         (["--writes-per-second", "5", "--blobs-per-item", "2.5"], "--blobs-per-item '2.5' is not a number"),
-        (["--writes-per-second", "5", "-c", "batch_size=0"], "invalid knobs: batch_size"),
+        (["--writes-per-second", "5", "-c", "batch_size=0"], "invalid settings: batch_size"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(

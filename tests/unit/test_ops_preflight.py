@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from contract import names
+from contract.findings import Finding, Level
 from doctable.aws import Aws
 from doctable.cli import main
 from doctable.ops import grants
@@ -19,11 +20,16 @@ from tests.support.ops import REGION
 ACCOUNT = "123456789012"
 
 
-def preflight(aws: Aws, **knobs: str) -> list[p.Finding]:
+def preflight(aws: Aws, **knobs: str) -> list[Finding]:
     return p.run_preflight(aws, describe_stack(aws, ot.config_of(**knobs)))
 
 
-def by_subject(findings: list[p.Finding]) -> dict[str, p.Finding]:
+def by_code(findings: list[Finding]) -> dict[str, Finding]:
+    return {f.code: f for f in findings}
+
+
+def by_subject(findings: list[Finding]) -> dict[str, Finding]:
+    """Drift findings share one code: the subject names the property."""
     return {f.subject: f for f in findings}
 
 
@@ -43,40 +49,44 @@ def test_a_foreign_same_named_table_stops_the_deploy(moto_env: Aws) -> None:
     create_table(moto_env, "items-dev", {"Team": "payments"})
     # WHEN preflight observes
     findings = preflight(moto_env)
-    # THEN it stops, saying adoption is a human decision
-    table = by_subject(findings)["table"]
-    assert table.level == p.STOP
-    assert "adopting it is a human decision" in table.effect and "Team=payments" in table.live
+    # THEN it stops on a foreign table, its tags as the live value
+    table = by_code(findings)["table.foreign"]
+    assert (table.level, table.before, table.after) == (
+        Level.STOP,
+        {"Team": "payments"},
+        {"ManagedBy": "ephemera"},
+    )
 
 
-def test_an_ephemera_table_outside_the_stack_stops_too_with_the_import_advice(moto_env: Aws) -> None:
+def test_an_ephemera_table_outside_the_stack_stops_too(moto_env: Aws) -> None:
     # GIVEN a table of ours by its tags that no stack holds (e.g. retained by a uat teardown)
     create_table(moto_env, "items-dev", {"ManagedBy": "ephemera"})
-    table = by_subject(preflight(moto_env))["table"]
-    assert table.level == p.STOP and "cdk import" in table.effect
+    # WHEN preflight observes THEN it stops: ours, but outside the stack
+    table = by_code(preflight(moto_env))["table.unmanaged"]
+    assert (table.level, table.after) == (Level.STOP, "doctable-items-dev")
 
 
 def test_no_table_yet_is_a_go(moto_env: Aws) -> None:
     findings = preflight(moto_env, gsi="gsi1")
-    assert [f.level for f in findings] == [p.INFO]
-    assert "will be created" in findings[0].effect
+    assert [(f.level, f.code, f.after) for f in findings] == [(Level.INFO, "table.created", "items-dev")]
 
 
 def test_our_table_matching_the_knobs_is_ok(moto_env: Aws) -> None:
     ot.deploy(moto_env.client, ot.config_of(gsi="gsi1", ttl="on", pitr="on"))
     findings = preflight(moto_env, gsi="gsi1", ttl="on", pitr="on")
-    assert [(f.level, f.subject) for f in findings] == [(p.OK, "table")]
+    assert [(f.level, f.code) for f in findings] == [(Level.OK, "table.unchanged")]
 
 
 def test_our_table_differing_from_the_knobs_says_what_each_change_does(moto_env: Aws) -> None:
     # GIVEN the stack's table deployed flat, and knobs that now ask for gsi1, ttl and pitr
     ot.deploy(moto_env.client, ot.config_of())
-    findings = by_subject(preflight(moto_env, gsi="gsi1", ttl="on", pitr="on"))
-    # THEN each difference is a CHANGE with its effect and cost, and nothing stops the deploy
-    assert {f.level for f in findings.values()} == {p.CHANGE}
-    assert "ONLINE BACKFILL" in findings["gsi1"].effect
-    assert "rate-limited" in findings["ttl"].effect
-    assert "cheap toggle" in findings["pitr"].effect
+    findings = preflight(moto_env, gsi="gsi1", ttl="on", pitr="on")
+    # THEN each difference is a CHANGE with its code and values, and nothing stops the deploy
+    assert {(f.level, f.code, f.before, f.after) for f in findings} == {
+        (Level.CHANGE, "index.added", None, "gsi1"),
+        (Level.CHANGE, "ttl.enabled", None, names.TTL_ATTRIBUTE),
+        (Level.CHANGE, "pitr.enabled", False, True),
+    }
 
 
 # ------------------------------------------------------------------------------------------ shape diff
@@ -97,77 +107,121 @@ def _table(**overrides: Any) -> dict[str, Any]:
     return table
 
 
-GSI1 = [{"IndexName": "gsi1", "IndexStatus": "ACTIVE", "KeySchema": []}]
+GSI1_KEYS = [
+    {"AttributeName": names.GSI_PARTITION_KEY, "KeyType": "HASH"},
+    {"AttributeName": names.GSI_SORT_KEY, "KeyType": "RANGE"},
+]
+GSI1 = [
+    {
+        "IndexName": "gsi1",
+        "IndexStatus": "ACTIVE",
+        "KeySchema": GSI1_KEYS,
+        "Projection": {"ProjectionType": "ALL"},
+    }
+]
+GSI1_OTHER_KEYS = [{**GSI1[0], "KeySchema": [{"AttributeName": "other", "KeyType": "HASH"}]}]
 TTL_ON = {"TimeToLiveStatus": "ENABLED", "AttributeName": names.TTL_ATTRIBUTE}
 TTL_OFF = {"TimeToLiveStatus": "DISABLED"}
+NEW_AND_OLD, KEYS_ONLY = "NEW_AND_OLD_IMAGES", "KEYS_ONLY"
 
 
 @pytest.mark.parametrize(
-    ("knobs", "table", "ttl", "pitr", "subject", "words"),
+    ("knobs", "table", "ttl", "pitr", "expected"),
     [
-        ({}, _table(GlobalSecondaryIndexes=GSI1), TTL_OFF, "DISABLED", "gsi1", "DELETES the index"),
-        ({"gsi": "gsi1"}, _table(), TTL_OFF, "DISABLED", "gsi1", "ONLINE BACKFILL"),
+        ({}, _table(GlobalSecondaryIndexes=GSI1), TTL_OFF, "DISABLED", ("index.removed", True, "gsi1", None)),
+        ({"gsi": "gsi1"}, _table(), TTL_OFF, "DISABLED", ("index.added", False, None, "gsi1")),
+        (
+            {"gsi": "gsi1"},
+            _table(GlobalSecondaryIndexes=GSI1_OTHER_KEYS),
+            TTL_OFF,
+            "DISABLED",
+            (
+                "index.replaced",
+                True,
+                {"keys": {"other": "HASH"}, "projection": "ALL"},
+                {"keys": {names.GSI_PARTITION_KEY: "HASH", names.GSI_SORT_KEY: "RANGE"}, "projection": "ALL"},
+            ),
+        ),
         (
             {},
             _table(KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}]),
             TTL_OFF,
             "DISABLED",
-            "key schema",
-            "NEW table and a data copy",
+            ("table.replaced", True, ["id HASH ?"], ["pk HASH S", "sk RANGE S"]),
         ),
-        ({"stream": "new-and-old"}, _table(), TTL_OFF, "DISABLED", "stream", "NEW stream ARN"),
         (
             {"stream": "new-and-old"},
-            _table(StreamSpecification={"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"}),
+            _table(),
             TTL_OFF,
             "DISABLED",
-            "stream view",
-            "mapping is recreated",
+            ("stream.enabled", False, None, NEW_AND_OLD),
+        ),
+        (
+            {"stream": "new-and-old"},
+            _table(StreamSpecification={"StreamEnabled": True, "StreamViewType": KEYS_ONLY}),
+            TTL_OFF,
+            "DISABLED",
+            ("stream.recreated", True, KEYS_ONLY, NEW_AND_OLD),
         ),
         (
             {},
-            _table(StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}),
+            _table(StreamSpecification={"StreamEnabled": True, "StreamViewType": NEW_AND_OLD}),
             TTL_OFF,
             "DISABLED",
-            "stream",
-            "disables the stream",
+            ("stream.disabled", True, NEW_AND_OLD, None),
         ),
-        ({"ttl": "on"}, _table(), TTL_OFF, "DISABLED", "ttl", "rate-limited"),
-        ({}, _table(), TTL_ON, "DISABLED", "ttl", "items stop expiring"),
+        ({"ttl": "on"}, _table(), TTL_OFF, "DISABLED", ("ttl.enabled", True, None, names.TTL_ATTRIBUTE)),
+        ({}, _table(), TTL_ON, "DISABLED", ("ttl.disabled", False, names.TTL_ATTRIBUTE, None)),
         (
             {"ttl": "on"},
             _table(),
             {"TimeToLiveStatus": "ENABLED", "AttributeName": "ttl"},
             "DISABLED",
-            "ttl attribute",
-            "DISABLE then ENABLE",
+            ("ttl.attribute_changed", True, "ttl", names.TTL_ATTRIBUTE),
         ),
-        ({"pitr": "on"}, _table(), TTL_OFF, "DISABLED", "pitr", "cheap toggle"),
-        ({}, _table(), TTL_OFF, "ENABLED", "pitr", "cheap toggle"),
-        ({"env": "prod"}, _table(), TTL_OFF, "DISABLED", "deletion protection", "free toggle"),
+        ({"pitr": "on"}, _table(), TTL_OFF, "DISABLED", ("pitr.enabled", False, False, True)),
+        ({}, _table(), TTL_OFF, "ENABLED", ("pitr.disabled", True, True, False)),
+        (
+            {"deletion_protection": "on"},
+            _table(),
+            TTL_OFF,
+            "DISABLED",
+            ("deletion_protection.enabled", False, False, True),
+        ),
         (
             {},
             _table(BillingModeSummary={"BillingMode": "PROVISIONED"}),
             TTL_OFF,
             "DISABLED",
-            "billing mode",
-            "24 h",
+            ("table.billing_mode_changed", False, "PROVISIONED", "PAY_PER_REQUEST"),
         ),
     ],
 )
-def test_each_shape_difference_names_its_effect(
-    knobs: dict[str, str], table: dict[str, Any], ttl: dict[str, Any], pitr: str, subject: str, words: str
+def test_each_shape_difference_has_its_code_flag_and_values(
+    knobs: dict[str, str],
+    table: dict[str, Any],
+    ttl: dict[str, Any],
+    pitr: str,
+    expected: tuple[str, bool, Any, Any],
 ) -> None:
-    findings = by_subject(p.shape_findings(ot.config_of(**knobs), table, ttl, pitr))
-    assert subject in findings, findings
-    assert words in findings[subject].effect
-    if subject == "key schema":
-        assert findings[subject].level == p.STOP
+    # GIVEN a live table differing from the knobs in one way  WHEN preflight compares them
+    findings = p.shape_findings(ot.config_of(**knobs), table, ttl, pitr)
+    # THEN that one difference is found, with its code, destructive flag and before/after values
+    assert [(f.code, f.destructive, f.before, f.after) for f in findings] == [expected]
+    assert findings[0].level == (Level.STOP if expected[0] == "table.replaced" else Level.CHANGE)
 
 
 def test_a_ttl_change_in_progress_warns() -> None:
     findings = p.shape_findings(ot.config_of(), _table(), {"TimeToLiveStatus": "ENABLING"}, "DISABLED")
-    assert [(f.level, f.subject) for f in findings] == [(p.WARN, "ttl")]
+    assert [(f.level, f.code, f.before) for f in findings] == [(Level.WARN, "ttl.busy", "ENABLING")]
+
+
+def test_an_index_still_backfilling_warns() -> None:
+    busy = [{**GSI1[0], "IndexStatus": "CREATING"}]
+    findings = p.shape_findings(
+        ot.config_of(gsi="gsi1"), _table(GlobalSecondaryIndexes=busy), TTL_OFF, "DISABLED"
+    )
+    assert [(f.level, f.code, f.before) for f in findings] == [(Level.WARN, "index.busy", "CREATING")]
 
 
 # ------------------------------------------------------------------------------------- borrowed consumer
@@ -205,26 +259,24 @@ def _function(aws: Aws, name: str, role_arn: str) -> str:
 
 def test_a_missing_borrowed_consumer_stops_the_deploy(moto_env: Aws) -> None:
     arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:not-deployed-yet"
-    findings = by_subject(preflight(moto_env, stream="new-and-old", consumer=arn))
-    assert findings["borrowed consumer"].level == p.STOP
-    assert "apply its plan first" in findings["borrowed consumer"].effect
+    finding = by_code(preflight(moto_env, stream="new-and-old", consumer=arn))["consumer.missing"]
+    assert (finding.level, finding.after) == (Level.STOP, arn)
 
 
 def test_a_borrowed_consumer_in_another_region_stops(moto_env: Aws) -> None:
     arn = f"arn:aws:lambda:us-west-2:{ACCOUNT}:function:elsewhere"
-    finding = by_subject(preflight(moto_env, stream="new-and-old", consumer=arn))["borrowed consumer"]
-    assert finding.level == p.STOP and "region" in finding.effect
+    finding = by_code(preflight(moto_env, stream="new-and-old", consumer=arn))["consumer.other_region"]
+    assert (finding.level, finding.before, finding.after) == (Level.STOP, "us-west-2", REGION)
 
 
 def test_a_borrowed_consumer_without_stream_grants_is_reported(moto_env: Aws) -> None:
     # GIVEN a function whose role can only write logs
     role = _role(moto_env, "no-stream", [{"Effect": "Allow", "Action": "logs:*", "Resource": "*"}])
     arn = _function(moto_env, "borrowed", role)
-    finding = by_subject(preflight(moto_env, stream="new-and-old", consumer=arn))["consumer role grants"]
-    # THEN every stream-read action is named as missing (moto has no simulator: the policies were read)
-    assert finding.level == p.WARN
-    for action in ("DescribeStream", "GetRecords", "GetShardIterator", "ListStreams"):
-        assert action in finding.live
+    finding = by_code(preflight(moto_env, stream="new-and-old", consumer=arn))["consumer.cannot_read_stream"]
+    # THEN every stream-read action is missing (moto has no simulator: the policies were read)
+    assert finding.level == Level.WARN and finding.before == []
+    assert set(finding.after) == {*grants.STREAM_READ_ACTIONS, grants.LIST_STREAMS_ACTION}
 
 
 def test_a_borrowed_consumer_with_stream_grants_is_ok(moto_env: Aws) -> None:
@@ -241,8 +293,8 @@ def test_a_borrowed_consumer_with_stream_grants_is_ok(moto_env: Aws) -> None:
         ],
     )
     arn = _function(moto_env, "borrowed", role)
-    finding = by_subject(preflight(moto_env, stream="new-and-old", consumer=arn))["borrowed consumer"]
-    assert finding.level == p.OK
+    finding = by_code(preflight(moto_env, stream="new-and-old", consumer=arn))["consumer.ok"]
+    assert finding.level == Level.OK
 
 
 def test_policy_evaluation_allows_wildcards_and_honours_deny() -> None:
@@ -256,9 +308,9 @@ def test_policy_evaluation_allows_wildcards_and_honours_deny() -> None:
 
 
 # ----------------------------------------------------------------------------------------------- drift
-def preflight_deployed(aws: Aws, given: set[str], **knobs: str) -> list[p.Finding]:
+def preflight_deployed(aws: Aws, **knobs: str) -> list[Finding]:
     """Preflight as the console script runs it: the stack's recorded knobs are the truth, ``knobs`` the target."""
-    return p.run_preflight(aws, use_deployed_knobs(describe_stack(aws, ot.config_of(**knobs)), given))
+    return p.run_preflight(aws, use_deployed_knobs(describe_stack(aws, ot.config_of(**knobs))))
 
 
 def test_ttl_disabled_behind_the_stack_is_drift_not_a_deploy_change(moto_env: Aws) -> None:
@@ -269,12 +321,13 @@ def test_ttl_disabled_behind_the_stack_is_drift_not_a_deploy_change(moto_env: Aw
         TimeToLiveSpecification={"Enabled": False, "AttributeName": names.TTL_ATTRIBUTE},
     )
     # WHEN preflight runs for the same knobs
-    findings = by_subject(preflight_deployed(moto_env, {"ttl"}, ttl="on"))
-    # THEN TTL is DRIFT the deploy will not repair (never "enables TTL"), and the table has no template change
-    assert findings["ttl"].level == p.DRIFT
-    assert "will NOT repair" in findings["ttl"].effect and "reconcile" in findings["ttl"].effect
-    assert "enables TTL" not in findings["ttl"].effect
-    assert findings["table"].level == p.OK
+    findings = preflight_deployed(moto_env, ttl="on")
+    # THEN TTL is drift the deploy will not repair (never ttl.enabled), and the table has no template change
+    assert [(f.level, f.code) for f in findings] == [
+        (Level.OK, "table.no_template_change"),
+        (Level.DRIFT, "drift.detected"),
+    ]
+    assert findings[1].subject == "ttl" and not findings[1].destructive
 
 
 def test_a_knob_change_over_a_drifted_property_is_the_deploys_change(moto_env: Aws) -> None:
@@ -283,10 +336,24 @@ def test_a_knob_change_over_a_drifted_property_is_the_deploys_change(moto_env: A
     moto_env.client("dynamodb").update_continuous_backups(
         TableName="items-dev", PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": False}
     )
-    findings = preflight_deployed(moto_env, {"pitr", "ttl"}, pitr="on", ttl="on")
-    levels = {(f.subject, f.level) for f in findings}
+    findings = preflight_deployed(moto_env, pitr="on", ttl="on")
     # THEN TTL is what the deploy changes, PITR is drift
-    assert ("ttl", p.CHANGE) in levels and ("pitr", p.DRIFT) in levels
+    assert [f.code for f in findings if f.level == Level.CHANGE] == ["ttl.enabled"]
+    assert [f.subject for f in findings if f.level == Level.DRIFT] == ["pitr"]
+
+
+def test_an_index_added_behind_the_stack_is_drift_reconcile_cannot_restore(moto_env: Aws) -> None:
+    # GIVEN a gsi=none stack whose table got gsi1 out of band (a flat table from a gsi1 stack's shape)
+    ot.deploy(moto_env.client, ot.config_of())
+    deployment = use_deployed_knobs(describe_stack(moto_env, ot.config_of()))
+    table = moto_env.client("dynamodb").describe_table(TableName="items-dev")["Table"]
+    removed = p.shape_findings(ot.config_of(), {**table, "GlobalSecondaryIndexes": GSI1}, TTL_OFF, "DISABLED")
+    # WHEN the deploy's findings are split from the drift
+    kept = p.split_drift(moto_env, deployment, table, removed)
+    # THEN the index is drift (the deploy keeps it), no longer a destructive change
+    assert [(f.level, f.code, f.destructive, f.before) for f in kept] == [
+        (Level.DRIFT, "drift.detected", False, "gsi1")
+    ]
 
 
 def test_mapping_and_tag_drift_are_reported_as_drift(moto_env: Aws) -> None:
@@ -294,17 +361,24 @@ def test_mapping_and_tag_drift_are_reported_as_drift(moto_env: Aws) -> None:
     outputs = ot.deploy_with_mapping(moto_env.client, config)
     moto_env.client("lambda").update_event_source_mapping(UUID=outputs[names.OUT_MAPPING_UUID], BatchSize=1)
     moto_env.client("dynamodb").untag_resource(ResourceArn=outputs[names.OUT_TABLE_ARN], TagKeys=["Source"])
-    findings = by_subject(preflight_deployed(moto_env, set(), stream="new-and-old"))
-    assert findings["mapping BatchSize"].level == p.DRIFT and findings["mapping BatchSize"].live == "1"
-    assert findings["table tag Source"].level == p.DRIFT
+    findings = by_subject(preflight_deployed(moto_env, stream="new-and-old"))
+    batch = findings["mapping BatchSize"]
+    assert (batch.level, batch.code, batch.before, batch.after) == (Level.DRIFT, "drift.detected", "1", "10")
+    assert findings["table tag Source"].level == Level.DRIFT
 
 
 def test_a_batch_size_knob_change_is_a_deploy_change_not_drift(moto_env: Aws) -> None:
     config = ot.config_of(stream="new-and-old")
     outputs = ot.deploy_with_mapping(moto_env.client, config)
     moto_env.client("lambda").update_event_source_mapping(UUID=outputs[names.OUT_MAPPING_UUID], BatchSize=1)
-    findings = preflight_deployed(moto_env, {"batch_size"}, stream="new-and-old", batch_size="50")
-    assert not [f for f in findings if f.level == p.DRIFT]
+    findings = preflight_deployed(moto_env, stream="new-and-old", batch_size="50")
+    assert not [f for f in findings if f.level == Level.DRIFT]
+    updated = by_code(findings)["mapping.updated"]
+    assert (updated.before, updated.after, updated.destructive) == (
+        {"BatchSize": 10},
+        {"BatchSize": 50},
+        False,
+    )
 
 
 def test_preflight_text_separates_the_deploy_from_the_drift(
@@ -314,9 +388,43 @@ def test_preflight_text_separates_the_deploy_from_the_drift(
     moto_env.client("dynamodb").update_continuous_backups(
         TableName="items-dev", PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": False}
     )
-    assert main(["preflight"]) == 0
+    # WHEN preflight runs with the same knobs THEN the drift is listed apart from the deploy's changes
+    assert main(["preflight", "-c", "pitr=on"]) == 0
     out = capsys.readouterr().out
     assert out.index("what this deploy changes:") < out.index("drift CloudFormation will not repair")
+
+
+def test_preflight_json_lists_codes_values_and_the_destructive_ones(
+    moto_env: Aws, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a gsi1 stack with PITR, and knobs that drop the index and turn TTL on
+    ot.deploy(moto_env.client, ot.config_of(gsi="gsi1", pitr="on"))
+    # WHEN preflight --json runs
+    assert main(["preflight", "--json", "-c", "gsi=none", "-c", "ttl=on", "-c", "pitr=on"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    # THEN each finding carries its code, flag and values, and the destructive codes are listed on top
+    found = {f["code"]: f for f in report["findings"] if f["level"] == "CHANGE"}
+    assert set(found) == {"index.removed", "ttl.enabled"}
+    assert (found["index.removed"]["destructive"], found["index.removed"]["before"]) == (True, "gsi1")
+    assert (found["ttl.enabled"]["level"], found["ttl.enabled"]["after"]) == ("CHANGE", names.TTL_ATTRIBUTE)
+    assert report["destructive"] == ["index.removed", "ttl.enabled"]
+    # AND each knob the run overrides against the settings file is an INFO finding with both values
+    overrides = {
+        (f["level"], f["before"], f["after"]) for f in report["findings"] if f["code"] == "settings.override"
+    }
+    assert overrides == {("INFO", "off", "on"), ("INFO", "auto", "on")}
+
+
+def test_preflight_text_has_a_code_column_and_marks_destructive_rows(
+    moto_env: Aws, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a gsi1 stack, and knobs that drop the index and turn PITR on
+    ot.deploy(moto_env.client, ot.config_of(gsi="gsi1"))
+    assert main(["preflight", "-c", "gsi=none", "-c", "pitr=on"]) == 0
+    rows = [line.split()[:2] for line in capsys.readouterr().out.splitlines()]
+    # THEN the removal is a CHANGE! row, the harmless change a plain CHANGE row, each with its code
+    assert ["level", "code"] in rows
+    assert ["CHANGE!", "index.removed"] in rows and ["CHANGE", "pitr.enabled"] in rows
 
 
 def test_consumer_knob_changes_on_a_live_stack_say_what_the_deploy_does(moto_env: Aws) -> None:
@@ -324,17 +432,27 @@ def test_consumer_knob_changes_on_a_live_stack_say_what_the_deploy_does(moto_env
     # promise keys are never reused
     ot.deploy_with_mapping(moto_env.client, ot.config_of(stream="new-and-old"))
     knobs = {"stream": "new-and-old", "snapstart": "on", "memory": "512", "blob_key_reuse": "never"}
-    findings = by_subject(preflight_deployed(moto_env, set(knobs) - {"stream"}, **knobs))
-    # THEN each is a deploy change naming what it does
-    snap = findings["consumer function snapstart"]
-    assert (snap.level, snap.live, snap.declared) == (p.CHANGE, "off", "on")
-    assert "publishes a version" in snap.effect and "alias" in snap.effect and "charged" in snap.effect
-    assert findings["consumer function memory"].declared == "512 MB"
-    reuse = findings[f"consumer function {names.ENV_BLOB_KEY_REUSE}"]
-    assert "unchecked" in reuse.effect and "s3:GetObject" in reuse.effect
+    findings = preflight_deployed(moto_env, **knobs)
+    # THEN each is a deploy change with its values; key reuse turned to never is destructive
+    consumer = {
+        (f.subject, f.code, f.destructive, f.before, f.after)
+        for f in findings
+        if f.code.startswith("consumer.")
+    }
+    assert consumer == {
+        ("consumer function snapstart", "consumer.changed", False, False, True),
+        ("consumer function memory", "consumer.changed", False, 256, 512),
+        (
+            f"consumer function {names.ENV_BLOB_KEY_REUSE}",
+            "consumer.key_reuse_never",
+            True,
+            "guarded",
+            "never",
+        ),
+    }
     # AND the same knobs again change nothing of the consumer
-    again = preflight_deployed(moto_env, set(), stream="new-and-old")
-    assert not [f for f in again if f.subject.startswith("consumer function")]
+    again = preflight_deployed(moto_env, stream="new-and-old")
+    assert not [f for f in again if f.code.startswith("consumer.")]
 
 
 def test_with_snapstart_on_any_function_change_publishes_the_next_version() -> None:
@@ -342,7 +460,6 @@ def test_with_snapstart_on_any_function_change_publishes_the_next_version() -> N
 
     before = ot.config_of(stream="new-and-old", snapstart="on")
     after = ot.config_of(stream="new-and-old", snapstart="on", timeout="60")
-    subjects = {f[1]: f for f in consumer_plan.findings(before, after)}
-    assert set(subjects) == {"consumer function timeout", "consumer function version"}
-    assert "publishes the next version" in subjects["consumer function version"][4]
+    found = [(f.code, f.before, f.after) for f in consumer_plan.findings(before, after)]
+    assert found == [("consumer.changed", 30, 60), ("consumer.republished", None, None)]
     assert consumer_plan.findings(before, before) == []

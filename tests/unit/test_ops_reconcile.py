@@ -203,7 +203,7 @@ def test_refuses_a_stack_that_records_no_knobs(moto: Aws, capsys: pytest.Capture
 def test_a_stack_that_owns_no_table_is_refused(moto: Aws, status: str) -> None:
     # GIVEN a failed create beside a same-named (retained) table
     ot.deploy(moto.client, ot.config_of())
-    deployment = use_deployed_knobs(describe_stack(moto, ot.config_of()), set())
+    deployment = use_deployed_knobs(describe_stack(moto, ot.config_of()))
     deployment.stack_status = status
     with pytest.raises(UserError, match=f"is {status}.*refusing to reconcile it"):
         require_owned_table(moto, deployment, doing="reconcile it")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from contract.findings import Level
 from contract.knobs import resolve_config
 from contract.shape import table_shape
 from doctable.aws import Aws
@@ -43,7 +44,7 @@ def test_a_default_table_matches_the_default_knobs(moto_env: Aws) -> None:
     assert opts.findings(moto_env.client("dynamodb"), table_shape(resolve_config({}, {}, {})), table) == []
 
 
-def test_every_option_changed_is_named_with_its_cost(moto_env: Aws) -> None:
+def test_every_option_changed_is_a_change_with_its_values(moto_env: Aws) -> None:
     # GIVEN a plain table with PITR on (35 days) and knobs setting every option
     table = _table(moto_env)
     ddb = moto_env.client("dynamodb")
@@ -52,18 +53,33 @@ def test_every_option_changed_is_named_with_its_cost(moto_env: Aws) -> None:
     )
     shape = table_shape(resolve_config(ALL, {}, {}))
     # WHEN preflight compares them
-    found = {
-        subject: (live, want, effect) for _, subject, live, want, effect in opts.findings(ddb, shape, table)
-    }
-    # THEN each option is a change, saying what it does and costs
-    assert found["table class"][:2] == ("STANDARD", "STANDARD_INFREQUENT_ACCESS")
-    assert "two class changes per table in a trailing 30 days" in found["table class"][2]
-    assert found["max throughput"][:2] == ("no maximum", "reads <= 20000, writes <= 8000")
-    assert found["warm throughput"][1] == ">= reads 15000/s, writes 5000/s"
-    assert "billed once per increase" in found["warm throughput"][2]
-    assert found["pitr period"][:2] == ("35 days", "7 days")
-    assert found["contributor insights"][:2] == ("DISABLED", "ENABLED ACCESSED_AND_THROTTLED_KEYS")
-    assert "billed per event" in found["contributor insights"][2]
+    found = {f.code: f for f in opts.findings(ddb, shape, table)}
+    # THEN each option is a change with its live and declared values; only the shorter PITR window destroys
+    assert {f.level for f in found.values()} == {Level.CHANGE}
+    assert [code for code, f in found.items() if f.destructive] == ["pitr.window_shortened"]
+    values = {code: (f.before, f.after) for code, f in found.items()}
+    assert values["table_class.changed"] == ("STANDARD", "STANDARD_INFREQUENT_ACCESS")
+    assert values["throughput.max_changed"] == (
+        None,
+        {"MaxReadRequestUnits": 20000, "MaxWriteRequestUnits": 8000},
+    )
+    assert values["throughput.warm_changed"][1] == {"ReadUnitsPerSecond": 15000, "WriteUnitsPerSecond": 5000}
+    assert values["pitr.window_shortened"] == (35, 7)
+    assert values["contributor_insights.changed"] == (None, "ACCESSED_AND_THROTTLED_KEYS")
+
+
+def test_a_longer_pitr_window_is_not_destructive_and_off_means_35_days(moto_env: Aws) -> None:
+    # GIVEN a table keeping 7 days of PITR, and knobs with PITR on and pitr_days off (AWS's default: 35 days)
+    table = _table(moto_env)
+    ddb = moto_env.client("dynamodb")
+    ddb.update_continuous_backups(
+        TableName="items-dev",
+        PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True, "RecoveryPeriodInDays": 7},
+    )
+    shape = table_shape(resolve_config({"pitr": "on"}, {}, {}))
+    # WHEN preflight compares them THEN the window grows from 7 to 35 days, which loses nothing
+    found = [(f.code, f.destructive, f.before, f.after) for f in opts.findings(ddb, shape, table)]
+    assert found == [("pitr.window_lengthened", False, 7, 35)]
 
 
 def test_each_drift_has_a_call_that_restores_it(moto_env: Aws) -> None:

@@ -1,0 +1,46 @@
+"""``doctable settings --env ENV``: each knob's value for one run and where it came from (the file's environment
+table, its [defaults], the built-in default, or an override), without calling AWS."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from doctable.ops.command import add_common_arguments, guarded, print_json
+from doctable.ops.context import resolve_run
+from doctable.ops.render import text_table
+
+
+def cmd_settings(args: argparse.Namespace) -> int:
+    resolved = resolve_run(args)
+    if args.json:
+        print_json({"kind": "doctable-settings", **resolved.as_dict()})
+        return 0
+    config = resolved.config
+    where = f"{resolved.path}" if resolved.path else "no settings file (built-in defaults)"
+    bound = ", ".join(
+        f"{k} {v}" for k, v in (("account", resolved.account), ("region", resolved.region)) if v
+    )
+    print(
+        f"env {config.env} (stack {config.stack_name}) from {where}"
+        + (f"; bound to {bound}" if bound else "")
+    )
+    print(
+        text_table(
+            ["knob", "value", "source"], [[r["knob"], r["value"], r["source"]] for r in resolved.rows()]
+        )
+    )
+    for override in resolved.overrides:
+        print(
+            f"override: {override.knob}={override.value} from {override.source} (the file says {override.file_value})"
+        )
+    return 0
+
+
+def register(sub: Any) -> None:
+    settings = sub.add_parser(
+        "settings",
+        help="show each knob's value for an environment and its source (file, default, override); no AWS call",
+    )
+    add_common_arguments(settings, json_help="print the settings as JSON on stdout")
+    settings.set_defaults(func=guarded(cmd_settings))

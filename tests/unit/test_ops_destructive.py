@@ -1,0 +1,235 @@
+"""The destructive rules: which of a deploy's findings the deploy gate refuses without a yes. One test per rule,
+each reading the finding's code and flag (moto for the options read from a live table)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from contract import names
+from contract.findings import Finding, Level, destructive
+from contract.shape import table_shape
+from doctable.aws import Aws
+from doctable.ops import consumer_plan, kinesis, table_options, table_security
+from doctable.ops import preflight as p
+from doctable.ops.mapping_plan import mapping_change
+from tests.support import ops as ot
+
+STREAM = {"stream": "new-and-old"}
+TTL_OFF = {"TimeToLiveStatus": "DISABLED"}
+GSI1 = {
+    "IndexName": "gsi1",
+    "IndexStatus": "ACTIVE",
+    "KeySchema": [
+        {"AttributeName": names.GSI_PARTITION_KEY, "KeyType": "HASH"},
+        {"AttributeName": names.GSI_SORT_KEY, "KeyType": "RANGE"},
+    ],
+    "Projection": {"ProjectionType": "ALL"},
+}
+
+
+def live_table(**overrides: Any) -> dict[str, Any]:
+    """DescribeTable's answer for the knobs' table (pk/sk, on-demand, unprotected), with ``overrides``."""
+    table: dict[str, Any] = {
+        "KeySchema": [
+            {"AttributeName": "pk", "KeyType": "HASH"},
+            {"AttributeName": "sk", "KeyType": "RANGE"},
+        ],
+        "AttributeDefinitions": [
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        "BillingModeSummary": {"BillingMode": "PAY_PER_REQUEST"},
+        "DeletionProtectionEnabled": False,
+    }
+    return {**table, **overrides}
+
+
+def shape_codes(
+    knobs: dict[str, str], table: dict[str, Any], ttl: dict[str, Any] = TTL_OFF, pitr: str = "DISABLED"
+) -> dict[str, bool]:
+    """Code -> destructive flag of each shape finding for a deploy of ``knobs`` over ``table``."""
+    return {f.code: f.destructive for f in p.shape_findings(ot.config_of(**knobs), table, ttl, pitr)}
+
+
+def plan_codes(deployed: dict[str, str], target: dict[str, str]) -> dict[str, bool]:
+    """Code -> destructive flag of each finding the knob-to-knob comparisons make (consumer, kinesis)."""
+    before, after = ot.config_of(**deployed), ot.config_of(**target)
+    found = consumer_plan.findings(before, after) + kinesis.findings(before, after)
+    return {f.code: f.destructive for f in found}
+
+
+# --------------------------------------------------------------------------------------------- the table
+def test_an_index_removed_is_destructive() -> None:
+    # GIVEN a table with gsi1  WHEN the knobs drop it  THEN its removal is destructive
+    assert shape_codes({}, live_table(GlobalSecondaryIndexes=[GSI1])) == {"index.removed": True}
+
+
+def test_an_index_replaced_is_destructive() -> None:
+    # GIVEN gsi1 on other keys  WHEN the knobs declare gsi1  THEN its delete-and-create is destructive
+    other = {**GSI1, "KeySchema": [{"AttributeName": "other", "KeyType": "HASH"}]}
+    assert shape_codes({"gsi": "gsi1"}, live_table(GlobalSecondaryIndexes=[other])) == {
+        "index.replaced": True
+    }
+
+
+def test_an_index_added_is_not_destructive() -> None:
+    assert shape_codes({"gsi": "gsi1"}, live_table()) == {"index.added": False}
+
+
+def test_the_stream_turned_off_is_destructive() -> None:
+    # GIVEN a table with its stream  WHEN the knobs turn it off  THEN that is destructive
+    streaming = live_table(
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
+    )
+    assert shape_codes({}, streaming) == {"stream.disabled": True}
+
+
+def test_the_stream_recreated_is_destructive() -> None:
+    # GIVEN a KEYS_ONLY stream  WHEN the knobs want NEW_AND_OLD_IMAGES  THEN the re-created stream is destructive
+    keys_only = live_table(StreamSpecification={"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"})
+    assert shape_codes(STREAM, keys_only) == {"stream.recreated": True}
+
+
+def test_a_new_key_schema_replacing_the_table_is_destructive() -> None:
+    # GIVEN a table keyed on id alone  WHEN the knobs want pk/sk  THEN the replacement stops, and is destructive
+    findings = p.shape_findings(
+        ot.config_of(),
+        live_table(KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}]),
+        TTL_OFF,
+        "DISABLED",
+    )
+    assert [(f.level, f.code, f.destructive) for f in findings] == [(Level.STOP, "table.replaced", True)]
+
+
+def test_ttl_turned_on_is_destructive() -> None:
+    # GIVEN TTL off  WHEN the knobs turn it on  THEN destructive: DynamoDB deletes every item already expired
+    assert shape_codes({"ttl": "on"}, live_table()) == {"ttl.enabled": True}
+
+
+def test_pitr_turned_off_is_destructive() -> None:
+    # GIVEN PITR on  WHEN the knobs turn it off  THEN destructive: the restore window is lost
+    assert shape_codes({}, live_table(), pitr="ENABLED") == {"pitr.disabled": True}
+
+
+def test_a_shorter_pitr_window_is_destructive(moto_env: Aws) -> None:
+    # GIVEN a table with PITR at AWS's default window (35 days)
+    ddb = moto_env.client("dynamodb")
+    ddb.create_table(
+        TableName="items-dev",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    ddb.update_continuous_backups(
+        TableName="items-dev", PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True}
+    )
+    table = ddb.describe_table(TableName="items-dev")["Table"]
+    # WHEN the knobs keep 7 days  THEN the shorter window is destructive (the older restore points go)
+    found = table_options.findings(ddb, table_shape(ot.config_of(pitr="on", pitr_days="7")), table)
+    assert [(f.code, f.destructive, f.before, f.after) for f in found] == [
+        ("pitr.window_shortened", True, 35, 7)
+    ]
+
+
+@pytest.mark.parametrize(("env", "flagged"), [("dev", False), ("stg", False), ("uat", True), ("prod", True)])
+def test_deletion_protection_turned_off_is_destructive_in_uat_and_prod(env: str, flagged: bool) -> None:
+    # GIVEN a protected table  WHEN the knobs turn protection off  THEN destructive only where data is kept
+    protected = live_table(DeletionProtectionEnabled=True)
+    knobs = {"env": env, "deletion_protection": "off", "pitr": "off"}
+    assert shape_codes(knobs, protected) == {"deletion_protection.disabled": flagged}
+
+
+def test_the_encryption_key_changed_is_destructive(moto_env: Aws) -> None:
+    # GIVEN a table on the AWS owned key
+    ddb = moto_env.client("dynamodb")
+    ddb.create_table(
+        TableName="items-dev",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    table = ddb.describe_table(TableName="items-dev")["Table"]
+    # WHEN the knobs want the AWS managed key  THEN the key change is destructive
+    found = table_security.findings(moto_env, ot.config_of(encryption="aws-managed"), table, None)
+    assert [(f.code, f.destructive) for f in found] == [("key.changed", True)]
+
+
+# ------------------------------------------------------------------------------------------- the mapping
+def test_the_mapping_deleted_is_destructive() -> None:
+    # GIVEN the built-in consumer's mapping  WHEN the knobs drop the consumer  THEN its deletion is destructive
+    change = mapping_change(ot.config_of(**STREAM), ot.config_of(**STREAM, consumer="none"))
+    assert change is not None and (change.code, change.finding().destructive) == ("mapping.deleted", True)
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "flagged"), [("trim-horizon", "latest", True), ("latest", "trim-horizon", False)]
+)
+def test_the_mapping_replaced_is_destructive_only_toward_latest(start: str, end: str, flagged: bool) -> None:
+    # GIVEN a mapping from one position  WHEN the knobs move it to the other  THEN destructive only to LATEST
+    change = mapping_change(
+        ot.config_of(**STREAM, starting_position=start), ot.config_of(**STREAM, starting_position=end)
+    )
+    assert change is not None and (change.code, change.finding().destructive) == ("mapping.replaced", flagged)
+
+
+# ------------------------------------------------------------------------------- the consumer and its blobs
+def test_the_stack_created_blob_bucket_leaving_with_the_consumer_is_destructive() -> None:
+    # GIVEN the built-in consumer with the stack's bucket  WHEN the consumer goes  THEN the bucket leaves the stack
+    assert plan_codes(STREAM, {**STREAM, "consumer": "none"}) == {"bucket.leaves_stack": True}
+
+
+def test_the_stack_created_blob_bucket_left_for_a_bucket_of_yours_is_destructive() -> None:
+    # GIVEN the stack's bucket  WHEN blob_bucket names a bucket of the user's  THEN the stack's leaves the stack
+    assert plan_codes(STREAM, {**STREAM, "blob_bucket": "my-blobs"}) == {"bucket.leaves_stack": True}
+
+
+def test_moving_between_buckets_of_yours_leaves_no_stack_bucket() -> None:
+    # GIVEN a bucket of the user's  WHEN another is named  THEN a plain consumer change, nothing leaves the stack
+    assert plan_codes({**STREAM, "blob_bucket": "mine-a"}, {**STREAM, "blob_bucket": "mine-b"}) == {
+        "consumer.changed": False
+    }
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "expected"),
+    [("off", "on", {"consumer.prefix_cleanup_enabled": True}), ("on", "off", {"consumer.changed": False})],
+)
+def test_prefix_cleanup_turned_on_is_destructive(start: str, end: str, expected: dict[str, bool]) -> None:
+    # GIVEN blob_prefix_cleanup one way  WHEN flipped  THEN on is destructive (unlisted objects are deleted too)
+    assert (
+        plan_codes({**STREAM, "blob_prefix_cleanup": start}, {**STREAM, "blob_prefix_cleanup": end})
+        == expected
+    )
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "expected"),
+    [
+        ("guarded", "never", {"consumer.key_reuse_never": True}),
+        ("never", "guarded", {"consumer.changed": False}),
+    ],
+)
+def test_key_reuse_set_to_never_is_destructive(start: str, end: str, expected: dict[str, bool]) -> None:
+    # GIVEN blob_key_reuse one way  WHEN flipped  THEN never is destructive (dropped keys are deleted unchecked)
+    assert plan_codes({**STREAM, "blob_key_reuse": start}, {**STREAM, "blob_key_reuse": end}) == expected
+
+
+# --------------------------------------------------------------------------------------------- Kinesis
+@pytest.mark.parametrize(("env", "flagged"), [("dev", True), ("uat", False)])
+def test_the_stacks_kinesis_stream_deleted_is_destructive(env: str, flagged: bool) -> None:
+    # GIVEN the stack's own Kinesis stream  WHEN kinesis turns off  THEN its deletion is destructive (uat retains it)
+    found = plan_codes({"env": env, "kinesis": "on"}, {"env": env})
+    assert ("kinesis.stream_deleted" in found and found["kinesis.stream_deleted"]) is flagged
+
+
+# ------------------------------------------------------------------------------------------------ the gate
+def test_the_gate_ignores_drift_even_when_flagged() -> None:
+    # GIVEN a destructive change and a drift finding carrying the flag  THEN only the change stops the gate
+    change = Finding(Level.CHANGE, "index.removed", "gsi1", "present", "none", "", True, "gsi1", None)
+    drifted = Finding(Level.DRIFT, "drift.detected", "gsi1", "present", "none", "", True, "gsi1", None)
+    assert destructive([change, drifted]) == [change]
