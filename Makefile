@@ -24,7 +24,7 @@ PYTEST_ARGS ?=
 ENV_ARG := $(if $(filter command line,$(origin ENV)),--env $(ENV))
 
 .PHONY: help setup lint checkov format test unit infra-tests integration synth deploy destroy diff \
-        preflight verify ledger reconcile teardown bad-input-doc \
+        preflight verify ledger reconcile teardown docs bad-input-doc \
         local local-up local-down local-env bench soak live clean
 
 help: ## list the targets
@@ -128,6 +128,9 @@ local-env: setup
 
 bench: setup ## benchmarks against the baseline and the floors; writes bench/results.json and results.svg (BENCH_ARGS=--quick)
 	$(BIN)/python -m bench $(BENCH_ARGS)
+
+docs: setup ## regenerate docs/knobs.md and doctable.toml's comments from the knob declarations
+	$(BIN)/python -m contract.reference --write
 
 bad-input-doc: setup ## regenerate docs/bad-input.md from the bad-input cases (tests/unit/bad_inputs.py)
 	$(BIN)/python -m tests.unit.bad_inputs --write

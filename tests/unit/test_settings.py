@@ -212,3 +212,9 @@ def test_the_shipped_file_reproduces_the_built_in_defaults() -> None:
 def test_every_knob_declares_its_meaning_and_live_effect() -> None:
     for name, declared in KNOBS.items():
         assert declared.meaning and declared.live and declared.parser.allowed, name
+
+
+def test_the_knob_reference_and_the_file_comments_are_current() -> None:
+    from contract import reference
+
+    assert reference.stale() == [], "run `make docs`"
