@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from contract import names
-from contract.knobs import DocTableConfig, resolve_config
+from contract.knobs import INTEGER, INTEGER_OR_OFF, KNOBS, DocTableConfig, resolve_config
 from contract.shape import TableShape, consumer_shape, mapping_shape, table_shape
 
 REGION = "eu-west-1"  # where the unit tests' moto runs
@@ -209,3 +210,15 @@ def change_ttl_when_allowed(
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.5)  # the refusal above is the condition waited on; this paces the retries
+
+
+def write_settings(path: Path, env: str = "dev", **knobs: str) -> Path:
+    """A settings file whose [environments.<env>] holds ``knobs`` (strings, as -c gives them)."""
+
+    def value(name: str, text: str) -> str:
+        numeric = KNOBS[name].parser.toml in (INTEGER, INTEGER_OR_OFF) and text.isdigit()
+        return text if numeric else f'"{text}"'
+
+    body = "".join(f"{name} = {value(name, text)}\n" for name, text in knobs.items())
+    path.write_text(f"[defaults]\n\n[environments.{env}]\n{body}")
+    return path

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from contract.knobs import load_cdk_json_defaults, resolve_config
+from contract.knobs import resolve_config
 from doctable.cli import main
 from doctable.ops.plan import HOURS_PER_MONTH, Workload, build_plan, predict_delivery, value
 
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.unit
 
 def config(**knobs: str):
     return resolve_config(
-        context={"stream": "new-and-old", **knobs}, environ={}, defaults=load_cdk_json_defaults()
+        context={"stream": "new-and-old", **knobs}, environ={}, defaults={}
     )
 
 

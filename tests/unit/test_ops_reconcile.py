@@ -25,7 +25,9 @@ TABLE = "items-dev"
 
 @pytest.fixture
 def moto(ops_env: None, moto_env: Aws, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Aws:
+    """GIVEN moto, and a settings file that declares the stack the tests deploy (nothing pending)."""
     monkeypatch.setenv("DOCTABLE_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("DOCTABLE_CONFIG", str(ot.write_settings(tmp_path / "doctable.toml", **ALL_ON)))
     return moto_env
 
 
