@@ -64,7 +64,9 @@ def write() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--write", action="store_true", help="rewrite docs/knobs.md and doctable.toml's comments")
+    parser.add_argument(
+        "--write", action="store_true", help="rewrite docs/knobs.md and doctable.toml's comments"
+    )
     args = parser.parse_args(argv)
     if args.write:
         write()

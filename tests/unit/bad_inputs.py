@@ -1339,6 +1339,8 @@ CLI_ENV = {
     "AWS_REGION": REGION,
     "COLUMNS": "100",  # argparse wraps its usage to the terminal width
 }
+
+
 # Knob variables a developer's shell may carry (DOCTABLE_GSI=gsi1 ...): the CLI would read them.
 def _knob_variables() -> tuple[str, ...]:
     from contract.knobs import KNOB_VARIABLES

@@ -14,9 +14,7 @@ pytestmark = pytest.mark.unit
 
 
 def config(**knobs: str):
-    return resolve_config(
-        context={"stream": "new-and-old", **knobs}, environ={}, defaults={}
-    )
+    return resolve_config(context={"stream": "new-and-old", **knobs}, environ={}, defaults={})
 
 
 def test_shards_follow_write_units_and_consumers_multiply_by_the_parallelization_factor() -> None:
