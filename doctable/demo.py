@@ -20,7 +20,8 @@ from typing import Any, TypeVar
 import boto3
 
 from contract import names
-from contract.knobs import KNOB_DEFAULTS, STREAM_NEW_AND_OLD, resolve_config
+from contract.knobs import KNOB_DEFAULTS, STREAM_NEW_AND_OLD, ConfigError
+from contract.settings import resolve_settings
 from doctable import local_adapter as local
 from doctable.ops.verify.proof import parse_proof_line
 
@@ -58,7 +59,11 @@ def _wait(what: str, condition: Callable[[], T | None], timeout: float = WAIT_SE
 
 
 def run(keep_running: bool = True, port: int = local.DEFAULT_PORT) -> int:
-    config = resolve_config(context=DEMO_KNOBS, environ={})
+    # As the app run by `cdk deploy` below resolves it: the settings file, then these -c overrides.
+    try:
+        config = resolve_settings(context=DEMO_KNOBS, environ=os.environ).config
+    except ConfigError as exc:
+        raise DemoError("invalid settings: " + "; ".join(exc.problems)) from None
     log = local.state_dir() / "demo.log"
 
     _step(1, "Starting the embedded local AWS (moto server mode, no Docker, no account)")

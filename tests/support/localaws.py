@@ -19,6 +19,7 @@ import boto3
 
 from contract import names
 from contract.knobs import resolve_config
+from contract.settings import CONFIG_VARIABLE, default_settings, render_settings
 from doctable.ops.verify.proof import parse_proof_line
 from local import api
 
@@ -97,6 +98,11 @@ def private_local_aws(directory: Path) -> Iterator[LocalAWS]:
     http_port = int((api.health(info.port) or {})["http_port"])
     env = api.cdk_env(info.port, directory=directory)
     env["DOCTABLE_LOCAL_DIR"] = str(directory)
+    # The tests' stacks are shaped by their -c knobs over the built-in defaults, whatever the project's own
+    # doctable.toml says: the harness names a settings file of its own.
+    settings = directory / "doctable.toml"
+    settings.write_text(render_settings(default_settings(settings)))
+    env[CONFIG_VARIABLE] = str(settings)
     try:
         yield LocalAWS(info=info, directory=directory, env=env, http_port=http_port)
     finally:
@@ -124,6 +130,7 @@ def context_args(knobs: dict[str, str]) -> list[str]:
 
 
 def stack_name(knobs: dict[str, str]) -> str:
+    """The stack these knobs name, as the app resolves them from the harness's settings (the built-in defaults)."""
     return resolve_config(context=knobs, environ={}).stack_name
 
 
