@@ -8,6 +8,7 @@ from collections.abc import Callable
 from contract.findings import Finding, Level
 from contract.knobs import DocTableConfig
 from doctable.aws import Aws, arn_region, call_or_none
+from doctable.ops.capability import Observed
 from doctable.ops.grants import (
     KINESIS_READ_ACTIONS,
     LIST_STREAMS_ACTION,
@@ -16,6 +17,7 @@ from doctable.ops.grants import (
     missing_stream_grants,
 )
 from doctable.ops.kinesis import ACTIVE, declared_stream
+from doctable.ops.live import LiveTable
 
 
 def _probe_arns(
@@ -127,3 +129,36 @@ def kinesis_stream_findings(aws: Aws, config: DocTableConfig) -> list[Finding]:
             before=status, after=ACTIVE,
         )
     ]  # fmt: skip
+
+
+class BorrowedCapability:
+    """What the knobs borrow (a consumer function, a Kinesis stream): it exists, in the table's region, readable."""
+
+    name = "borrowed"
+    compares_live = False
+    codes = frozenset(
+        {
+            "consumer.other_region",
+            "consumer.missing",
+            "consumer.cannot_read_stream",
+            "consumer.ok",
+            "kinesis.stream_other_region",
+            "kinesis.stream_missing",
+            "kinesis.stream_not_active",
+            "kinesis.ok",
+        }
+    )
+
+    def findings(self, observed: Observed) -> list[Finding]:
+        aws, config = observed.aws, observed.target
+        # The live stream the consumer's role is checked against, when the deploy keeps it.
+        stream_arn: str | None = None
+        if observed.compared:
+            live = LiveTable.of(observed.live_table)
+            if live.stream_view is not None and live.stream_view == config.stream_view_type:
+                stream_arn = live.latest_stream_arn
+        found = consumer_findings(aws, config, stream_arn, observed.deployment.out)
+        return found + kinesis_stream_findings(aws, config)
+
+
+BORROWED = BorrowedCapability()

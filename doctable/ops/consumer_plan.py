@@ -8,6 +8,7 @@ from contract import names
 from contract.findings import Finding, Level
 from contract.knobs import KEY_REUSE_NEVER, OFF, ON, RETAINING_ENVS, DocTableConfig
 from contract.shape import consumer_shape
+from doctable.ops.capability import Observed
 
 SUBJECT = "consumer function"
 BUCKET_SUBJECT = "blob bucket"
@@ -153,3 +154,17 @@ def _environment_finding(
     return Finding(
         Level.CHANGE, code, f"{SUBJECT} {variable}", repr(was), repr(now), effect, destructive, before, after
     )
+
+
+class ConsumerCapability:
+    """The built-in consumer's function and blob bucket: findings of a change against the recorded knobs."""
+
+    name = "consumer"
+    compares_live = False
+    codes = frozenset({CHANGED, REPUBLISHED, PREFIX_CLEANUP_ON, KEY_REUSE_NEVER_CODE, "bucket.leaves_stack"})
+
+    def findings(self, observed: Observed) -> list[Finding]:
+        return findings(observed.deployed, observed.target) if observed.deployment.recorded else []
+
+
+CONSUMER = ConsumerCapability()

@@ -12,7 +12,9 @@ from botocore.exceptions import ClientError
 from contract import names
 from contract.findings import Finding, Level
 from contract.knobs import KINESIS_RETENTION_HOURS, RETAINING_ENVS, DocTableConfig
-from doctable.aws import error_code
+from doctable.aws import Aws, error_code
+from doctable.ops.capability import Drift, Observed
+from doctable.ops.context import Deployment
 from doctable.ops.plan import HOURS_PER_MONTH, value
 
 # DescribeKinesisStreamingDestination's DestinationStatus values.
@@ -261,6 +263,15 @@ def differences(
     return drifts
 
 
+def kinesis_drift(aws: Aws, deployment: Deployment, table: dict[str, Any]) -> list[Drift]:
+    """The table's Kinesis streaming destination against the deployed knobs."""
+    found = differences(aws.client("dynamodb"), deployment.config, deployment.out, table["TableName"])
+    return [
+        Drift(prop, subject, have, want, op, params, how)
+        for prop, subject, have, want, op, params, how in found
+    ]
+
+
 def apply_repair(ddb: Any, table_name: str, call: str, params: dict[str, Any]) -> None:
     if call == ENABLE_CALL:
         ddb.enable_kinesis_streaming_destination(TableName=table_name, **params)
@@ -273,3 +284,27 @@ def apply_repair(ddb: Any, table_name: str, call: str, params: dict[str, Any]) -
 def changed_by_deploy(deployed: DocTableConfig, target: DocTableConfig) -> bool:
     """A deploy that changes the ``kinesis`` knob rewrites the destination (its state is then the deploy's)."""
     return deployed.kinesis != target.kinesis
+
+
+# ------------------------------------------------------------------------------------------ capability
+class KinesisCapability:
+    """The ``kinesis`` knob: findings of a change against the recorded knobs; the destination's drift."""
+
+    name = "kinesis"
+    compares_live = False
+    codes = frozenset({"kinesis.enabled", "kinesis.disabled", "kinesis.changed", "kinesis.stream_deleted"})
+    calls = CALLS
+
+    def findings(self, observed: Observed) -> list[Finding]:
+        return findings(observed.deployed, observed.target) if observed.deployment.recorded else []
+
+    def drift(self, observed: Observed) -> list[Drift]:
+        return kinesis_drift(observed.aws, observed.deployment, observed.live_table)
+
+    def apply(
+        self, aws: Aws, deployment: Deployment, table: dict[str, Any], call: str, params: dict[str, Any]
+    ) -> None:
+        apply_repair(aws.client("dynamodb"), table["TableName"], call, params)
+
+
+KINESIS = KinesisCapability()

@@ -1,4 +1,5 @@
-"""``doctable ledger``: the environment's Live State (knobs, realized ids, status, last verify) as Markdown + JSON."""
+"""``doctable ledger``: the environment's Live State (knobs, realized ids, status, last verify) as Markdown + JSON;
+and verify's last record, which verify keeps in the state directory and the ledger reads."""
 
 from __future__ import annotations
 
@@ -14,12 +15,34 @@ from doctable.aws import Aws, call_or_none, user_errors
 from doctable.ops.command import add_common_arguments, connect, guarded, print_json
 from doctable.ops.context import Deployment, state_dir
 from doctable.ops.render import markdown_table, now_iso
-from doctable.ops.verify_record import load_record
 
 LEDGER_DIR_ENV = "DOCTABLE_LEDGER_DIR"
 IN_PROGRESS_SUFFIX = "_IN_PROGRESS"
 
 
+# ---------------------------------------------------------------------------------- verify's last record
+def record_path(directory: Path, table: str) -> Path:
+    return directory / f"verify-{table}.json"
+
+
+def save_record(directory: Path, record: dict[str, Any]) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = record_path(directory, record["table"])
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(record, indent=2, default=str) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def load_record(directory: Path, table: str) -> dict[str, Any] | None:
+    try:
+        data = json.loads(record_path(directory, table).read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+# ---------------------------------------------------------------------------------------------- ledger
 def ledger_dir(explicit: str | None = None) -> Path:
     return Path(explicit or os.environ.get(LEDGER_DIR_ENV) or "ledger")
 

@@ -1,15 +1,28 @@
 """What a deploy does to the event-source mapping: created, deleted, replaced or updated in place, found by
-comparing the mapping the deployed knobs declare with the one the target knobs declare (``contract.shape``)."""
+comparing the mapping the deployed knobs declare with the one the target knobs declare (``contract.shape``); and
+the live mapping's drift from the deployed knobs with the calls that restore it (reconcile)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+from contract import names
 from contract.findings import Finding, Level
 from contract.knobs import STARTING_LATEST, STARTING_POSITION_CFN, DocTableConfig
 from contract.shape import mapping_shape
+from doctable.aws import Aws, call_or_none
+from doctable.ops import mapping_options
+from doctable.ops.capability import Drift, Observed, drift_text
+from doctable.ops.context import Deployment
 from doctable.ops.kinesis import source_text, switch_text
+from doctable.ops.live import (
+    DESTINATION_FIELD,
+    ENABLED_FIELD,
+    mapping_differences,
+    s3_bucket_arn,
+    setting_text,
+)
 
 LATEST = STARTING_POSITION_CFN[STARTING_LATEST]
 
@@ -20,6 +33,21 @@ CREATED, DELETED, REPLACED, UPDATED = (
     "mapping.replaced",
     "mapping.updated",
 )
+# What each repair calls.
+UPDATE_MAPPING, TAG_MAPPING = "UpdateEventSourceMapping", "TagResource (mapping)"
+MAPPING_PARAMETERS = {  # GetEventSourceMapping field -> UpdateEventSourceMapping parameter
+    "BatchSize": "BatchSize",
+    "MaximumBatchingWindowInSeconds": "MaximumBatchingWindowInSeconds",
+    "MaximumRetryAttempts": "MaximumRetryAttempts",
+    "MaximumRecordAgeInSeconds": "MaximumRecordAgeInSeconds",
+    "ParallelizationFactor": "ParallelizationFactor",
+    "BisectBatchOnFunctionError": "BisectBatchOnFunctionError",
+    "FunctionResponseTypes": "FunctionResponseTypes",
+    "FilterCriteria": "FilterCriteria",
+    "MetricsConfig": "MetricsConfig",
+}
+# What UpdateEventSourceMapping takes to remove a setting the knobs leave unset (AWS documents {} for filters).
+MAPPING_CLEARED: dict[str, Any] = {"FilterCriteria": {}, "MetricsConfig": {"Metrics": []}}
 
 
 @dataclass(frozen=True)
@@ -106,3 +134,127 @@ def mapping_change(deployed: DocTableConfig, target: DocTableConfig) -> MappingC
         {name: was[name] for name in changed},
         {name: will[name] for name in changed},
     )
+
+
+# --------------------------------------------------------------------------------------- drift, repairs
+def mapping_drift(aws: Aws, deployment: Deployment) -> list[Drift]:
+    """The mapping's settings, enabled state, on-failure destination and tags against the deployed knobs."""
+    config = deployment.config
+    shape = mapping_shape(config)
+    uuid = deployment.out(names.OUT_MAPPING_UUID)
+    if shape is None or not uuid:
+        return []
+    lam = aws.client("lambda")
+    mapping = call_or_none(lam.get_event_source_mapping, UUID=uuid)
+    if mapping is None:
+        how = "CloudFormation does not re-create a resource deleted behind it: tear down and deploy again"
+        return [Drift("mapping:present", "mapping", "absent", uuid, None, how=how)]
+    bucket = deployment.out(names.OUT_FAILURE_BUCKET)
+    destination = s3_bucket_arn(aws.partition, bucket) if bucket else None
+    drifts: list[Drift] = []
+    for name, live, want in mapping_differences(mapping, shape, destination):
+        if name == ENABLED_FIELD:
+            drifts.append(
+                Drift(
+                    "mapping:Enabled",
+                    "mapping state",
+                    drift_text(live),
+                    drift_text(want),
+                    UPDATE_MAPPING,
+                    {"Enabled": True},
+                )
+            )
+        elif name == DESTINATION_FIELD:
+            params: dict[str, Any] = {"DestinationConfig": {"OnFailure": {"Destination": destination}}}
+            op = UPDATE_MAPPING if destination else None
+            how = f"the stack has no {names.OUT_FAILURE_BUCKET} output"
+            drifts.append(
+                Drift(
+                    f"mapping:{name}",
+                    "mapping on-failure destination",
+                    drift_text(live),
+                    drift_text(want),
+                    op,
+                    params,
+                    how,
+                )
+            )
+        else:
+            drifts.append(
+                Drift(
+                    f"mapping:{name}",
+                    f"mapping {name}",
+                    drift_text(live) if name not in MAPPING_CLEARED else setting_text(name, live),
+                    drift_text(want) if name not in MAPPING_CLEARED else setting_text(name, want),
+                    UPDATE_MAPPING,
+                    {MAPPING_PARAMETERS[name]: MAPPING_CLEARED.get(name) if want is None else want},
+                )
+            )
+    position = mapping.get("StartingPosition")
+    if position and position != shape.starting_position:
+        how = "a mapping's starting position is fixed at creation: redeploy with a starting_position change"
+        drifts.append(
+            Drift(
+                "mapping:StartingPosition",
+                "mapping StartingPosition",
+                position,
+                shape.starting_position,
+                None,
+                how=how,
+            )
+        )
+    arn = mapping.get("EventSourceMappingArn") or (
+        f"arn:{aws.partition}:lambda:{aws.region}:{aws.account}:event-source-mapping:{uuid}"
+    )
+    tags = lam.list_tags(Resource=arn).get("Tags", {})
+    for key, value in config.tags().items():
+        if tags.get(key) != value:
+            drifts.append(
+                Drift(
+                    f"mapping-tag:{key}",
+                    f"mapping tag {key}",
+                    tags.get(key, "absent"),
+                    value,
+                    TAG_MAPPING,
+                    {key: value},
+                )
+            )
+    return drifts
+
+
+# ------------------------------------------------------------------------------------------ capability
+class MappingCapability:
+    """The event-source mapping: findings of a change against the recorded knobs (its starting position and
+    target, its settings, its filter and metrics); the live mapping's drift."""
+
+    name = "mapping"
+    compares_live = False
+    codes = frozenset(
+        {CREATED, DELETED, REPLACED, UPDATED, "mapping.events_changed", "mapping.metrics_changed"}
+    )
+    calls = (UPDATE_MAPPING, TAG_MAPPING)
+
+    def findings(self, observed: Observed) -> list[Finding]:
+        if not observed.deployment.recorded:
+            return []
+        change = mapping_change(observed.deployed, observed.target)
+        found = [change.finding()] if change is not None else []
+        return found + mapping_options.findings(observed.deployed, observed.target)
+
+    def drift(self, observed: Observed) -> list[Drift]:
+        return mapping_drift(observed.aws, observed.deployment)
+
+    def apply(
+        self, aws: Aws, deployment: Deployment, table: dict[str, Any], call: str, params: dict[str, Any]
+    ) -> None:
+        lam, uuid = aws.client("lambda"), deployment.out(names.OUT_MAPPING_UUID)
+        if call == UPDATE_MAPPING:
+            lam.update_event_source_mapping(UUID=uuid, **params)
+        elif call == TAG_MAPPING:
+            mapping = lam.get_event_source_mapping(UUID=uuid)
+            lam.tag_resource(Resource=mapping["EventSourceMappingArn"], Tags=params)
+        else:  # pragma: no cover - calls only
+            raise ValueError(call)
+
+
+MAPPING = MappingCapability()

@@ -1,16 +1,19 @@
 """Whose table is it: the stack's resource list and the provenance tags, checked before a command writes to a
-table or changes it (verify's test items, reconcile's repairs)."""
+table or changes it (verify's test items, reconcile's repairs); what preflight says of a table that is not the
+stack's, and the provenance tags' drift with the call that restores it."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from contract.knobs import MANAGED_BY
+from contract.findings import Finding, Level
+from contract.knobs import MANAGED_BY, DocTableConfig
 from doctable.aws import Aws, call_or_none
 from doctable.errors import UserError
-from doctable.ops.context import STABLE_STACK_STATES, Deployment, require_deployed, table_tags
+from doctable.ops.capability import TABLE_TYPE, Drift, Observed, stack_physical_ids
+from doctable.ops.context import STABLE_STACK_STATES, Deployment, is_ours, require_deployed, table_tags
 
-TABLE_TYPE = "AWS::DynamoDB::Table"
+TABLE_TAGS = "TagResource (table)"  # the repair of the provenance tags
 # A stack whose create failed holds nothing usable: a same-named table beside it is retained or foreign.
 NEVER_CREATED_STATES = frozenset(
     {"CREATE_IN_PROGRESS", "CREATE_FAILED", "ROLLBACK_IN_PROGRESS", "ROLLBACK_COMPLETE", "ROLLBACK_FAILED"}
@@ -20,19 +23,6 @@ NEVER_CREATED_STATES = frozenset(
 ROLLED_BACK = "UPDATE_ROLLBACK_COMPLETE"
 SETTLED_STATES = STABLE_STACK_STATES | {ROLLED_BACK}
 ROLLED_BACK_ROW = "the last update rolled back; checked against the knobs the stack holds"
-
-
-def stack_physical_ids(aws: Aws, deployment: Deployment) -> dict[str, set[str]]:
-    """resource type -> physical ids of the stack's resources (empty when the stack does not exist)."""
-    found: dict[str, set[str]] = {}
-    if not deployment.exists:
-        return found
-    paginator = aws.client("cloudformation").get_paginator("list_stack_resources")
-    for page in paginator.paginate(StackName=deployment.config.stack_name):
-        for resource in page.get("StackResourceSummaries", []):
-            if resource.get("PhysicalResourceId"):
-                found.setdefault(resource["ResourceType"], set()).add(resource["PhysicalResourceId"])
-    return found
 
 
 def foreign_owner(tags: dict[str, str]) -> str | None:
@@ -107,3 +97,85 @@ def require_owned_table(aws: Aws, deployment: Deployment, *, doing: str) -> dict
     if owner is not None:
         raise UserError(f"table {name} is tagged ManagedBy={owner}, not {MANAGED_BY}: refusing to {doing}")
     return dict(table)
+
+
+# ------------------------------------------------------------------------------------------ capability
+def _table_absent(config: DocTableConfig, in_stack: bool) -> Finding:
+    if in_stack:
+        return Finding(
+            Level.WARN, "table.missing", "table", "absent", config.table_name,
+            "the stack lists the table but it is gone "
+            "(deleted behind the stack): an update will not re-create it — destroy and redeploy",
+            before=None, after=config.table_name,
+        )  # fmt: skip
+    return Finding(
+        Level.INFO, "table.created", "table", "absent", config.table_name, "will be created with the knobs' shape",
+        before=None, after=config.table_name,
+    )  # fmt: skip
+
+
+def _table_outside(deployment: Deployment, tags: dict[str, str]) -> Finding:
+    """A same-named table the stack does not hold: someone else's, or ours left outside a stack."""
+    config = deployment.target
+    shown = ", ".join(f"{k}={v}" for k, v in tags.items()) or "no tags"
+    where = f"outside stack {config.stack_name}" + ("" if deployment.exists else " (not deployed)")
+    if not is_ours(tags):
+        return Finding(
+            Level.STOP, "table.foreign", "table", f"exists {where}; {shown}", f"ManagedBy={MANAGED_BY}",
+            f"table {config.table_name} exists but is NOT tagged ManagedBy={MANAGED_BY}: adopting it is a "
+            "human decision — stop (pick another table_base, or import it deliberately after review)",
+            before=tags, after={"ManagedBy": MANAGED_BY},
+        )  # fmt: skip
+    return Finding(
+        Level.STOP, "table.unmanaged", "table", f"exists {where}; {shown}", f"in stack {config.stack_name}",
+        "ours by its tags but not this stack's (retained by a teardown, or made by the bash plan): "
+        "CloudFormation cannot create a same-named table — adopting it (`cdk import`) or deleting it is "
+        "a human decision",
+        before=tags, after=config.stack_name,
+    )  # fmt: skip
+
+
+class OwnershipCapability:
+    """Whose table: preflight's finding when the table is not the stack's; the provenance tags' drift."""
+
+    name = "ownership"
+    compares_live = True
+    codes = frozenset({"table.created", "table.missing", "table.foreign", "table.unmanaged"})
+    calls = (TABLE_TAGS,)
+
+    def _tags(self, observed: Observed) -> dict[str, str]:
+        arn = str(observed.live_table["TableArn"])
+        return observed.once("table tags", lambda: table_tags(observed.aws, arn))
+
+    def findings(self, observed: Observed) -> list[Finding]:
+        if observed.table is None:
+            return [_table_absent(observed.target, observed.in_stack)]
+        if not observed.in_stack:
+            return [_table_outside(observed.deployment, self._tags(observed))]
+        return []
+
+    def drift(self, observed: Observed) -> list[Drift]:
+        tags = self._tags(observed)
+        return [
+            Drift(
+                f"table-tag:{key}",
+                f"table tag {key}",
+                tags.get(key, "absent"),
+                value,
+                TABLE_TAGS,
+                {key: value},
+            )
+            for key, value in observed.deployed.tags().items()
+            if tags.get(key) != value
+        ]
+
+    def apply(
+        self, aws: Aws, deployment: Deployment, table: dict[str, Any], call: str, params: dict[str, Any]
+    ) -> None:
+        if call != TABLE_TAGS:  # pragma: no cover - calls only
+            raise ValueError(call)
+        tags = [{"Key": k, "Value": v} for k, v in params.items()]
+        aws.client("dynamodb").tag_resource(ResourceArn=table["TableArn"], Tags=tags)
+
+
+OWNERSHIP = OwnershipCapability()

@@ -13,10 +13,12 @@ from botocore.exceptions import ClientError
 from contract import names
 from doctable.aws import Aws, error_code, user_errors
 from doctable.errors import UserError
+from doctable.ops.capability import Drift, observe_table
 from doctable.ops.command import add_common_arguments, connect, guarded, print_json, seconds
 from doctable.ops.context import Deployment
-from doctable.ops.drift import MAPPING, Drift, Repair, apply_repair, detect, plan_repairs
+from doctable.ops.drift import Repair, apply_repair, detect, plan_repairs
 from doctable.ops.live import MAPPING_ON_STATES
+from doctable.ops.mapping_plan import UPDATE_MAPPING
 from doctable.ops.ownership import require_owned_table
 from doctable.ops.render import Progress, now_iso, text_table
 
@@ -67,7 +69,7 @@ def apply_all(
     """Run each repair in order; the TTL rate limit becomes one line saying when to retry (the rest is done)."""
     done: list[str] = []
     for repair in repairs:
-        if repair.op == MAPPING:
+        if repair.op == UPDATE_MAPPING:
             _wait_mapping_settled(aws, deployment, timeout, progress)
         with user_errors(f"restoring {', '.join(repair.subjects)} ({repair.op})"):
             try:
@@ -97,14 +99,15 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     progress = Progress("doctable reconcile", quiet=args.quiet)
     with user_errors(f"reading the drift of {config.stack_name}"):
         table = require_owned_table(aws, deployment, doing="reconcile it")
-        drifts = detect(aws, deployment, table)
+        drifts = detect(observe_table(aws, deployment, table))
     repairs = plan_repairs(drifts)
     done: list[str] = []
     after = drifts
     if args.apply and repairs:
         done = apply_all(aws, deployment, table, repairs, timeout=args.timeout, progress=progress)
         with user_errors(f"re-reading {config.stack_name} after the repairs"):
-            after = detect(aws, deployment, require_owned_table(aws, deployment, doing="reconcile it"))
+            again = require_owned_table(aws, deployment, doing="reconcile it")
+            after = detect(observe_table(aws, deployment, again))
     if args.json:
         print_json(
             {

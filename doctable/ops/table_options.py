@@ -11,7 +11,10 @@ from botocore.exceptions import ClientError
 
 from contract.findings import Finding, Level
 from contract.knobs import TABLE_CLASS_DEFAULT_CFN
-from contract.shape import TableShape
+from contract.shape import TableShape, table_shape
+from doctable.aws import Aws
+from doctable.ops.capability import Drift, Observed
+from doctable.ops.context import Deployment
 
 NO_CAP = -1  # DescribeTable's OnDemandThroughput for a direction without a maximum
 INSIGHTS_ENABLED = "ENABLED"
@@ -53,14 +56,17 @@ class LiveOptions:
     insights_mode: str | None  # None when disabled; "?" when DescribeContributorInsights was refused
 
     @classmethod
-    def read(cls, ddb: Any, table: dict[str, Any]) -> LiveOptions:
+    def read(cls, ddb: Any, table: dict[str, Any], backups: dict[str, Any] | None = None) -> LiveOptions:
+        """``backups``: DescribeContinuousBackups' reply when already read."""
         name = table["TableName"]
         caps = {k: int(v) for k, v in (table.get("OnDemandThroughput") or {}).items() if int(v) != NO_CAP}
         warm = {
             k: int(v) for k, v in (table.get("WarmThroughput") or {}).items() if k in (WARM_READ, WARM_WRITE)
         }
-        backups = ddb.describe_continuous_backups(TableName=name).get("ContinuousBackupsDescription", {})
-        recovery = backups.get("PointInTimeRecoveryDescription") or {}
+        if backups is None:
+            backups = ddb.describe_continuous_backups(TableName=name)
+        description = backups.get("ContinuousBackupsDescription") or {}
+        recovery = description.get("PointInTimeRecoveryDescription") or {}
         days = (
             recovery.get("RecoveryPeriodInDays")
             if recovery.get("PointInTimeRecoveryStatus") == "ENABLED"
@@ -152,7 +158,10 @@ def _values(prop: str, shape: TableShape, live: LiveOptions) -> tuple[Any, Any]:
 
 def findings(ddb: Any, shape: TableShape, table: dict[str, Any]) -> list[Finding]:
     """Preflight's CHANGE findings, one per option an update changes."""
-    live = LiveOptions.read(ddb, table)
+    return _findings(shape, LiveOptions.read(ddb, table))
+
+
+def _findings(shape: TableShape, live: LiveOptions) -> list[Finding]:
     found = []
     for prop, subject, have, want in differences(shape, live):
         before, after = _values(prop, shape, live)
@@ -203,3 +212,43 @@ def changed_by_deploy(prop: str, before: TableShape, after: TableShape) -> bool:
     }
     read = values.get(prop)
     return read is not None and read(before) != read(after)
+
+
+# ------------------------------------------------------------------------------------------ capability
+class TableOptionsCapability:
+    """The table's options: findings once the table is the stack's; their drift (warm throughput cannot)."""
+
+    name = "table options"
+    compares_live = True
+    codes = frozenset({*CODES.values(), "pitr.window_shortened", "pitr.window_lengthened"})
+    calls = (INSIGHTS_CALL,)  # its UpdateTable and UpdateContinuousBackups repairs are table_shape's calls
+
+    def _live(self, observed: Observed) -> LiveOptions:
+        table = observed.live_table
+        ddb = observed.aws.client("dynamodb")
+        return observed.once("table options", lambda: LiveOptions.read(ddb, table, observed.backups))
+
+    def findings(self, observed: Observed) -> list[Finding]:
+        if not observed.compared:
+            return []
+        return _findings(table_shape(observed.target), self._live(observed))
+
+    def drift(self, observed: Observed) -> list[Drift]:
+        shape = table_shape(observed.deployed)
+        drifts = []
+        for prop, subject, have, want in differences(shape, self._live(observed)):
+            op, params, how = repair(shape, prop)
+            # Warm throughput below the knob's is no drift: DynamoDB never lowers it, so no call restores it.
+            if op is not None:
+                drifts.append(Drift(prop, subject, have, want, op, params, how))
+        return drifts
+
+    def apply(
+        self, aws: Aws, deployment: Deployment, table: dict[str, Any], call: str, params: dict[str, Any]
+    ) -> None:
+        if call != INSIGHTS_CALL:  # pragma: no cover - calls only
+            raise ValueError(call)
+        aws.client("dynamodb").update_contributor_insights(TableName=table["TableName"], **params)
+
+
+TABLE_OPTIONS = TableOptionsCapability()

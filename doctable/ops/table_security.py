@@ -1,11 +1,14 @@
-"""Encryption at rest and the resource policy of a live table, compared with the knobs: what preflight says a
-change does and costs, the drift reconcile can restore, and the calls that restore it."""
+"""Encryption at rest and the resource policy of a live table (DescribeTable's SSEDescription, KMS's DescribeKey,
+GetResourcePolicy), compared with the knobs: what preflight says a change does and costs, the drift reconcile can
+restore, and the calls that restore it. verify reads the live values through the same readers."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from typing import Any
+
+from botocore.exceptions import ClientError
 
 from contract import names, policy_doc
 from contract.findings import Finding, Level
@@ -16,8 +19,9 @@ from contract.knobs import (
     DocTableConfig,
 )
 from contract.shape import EncryptionShape, encryption_shape
-from doctable.aws import Aws
-from doctable.ops.verify.security import declared_policy, live_encryption, live_policy
+from doctable.aws import Aws, error_code
+from doctable.ops.capability import Drift, Observed
+from doctable.ops.context import Deployment
 
 # The properties drift and a deploy's changes are compared by.
 ENCRYPTION, RESOURCE_POLICY = "encryption", "resource_policy"
@@ -40,6 +44,39 @@ EFFECTS = {
     RESOURCE_POLICY: "PutResourcePolicy (or DeleteResourcePolicy) in place, free; it applies at once to every "
     "request, including a Deny that locks a caller out: check the document before deploying",
 }
+
+
+# ------------------------------------------------------------------------------------------ live values
+AWS_OWNED_TEXT = "AWS owned key (no SSEDescription)"
+POLICY_NOT_FOUND = "PolicyNotFoundException"
+
+
+def live_encryption(aws: Aws, table: dict[str, Any]) -> tuple[str, str | None, str | None]:
+    """(text, key ARN, KeyManager) of a DescribeTable answer: what SSEDescription says, and the key's manager."""
+    sse = table.get("SSEDescription") or {}
+    if sse.get("Status") not in ("ENABLED", "UPDATING") or not sse.get("KMSMasterKeyArn"):
+        return AWS_OWNED_TEXT, None, None
+    key = str(sse["KMSMasterKeyArn"])
+    manager = aws.client("kms").describe_key(KeyId=key)["KeyMetadata"].get("KeyManager")
+    kind = "AWS managed key (KeyManager AWS)" if manager == "AWS" else f"customer managed key {key}"
+    return f"{sse.get('SSEType', 'KMS')}, {kind}", key, manager
+
+
+def live_policy(ddb: Any, table_arn: str) -> str | None:
+    """The table's resource policy document (JSON text), None when it has none."""
+    try:
+        return str(ddb.get_resource_policy(ResourceArn=table_arn)["Policy"])
+    except ClientError as exc:
+        if error_code(exc) == POLICY_NOT_FOUND:
+            return None
+        raise
+
+
+def declared_policy(path: str, table_arn: str) -> dict[str, Any]:
+    """The knob's document with its placeholders resolved to the live table's account and ARN."""
+    account = table_arn.split(":")[4]
+    document = policy_doc.load_policy_document(path)
+    return policy_doc.resolve_placeholders(document, account=account, table_arn=table_arn)
 
 
 @dataclass(frozen=True)
@@ -95,14 +132,6 @@ def _differences(
     return found
 
 
-def differences(
-    aws: Aws, config: DocTableConfig, table: dict[str, Any], stack_key: str | None
-) -> list[tuple[str, str, str, str]]:
-    """(prop, subject, live, declared) of each property whose live value differs from ``config``'s."""
-    live = LiveSecurity.read(aws, table)
-    return _differences(live, encryption_shape(config), str(table["TableArn"]), stack_key)
-
-
 def _live_key(live: LiveSecurity) -> dict[str, str | None]:
     kind = {None: ENCRYPTION_AWS_OWNED, "AWS": ENCRYPTION_AWS_MANAGED}.get(live.key_manager)
     return {"encryption": kind or ENCRYPTION_CUSTOMER_MANAGED, "key": live.key_arn}
@@ -119,7 +148,13 @@ def _declared_key(shape: EncryptionShape, stack_key: str | None) -> dict[str, st
 def findings(aws: Aws, config: DocTableConfig, table: dict[str, Any], stack_key: str | None) -> list[Finding]:
     """preflight's CHANGE findings for a deploy of ``config``; before/after: the key (encryption kind and ARN),
     the policy's canonical statements (None without one)."""
-    shape, live = encryption_shape(config), LiveSecurity.read(aws, table)
+    return _findings(LiveSecurity.read(aws, table), config, table, stack_key)
+
+
+def _findings(
+    live: LiveSecurity, config: DocTableConfig, table: dict[str, Any], stack_key: str | None
+) -> list[Finding]:
+    shape = encryption_shape(config)
     found = []
     for prop, subject, have, want in _differences(live, shape, str(table["TableArn"]), stack_key):
         if prop == ENCRYPTION:
@@ -188,3 +223,40 @@ def changed_by_deploy(prop: str, deployed: DocTableConfig, target: DocTableConfi
         )
     # By path: a document edited under the same path is rewritten by the deploy too, yet shows as drift here.
     return before.resource_policy_path != after.resource_policy_path
+
+
+# ------------------------------------------------------------------------------------------ capability
+class TableSecurityCapability:
+    """Encryption at rest and the resource policy: findings once the table is the stack's; their drift."""
+
+    name = "table security"
+    compares_live = True
+    codes = frozenset(CODES.values())
+    calls = CALLS
+
+    def _live(self, observed: Observed) -> LiveSecurity:
+        table = observed.live_table
+        return observed.once("table security", lambda: LiveSecurity.read(observed.aws, table))
+
+    def findings(self, observed: Observed) -> list[Finding]:
+        if not observed.compared:
+            return []
+        return _findings(self._live(observed), observed.target, observed.live_table, observed.stack_key)
+
+    def drift(self, observed: Observed) -> list[Drift]:
+        config, table, key = observed.deployed, observed.live_table, observed.stack_key
+        drifts = []
+        for prop, subject, have, want in _differences(
+            self._live(observed), encryption_shape(config), str(table["TableArn"]), key
+        ):
+            op, params, how = repair(config, prop, table, key)
+            drifts.append(Drift(prop, subject, have, want, op, params, how))
+        return drifts
+
+    def apply(
+        self, aws: Aws, deployment: Deployment, table: dict[str, Any], call: str, params: dict[str, Any]
+    ) -> None:
+        apply_repair(aws, table, call, params)
+
+
+TABLE_SECURITY = TableSecurityCapability()

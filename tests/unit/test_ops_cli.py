@@ -17,8 +17,8 @@ from doctable.aws import Aws, retry_config
 from doctable.cli import main
 from doctable.errors import UserError
 from doctable.ops import ledger as lg
-from doctable.ops import verify_record as v
 from doctable.ops.context import describe_stack, parse_context, resolve_knobs
+from doctable.ops.verify import record as v
 from tests.support import ops as ot
 from tests.support.cli import run_doctable
 from tests.support.ops import REGION
@@ -305,7 +305,7 @@ def test_an_unparseable_reply_is_one_line(
     def garbled(*args: Any, **kwargs: Any) -> Any:
         raise ResponseParserError("Unable to parse response (syntax error), invalid XML received:\nb'{}'")
 
-    monkeypatch.setattr("doctable.ops.preflight.stack_physical_ids", garbled)
+    monkeypatch.setattr("doctable.ops.capability.stack_physical_ids", garbled)
     # WHEN preflight runs THEN one line, exit 2, never a traceback
     assert main(["preflight"]) == 2
     line = one_line_error(capsys)

@@ -12,8 +12,8 @@ from contract.findings import Finding, Level, destructive
 from contract.shape import table_shape
 from doctable.aws import Aws
 from doctable.ops import consumer_plan, kinesis, table_options, table_security
-from doctable.ops import preflight as p
 from doctable.ops.mapping_plan import mapping_change
+from doctable.ops.table_shape import shape_findings
 from tests.support import ops as ot
 
 STREAM = {"stream": "new-and-old"}
@@ -50,7 +50,7 @@ def shape_codes(
     knobs: dict[str, str], table: dict[str, Any], ttl: dict[str, Any] = TTL_OFF, pitr: str = "DISABLED"
 ) -> dict[str, bool]:
     """Code -> destructive flag of each shape finding for a deploy of ``knobs`` over ``table``."""
-    return {f.code: f.destructive for f in p.shape_findings(ot.config_of(**knobs), table, ttl, pitr)}
+    return {f.code: f.destructive for f in shape_findings(ot.config_of(**knobs), table, ttl, pitr)}
 
 
 def plan_codes(deployed: dict[str, str], target: dict[str, str]) -> dict[str, bool]:
@@ -94,7 +94,7 @@ def test_the_stream_recreated_is_destructive() -> None:
 
 def test_a_new_key_schema_replacing_the_table_is_destructive() -> None:
     # GIVEN a table keyed on id alone  WHEN the knobs want pk/sk  THEN the replacement stops, and is destructive
-    findings = p.shape_findings(
+    findings = shape_findings(
         ot.config_of(),
         live_table(KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}]),
         TTL_OFF,

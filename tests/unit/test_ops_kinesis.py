@@ -282,7 +282,7 @@ def test_verify_rows_say_what_each_kinesis_setting_expects() -> None:
 
 
 def checks(aws: Aws, config: DocTableConfig, outputs: dict[str, str]) -> dict[str, Any]:
-    return vk.kinesis_checks(aws, deployment_of(config, outputs), CheckFailed, Skip)
+    return vk.kinesis_checks(aws, deployment_of(config, outputs))
 
 
 def test_the_declared_destination_active_passes(moto_env: Aws, destinations: Destinations) -> None:
@@ -467,7 +467,7 @@ def test_the_nudge_sequence_number_is_read_off_the_kinesis_stream(moto_env: Aws)
 
 # ------------------------------------------------------------------------------------ drift, reconcile
 def drifts(aws: Aws, config: DocTableConfig, outputs: dict[str, str]) -> dict[str, drift.Drift]:
-    found = drift.kinesis_drift(aws, deployment_of(config, outputs), {"TableName": TABLE})  # type: ignore[arg-type]
+    found = kinesis.kinesis_drift(aws, deployment_of(config, outputs), {"TableName": TABLE})  # type: ignore[arg-type]
     return {d.prop: d for d in found}
 
 

@@ -13,7 +13,9 @@ from doctable.aws import Aws
 from doctable.cli import main
 from doctable.ops import grants
 from doctable.ops import preflight as p
+from doctable.ops.capability import observe_table
 from doctable.ops.context import describe_stack, use_deployed_knobs
+from doctable.ops.table_shape import shape_findings
 from tests.support import ops as ot
 from tests.support.ops import REGION
 
@@ -205,20 +207,20 @@ def test_each_shape_difference_has_its_code_flag_and_values(
     expected: tuple[str, bool, Any, Any],
 ) -> None:
     # GIVEN a live table differing from the knobs in one way  WHEN preflight compares them
-    findings = p.shape_findings(ot.config_of(**knobs), table, ttl, pitr)
+    findings = shape_findings(ot.config_of(**knobs), table, ttl, pitr)
     # THEN that one difference is found, with its code, destructive flag and before/after values
     assert [(f.code, f.destructive, f.before, f.after) for f in findings] == [expected]
     assert findings[0].level == (Level.STOP if expected[0] == "table.replaced" else Level.CHANGE)
 
 
 def test_a_ttl_change_in_progress_warns() -> None:
-    findings = p.shape_findings(ot.config_of(), _table(), {"TimeToLiveStatus": "ENABLING"}, "DISABLED")
+    findings = shape_findings(ot.config_of(), _table(), {"TimeToLiveStatus": "ENABLING"}, "DISABLED")
     assert [(f.level, f.code, f.before) for f in findings] == [(Level.WARN, "ttl.busy", "ENABLING")]
 
 
 def test_an_index_still_backfilling_warns() -> None:
     busy = [{**GSI1[0], "IndexStatus": "CREATING"}]
-    findings = p.shape_findings(
+    findings = shape_findings(
         ot.config_of(gsi="gsi1"), _table(GlobalSecondaryIndexes=busy), TTL_OFF, "DISABLED"
     )
     assert [(f.level, f.code, f.before) for f in findings] == [(Level.WARN, "index.busy", "CREATING")]
@@ -347,9 +349,9 @@ def test_an_index_added_behind_the_stack_is_drift_reconcile_cannot_restore(moto_
     ot.deploy(moto_env.client, ot.config_of())
     deployment = use_deployed_knobs(describe_stack(moto_env, ot.config_of()))
     table = moto_env.client("dynamodb").describe_table(TableName="items-dev")["Table"]
-    removed = p.shape_findings(ot.config_of(), {**table, "GlobalSecondaryIndexes": GSI1}, TTL_OFF, "DISABLED")
+    removed = shape_findings(ot.config_of(), {**table, "GlobalSecondaryIndexes": GSI1}, TTL_OFF, "DISABLED")
     # WHEN the deploy's findings are split from the drift
-    kept = p.split_drift(moto_env, deployment, table, removed)
+    kept = p.split_drift(observe_table(moto_env, deployment, table), removed)
     # THEN the index is drift (the deploy keeps it), no longer a destructive change
     assert [(f.level, f.code, f.destructive, f.before) for f in kept] == [
         (Level.DRIFT, "drift.detected", False, "gsi1")

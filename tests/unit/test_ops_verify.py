@@ -14,11 +14,12 @@ from botocore.stub import Stubber
 from contract import names
 from doctable.aws import Aws
 from doctable.cli import main
-from doctable.ops import verify_record as v
+from doctable.ops import ledger as lg
 from doctable.ops.context import Deployment, describe_stack
 from doctable.ops.render import Progress
 from doctable.ops.verify import items, proof
-from doctable.ops.verify.checks import CheckFailed, Verifier
+from doctable.ops.verify import record as v
+from doctable.ops.verify.checks import Verifier
 from doctable.ops.verify.consumer import consumer_checks
 from doctable.ops.verify.expect import Expectations
 from tests.support import ops as ot
@@ -287,9 +288,9 @@ def test_record_round_trips_through_the_state_directory(moto_env: Aws, tmp_path:
     deployment = deployed(moto_env)
     rows = list(run(moto_env, deployment).values())
     record = v.verify_record(deployment, rows, "2026-01-01T00:00:00Z", "r1")
-    path = v.save_record(tmp_path, record)
+    path = lg.save_record(tmp_path, record)
     assert path.name == "verify-items-dev.json"
-    loaded = v.load_record(tmp_path, "items-dev")
+    loaded = lg.load_record(tmp_path, "items-dev")
     assert loaded is not None and loaded["passed"] and loaded["stack_id"] == deployment.stack_id
     assert "stack healthy" in v.render_rows(loaded["rows"])
 
@@ -348,7 +349,7 @@ def consumer_row(aws: Aws, deployment: Deployment) -> v.Row:
     """The consumer-config check alone."""
     verifier = Verifier(aws, deployment, progress=Progress(quiet=True, sleep=lambda s: None), timeout=2)
     ((row_id, label, expected),) = verifier.expect.consumer
-    check = consumer_checks(aws, deployment, CheckFailed)[row_id]
+    check = consumer_checks(aws, deployment)[row_id]
     return verifier._run_check(row_id, label, expected, check)
 
 

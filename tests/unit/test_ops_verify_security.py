@@ -15,15 +15,12 @@ from contract import names, policy_doc
 from contract.knobs import resolve_config
 from contract.shape import encryption_shape
 from doctable.aws import Aws
+from doctable.ops.verify.record import CheckFailed as Failed
 from doctable.ops.verify.security import AWS_OWNED_TEXT, NO_POLICY, security_checks, security_rows
 
 pytestmark = pytest.mark.unit
 
 EXAMPLE = "examples/table-policy.json"
-
-
-class Failed(Exception):
-    pass
 
 
 @pytest.fixture
@@ -49,7 +46,7 @@ def _table(aws: Aws, **extra: Any) -> dict[str, Any]:
 
 def _checks(aws: Aws, table: dict[str, Any], outputs: dict[str, str], **knobs: str) -> dict[str, Any]:
     shape = encryption_shape(resolve_config(context=knobs, environ={}))
-    return security_checks(aws, shape, lambda: table, SimpleNamespace(out=outputs.get), Failed)  # type: ignore[arg-type]
+    return security_checks(aws, shape, lambda: table, SimpleNamespace(out=outputs.get))  # type: ignore[arg-type]
 
 
 def test_rows_say_what_each_encryption_expects() -> None:

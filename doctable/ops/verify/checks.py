@@ -36,21 +36,13 @@ from doctable.ops.verify.expect import LATEST, Expectations
 from doctable.ops.verify.items import Scratch, item_differences, test_item
 from doctable.ops.verify.kinesis import capture_kinesis_sequence, kinesis_checks
 from doctable.ops.verify.proof import SEQUENCE_LOOKUP_BOUND, capture_sequence, find_proof
+from doctable.ops.verify.record import FAIL, PASS, SKIP, CheckFailed, Row, Skip
 from doctable.ops.verify.security import security_checks
-from doctable.ops.verify_record import FAIL, PASS, SKIP, Row
 
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_SETTLE = 120.0  # a fresh LATEST poller takes one to two minutes to settle
 TRANSITIONAL_MAPPING_STATES = ("Creating", "Enabling", "Updating")
 MAPPING_ENABLED = "Enabled"
-
-
-class CheckFailed(Exception):
-    """Raised inside a check: the row FAILs with this message as the observed value."""
-
-
-class Skip(Exception):
-    """Raised inside a check: the row is SKIPped with this reason."""
 
 
 def _fmt_seconds(seconds: float) -> str:
@@ -109,16 +101,16 @@ class Verifier:
             "gsi-query": self._check_gsi,
             "ttl": self._check_ttl,
             "stream": self._check_stream,
-            **kinesis_checks(self.aws, self.deployment, CheckFailed, Skip),
+            **kinesis_checks(self.aws, self.deployment),
             "pitr": self._check_pitr,
             "deletion-protection": self._check_deletion_protection,
-            **self.expect.option_checks(self.ddb, self._describe, CheckFailed, Skip),
-            **security_checks(self.aws, self.expect.security, self._describe, self.deployment, CheckFailed),
+            **self.expect.option_checks(self.ddb, self._describe),
+            **security_checks(self.aws, self.expect.security, self._describe, self.deployment),
             "negative": self._check_negative,
             "table-tags": self._check_table_tags,
             "mapping": self._check_mapping,
             "mapping-tags": self._check_mapping_tags,
-            **consumer_checks(self.aws, self.deployment, CheckFailed),
+            **consumer_checks(self.aws, self.deployment),
             "stream-delivery": self._check_delivery,
             "blob-cleanup": self._check_cleanup,
         }

@@ -8,12 +8,12 @@ from typing import Any
 from doctable.aws import user_errors
 from doctable.ops.command import add_common_arguments, connect, guarded, print_json, seconds
 from doctable.ops.context import require_deployed, state_dir
-from doctable.ops.ledger import record_ledger, region_hint
+from doctable.ops.ledger import record_ledger, region_hint, save_record
 from doctable.ops.ownership import require_owned_table, rolled_back_note
 from doctable.ops.render import Progress, now_iso
 from doctable.ops.verify.checks import DEFAULT_SETTLE, DEFAULT_TIMEOUT, Verifier
 from doctable.ops.verify.expect import LATEST
-from doctable.ops.verify_record import render_rows, save_record, summary_line, verify_record
+from doctable.ops.verify.record import render_rows, summary_line, verify_record
 
 
 def cmd_verify(args: argparse.Namespace) -> int:

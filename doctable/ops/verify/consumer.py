@@ -13,6 +13,7 @@ from contract.knobs import DocTableConfig
 from contract.shape import ConsumerShape, consumer_shape
 from doctable.aws import Aws
 from doctable.ops.context import Deployment
+from doctable.ops.verify.record import CheckFailed
 
 ROW = ("consumer-config", "consumer function as declared")
 
@@ -41,10 +42,8 @@ def consumer_rows(config: DocTableConfig) -> list[tuple[str, str, str]]:
     return [(*ROW, f"{_settings(shape)}; {knobs}, the stack's bucket and table")]
 
 
-def consumer_checks(
-    aws: Aws, deployment: Deployment, failed: type[Exception]
-) -> dict[str, Callable[[], str]]:
-    """Row id -> its check: returns the observed settings, raises ``failed(differences)`` when one differs."""
+def consumer_checks(aws: Aws, deployment: Deployment) -> dict[str, Callable[[], str]]:
+    """Row id -> its check: returns the observed settings, raises ``CheckFailed(differences)`` when one differs."""
     shape = consumer_shape(deployment.config)
     if shape is None:
         return {}
@@ -52,7 +51,7 @@ def consumer_checks(
     def check() -> str:
         function = deployment.out(names.OUT_CONSUMER_FUNCTION_NAME)
         if not function:
-            raise failed(f"the stack has no {names.OUT_CONSUMER_FUNCTION_NAME} output")
+            raise CheckFailed(f"the stack has no {names.OUT_CONSUMER_FUNCTION_NAME} output")
         lam = aws.client("lambda")
         # What the mapping invokes (an alias of $LATEST, or of the published version with SnapStart).
         uuid = deployment.out(names.OUT_MAPPING_UUID)
@@ -61,7 +60,7 @@ def consumer_checks(
         problems = differences(shape, live, deployment)
         observed = _observed(live)
         if problems:
-            raise failed("; ".join(problems) + f" — {observed}")
+            raise CheckFailed("; ".join(problems) + f" — {observed}")
         return observed
 
     return {ROW[0]: check}

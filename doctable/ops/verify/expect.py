@@ -87,11 +87,9 @@ class Expectations:
             ("blob-cleanup", "deleted item's blobs removed", "blobs under <pk>/<sk>/ gone"),
         ]
 
-    def option_checks(
-        self, ddb: Any, describe: Callable[[], dict[str, Any]], failed: type[Exception], skip: type[Exception]
-    ) -> dict[str, Callable[[], str]]:
+    def option_checks(self, ddb: Any, describe: Callable[[], dict[str, Any]]) -> dict[str, Callable[[], str]]:
         """The checks of the table options' rows (``options.option_checks``) against this table shape."""
-        return option_checks(ddb, self.table, describe, failed, skip)
+        return option_checks(ddb, self.table, describe)
 
     @property
     def nudge_event(self) -> str:

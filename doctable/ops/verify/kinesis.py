@@ -27,6 +27,7 @@ from doctable.ops.kinesis import (
 )
 from doctable.ops.render import Progress
 from doctable.ops.verify.proof import MAX_SHARDS_TRACKED, NEWEST, follow_shards, is_change_of
+from doctable.ops.verify.record import CheckFailed, Skip
 
 STREAM_OK_STATES = (ACTIVE, "UPDATING")  # DescribeStreamSummary's StreamStatus of a readable stream
 NO_DESTINATION = "no destination enabled"
@@ -53,10 +54,8 @@ def kinesis_rows(config: DocTableConfig) -> list[tuple[str, str, str]]:
     ]
 
 
-def kinesis_checks(
-    aws: Aws, deployment: Deployment, failed: type[Exception], skip: type[Exception]
-) -> dict[str, Callable[[], str]]:
-    """Row id -> its check: returns the observed value, raises ``failed(observed)`` when it differs."""
+def kinesis_checks(aws: Aws, deployment: Deployment) -> dict[str, Callable[[], str]]:
+    """Row id -> its check: returns the observed value, raises ``CheckFailed(observed)`` when it differs."""
     config = deployment.config
     ddb, table = aws.client("dynamodb"), deployment.table_name
 
@@ -64,42 +63,46 @@ def kinesis_checks(
         found = destinations(ddb, table)
         if found is None:
             if not config.has_kinesis:
-                raise skip("this endpoint does not implement DescribeKinesisStreamingDestination")
-            raise failed("DescribeKinesisStreamingDestination is not implemented here: streaming unproven")
+                raise Skip("this endpoint does not implement DescribeKinesisStreamingDestination")
+            raise CheckFailed(
+                "DescribeKinesisStreamingDestination is not implemented here: streaming unproven"
+            )
         want = declared_stream(config, deployment.out)
         others = [arn for arn in streaming(found) if arn != want]
         if not config.has_kinesis:
             if others:
-                raise failed(f"unexpected destination(s) with kinesis={config.kinesis}: {', '.join(others)}")
+                raise CheckFailed(
+                    f"unexpected destination(s) with kinesis={config.kinesis}: {', '.join(others)}"
+                )
             return NO_DESTINATION
         if want is None:
-            raise failed(f"the stack has no {names.OUT_KINESIS_STREAM_ARN} output")
+            raise CheckFailed(f"the stack has no {names.OUT_KINESIS_STREAM_ARN} output")
         mine = next((d for d in found if d.get("StreamArn") == want), None)
         status = (mine or {}).get("DestinationStatus")
         observed = destination_text(mine, want)
         if status == ENABLING:
-            raise failed(
+            raise CheckFailed(
                 f"{observed}: not streaming yet (changes are captured from ACTIVE on); re-run verify"
             )
         if status != ACTIVE:
             has = ", ".join(destination_text(d) for d in found) or "none"
             repair = "; `doctable reconcile --apply` re-enables it" if status in (DISABLED, None) else ""
-            raise failed(f"{observed} (destinations: {has}){repair}")
+            raise CheckFailed(f"{observed} (destinations: {has}){repair}")
         if others:
-            raise failed(f"{observed}, but also streaming to {', '.join(others)}")
+            raise CheckFailed(f"{observed}, but also streaming to {', '.join(others)}")
         return observed
 
     def stream() -> str:
         if not config.has_kinesis:
-            raise skip(f"kinesis={config.kinesis}: no Kinesis data stream")
+            raise Skip(f"kinesis={config.kinesis}: no Kinesis data stream")
         arn = declared_stream(config, deployment.out)
         if arn is None:
-            raise failed(f"the stack has no {names.OUT_KINESIS_STREAM_ARN} output")
+            raise CheckFailed(f"the stack has no {names.OUT_KINESIS_STREAM_ARN} output")
         try:
             summary = aws.client("kinesis").describe_stream_summary(StreamARN=arn)["StreamDescriptionSummary"]
         except ClientError as exc:
             if is_not_found(exc):
-                raise failed(f"stream {arn} not found") from exc
+                raise CheckFailed(f"stream {arn} not found") from exc
             raise
         status = summary.get("StreamStatus")
         mode = (summary.get("StreamModeDetails") or {}).get("StreamMode")
@@ -118,7 +121,7 @@ def kinesis_checks(
             if hours != KINESIS_RETENTION_HOURS:
                 problems.append(f"retention {hours} h, not {KINESIS_RETENTION_HOURS} h")
         if problems:
-            raise failed("; ".join(problems) + f" — {observed}")
+            raise CheckFailed("; ".join(problems) + f" — {observed}")
         return observed
 
     return {"kinesis-destination": destination, "kinesis-stream": stream}

@@ -8,6 +8,7 @@ from typing import Any
 
 from contract.shape import TableShape
 from doctable.ops.table_options import LiveOptions, caps_text, insights_text, period_text, warm_text
+from doctable.ops.verify.record import CheckFailed, Skip
 
 
 def option_rows(shape: TableShape) -> list[tuple[str, str, str]]:
@@ -26,14 +27,10 @@ def option_rows(shape: TableShape) -> list[tuple[str, str, str]]:
 
 
 def option_checks(
-    ddb: Any,
-    shape: TableShape,
-    describe: Callable[[], dict[str, Any]],
-    failed: type[Exception],
-    skip: type[Exception],
+    ddb: Any, shape: TableShape, describe: Callable[[], dict[str, Any]]
 ) -> dict[str, Callable[[], str]]:
-    """Row id -> its check: returns the observed value, raises ``failed(observed)`` when it differs and
-    ``skip(reason)`` when another row already reports the cause."""
+    """Row id -> its check: returns the observed value, raises ``CheckFailed(observed)`` when it differs and
+    ``Skip(reason)`` when another row already reports the cause."""
     live: list[LiveOptions] = []
 
     def options() -> LiveOptions:
@@ -42,27 +39,25 @@ def option_checks(
         return live[0]
 
     def table_class() -> str:
-        return _expect(options().table_class, shape.table_class, failed)
+        return _expect(options().table_class, shape.table_class)
 
     def max_throughput() -> str:
-        return _expect(caps_text(options().on_demand), caps_text(shape.on_demand_throughput), failed)
+        return _expect(caps_text(options().on_demand), caps_text(shape.on_demand_throughput))
 
     def warm_throughput() -> str:
         observed = warm_text(options().warm)
         short = options().warm_short_of(shape)
         if short:
-            raise failed(f"{observed} (below the declared {warm_text(short)})")
+            raise CheckFailed(f"{observed} (below the declared {warm_text(short)})")
         return observed
 
     def pitr_period() -> str:
         if shape.pitr and options().pitr_days is None:
-            raise skip("PITR is off on the live table (the pitr row fails)")
-        return _expect(period_text(options().pitr_days), period_text(shape.recovery_period_days), failed)
+            raise Skip("PITR is off on the live table (the pitr row fails)")
+        return _expect(period_text(options().pitr_days), period_text(shape.recovery_period_days))
 
     def contributor_insights() -> str:
-        return _expect(
-            insights_text(options().insights_mode), insights_text(shape.contributor_insights_mode), failed
-        )
+        return _expect(insights_text(options().insights_mode), insights_text(shape.contributor_insights_mode))
 
     return {
         "table-class": table_class,
@@ -73,7 +68,7 @@ def option_checks(
     }
 
 
-def _expect(observed: str, expected: str, failed: type[Exception]) -> str:
+def _expect(observed: str, expected: str) -> str:
     if observed != expected:
-        raise failed(observed)
+        raise CheckFailed(observed)
     return observed

@@ -6,17 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from contract import names, policy_doc
 from contract.shape import EncryptionShape
-from doctable.aws import Aws, error_code
+from doctable.aws import Aws
 from doctable.ops.context import Deployment
+from doctable.ops.table_security import AWS_OWNED_TEXT, declared_policy, live_encryption, live_policy
+from doctable.ops.verify.record import CheckFailed
 
-AWS_OWNED_TEXT = "AWS owned key (no SSEDescription)"
 AWS_MANAGED_TEXT = "KMS, AWS managed key (KeyManager AWS)"
 NO_POLICY = "none"
-POLICY_NOT_FOUND = "PolicyNotFoundException"
 
 
 def expected_encryption(shape: EncryptionShape) -> str:
@@ -41,42 +39,13 @@ def security_rows(shape: EncryptionShape) -> list[tuple[str, str, str]]:
     ]
 
 
-def live_encryption(aws: Aws, table: dict[str, Any]) -> tuple[str, str | None, str | None]:
-    """(text, key ARN, KeyManager) of a DescribeTable answer: what SSEDescription says, and the key's manager."""
-    sse = table.get("SSEDescription") or {}
-    if sse.get("Status") not in ("ENABLED", "UPDATING") or not sse.get("KMSMasterKeyArn"):
-        return AWS_OWNED_TEXT, None, None
-    key = str(sse["KMSMasterKeyArn"])
-    manager = aws.client("kms").describe_key(KeyId=key)["KeyMetadata"].get("KeyManager")
-    kind = "AWS managed key (KeyManager AWS)" if manager == "AWS" else f"customer managed key {key}"
-    return f"{sse.get('SSEType', 'KMS')}, {kind}", key, manager
-
-
-def live_policy(ddb: Any, table_arn: str) -> str | None:
-    """The table's resource policy document (JSON text), None when it has none."""
-    try:
-        return str(ddb.get_resource_policy(ResourceArn=table_arn)["Policy"])
-    except ClientError as exc:
-        if error_code(exc) == POLICY_NOT_FOUND:
-            return None
-        raise
-
-
-def declared_policy(path: str, table_arn: str) -> dict[str, Any]:
-    """The knob's document with its placeholders resolved to the live table's account and ARN."""
-    account = table_arn.split(":")[4]
-    document = policy_doc.load_policy_document(path)
-    return policy_doc.resolve_placeholders(document, account=account, table_arn=table_arn)
-
-
 def security_checks(
     aws: Aws,
     shape: EncryptionShape | None,
     describe: Callable[[], dict[str, Any]],
     deployment: Deployment,
-    failed: type[Exception],
 ) -> dict[str, Callable[[], str]]:
-    """Row id -> its check: returns the observed value, raises ``failed(observed)`` when it differs."""
+    """Row id -> its check: returns the observed value, raises ``CheckFailed(observed)`` when it differs."""
     if shape is None:
         return {}
     outputs = deployment.out
@@ -94,7 +63,7 @@ def security_checks(
                 observed += ", rotation on" if rotating else ", rotation OFF"
                 ok = bool(rotating)
         if not ok:
-            raise failed(observed)
+            raise CheckFailed(observed)
         return observed
 
     def resource_policy() -> str:
@@ -102,14 +71,14 @@ def security_checks(
         text = live_policy(aws.client("dynamodb"), table_arn)
         if shape.resource_policy_path is None:
             if text is not None:
-                raise failed(f"a policy of {len(policy_doc.canonical(text))} statement(s)")
+                raise CheckFailed(f"a policy of {len(policy_doc.canonical(text))} statement(s)")
             return NO_POLICY
         if text is None:
-            raise failed(NO_POLICY)
+            raise CheckFailed(NO_POLICY)
         declared = declared_policy(shape.resource_policy_path, table_arn)
         live = policy_doc.canonical(text)
         if live != policy_doc.canonical(declared):
-            raise failed(f"a different policy ({', '.join(s['Sid'] or '?' for s in live)})")
+            raise CheckFailed(f"a different policy ({', '.join(s['Sid'] or '?' for s in live)})")
         return f"= {shape.resource_policy_path} ({len(live)} statements)"
 
     return {"encryption": encryption, "resource-policy": resource_policy}

@@ -1,18 +1,25 @@
-"""A verify run as data: its rows, the record kept on disk for the ledger, and how both render."""
+"""A verify run as data: how a check ends (a value, ``CheckFailed``, ``Skip``), its rows, the record the ledger
+keeps, and how both render."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 from doctable.ops.context import Deployment
 from doctable.ops.render import now_iso, text_table
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
+
+
+class CheckFailed(Exception):
+    """Raised inside a check: the row FAILs with this message as the observed value."""
+
+
+class Skip(Exception):
+    """Raised inside a check: the row is SKIPped with this reason."""
 
 
 @dataclass
@@ -45,27 +52,6 @@ def verify_record(deployment: Deployment, rows: list[Row], started_at: str, run_
         "knobs": deployment.config.as_knobs(),
         "rows": [r.as_dict() for r in rows],
     }
-
-
-def record_path(directory: Path, table: str) -> Path:
-    return directory / f"verify-{table}.json"
-
-
-def save_record(directory: Path, record: dict[str, Any]) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    path = record_path(directory, record["table"])
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(record, indent=2, default=str) + "\n")
-    tmp.replace(path)
-    return path
-
-
-def load_record(directory: Path, table: str) -> dict[str, Any] | None:
-    try:
-        data = json.loads(record_path(directory, table).read_text())
-    except (FileNotFoundError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def render_rows(rows: list[dict[str, Any]] | list[Row]) -> str:

@@ -1,0 +1,175 @@
+"""What every capability (the table's shape, options and security, its ownership, the mapping, Kinesis, the
+consumer, what is borrowed) reads from one look at a deployment, and the protocol each one implements: the
+findings of a deploy of the target, and where it has them, the drift and the calls that restore it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from contract import names
+from contract.findings import Finding
+from contract.knobs import DocTableConfig
+from doctable.aws import Aws, call_or_none
+from doctable.ops.context import Deployment
+from doctable.ops.live import pitr_status
+
+TABLE_TYPE = "AWS::DynamoDB::Table"
+T = TypeVar("T")
+
+
+def stack_physical_ids(aws: Aws, deployment: Deployment) -> dict[str, set[str]]:
+    """resource type -> physical ids of the stack's resources (empty when the stack does not exist)."""
+    found: dict[str, set[str]] = {}
+    if not deployment.exists:
+        return found
+    paginator = aws.client("cloudformation").get_paginator("list_stack_resources")
+    for page in paginator.paginate(StackName=deployment.config.stack_name):
+        for resource in page.get("StackResourceSummaries", []):
+            if resource.get("PhysicalResourceId"):
+                found.setdefault(resource["ResourceType"], set()).add(resource["PhysicalResourceId"])
+    return found
+
+
+@dataclass(frozen=True)
+class Observed:
+    """One look at a deployment and its live table, shared by every capability of one command run."""
+
+    aws: Aws
+    deployment: Deployment
+    table: dict[str, Any] | None  # DescribeTable's Table; None when there is none
+    in_stack: bool  # the stack's resources list the table
+    ttl: dict[str, Any]  # DescribeTimeToLive's TimeToLiveDescription ({} unless ``compared``)
+    backups: dict[str, Any]  # DescribeContinuousBackups' reply ({} unless ``compared``)
+    _reads: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def compared(self) -> bool:
+        """The table exists and is the stack's: its live settings are compared with the knobs."""
+        return self.table is not None and self.in_stack
+
+    @property
+    def live_table(self) -> dict[str, Any]:
+        """The table's description, for capabilities that run only when it is ``compared``."""
+        assert self.table is not None, "no live table"
+        return self.table
+
+    @property
+    def deployed(self) -> DocTableConfig:
+        return self.deployment.config
+
+    @property
+    def target(self) -> DocTableConfig:
+        return self.deployment.target
+
+    @property
+    def pitr(self) -> str:
+        return pitr_status(self.backups)
+
+    @property
+    def stack_key(self) -> str | None:
+        """The KMS key the stack created (its output), None without one."""
+        return self.deployment.out(names.OUT_KMS_KEY_ARN)
+
+    def once(self, key: str, read: Callable[[], T]) -> T:
+        """``read()``'s answer, read at most once per observation (findings and drift share it)."""
+        if key not in self._reads:
+            self._reads[key] = read()
+        value: T = self._reads[key]
+        return value
+
+
+def observe_table(
+    aws: Aws, deployment: Deployment, table: dict[str, Any] | None, *, in_stack: bool = True
+) -> Observed:
+    """The observation of an already described table: its TTL and PITR are read when it is the stack's."""
+    if table is None or not in_stack:
+        return Observed(aws, deployment, table, in_stack, {}, {})
+    ddb = aws.client("dynamodb")
+    ttl = ddb.describe_time_to_live(TableName=table["TableName"]).get("TimeToLiveDescription", {})
+    backups = ddb.describe_continuous_backups(TableName=table["TableName"])
+    return Observed(aws, deployment, table, in_stack, ttl, backups)
+
+
+def observe(aws: Aws, deployment: Deployment) -> Observed:
+    """Describe the target's table, whether the stack holds it, and when it does, its TTL and PITR."""
+    name = deployment.target.table_name
+    table = (call_or_none(aws.client("dynamodb").describe_table, TableName=name) or {}).get("Table")
+    in_stack = name in stack_physical_ids(aws, deployment).get(TABLE_TYPE, set())
+    return observe_table(aws, deployment, table, in_stack=in_stack)
+
+
+@dataclass
+class Drift:
+    """One property whose live value differs from the declared one.
+
+    ``prop`` names the property for comparison with a deploy's changes (``ttl``, ``mapping:BatchSize``,
+    ``table-tag:Owner``); ``op``/``params`` are the repair (op None: reconcile cannot repair it; ``how`` says
+    what can).
+    """
+
+    prop: str
+    subject: str
+    live: str
+    declared: str
+    op: str | None
+    params: dict[str, Any] = field(default_factory=dict)
+    how: str = ""
+
+    @property
+    def action(self) -> str:
+        if self.op is None:
+            return f"not repairable by reconcile: {self.how}"
+        shown = ", ".join(f"{k}={v}" for k, v in self.params.items())
+        return f"{self.op} {shown}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "action": self.action}
+
+
+class Capability(Protocol):
+    """One part of a deployment: what a deploy of the target changes of it, as findings."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def compares_live(self) -> bool:
+        """Its findings compare the live table with the target: one may be drift rather than the deploy's."""
+        ...
+
+    @property
+    def codes(self) -> frozenset[str]:
+        """Every finding code it may emit (each one in ``contract.findings.CODES``)."""
+        ...
+
+    def findings(self, observed: Observed) -> list[Finding]: ...
+
+
+class Drifting(Capability, Protocol):
+    """A capability whose live settings can drift from the deployed knobs, and the calls that restore them."""
+
+    @property
+    def calls(self) -> tuple[str, ...]:
+        """The service calls ``apply`` makes (a repair's ``op``)."""
+        ...
+
+    def drift(self, observed: Observed) -> list[Drift]:
+        """Each live setting that differs from the deployed knobs (``observed.deployed``)."""
+        ...
+
+    def apply(
+        self, aws: Aws, deployment: Deployment, table: dict[str, Any], call: str, params: dict[str, Any]
+    ) -> None:
+        """Make ``call``; ClientErrors propagate."""
+        ...
+
+
+def drift_text(value: object) -> str:
+    """A drift's value as one word: booleans in lower case, lists in brackets."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    return str(value)
