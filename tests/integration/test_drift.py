@@ -2,8 +2,8 @@
 is reported by preflight as drift (never as something the deploy changes), listed by `doctable reconcile`,
 repaired by `reconcile --apply`, and verify passes again.
 
-The stack is this module's own (table_base ``drift``); the commands run with no shape knob, so they compare
-with the knobs the stack recorded. Each case breaks one property and leaves it repaired.
+The stack is this module's own (table_base ``drift``); the commands read a settings file that declares it, so
+the deploy would change nothing and what differs live is drift. Each case breaks one property and leaves it repaired.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ KNOBS = {
     "stream": "new-and-old",
     "owner": "team-docs",
 }
-WHICH = {"env": KNOBS["env"], "table_base": KNOBS["table_base"]}  # names the stack; no shape knob given
+WHICH = {"env": KNOBS["env"]}  # names the environment; its settings file names the rest
 TABLE = "drift-dev"
 Outputs = dict[str, str]
 
@@ -41,10 +41,12 @@ def outputs(deploy: Callable[..., lt.Deployed]) -> Outputs:
 @pytest.fixture(scope="module")
 def doctable(local_aws: lt.LocalAWS, tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Result]:
     state = tmp_path_factory.mktemp("drift-state")
+    declared = {k: v for k, v in KNOBS.items() if k != "env"}
     env = {
         **local_aws.env,
         "DOCTABLE_STATE_DIR": str(state / "state"),
         "DOCTABLE_LEDGER_DIR": str(state / "l"),
+        "DOCTABLE_CONFIG": str(ot.write_settings(state / "doctable.toml", KNOBS["env"], **declared)),
     }
 
     def run(*args: str) -> Result:
@@ -112,7 +114,7 @@ def assert_reported_as_drift(doctable: Callable[..., Result], drifted: set[str])
     assert report["knobs_source"] == "deployed"
     assert subjects(report["drift"]) == drifted
     assert not [f for f in report["findings"] if f["level"] == "CHANGE"], report["findings"]
-    assert all("will NOT repair" in f["effect"] for f in report["drift"])
+    assert all(f["code"] == "drift.detected" and not f["destructive"] for f in report["drift"])
     dry = doctable("reconcile", "--json")
     assert dry.code == 1, dry.out + dry.err
     listed = dry.json()

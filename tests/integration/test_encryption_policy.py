@@ -165,10 +165,11 @@ def test_a_read_needs_kms_decrypt_on_the_customer_managed_key(
         iam.detach_user_policy(UserName="sec-reader", PolicyArn=stack.outputs[names.OUT_RUNTIME_POLICY_ARN])
 
 
-def preflight_effects(aws: lt.LocalAWS, knobs: dict[str, str]) -> dict[str, str]:
+def preflight_changes(aws: lt.LocalAWS, knobs: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """preflight's CHANGE findings for a deploy of ``knobs``, by code."""
     result = run_doctable(["preflight", "--json", *context_args(knobs)], env=aws.env, timeout=300)
     assert result.code == 0, result.out + result.err
-    return {f["subject"]: f["effect"] for f in result.json()["findings"] if f["level"] == "CHANGE"}
+    return {f["code"]: f for f in result.json()["findings"] if f["level"] == "CHANGE"}
 
 
 def test_day2_encryption_changes_on_the_live_stack_keep_the_data_and_verify_passes(
@@ -181,10 +182,13 @@ def test_day2_encryption_changes_on_the_live_stack_keep_the_data_and_verify_pass
     ddb, kms = local_aws.client("dynamodb"), local_aws.client("kms")
     table_name = stack.outputs[names.OUT_TABLE_NAME]
 
-    # customer-managed -> aws-managed: preflight names the in-place update and the key's cost
+    # customer-managed -> aws-managed: preflight names the key change, destructive (the gate stops it)
     managed = {**knobs, "encryption": "aws-managed"}
-    effects = preflight_effects(local_aws, managed)
-    assert "in place" in effects["encryption"] and "$1/month" in effects["encryption"]
+    changes = preflight_changes(local_aws, managed)
+    key = changes["key.changed"]
+    assert key["destructive"]
+    assert key["before"] == {"encryption": "customer-managed", "key": stack.outputs[names.OUT_KMS_KEY_ARN]}
+    assert key["after"] == {"encryption": "aws-managed", "key": None}
     deployed = deploy(managed)
     assert names.OUT_KMS_KEY_ARN not in deployed.outputs
     sse = ddb.describe_table(TableName=table_name)["Table"]["SSEDescription"]
@@ -193,8 +197,8 @@ def test_day2_encryption_changes_on_the_live_stack_keep_the_data_and_verify_pass
 
     # aws-managed -> aws-owned, and the resource policy removed
     owned = {**BASE, "encryption": "aws-owned", "resource_policy": "off"}
-    effects = preflight_effects(local_aws, owned)
-    assert set(effects) >= {"encryption", "resource policy"}
+    changes = preflight_changes(local_aws, owned)
+    assert set(changes) >= {"key.changed", "resource_policy.changed"}
     deploy(owned)
     described = ddb.describe_table(TableName=table_name)["Table"]
     assert "SSEDescription" not in described

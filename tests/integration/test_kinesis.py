@@ -176,7 +176,7 @@ def test_day2_source_switch_and_kinesis_off(
     preflight = run_doctable(["preflight", "--json", *context_args(moved)], env=env, timeout=300)
     # THEN preflight says the mapping is replaced
     assert preflight.code in (0, 1), preflight.out + preflight.err
-    assert "replace" in preflight.out.lower(), preflight.out
+    assert "mapping.replaced" in {f["code"] for f in preflight.json()["findings"]}, preflight.out
     out = deploy(moved).outputs
     mapping = lam.get_event_source_mapping(UUID=out[names.OUT_MAPPING_UUID])
     assert out[names.OUT_MAPPING_UUID] != first_uuid

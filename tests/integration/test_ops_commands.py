@@ -245,9 +245,9 @@ def test_ledger_records_the_live_state(doctable: Callable[..., Result], full: Ou
 def test_ledger_without_knobs_records_the_deployed_knobs_and_reports_given_ones_pending(
     doctable: Callable[..., Result], full: Outputs
 ) -> None:
-    # GIVEN the all-on stack, named by env and table_base only (no shape knob given)
+    # GIVEN the all-on stack, named by env and table_base only (the harness's settings declare no shape)
     which = {"env": FULL["env"], "table_base": FULL["table_base"]}
-    # WHEN the ledger is written THEN its inputs are the knobs the stack recorded, not cdk.json's defaults
+    # WHEN the ledger is written THEN its inputs are the knobs the stack recorded, not the settings' defaults
     entry = doctable("ledger", "--json", knobs=which).json()
     inputs = entry["resolved_inputs"]
     assert (inputs["gsi"], inputs["ttl"], inputs["pitr"], inputs["stream"]) == (
@@ -257,8 +257,8 @@ def test_ledger_without_knobs_records_the_deployed_knobs_and_reports_given_ones_
         "new-and-old",
     )
     assert entry["knobs_source"] == "deployed"
-    # AND a knob given that differs is pending, never taken as the truth
-    pending = doctable("ledger", "--json", knobs={**which, "gsi": "none"})
+    # AND a setting that differs is pending, never taken as the truth
+    pending = doctable("ledger", "--json", knobs={**FULL, "gsi": "none"})
     assert "gsi: deployed gsi1, given none — pending: deploy to apply" in pending.err
     assert pending.json()["resolved_inputs"]["gsi"] == "gsi1"
     assert pending.json()["pending_knobs"] == [{"knob": "gsi", "deployed": "gsi1", "given": "none"}]
@@ -277,9 +277,11 @@ def test_preflight_stops_on_a_foreign_same_named_table(
         Tags=[{"Key": "Team", "Value": "someone-else"}],
     )
     try:
-        result = doctable("preflight", knobs={"env": "dev", "table_base": "opsforeign"})
+        result = doctable("preflight", "--json", knobs={"env": "dev", "table_base": "opsforeign"})
         assert result.code == 1
-        assert "adopting it is a human decision" in result.out
+        assert [(f["level"], f["code"]) for f in result.json()["findings"] if f["level"] == "STOP"] == [
+            ("STOP", "table.foreign")
+        ]
     finally:
         ddb.delete_table(TableName="opsforeign-dev")
 
@@ -287,14 +289,15 @@ def test_preflight_stops_on_a_foreign_same_named_table(
 def test_preflight_on_our_live_table_explains_each_change(
     doctable: Callable[..., Result], full: Outputs
 ) -> None:
-    same = doctable("preflight", knobs=FULL)
-    assert same.code == 0 and "matches the knobs" in same.out
+    same = doctable("preflight", "--json", knobs=FULL)
+    assert same.code == 0 and "table.unchanged" in {f["code"] for f in same.json()["findings"]}
     changed = doctable("preflight", "--json", knobs={**FULL, "gsi": "none", "ttl": "off", "stream": "none"})
     assert changed.code == 0
-    findings = {f["subject"]: f for f in changed.json()["findings"]}
-    assert "DELETES the index gsi1" in findings["gsi1"]["effect"]
-    assert "disables the stream" in findings["stream"]["effect"]
-    assert "rate-limited" in findings["ttl"]["effect"]
+    findings = {f["code"]: f for f in changed.json()["findings"]}
+    assert findings["index.removed"]["before"] == "gsi1" and findings["index.removed"]["destructive"]
+    assert findings["stream.disabled"]["destructive"] and findings["mapping.deleted"]["destructive"]
+    assert not findings["ttl.disabled"]["destructive"]
+    assert set(changed.json()["destructive"]) >= {"index.removed", "stream.disabled", "mapping.deleted"}
 
 
 def test_preflight_stops_on_a_missing_borrowed_consumer(
@@ -302,9 +305,12 @@ def test_preflight_stops_on_a_missing_borrowed_consumer(
 ) -> None:
     arn = f"arn:aws:lambda:{lt.REGION}:{lt.ACCOUNT}:function:not-there"
     result = doctable(
-        "preflight", knobs={"env": "dev", "table_base": "opsborrow", "stream": "new-and-old", "consumer": arn}
+        "preflight",
+        "--json",
+        knobs={"env": "dev", "table_base": "opsborrow", "stream": "new-and-old", "consumer": arn},
     )
-    assert result.code == 1 and "apply its plan first" in result.out
+    stops = [(f["code"], f["subject"]) for f in result.json()["findings"] if f["level"] == "STOP"]
+    assert result.code == 1 and [code for code, _ in stops] == ["consumer.missing"], stops
 
 
 # -------------------------------------------------------------------------------------------- teardown

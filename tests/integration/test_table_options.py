@@ -143,17 +143,22 @@ def test_every_table_option_deployed_changed_on_day_2_and_refused_as_aws_refuses
     # WHEN preflight looks at the day-2 knobs
     result = stack.doctable("preflight", "--json", knobs=DAY2)
     assert result.code == 0, result.out + result.err
-    found = {f["subject"]: f for f in result.json()["findings"]}
-    # THEN it names each change with what it does and costs
-    assert (
-        found["table class"]["declared"] == "STANDARD"
-        and "two class changes" in found["table class"]["effect"]
+    found = {f["code"]: f for f in result.json()["findings"]}
+    # THEN it names each change by its code, with the values before and after
+    assert (found["table_class.changed"]["before"], found["table_class.changed"]["after"]) == (
+        "STANDARD_INFREQUENT_ACCESS",
+        "STANDARD",
     )
-    assert found["max throughput"]["declared"] == "writes <= 8000"
-    assert "billed once per increase" in found["warm throughput"]["effect"]
-    assert found["pitr period"]["live"] == "7 days" and found["pitr period"]["declared"] == "14 days"
-    assert "billed per event" in found["contributor insights"]["effect"]
-    assert "the table becomes deletable" in found["deletion protection"]["effect"]
+    assert found["throughput.max_changed"]["after"] == {"MaxWriteRequestUnits": 8000}
+    assert found["throughput.warm_changed"]["after"] == {
+        "ReadUnitsPerSecond": 20000,
+        "WriteUnitsPerSecond": 5000,
+    }
+    assert (found["pitr.window_lengthened"]["before"], found["pitr.window_lengthened"]["after"]) == (7, 14)
+    assert found["contributor_insights.changed"]["after"] == "THROTTLED_KEYS"
+    # deletion protection off outside uat/prod is a change, not a destructive one
+    assert not found["deletion_protection.disabled"]["destructive"]
+    assert not [f for f in result.json()["findings"] if f["destructive"]]
 
     # WHEN day 2 deploys them
     stack.deploy(DAY2)
