@@ -9,14 +9,18 @@ import sys
 
 import aws_cdk as cdk
 
-from contract.knobs import ConfigError, user_context
-from contract.settings import resolve_settings
+from contract.knobs import PROJECT_ROOT, ConfigError, user_context
+from contract.settings import cdk_json_knobs, resolve_settings
 from infra.stack import create_stack
 
 
 def main() -> None:
     app = cdk.App()
     try:
+        # A knob in cdk.json would reach the app as CDK context but never the CLI: refused, so both agree.
+        misplaced = cdk_json_knobs(PROJECT_ROOT / "cdk.json")
+        if misplaced:
+            raise ConfigError(misplaced)
         resolved = resolve_settings(context=user_context(app.node.get_all_context()), environ=os.environ)
     except ConfigError as exc:
         # Before any construct exists: one message listing every problem, and a non-zero exit.

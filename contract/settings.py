@@ -8,6 +8,7 @@ override from ``-c knob=value`` or ``DOCTABLE_<KNOB>``. The environment is chose
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tomllib
@@ -170,6 +171,20 @@ def settings_path(
         if candidate.is_file():
             return candidate
     return None
+
+
+def cdk_json_knobs(path: Path) -> list[str]:
+    """Knobs written in cdk.json's context: the app would read them as overrides the CLI never sees, so each is
+    a problem naming where it belongs."""
+    try:
+        context = json.loads(path.read_text()).get("context", {})
+    except (FileNotFoundError, ValueError, AttributeError):
+        return []
+    return [
+        f"{path.name}: context key {name!r} is a knob; allowed: knobs in {FILE_NAME} (or -c {name}=... for one run)"
+        for name in context
+        if name in KNOBS
+    ]
 
 
 @dataclass(frozen=True)

@@ -218,3 +218,16 @@ def test_the_knob_reference_and_the_file_comments_are_current() -> None:
     from contract import reference
 
     assert reference.stale() == [], "run `make docs`"
+
+
+def test_a_knob_in_cdk_json_is_refused_naming_where_it_belongs(tmp_path: Path) -> None:
+    # GIVEN a cdk.json whose context carries a knob beside CDK's own keys
+    path = tmp_path / "cdk.json"
+    path.write_text(
+        json.dumps({"app": "x", "context": {"gsi": "gsi1", "@aws-cdk/core:checkSecretUsage": True}})
+    )
+    # THEN one problem names the knob and the settings file
+    assert st.cdk_json_knobs(path) == [
+        "cdk.json: context key 'gsi' is a knob; allowed: knobs in doctable.toml (or -c gsi=... for one run)"
+    ]
+    assert st.cdk_json_knobs(ROOT / "cdk.json") == []
