@@ -49,9 +49,9 @@ $(CHECKOV_STAMP):
 	@rm -f $(CHECKOV_VENV)/.installed-*
 	@touch $@
 
-setup: $(STAMP) $(NPM_STAMP) $(CHECKOV_STAMP) ## create .venv, .venv-checkov and node_modules from the registries (idempotent)
+setup: $(STAMP) $(NPM_STAMP) ## create .venv and node_modules from the registries (idempotent)
 
-lint: setup ## ruff, mypy, the import contracts between the parts (lint-imports), checkov over the knob matrix
+lint: setup $(CHECKOV_STAMP) ## ruff, mypy, the import contracts between the parts (lint-imports), checkov over the knob matrix (its own venv, .venv-checkov)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
@@ -60,7 +60,7 @@ lint: setup ## ruff, mypy, the import contracts between the parts (lint-imports)
 
 # Every shape of the infra tests' matrices that checkov can tell apart (tests/infra/synth_matrix.py), synthesized
 # offline; a finding fails unless the resource's metadata skips it with a reason (infra/checkov.py).
-checkov: setup ## checkov over the synthesized templates of the knob matrix
+checkov: setup $(CHECKOV_STAMP) ## checkov over the synthesized templates of the knob matrix
 	@dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
 	$(BIN)/python -m tests.infra.synth_matrix "$$dir" && \
 	$(CHECKOV_VENV)/bin/checkov -d "$$dir" --framework cloudformation --quiet --compact --skip-download

@@ -278,31 +278,30 @@ def _check_kinesis(problems: Problems, name: str, value: str) -> str:
     return value
 
 
-def _check_bucket(problems: Problems, name: str, value: str) -> str:
-    if value and not BUCKET_NAME_RE.match(value):
-        problems.append(
-            f"blob_bucket={value!r} is not a valid S3 bucket name; allowed: empty (the stack creates one) "
-            "or 3-63 characters of [a-z0-9.-], starting and ending with a letter or digit"
-        )
-    return value
+def _optional_match(valid: Callable[[str], bool], complaint: str) -> Callable[[Problems, str, str], str]:
+    """A check of text that may be empty and is otherwise ``valid``; ``complaint`` follows ``name='value'``."""
+
+    def check(problems: Problems, name: str, value: str) -> str:
+        if value and not valid(value):
+            problems.append(f"{name}={value!r} {complaint}")
+        return value
+
+    return check
 
 
-def _check_blob_root(problems: Problems, name: str, value: str) -> str:
-    if value and (not BLOB_ROOT_RE.match(value) or ".." in value.split("/")):
-        problems.append(
-            f"blob_root={value!r} is malformed; allowed: empty (bucket root) or a key prefix of safe "
-            "characters ending in '/', e.g. 'blobs/'"
-        )
-    return value
-
-
-def _check_kms_key(problems: Problems, name: str, value: str) -> str:
-    if value and not KMS_KEY_ARN_RE.match(value):
-        problems.append(
-            f"kms_key={value!r} is not a KMS key ARN; allowed: empty (the stack creates the key) or "
-            "arn:aws:kms:<region>:<account>:key/<key id>"
-        )
-    return value
+_check_bucket = _optional_match(
+    lambda value: bool(BUCKET_NAME_RE.match(value)),
+    "is not a valid S3 bucket name; allowed: empty (the stack creates one) or 3-63 characters of [a-z0-9.-], "
+    "starting and ending with a letter or digit",
+)
+_check_blob_root = _optional_match(
+    lambda value: bool(BLOB_ROOT_RE.match(value)) and ".." not in value.split("/"),
+    "is malformed; allowed: empty (bucket root) or a key prefix of safe characters ending in '/', e.g. 'blobs/'",
+)
+_check_kms_key = _optional_match(
+    lambda value: bool(KMS_KEY_ARN_RE.match(value)),
+    "is not a KMS key ARN; allowed: empty (the stack creates the key) or arn:aws:kms:<region>:<account>:key/<key id>",
+)
 
 
 def _check_resource_policy(problems: Problems, name: str, value: str) -> str:
