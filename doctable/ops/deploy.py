@@ -147,10 +147,15 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     with user_errors(f"preflight of {config.stack_name}"):
         findings = run_preflight(aws, deployment)
     stops = [f for f in findings if f.level is Level.STOP]
-    blocked = gate(
-        [f for f in findings if f.level is not Level.STOP],
-        allow=args.allow_destructive,
-        interactive=not args.json and sys.stdin.isatty(),
+    if not args.json:
+        # The findings first: the gate's question refers to them.
+        print(f"deploy of {config.stack_name} (env {config.env}) to account {aws.account}, {aws.region}:")
+        print(render_findings(findings))
+        print(flush=True)
+    blocked = (
+        []
+        if stops
+        else gate(findings, allow=args.allow_destructive, interactive=not args.json and sys.stdin.isatty())
     )
     report: dict[str, Any] = {
         "kind": "doctable-deploy",
@@ -168,10 +173,6 @@ def cmd_deploy(args: argparse.Namespace) -> int:
         "deployed": False,
         "verified": None,
     }
-    if not args.json:
-        print(f"deploy of {config.stack_name} (env {config.env}) to account {aws.account}, {aws.region}:")
-        print(render_findings(findings))
-        print()
     if stops:
         return _finish(args, report, 1, [f"STOP {f.code}: {f.effect}" for f in stops])
     if blocked:
