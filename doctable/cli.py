@@ -4,6 +4,7 @@ turns a :class:`~doctable.errors.UserError` into one line on stderr (exit 2)."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from importlib import metadata
@@ -40,6 +41,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except (UserError, local_adapter.LocalError) as exc:
         print(f"doctable: {exc}", file=sys.stderr)
+        if getattr(args, "json", False):
+            # A machine reading stdout gets the error as JSON too, not an empty document.
+            print(
+                json.dumps({"kind": "doctable-error", "command": args.command, "error": str(exc), "exit": 2})
+            )
         return 2
     except KeyboardInterrupt:
         print("doctable: interrupted", file=sys.stderr)

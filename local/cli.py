@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from local import auth, state
-from local.control import env_lines, health, running, start, stop
+from local.control import env_lines, health, running, start, stop, unset_line
 from local.errors import LocalError
 
 
@@ -35,6 +35,9 @@ def _cmd_down(args: argparse.Namespace) -> int:
 
 
 def _cmd_env(args: argparse.Namespace) -> int:
+    if args.unset:
+        print(unset_line())
+        return 0
     info = running()
     if info is None and not args.port:
         raise LocalError("the local AWS is not running; start it with `doctable local up`")
@@ -84,6 +87,11 @@ def register(sub: Any) -> None:
 
     env = group.add_parser("env", help="print the export lines that point a shell (and the CDK CLI) at it")
     env.add_argument("--port", type=int, default=0, help="print for this port even if it is not running")
+    env.add_argument(
+        "--unset",
+        action="store_true",
+        help='print the line that takes the variables back: eval "$(doctable local env --unset)"',
+    )
     env.set_defaults(func=_cmd_env)
 
     status = group.add_parser("status", help="say whether the local AWS runs (exit 1 if not)")

@@ -149,3 +149,8 @@ def stop(directory: Path | None = None, timeout: float = STOP_TIMEOUT) -> bool:
 def env_lines(port: int, directory: Path | None = None) -> list[str]:
     """The ``export`` lines ``doctable local env`` prints."""
     return [f"export {key}={shlex.quote(value)}" for key, value in state.client_env(port, directory).items()]
+
+
+def unset_line() -> str:
+    """The one line ``doctable local env --unset`` prints: it takes back every variable ``env_lines`` exports."""
+    return "unset " + " ".join(state.client_env(0))

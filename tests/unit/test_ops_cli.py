@@ -325,3 +325,23 @@ def test_untrusted_certificate_names_the_missing_bundle(monkeypatch: pytest.Monk
     assert "AWS_CA_BUNDLE is not" in message and "doctable local env" in message and "\n" not in message
     monkeypatch.setenv("AWS_CA_BUNDLE", "/tmp/ca.pem")
     assert "AWS_CA_BUNDLE is not" not in str(user_error_for(failure))
+
+
+def test_with_json_an_error_is_a_json_document_on_stdout_too(
+    env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a bad knob WHEN a command runs with --json
+    assert main(["verify", "--json", "-c", "gsi=bogus"]) == 2
+    captured = capsys.readouterr()
+    # THEN stderr has the one line, and stdout one JSON document with the same error and the exit code
+    document = json.loads(captured.out)
+    assert (document["kind"], document["command"], document["exit"]) == ("doctable-error", "verify", 2)
+    assert "gsi='bogus' is not allowed" in document["error"] and document["error"] in captured.err
+
+
+def test_local_env_unset_takes_back_every_exported_variable(capsys: pytest.CaptureFixture[str]) -> None:
+    from local.state import client_env
+
+    assert main(["local", "env", "--unset"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("unset ") and set(line.split()[1:]) == set(client_env(0))
