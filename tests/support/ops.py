@@ -222,3 +222,20 @@ def write_settings(path: Path, env: str = "dev", **knobs: str) -> Path:
     body = "".join(f"{name} = {value(name, text)}\n" for name, text in knobs.items())
     path.write_text(f"[defaults]\n\n[environments.{env}]\n{body}")
     return path
+
+
+def live_table(**overrides: Any) -> dict[str, Any]:
+    """DescribeTable's answer for the knobs' table (pk/sk, on-demand, unprotected), with ``overrides``."""
+    table: dict[str, Any] = {
+        "KeySchema": [
+            {"AttributeName": "pk", "KeyType": "HASH"},
+            {"AttributeName": "sk", "KeyType": "RANGE"},
+        ],
+        "AttributeDefinitions": [
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        "BillingModeSummary": {"BillingMode": "PAY_PER_REQUEST"},
+        "DeletionProtectionEnabled": False,
+    }
+    return {**table, **overrides}

@@ -29,23 +29,6 @@ GSI1 = {
 }
 
 
-def live_table(**overrides: Any) -> dict[str, Any]:
-    """DescribeTable's answer for the knobs' table (pk/sk, on-demand, unprotected), with ``overrides``."""
-    table: dict[str, Any] = {
-        "KeySchema": [
-            {"AttributeName": "pk", "KeyType": "HASH"},
-            {"AttributeName": "sk", "KeyType": "RANGE"},
-        ],
-        "AttributeDefinitions": [
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        "BillingModeSummary": {"BillingMode": "PAY_PER_REQUEST"},
-        "DeletionProtectionEnabled": False,
-    }
-    return {**table, **overrides}
-
-
 def shape_codes(
     knobs: dict[str, str], table: dict[str, Any], ttl: dict[str, Any] = TTL_OFF, pitr: str = "DISABLED"
 ) -> dict[str, bool]:
@@ -63,24 +46,24 @@ def plan_codes(deployed: dict[str, str], target: dict[str, str]) -> dict[str, bo
 # --------------------------------------------------------------------------------------------- the table
 def test_an_index_removed_is_destructive() -> None:
     # GIVEN a table with gsi1  WHEN the knobs drop it  THEN its removal is destructive
-    assert shape_codes({}, live_table(GlobalSecondaryIndexes=[GSI1])) == {"index.removed": True}
+    assert shape_codes({}, ot.live_table(GlobalSecondaryIndexes=[GSI1])) == {"index.removed": True}
 
 
 def test_an_index_replaced_is_destructive() -> None:
     # GIVEN gsi1 on other keys  WHEN the knobs declare gsi1  THEN its delete-and-create is destructive
     other = {**GSI1, "KeySchema": [{"AttributeName": "other", "KeyType": "HASH"}]}
-    assert shape_codes({"gsi": "gsi1"}, live_table(GlobalSecondaryIndexes=[other])) == {
+    assert shape_codes({"gsi": "gsi1"}, ot.live_table(GlobalSecondaryIndexes=[other])) == {
         "index.replaced": True
     }
 
 
 def test_an_index_added_is_not_destructive() -> None:
-    assert shape_codes({"gsi": "gsi1"}, live_table()) == {"index.added": False}
+    assert shape_codes({"gsi": "gsi1"}, ot.live_table()) == {"index.added": False}
 
 
 def test_the_stream_turned_off_is_destructive() -> None:
     # GIVEN a table with its stream  WHEN the knobs turn it off  THEN that is destructive
-    streaming = live_table(
+    streaming = ot.live_table(
         StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
     )
     assert shape_codes({}, streaming) == {"stream.disabled": True}
@@ -88,7 +71,7 @@ def test_the_stream_turned_off_is_destructive() -> None:
 
 def test_the_stream_recreated_is_destructive() -> None:
     # GIVEN a KEYS_ONLY stream  WHEN the knobs want NEW_AND_OLD_IMAGES  THEN the re-created stream is destructive
-    keys_only = live_table(StreamSpecification={"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"})
+    keys_only = ot.live_table(StreamSpecification={"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"})
     assert shape_codes(STREAM, keys_only) == {"stream.recreated": True}
 
 
@@ -96,7 +79,7 @@ def test_a_new_key_schema_replacing_the_table_is_destructive() -> None:
     # GIVEN a table keyed on id alone  WHEN the knobs want pk/sk  THEN the replacement stops, and is destructive
     findings = shape_findings(
         ot.config_of(),
-        live_table(KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}]),
+        ot.live_table(KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}]),
         TTL_OFF,
         "DISABLED",
     )
@@ -105,12 +88,12 @@ def test_a_new_key_schema_replacing_the_table_is_destructive() -> None:
 
 def test_ttl_turned_on_is_destructive() -> None:
     # GIVEN TTL off  WHEN the knobs turn it on  THEN destructive: DynamoDB deletes every item already expired
-    assert shape_codes({"ttl": "on"}, live_table()) == {"ttl.enabled": True}
+    assert shape_codes({"ttl": "on"}, ot.live_table()) == {"ttl.enabled": True}
 
 
 def test_pitr_turned_off_is_destructive() -> None:
     # GIVEN PITR on  WHEN the knobs turn it off  THEN destructive: the restore window is lost
-    assert shape_codes({}, live_table(), pitr="ENABLED") == {"pitr.disabled": True}
+    assert shape_codes({}, ot.live_table(), pitr="ENABLED") == {"pitr.disabled": True}
 
 
 def test_a_shorter_pitr_window_is_destructive(moto_env: Aws) -> None:
@@ -139,7 +122,7 @@ def test_a_shorter_pitr_window_is_destructive(moto_env: Aws) -> None:
 @pytest.mark.parametrize(("env", "flagged"), [("dev", False), ("stg", False), ("uat", True), ("prod", True)])
 def test_deletion_protection_turned_off_is_destructive_in_uat_and_prod(env: str, flagged: bool) -> None:
     # GIVEN a protected table  WHEN the knobs turn protection off  THEN destructive only where data is kept
-    protected = live_table(DeletionProtectionEnabled=True)
+    protected = ot.live_table(DeletionProtectionEnabled=True)
     knobs = {"env": env, "deletion_protection": "off", "pitr": "off"}
     assert shape_codes(knobs, protected) == {"deletion_protection.disabled": flagged}
 

@@ -92,23 +92,6 @@ def test_our_table_differing_from_the_knobs_says_what_each_change_does(moto_env:
 
 
 # ------------------------------------------------------------------------------------------ shape diff
-def _table(**overrides: Any) -> dict[str, Any]:
-    table: dict[str, Any] = {
-        "KeySchema": [
-            {"AttributeName": "pk", "KeyType": "HASH"},
-            {"AttributeName": "sk", "KeyType": "RANGE"},
-        ],
-        "AttributeDefinitions": [
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        "BillingModeSummary": {"BillingMode": "PAY_PER_REQUEST"},
-        "DeletionProtectionEnabled": False,
-    }
-    table.update(overrides)
-    return table
-
-
 GSI1_KEYS = [
     {"AttributeName": names.GSI_PARTITION_KEY, "KeyType": "HASH"},
     {"AttributeName": names.GSI_SORT_KEY, "KeyType": "RANGE"},
@@ -130,11 +113,17 @@ NEW_AND_OLD, KEYS_ONLY = "NEW_AND_OLD_IMAGES", "KEYS_ONLY"
 @pytest.mark.parametrize(
     ("knobs", "table", "ttl", "pitr", "expected"),
     [
-        ({}, _table(GlobalSecondaryIndexes=GSI1), TTL_OFF, "DISABLED", ("index.removed", True, "gsi1", None)),
-        ({"gsi": "gsi1"}, _table(), TTL_OFF, "DISABLED", ("index.added", False, None, "gsi1")),
+        (
+            {},
+            ot.live_table(GlobalSecondaryIndexes=GSI1),
+            TTL_OFF,
+            "DISABLED",
+            ("index.removed", True, "gsi1", None),
+        ),
+        ({"gsi": "gsi1"}, ot.live_table(), TTL_OFF, "DISABLED", ("index.added", False, None, "gsi1")),
         (
             {"gsi": "gsi1"},
-            _table(GlobalSecondaryIndexes=GSI1_OTHER_KEYS),
+            ot.live_table(GlobalSecondaryIndexes=GSI1_OTHER_KEYS),
             TTL_OFF,
             "DISABLED",
             (
@@ -146,53 +135,59 @@ NEW_AND_OLD, KEYS_ONLY = "NEW_AND_OLD_IMAGES", "KEYS_ONLY"
         ),
         (
             {},
-            _table(KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}]),
+            ot.live_table(KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}]),
             TTL_OFF,
             "DISABLED",
             ("table.replaced", True, ["id HASH ?"], ["pk HASH S", "sk RANGE S"]),
         ),
         (
             {"stream": "new-and-old"},
-            _table(),
+            ot.live_table(),
             TTL_OFF,
             "DISABLED",
             ("stream.enabled", False, None, NEW_AND_OLD),
         ),
         (
             {"stream": "new-and-old"},
-            _table(StreamSpecification={"StreamEnabled": True, "StreamViewType": KEYS_ONLY}),
+            ot.live_table(StreamSpecification={"StreamEnabled": True, "StreamViewType": KEYS_ONLY}),
             TTL_OFF,
             "DISABLED",
             ("stream.recreated", True, KEYS_ONLY, NEW_AND_OLD),
         ),
         (
             {},
-            _table(StreamSpecification={"StreamEnabled": True, "StreamViewType": NEW_AND_OLD}),
+            ot.live_table(StreamSpecification={"StreamEnabled": True, "StreamViewType": NEW_AND_OLD}),
             TTL_OFF,
             "DISABLED",
             ("stream.disabled", True, NEW_AND_OLD, None),
         ),
-        ({"ttl": "on"}, _table(), TTL_OFF, "DISABLED", ("ttl.enabled", True, None, names.TTL_ATTRIBUTE)),
-        ({}, _table(), TTL_ON, "DISABLED", ("ttl.disabled", False, names.TTL_ATTRIBUTE, None)),
         (
             {"ttl": "on"},
-            _table(),
+            ot.live_table(),
+            TTL_OFF,
+            "DISABLED",
+            ("ttl.enabled", True, None, names.TTL_ATTRIBUTE),
+        ),
+        ({}, ot.live_table(), TTL_ON, "DISABLED", ("ttl.disabled", False, names.TTL_ATTRIBUTE, None)),
+        (
+            {"ttl": "on"},
+            ot.live_table(),
             {"TimeToLiveStatus": "ENABLED", "AttributeName": "ttl"},
             "DISABLED",
             ("ttl.attribute_changed", True, "ttl", names.TTL_ATTRIBUTE),
         ),
-        ({"pitr": "on"}, _table(), TTL_OFF, "DISABLED", ("pitr.enabled", False, False, True)),
-        ({}, _table(), TTL_OFF, "ENABLED", ("pitr.disabled", True, True, False)),
+        ({"pitr": "on"}, ot.live_table(), TTL_OFF, "DISABLED", ("pitr.enabled", False, False, True)),
+        ({}, ot.live_table(), TTL_OFF, "ENABLED", ("pitr.disabled", True, True, False)),
         (
             {"deletion_protection": "on"},
-            _table(),
+            ot.live_table(),
             TTL_OFF,
             "DISABLED",
             ("deletion_protection.enabled", False, False, True),
         ),
         (
             {},
-            _table(BillingModeSummary={"BillingMode": "PROVISIONED"}),
+            ot.live_table(BillingModeSummary={"BillingMode": "PROVISIONED"}),
             TTL_OFF,
             "DISABLED",
             ("table.billing_mode_changed", False, "PROVISIONED", "PAY_PER_REQUEST"),
@@ -214,14 +209,14 @@ def test_each_shape_difference_has_its_code_flag_and_values(
 
 
 def test_a_ttl_change_in_progress_warns() -> None:
-    findings = shape_findings(ot.config_of(), _table(), {"TimeToLiveStatus": "ENABLING"}, "DISABLED")
+    findings = shape_findings(ot.config_of(), ot.live_table(), {"TimeToLiveStatus": "ENABLING"}, "DISABLED")
     assert [(f.level, f.code, f.before) for f in findings] == [(Level.WARN, "ttl.busy", "ENABLING")]
 
 
 def test_an_index_still_backfilling_warns() -> None:
     busy = [{**GSI1[0], "IndexStatus": "CREATING"}]
     findings = shape_findings(
-        ot.config_of(gsi="gsi1"), _table(GlobalSecondaryIndexes=busy), TTL_OFF, "DISABLED"
+        ot.config_of(gsi="gsi1"), ot.live_table(GlobalSecondaryIndexes=busy), TTL_OFF, "DISABLED"
     )
     assert [(f.level, f.code, f.before) for f in findings] == [(Level.WARN, "index.busy", "CREATING")]
 
