@@ -9,7 +9,7 @@ import sys
 
 import aws_cdk as cdk
 
-from contract.knobs import PROJECT_ROOT, ConfigError, user_context
+from contract.knobs import INDEX_STEP_CONTEXT, PROJECT_ROOT, ConfigError, user_context, with_index_step
 from contract.settings import cdk_json_knobs, resolve_settings
 from infra.stack import create_stack
 
@@ -22,11 +22,16 @@ def main() -> None:
         if misplaced:
             raise ConfigError(misplaced)
         resolved = resolve_settings(context=user_context(app.node.get_all_context()), environ=os.environ)
+        config = resolved.config
+        step = app.node.try_get_context(INDEX_STEP_CONTEXT)
+        if step is not None:
+            # One of `doctable deploy`'s successive index updates: the declared stack with this index set.
+            config = with_index_step(config, step)
     except ConfigError as exc:
         # Before any construct exists: one message listing every problem, and a non-zero exit.
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(1)
-    create_stack(app, resolved.config, account=resolved.account, region=resolved.region)
+    create_stack(app, config, account=resolved.account, region=resolved.region)
     app.synth()
 
 

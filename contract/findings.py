@@ -39,13 +39,15 @@ CODES: dict[str, str] = {
     "table.unmanaged": "a same-named table doctable made exists outside this stack",
     "table.unchanged": "the deploy leaves the table as it is",
     "table.no_template_change": "the deploy changes nothing of the table; drift is listed apart",
-    "table.replaced": "the key schema (or an LSI) changes: a new table and a data copy",
+    "table.replaced": "the key schema changes, or an LSI is added, removed or changed: a new table and a data copy",
     "table.billing_mode_changed": "the billing mode changes",
     # indexes
     "index.added": "a global secondary index is added: an online backfill",
     "index.removed": "a global secondary index is deleted: queries on it fail",
     "index.replaced": "an index's keys or projection change: a delete then a create",
     "index.busy": "an index is not ACTIVE: another index change is rejected until it is",
+    "index.throughput_changed": "a global index's on-demand cap or warm throughput changes in place",
+    "index.multi_step": "several GSI creations/deletions: doctable deploy applies them one update at a time",
     # stream
     "stream.enabled": "the table's stream is turned on: a new stream ARN",
     "stream.disabled": "the table's stream is turned off: the feed is gone after 24 h",

@@ -14,10 +14,11 @@ import difflib
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from contract import indexes as index_specs
 from contract import names, policy_doc
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -30,6 +31,12 @@ OFF, ON = "off", "on"
 ONOFF = (OFF, ON)
 NONE = "none"
 GSI_VALUES = (NONE, names.GSI_NAME)  # the knob's value is the index's name
+# What gsi=gsi1 declares: the generic index on gsi1pk/gsi1sk, strings, projection ALL.
+GSI_SHORTHAND = (
+    index_specs.IndexSpec(
+        name=names.GSI_NAME, partition=(names.GSI_PARTITION_KEY, "S"), sort=(names.GSI_SORT_KEY, "S")
+    ),
+)
 TTL_VALUES = ONOFF
 STREAM_NEW_AND_OLD = "new-and-old"
 STREAM_VALUES = (NONE, STREAM_NEW_AND_OLD)
@@ -315,6 +322,7 @@ def _check_resource_policy(problems: Problems, name: str, value: str) -> str:
 
 
 IN_PLACE = "in place"
+INDEXES = "indexes"  # the settings key (and knob-record key) of the declared indexes
 
 
 @dataclass(frozen=True)
@@ -537,6 +545,10 @@ class DocTableConfig:
     )  # fmt: skip
 
     # ---- derived facts: every downstream decision reads these, never the raw strings ----
+    # The table's own secondary indexes: structured, so declared only in the settings file (contract/indexes.py),
+    # never by -c or DOCTABLE_ variables; not a knob.
+    indexes: tuple[index_specs.IndexSpec, ...] = field(default=())
+
     @property
     def table_name(self) -> str:
         return f"{self.table_base}-{self.env}"
@@ -712,11 +724,21 @@ class DocTableConfig:
         return {
             name: (ON if value else OFF) if isinstance(value, bool) else OFF if value is None else str(value)
             for name, value in asdict(self).items()
+            if name != INDEXES
         }
 
     def deployed_record(self) -> str:
-        """The stack output that records the resolved knobs (compact JSON), read back by knobs_from_record."""
-        return json.dumps(self.knob_values(), sort_keys=True, separators=(",", ":"))
+        """The stack output that records the resolved knobs and the declared indexes (compact JSON), read back
+        by knobs_from_record and indexes_of_record."""
+        record: dict[str, str] = self.knob_values()
+        if self.indexes:
+            record[INDEXES] = index_specs.indexes_record(self.indexes)
+        return json.dumps(record, sort_keys=True, separators=(",", ":"))
+
+    @property
+    def index_declarations(self) -> dict[str, dict[str, Any]]:
+        """The declared indexes as the settings file writes them (the gsi shorthand not included)."""
+        return dict(index_specs.declarations(self.indexes))
 
 
 def knobs_from_record(record: str) -> dict[str, str]:
@@ -730,7 +752,16 @@ def knobs_from_record(record: str) -> dict[str, str]:
     return {k: v for k, v in values.items() if k in KNOB_DEFAULTS}
 
 
-KNOBS: dict[str, Knob] = {f.name: f.metadata[KNOB_METADATA] for f in fields(DocTableConfig)}
+def indexes_of_record(record: str) -> dict[str, Any]:
+    """The index declarations a deployed stack recorded in its knob record (none: an empty mapping)."""
+    values = json.loads(record)
+    text = values.get(INDEXES) if isinstance(values, dict) else None
+    return index_specs.indexes_from_record(text) if isinstance(text, str) else {}
+
+
+KNOBS: dict[str, Knob] = {
+    f.name: f.metadata[KNOB_METADATA] for f in fields(DocTableConfig) if KNOB_METADATA in f.metadata
+}
 KNOB_DEFAULTS: dict[str, str] = {name: declared.default for name, declared in KNOBS.items()}
 
 # An override for one run: DOCTABLE_<KNOB> (DOCTABLE_ENV selects the environment). Unprefixed names (GSI, TTL,
@@ -799,9 +830,11 @@ def resolve_config(
     context: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
     defaults: Mapping[str, Any] | None = None,
+    indexes: Mapping[str, Any] | None = None,
 ) -> DocTableConfig:
     """Build the config from the overrides (``context``, DOCTABLE_ variables) over ``defaults`` (the settings
-    file's values for the environment, as text) over the built-in defaults; ConfigError lists every problem."""
+    file's values for the environment, as text) over the built-in defaults; ``indexes``: the environment's
+    index declarations (name -> table). ConfigError lists every problem."""
     context = context or {}
     environ = environ or {}
     defaults = defaults or {}
@@ -812,9 +845,35 @@ def resolve_config(
     _environment_rules(problems, raw, values)
     _consumer_rules(problems, raw, values)
     _option_rules(problems, raw, values)
+    specs = index_specs.parse_indexes(problems, "", dict(indexes or {}))
+    index_specs.check_indexes(
+        problems, specs, shorthand=GSI_SHORTHAND if values["gsi"] == names.GSI_NAME else ()
+    )
     if problems:
         raise ConfigError(problems)
-    return DocTableConfig(**values)
+    return DocTableConfig(**values, indexes=specs)
+
+
+# CDK context that deploys an intermediate index set (``doctable deploy`` applies several GSI creations and
+# deletions as one CloudFormation update each): JSON of index name -> declaration, replacing the gsi shorthand
+# and the declared indexes for that one update. Namespaced, so never taken for a knob.
+INDEX_STEP_CONTEXT = "doctable:indexStep"
+
+
+def with_index_step(config: DocTableConfig, declarations: Mapping[str, Any] | str) -> DocTableConfig:
+    """``config`` with exactly these indexes (the gsi shorthand spelt out among them), given as a mapping or
+    its JSON text; ConfigError if invalid."""
+    problems: list[str] = []
+    if isinstance(declarations, str):
+        try:
+            declarations = json.loads(declarations)
+        except json.JSONDecodeError as exc:
+            raise ConfigError([f"{INDEX_STEP_CONTEXT}: not JSON ({exc})"]) from None
+    specs = index_specs.parse_indexes(problems, INDEX_STEP_CONTEXT, declarations)
+    index_specs.check_indexes(problems, specs)
+    if problems:
+        raise ConfigError(problems)
+    return replace(config, gsi=NONE, indexes=specs)
 
 
 def _environment_rules(problems: Problems, raw: Mapping[str, str], values: dict[str, Any]) -> None:

@@ -25,13 +25,24 @@ ID_CONSUMER = "StreamConsumer"
 ID_BLOB_BUCKET = "BlobBucket"
 ID_ALARMS = "Alarms"
 
-# Table shape (fixed: a single-table design with a generic overloaded index).
+# Table shape: a single-table design; the gsi knob adds the generic overloaded index, the settings file others.
 PARTITION_KEY = "pk"
 SORT_KEY = "sk"
 GSI_NAME = "gsi1"
 GSI_PARTITION_KEY = "gsi1pk"
 GSI_SORT_KEY = "gsi1sk"
 TTL_ATTRIBUTE = "expiresAt"
+
+
+def index_query_sid(number: int, index_name: str) -> str:
+    """The runtime policy's Sid for Query on the ``number``-th index (Sids are alphanumeric and unique)."""
+    return (
+        "IndexQuery"
+        + "".join(c for c in index_name if c.isalnum()).capitalize()[:40]
+        + (str(number) if number else "")
+    )
+
+
 BLOBS_ATTRIBUTE = "blobs"
 
 # The consumer's environment-variable contract (functions/stream_consumer/settings.py validates it).

@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contract import indexes as index_specs
 from contract.knobs import (
     ENV_VALUES,
+    INDEXES,
     INTEGER,
     INTEGER_OR_OFF,
     KNOB_DEFAULTS,
@@ -56,6 +58,9 @@ class Section:
     values: dict[str, Any] = field(default_factory=dict)
     account: str | None = None
     region: str | None = None
+    # The section's index declarations (name -> table) as TOML gives them; None: the section declares none, so
+    # an environment takes [defaults]'s. An environment that declares indexes declares its whole set.
+    indexes: dict[str, Any] | None = None
 
 
 @dataclass
@@ -99,6 +104,10 @@ def _section(data: Any, where: str, problems: list[str]) -> Section:
                 problems.append(f"{where}: {name} = {value!r} is not an AWS {name}; allowed: {shape}")
             else:
                 setattr(section, name, value)
+        elif name == INDEXES:
+            index_specs.parse_indexes(problems, where, value)
+            if isinstance(value, dict):
+                section.indexes = dict(value)
         elif name in NOT_IN_FILE:
             problems.append(
                 f"{where}: {name} = {value!r} cannot be set in the file; it is chosen per run with "
@@ -210,6 +219,7 @@ class Resolved:
     overrides: list[Override]
     account: str | None = None
     region: str | None = None
+    index_source: str = BUILT_IN  # the section whose indexes the environment takes
 
     def rows(self) -> list[dict[str, str]]:
         """Each knob's resolved value (as text) and its source."""
@@ -223,12 +233,14 @@ class Resolved:
             "account": self.account,
             "region": self.region,
             "knobs": self.rows(),
+            "indexes": {"source": self.index_source, "declared": self.config.index_declarations},
             "overrides": [o.as_dict() for o in self.overrides],
         }
 
 
 def _file_layer(settings: SettingsFile | None, env: str) -> tuple[dict[str, str], dict[str, str], Section]:
-    """The file's knob values for ``env`` as text, their sources, and the merged binding."""
+    """The file's knob values for ``env`` as text, their sources (``indexes`` among them), and the merged
+    binding and index declarations."""
     values: dict[str, str] = {}
     sources: dict[str, str] = {}
     binding = Section()
@@ -243,6 +255,9 @@ def _file_layer(settings: SettingsFile | None, env: str) -> tuple[dict[str, str]
             sources[name] = label
         binding.account = section.account or binding.account
         binding.region = section.region or binding.region
+        if section.indexes is not None:
+            binding.indexes = section.indexes
+            sources[INDEXES] = label
     return values, sources, binding
 
 
@@ -264,7 +279,7 @@ def resolve_settings(
     env = str(context.get("env") or environ.get(knob_variable("env")) or DEFAULT_ENV).strip()
     layer, file_sources, binding = _file_layer(settings, env)
     try:
-        config = resolve_config(context=context, environ=environ, defaults=layer)
+        config = resolve_config(context=context, environ=environ, defaults=layer, indexes=binding.indexes)
     except ConfigError as exc:
         from_file = {
             name: label
@@ -272,6 +287,7 @@ def resolve_settings(
             if name not in context and not environ.get(knob_variable(name))
         }
         raise ConfigError([_locate(problem, from_file) for problem in exc.problems]) from None
+    index_source = file_sources.get(INDEXES, BUILT_IN)
     sources: dict[str, str] = {}
     overrides: list[Override] = []
     for name in KNOBS:
@@ -293,6 +309,7 @@ def resolve_settings(
         overrides=overrides,
         account=binding.account,
         region=binding.region,
+        index_source=index_source,
     )
 
 
@@ -309,6 +326,8 @@ HEADER = """\
 # A knob's value is [environments.<env>] over [defaults] over the built-in default. For one run, `-c knob=value`
 # or DOCTABLE_<KNOB>=value overrides it (`doctable settings --env ENV` shows each value and its source).
 # An environment may set `account` and `region`: a command whose credentials resolve elsewhere stops.
+# Secondary indexes: [environments.<env>.indexes.<name>] (or [defaults.indexes.<name>]) with partition = "attr:S",
+# optional sort, projection (all | keys-only | include), include, kind = "local" for an LSI (README: Your own indexes).
 # The comments on [defaults] are generated from the knob declarations (contract/knobs.py).
 """
 
@@ -354,14 +373,36 @@ def _render_section(section: Section, *, commented: bool) -> list[str]:
     return lines
 
 
+def _render_indexes(section: Section, header: str) -> list[str]:
+    lines: list[str] = []
+    if section.indexes is not None and not section.indexes:
+        lines += ["", f"[{header}.indexes]"]  # declares no index: [defaults]'s are not taken
+    for name, declared in (section.indexes or {}).items():
+        lines += ["", f"[{header}.indexes.{_toml_key(name)}]"]
+        for key, value in declared.items():
+            shown = (
+                "[" + ", ".join(toml_value(v) for v in value) + "]"
+                if isinstance(value, list)
+                else toml_value(value)
+            )
+            lines.append(f"{key} = {shown}")
+    return lines
+
+
+def _toml_key(name: str) -> str:
+    return name if re.match(r"^[A-Za-z0-9_-]+$", name) else toml_value(name)
+
+
 def render_settings(settings: SettingsFile) -> str:
     """The file as doctable writes it: the header, [defaults] with a comment per knob, then each environment."""
     lines = HEADER.splitlines() + ["", "[defaults]"]
     lines += _render_section(settings.defaults, commented=True)
+    lines += _render_indexes(settings.defaults, "defaults")
     for env in ENV_VALUES:
         if env in settings.environments:
             lines += ["", f"[environments.{env}]"]
             lines += _render_section(settings.environments[env], commented=False)
+            lines += _render_indexes(settings.environments[env], f"environments.{env}")
     return "\n".join(lines) + "\n"
 
 

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from contract import names
-from contract.knobs import TABLE_CLASS_DEFAULT_CFN, DocTableConfig
+from contract.indexes import GLOBAL as GLOBAL_INDEX
+from contract.indexes import LOCAL as LOCAL_INDEX
+from contract.indexes import PROJECTION_CFN, IndexSpec
+from contract.knobs import GSI_SHORTHAND, TABLE_CLASS_DEFAULT_CFN, DocTableConfig
 
 STRING = "S"
 HASH, RANGE = "HASH", "RANGE"
@@ -25,12 +29,42 @@ class KeyAttribute:
 
 @dataclass(frozen=True)
 class IndexShape:
+    """A secondary index as DescribeTable reports it (and CloudFormation declares it)."""
+
     name: str
     keys: tuple[KeyAttribute, ...]
-    projection: str = PROJECTION_ALL
+    projection: str = PROJECTION_ALL  # Projection.ProjectionType: ALL | KEYS_ONLY | INCLUDE
+    non_key_attributes: tuple[str, ...] = ()  # Projection.NonKeyAttributes, with INCLUDE
+    is_global: bool = True  # False: a local secondary index (the table's partition key, from creation only)
+    on_demand_throughput: dict[str, int] | None = None  # OnDemandThroughput; a GSI's only
+    warm_throughput: dict[str, int] | None = None  # WarmThroughput; a GSI's only
 
     def key_schema(self) -> list[dict[str, str]]:
         return [{"AttributeName": k.name, "KeyType": k.key_type} for k in self.keys]
+
+    @property
+    def kind(self) -> str:
+        return GLOBAL_INDEX if self.is_global else LOCAL_INDEX
+
+    def projection_cfn(self) -> dict[str, Any]:
+        """``Projection`` as CloudFormation and DescribeTable spell it."""
+        projection: dict[str, Any] = {"ProjectionType": self.projection}
+        if self.non_key_attributes:
+            projection["NonKeyAttributes"] = list(self.non_key_attributes)
+        return projection
+
+    def definition(self) -> dict[str, Any]:
+        """The index's entry in the table's GlobalSecondaryIndexes / LocalSecondaryIndexes."""
+        out: dict[str, Any] = {
+            "IndexName": self.name,
+            "KeySchema": self.key_schema(),
+            "Projection": self.projection_cfn(),
+        }
+        if self.on_demand_throughput:
+            out["OnDemandThroughput"] = dict(self.on_demand_throughput)
+        if self.warm_throughput:
+            out["WarmThroughput"] = dict(self.warm_throughput)
+        return out
 
 
 @dataclass(frozen=True)
@@ -70,6 +104,14 @@ class TableShape:
 
     def index(self, name: str) -> IndexShape | None:
         return next((i for i in self.indexes if i.name == name), None)
+
+    @property
+    def global_indexes(self) -> tuple[IndexShape, ...]:
+        return tuple(i for i in self.indexes if i.is_global)
+
+    @property
+    def local_indexes(self) -> tuple[IndexShape, ...]:
+        return tuple(i for i in self.indexes if not i.is_global)
 
     @property
     def recovery_period_days(self) -> int | None:
@@ -156,17 +198,58 @@ class MappingShape:
         }
 
 
-GSI1 = IndexShape(
-    name=names.GSI_NAME,
-    keys=(KeyAttribute(names.GSI_PARTITION_KEY, HASH), KeyAttribute(names.GSI_SORT_KEY, RANGE)),
-)
+def index_shape(spec: IndexSpec) -> IndexShape:
+    """A declared index as the table will carry it."""
+    keys = [KeyAttribute(name, HASH, kind) for name, kind in spec.key_attributes()[:1]]
+    keys += [KeyAttribute(name, RANGE, kind) for name, kind in spec.key_attributes()[1:]]
+    caps = {"MaxReadRequestUnits": spec.max_read, "MaxWriteRequestUnits": spec.max_write}
+    warm = {"ReadUnitsPerSecond": spec.warm_read, "WriteUnitsPerSecond": spec.warm_write}
+    return IndexShape(
+        name=spec.name,
+        keys=tuple(keys),
+        projection=spec.projection_cfn,
+        non_key_attributes=spec.include,
+        is_global=spec.is_global,
+        on_demand_throughput={k: v for k, v in caps.items() if v is not None} or None,
+        warm_throughput={k: v for k, v in warm.items() if v is not None} or None,
+    )
+
+
+GSI1 = index_shape(GSI_SHORTHAND[0])
+PROJECTION_NAMES = {cfn: name for name, cfn in PROJECTION_CFN.items()}
+
+
+def index_declaration(index: IndexShape) -> dict[str, Any]:
+    """An index (declared or live) as the settings file writes it: index_shape of its parse gives it back."""
+    out: dict[str, Any] = {}
+    if not index.is_global:
+        out["kind"] = LOCAL_INDEX
+    hash_keys = [k for k in index.keys if k.key_type == HASH]
+    if index.is_global and hash_keys:
+        out["partition"] = f"{hash_keys[0].name}:{hash_keys[0].type}"
+    for key in index.keys:
+        if key.key_type == RANGE:
+            out["sort"] = f"{key.name}:{key.type}"
+    out["projection"] = PROJECTION_NAMES.get(index.projection, index.projection)
+    if index.non_key_attributes:
+        out["include"] = list(index.non_key_attributes)
+    caps, warm = index.on_demand_throughput or {}, index.warm_throughput or {}
+    for field, value in (
+        ("max_read", caps.get("MaxReadRequestUnits")),
+        ("max_write", caps.get("MaxWriteRequestUnits")),
+        ("warm_read", warm.get("ReadUnitsPerSecond")),
+        ("warm_write", warm.get("WriteUnitsPerSecond")),
+    ):
+        if value is not None:
+            out[field] = value
+    return out
 
 
 def table_shape(config: DocTableConfig) -> TableShape:
     return TableShape(
         name=config.table_name,
         keys=(KeyAttribute(names.PARTITION_KEY, HASH), KeyAttribute(names.SORT_KEY, RANGE)),
-        indexes=(GSI1,) if config.has_gsi else (),
+        indexes=((GSI1,) if config.has_gsi else ()) + tuple(index_shape(spec) for spec in config.indexes),
         stream_view_type=config.stream_view_type,
         ttl_attribute=names.TTL_ATTRIBUTE if config.has_ttl else None,
         pitr=config.has_pitr,

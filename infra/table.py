@@ -15,7 +15,11 @@ from contract.shape import TableShape, table_shape
 from infra import encryption, kinesis
 from infra.nag import acknowledge
 
-ATTRIBUTE_TYPES = {"S": dynamodb.AttributeType.STRING}
+ATTRIBUTE_TYPES = {
+    "S": dynamodb.AttributeType.STRING,
+    "N": dynamodb.AttributeType.NUMBER,
+    "B": dynamodb.AttributeType.BINARY,
+}
 
 
 class DocumentTable(Construct):
@@ -79,13 +83,29 @@ class DocumentTable(Construct):
             removal_policy=RemovalPolicy.RETAIN if retain else RemovalPolicy.DESTROY,
         )
         for index in shape.indexes:
-            # Rides the create: adding an index to a live table is an online backfill (README, knobs table).
-            hash_key, range_key = index.keys
+            # A GSI added to a live table is an online backfill; an LSI exists only from the table's creation.
+            sort_key = attribute(index.keys[1]) if len(index.keys) > 1 else None
+            projection = dynamodb.ProjectionType(index.projection)
+            non_key = list(index.non_key_attributes) or None
+            if not index.is_global:
+                assert sort_key is not None  # an LSI's sort key is required (contract/indexes.py)
+                table.add_local_secondary_index(
+                    index_name=index.name,
+                    sort_key=sort_key,
+                    projection_type=projection,
+                    non_key_attributes=non_key,
+                )
+                continue
+            caps = index.on_demand_throughput or {}
             table.add_global_secondary_index(
                 index_name=index.name,
-                partition_key=attribute(hash_key),
-                sort_key=attribute(range_key),
-                projection_type=dynamodb.ProjectionType(index.projection),
+                partition_key=attribute(index.keys[0]),
+                sort_key=sort_key,
+                projection_type=projection,
+                non_key_attributes=non_key,
+                max_read_request_units=caps.get("MaxReadRequestUnits"),
+                max_write_request_units=caps.get("MaxWriteRequestUnits"),
+                warm_throughput=_warm_throughput(index.warm_throughput),
             )
         Tags.of(table).add("Name", shape.name)
         if not shape.pitr:
@@ -99,17 +119,17 @@ class DocumentTable(Construct):
         return table
 
     def _build_runtime_policy(self, table_name: str) -> iam.ManagedPolicy:
-        """The data-plane actions an application needs, on this table (and its one index), nothing else."""
+        """The data-plane actions an application needs, on this table and Query on each index, nothing else."""
         statements = [
             iam.PolicyStatement(
                 sid="TableItems", actions=list(names.RUNTIME_ACTIONS), resources=[self.table.table_arn]
             )
         ]
-        for index in self.shape.indexes:
-            # Only Query reads an index; scoped to the index by name rather than index/*.
+        for number, index in enumerate(self.shape.indexes):
+            # Only Query reads an index; one statement per declared index, scoped to it by name (not index/*).
             statements.append(
                 iam.PolicyStatement(
-                    sid="IndexQuery",
+                    sid=names.index_query_sid(number, index.name),
                     actions=["dynamodb:Query"],
                     resources=[f"{self.table.table_arn}/index/{index.name}"],
                 )

@@ -12,12 +12,15 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from contract import names
+from contract.indexes import indexes_record
 from contract.knobs import (
     ENV_VALUES,
+    INDEXES,
     KNOB_DEFAULTS,
     MANAGED_BY,
     ConfigError,
     DocTableConfig,
+    indexes_of_record,
     knobs_from_record,
     resolve_config,
 )
@@ -220,7 +223,9 @@ def deployed_config(deployment: Deployment) -> DocTableConfig | None:
     if not record:
         return None
     try:
-        return resolve_config(context={}, environ={}, defaults=knobs_from_record(record))
+        return resolve_config(
+            context={}, environ={}, defaults=knobs_from_record(record), indexes=indexes_of_record(record)
+        )
     except (ValueError, ConfigError) as exc:
         problems = "; ".join(exc.problems) if isinstance(exc, ConfigError) else str(exc)
         raise UserError(
@@ -232,11 +237,17 @@ def deployed_config(deployment: Deployment) -> DocTableConfig | None:
 def pending_knobs(intended: DocTableConfig, deployed: DocTableConfig) -> list[PendingKnob]:
     """Each knob whose setting differs from the deployed one (identity knobs name the stack: never)."""
     want, have = intended.knob_values(), deployed.knob_values()
-    return [
+    pending = [
         PendingKnob(name, have[name], want[name])
         for name in KNOB_DEFAULTS
         if name not in IDENTITY_KNOBS and want[name] != have[name]
     ]
+    if intended.indexes != deployed.indexes:
+        # The declared indexes, as the record writes them (compact JSON of name -> declaration).
+        pending.append(
+            PendingKnob(INDEXES, indexes_record(deployed.indexes), indexes_record(intended.indexes))
+        )
+    return pending
 
 
 def use_deployed_knobs(deployment: Deployment) -> Deployment:

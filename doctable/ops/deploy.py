@@ -19,8 +19,10 @@ from typing import Any, TextIO
 from contract.findings import Finding, Level, destructive
 from contract.knobs import PROJECT_ROOT, DocTableConfig
 from contract.settings import CONFIG_VARIABLE, Resolved
+from contract.shape import table_shape
 from doctable.aws import user_errors
 from doctable.errors import UserError
+from doctable.ops import index_deploy
 from doctable.ops.command import add_common_arguments, connect_aws, guarded, print_json, report_knobs
 from doctable.ops.context import describe_stack, resolve_run, use_deployed_knobs
 from doctable.ops.preflight import render_findings, run_preflight
@@ -31,6 +33,7 @@ from doctable.ops.verify import command as verify_command
 # refused a read, 3 the gate refused a destructive change.
 EXIT_REFUSED = 3
 CDK_TIMEOUT = 3600.0
+INDEX_TIMEOUT = 6 * 3600.0
 ALLOW_FLAG = "--allow-destructive"
 
 
@@ -96,7 +99,9 @@ def cdk_environment(resolved: Resolved, args: argparse.Namespace) -> dict[str, s
     return env
 
 
-def run_cdk_deploy(command: list[str], env: dict[str, str], *, to_stderr: bool) -> int:
+def run_cdk_deploy(
+    command: list[str], env: dict[str, str], *, to_stderr: bool, timeout: float = CDK_TIMEOUT
+) -> int:
     """Run the CDK CLI from the project directory, its output streamed (to stderr when stdout is JSON)."""
     try:
         result = subprocess.run(
@@ -105,12 +110,12 @@ def run_cdk_deploy(command: list[str], env: dict[str, str], *, to_stderr: bool) 
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=sys.stderr if to_stderr else None,
-            timeout=CDK_TIMEOUT,
+            timeout=timeout,
         )
     except FileNotFoundError as exc:
         raise UserError(f"cannot run the CDK CLI ({exc.filename}): run `make setup` (npm ci) first") from exc
     except subprocess.TimeoutExpired as exc:
-        raise UserError(f"cdk deploy gave no answer within {CDK_TIMEOUT:.0f}s") from exc
+        raise UserError(f"cdk deploy gave no answer within {timeout:.0f}s") from exc
     return result.returncode
 
 
@@ -182,9 +187,18 @@ def cmd_deploy(args: argparse.Namespace) -> int:
             f"deploy them deliberately with {ALLOW_FLAG} (make deploy ALLOW_DESTRUCTIVE=1)"
         )
         return _finish(args, report, EXIT_REFUSED, lines)
-    command = cdk_command(config, args)
-    progress.say("$ " + " ".join(command))
-    code = run_cdk_deploy(command, cdk_environment(resolved, args), to_stderr=args.json)
+    with user_errors(f"reading the indexes of {deployment.table_name}"):
+        plan = index_deploy.plan_indexes(aws, deployment, config)
+    if plan is not None and plan.busy:
+        index_deploy.wait_for_busy(
+            aws, deployment.table_name, plan.busy, progress.say, timeout=args.index_timeout
+        )
+    if plan is not None and plan.multi_step:
+        code = _deploy_index_steps(args, resolved, aws, deployment, plan, progress, report)
+    else:
+        command = cdk_command(config, args)
+        progress.say("$ " + " ".join(command))
+        code = run_cdk_deploy(command, cdk_environment(resolved, args), to_stderr=args.json)
     if code != 0:
         return _finish(args, report, 1, [f"cdk deploy failed (exit {code}): its output above says why"])
     report["deployed"] = True
@@ -201,6 +215,51 @@ def cmd_deploy(args: argparse.Namespace) -> int:
         verified = verify_command.cmd_verify(verify_args(args, as_json=False))
     report["verified"] = verified == 0
     return _finish(args, report, 0 if verified == 0 else 1, [] if verified == 0 else ["verify failed"])
+
+
+def _deploy_index_steps(
+    args: argparse.Namespace,
+    resolved: Resolved,
+    aws: Any,
+    deployment: Any,
+    plan: index_deploy.IndexPlan,
+    progress: Progress,
+    report: dict[str, Any],
+) -> int:
+    """One cdk deploy per GSI creation or deletion, each waiting for its index; the exit code of the first that
+    fails (CloudFormation rolls that one back; the next doctable deploy continues from the live table)."""
+    config = resolved.config
+    shape = table_shape(config)
+    total = len(plan.steps)
+    progress.say(
+        f"{total} index changes: CloudFormation takes one GSI creation or deletion per update, so this deploy "
+        f"makes {total} updates"
+    )
+    steps: list[dict[str, Any]] = report.setdefault("index_steps", [])
+    for number, step in enumerate(plan.steps):
+        progress.say(f"update {number + 1}/{total}: {step.action} index {step.index}")
+        command = cdk_command(config, args) + index_deploy.step_arguments(plan, number, shape)
+        record: dict[str, Any] = {"update": number + 1, "action": step.action, "index": step.index}
+        steps.append(record)
+        watch = index_deploy.IndexWatch(
+            aws, deployment.table_name, step, progress.say, timeout=args.index_timeout
+        )
+        with watch:
+            # CloudFormation itself waits for a new index's backfill before it completes the update.
+            code = run_cdk_deploy(
+                command,
+                cdk_environment(resolved, args),
+                to_stderr=args.json,
+                timeout=max(CDK_TIMEOUT, args.index_timeout),
+            )
+        record["exit"] = code
+        if code != 0:
+            record["progress"] = watch.lines
+            return code
+        with user_errors(f"waiting for index {step.index}"):
+            record["seconds"] = round(watch.wait_settled(), 1)
+        record["progress"] = watch.lines
+    return 0
 
 
 def _finish(args: argparse.Namespace, report: dict[str, Any], code: int, lines: list[str]) -> int:
@@ -230,6 +289,13 @@ def register(sub: Any) -> None:
         type=float,
         default=verify_command.DEFAULT_TIMEOUT,
         help="bound of each of verify's waits, seconds",
+    )
+    deploy.add_argument(
+        "--index-timeout",
+        type=float,
+        default=INDEX_TIMEOUT,
+        help="bound of the wait for each index to be ACTIVE or gone, seconds (a backfill of a big table takes "
+        "hours; a run stopped by it continues at the next deploy)",
     )
     deploy.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     deploy.set_defaults(func=guarded(cmd_deploy))

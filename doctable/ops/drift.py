@@ -59,6 +59,9 @@ def changed_by_deploy(prop: str, deployed: DocTableConfig, target: DocTableConfi
     if prop in table_security.PROPS:
         return table_security.changed_by_deploy(prop, deployed, target)
     before_table, after_table = table_shape(deployed), table_shape(target)
+    if prop.startswith("index:"):
+        name = prop.split(":", 1)[1]
+        return before_table.index(name) != after_table.index(name)
     if prop == "ttl":
         return before_table.ttl_attribute != after_table.ttl_attribute
     if prop == "pitr":

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from contract.knobs import ARCHITECTURES, DocTableConfig
+from contract.shape import table_shape
 from doctable.errors import UserError
 from doctable.ops.command import print_json
 from doctable.ops.context import add_knob_arguments, resolve_knobs
@@ -76,6 +77,16 @@ ASSUMPTIONS: dict[str, tuple[float, str, str]] = {
         0.625,
         "USD per million on-demand write request units (1 KB each), us-east-1",
         "aws.amazon.com/dynamodb/pricing/on-demand/",
+    ),
+    "price_ddb_storage_gb_month": (
+        0.25,
+        "USD per GB-month of table and index storage (standard table class), us-east-1",
+        "aws.amazon.com/dynamodb/pricing/on-demand/",
+    ),
+    "index_item_overhead_bytes": (
+        100,
+        "bytes DynamoDB adds to each item and each index entry for storage and for its write's size",
+        "DynamoDB developer guide, 'Item sizes and formats' and 'Provisioned throughput considerations for GSIs'",
     ),
     "price_ddb_read_per_m": (
         0.125,
@@ -183,6 +194,8 @@ class Workload:
     item_kb: float = 1.0
     delete_ratio: float = 0.1
     blobs_per_item: int = 1
+    index_share: float = 1.0  # the share of writes whose item carries each index's keys
+    stored_items: int = 0  # items kept in the table: prices the table's and the indexes' storage
 
 
 @dataclass
@@ -305,6 +318,7 @@ def build_plan(workload: Workload, config: DocTableConfig) -> Plan:
         "S3 HEAD (GET class)": key_rate * month_s / 1000 * value("price_s3_get_per_k"),
         "S3 DeleteObjects": 0.0,
     }
+    monthly.update(index_monthly(w, config, month_s))
     if not guarded:
         del monthly["DynamoDB consistent reads (BatchGetItem)"], monthly["S3 HEAD (GET class)"]
     if config.reads_kinesis:  # the mapping reads the Kinesis stream (billed below), not the DynamoDB stream
@@ -314,8 +328,14 @@ def build_plan(workload: Workload, config: DocTableConfig) -> Plan:
     notes = [
         "stream reads by Lambda triggers are free (DynamoDB pricing: GetRecords by Lambda triggers is not charged)",
         "S3 DELETE requests are free (S3 pricing); DeleteObjects is counted as DELETEs",
-        "free tiers, storage, CloudWatch logs and data transfer are left out",
+        "free tiers, CloudWatch logs and data transfer are left out"
+        + ("" if w.stored_items else "; storage too (give --stored-items to price the table's and indexes')"),
     ]
+    if table_shape(config).indexes:
+        notes.append(
+            f"each index is written when a write's item carries its keys ({w.index_share:.0%} of writes, "
+            "--index-share); an update that changes an index key writes that index twice (a delete and a put)"
+        )
     if config.has_kinesis:
         monthly.update(kinesis_monthly(w, config, record_kb))
         notes += kinesis_notes(config)
@@ -362,6 +382,35 @@ def build_plan(workload: Workload, config: DocTableConfig) -> Plan:
         monthly_usd=monthly,
         notes=notes,
     )
+
+
+def index_item_kb(index: Any, item_kb: float) -> float:
+    """The size of one index entry: the whole item with projection ALL, else its keys (0.1 KB assumed, and the
+    included attributes as much again: the plan does not know their size)."""
+    if index.projection == "ALL":
+        return item_kb
+    return min(item_kb, 0.1 * (1 + bool(index.non_key_attributes)))
+
+
+def index_monthly(w: Workload, config: DocTableConfig, month_s: float) -> dict[str, float]:
+    """Each index's write amplification (a write to an item carrying its keys also writes the index, in whole
+    1 KB units of the index entry) and, with --stored-items, the table's and each index's storage."""
+    out: dict[str, float] = {}
+    shape = table_shape(config)
+    for index in shape.indexes:
+        units = max(1, math.ceil(index_item_kb(index, w.item_kb)))
+        rate = w.writes_per_second * w.index_share * units
+        out[f"index {index.name} writes ({units} WRU each)"] = (
+            rate * month_s / 1e6 * value("price_ddb_write_per_m")
+        )
+    if w.stored_items:
+        gb_price = value("price_ddb_storage_gb_month")
+        overhead = value("index_item_overhead_bytes") / 1024
+        out["table storage"] = w.stored_items * (w.item_kb + overhead) / 1024 / 1024 * gb_price
+        for index in shape.indexes:
+            kb = index_item_kb(index, w.item_kb) + overhead
+            out[f"index {index.name} storage"] = w.stored_items * w.index_share * kb / 1024 / 1024 * gb_price
+    return out
 
 
 def kinesis_monthly(w: Workload, config: DocTableConfig, record_kb: int) -> dict[str, float]:
@@ -460,6 +509,8 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
         item_kb=_number(args, "--item-kb", 0, 400, above=True),
         delete_ratio=_number(args, "--delete-ratio", 0, 1),
         blobs_per_item=int(_number(args, "--blobs-per-item", 0, 10_000, integer=True)),
+        index_share=_number(args, "--index-share", 0, 1),
+        stored_items=int(_number(args, "--stored-items", 0, 10**13, integer=True)),
     )
 
 
@@ -489,5 +540,17 @@ def register(sub: Any) -> None:
     plan.add_argument("--item-kb", default="1", metavar="KB", help="item size in KB (1)")
     plan.add_argument("--delete-ratio", default="0.1", metavar="R", help="share of writes that delete (0.1)")
     plan.add_argument("--blobs-per-item", default="1", metavar="N", help="blobs an item lists (1)")
+    plan.add_argument(
+        "--index-share",
+        default="1",
+        metavar="R",
+        help="share of writes whose item carries each index's keys (1)",
+    )
+    plan.add_argument(
+        "--stored-items",
+        default="0",
+        metavar="N",
+        help="items kept in the table, to price storage (0: not priced)",
+    )
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
     plan.set_defaults(func=cmd_plan)

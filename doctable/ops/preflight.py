@@ -17,9 +17,11 @@ from doctable.ops.registry import REGISTRY
 from doctable.ops.render import now_iso, text_table
 
 # Finding code -> the property drift and a deploy's changes are compared by (drift.changed_by_deploy's names,
-# and "gsi"/"stream", which only their knobs change). Codes not listed (key schema, billing mode): no knob does.
+# "stream", which only its knob changes, and "index", each index's declaration). Codes not listed (key schema,
+# billing mode): no knob does.
 CODE_PROPS = {
-    **dict.fromkeys(("index.added", "index.removed", "index.replaced"), "gsi"),
+    # per index: "index:<name>" (split_drift adds the finding's subject, the index's name)
+    **dict.fromkeys(("index.added", "index.removed", "index.replaced", "index.throughput_changed"), "index"),
     **dict.fromkeys(("stream.enabled", "stream.disabled", "stream.recreated"), "stream"),
     **dict.fromkeys(("ttl.enabled", "ttl.disabled", "ttl.attribute_changed"), "ttl"),
     **dict.fromkeys(("pitr.enabled", "pitr.disabled"), "pitr"),
@@ -117,8 +119,6 @@ def _override_findings(deployment: Deployment) -> list[Finding]:
 def _deploy_changes(prop: str | None, deployed: DocTableConfig, target: DocTableConfig) -> bool:
     if prop == "stream":
         return deployed.stream_view_type != target.stream_view_type
-    if prop == "gsi":
-        return deployed.has_gsi != target.has_gsi
     return prop is not None and drift.changed_by_deploy(prop, deployed, target)
 
 
@@ -137,6 +137,8 @@ def split_drift(observed: Observed, diff: list[Finding]) -> list[Finding]:
     kept: list[Finding] = []
     for finding in diff:
         prop = CODE_PROPS.get(finding.code)
+        if prop == "index":
+            prop = f"index:{finding.subject}"
         if finding.level is not Level.CHANGE or _deploy_changes(prop, deployed, target):
             kept.append(finding)
         elif prop not in RECONCILED_PROPS:
@@ -149,7 +151,8 @@ def split_drift(observed: Observed, diff: list[Finding]) -> list[Finding]:
                 )
             )
     for found in drift.detect(observed):
-        if drift.changed_by_deploy(found.prop, deployed, target):
+        # An index's drift is the index finding above, told apart already.
+        if found.prop.startswith("index:") or drift.changed_by_deploy(found.prop, deployed, target):
             continue
         kept.append(
             Finding(
@@ -234,6 +237,10 @@ def register(sub: Any) -> None:
     preflight = sub.add_parser(
         "preflight",
         help="observe before a deploy: foreign same-named table, what the update does to a live table, consumer",
+        description="Observe before deploying (doctable deploy runs it first): a same-named table outside the "
+        "stack, what the update does to the live table and what it costs, the consumer's grants. Each finding "
+        "has a stable code, a destructive flag and before/after values (--json). Changes nothing. Exit 1 when a "
+        "finding stops the deploy (STOP; with --strict, warnings too).",
     )
     add_common_arguments(preflight, json_help="print the findings as JSON on stdout")
     preflight.add_argument("--strict", action="store_true", help="warnings stop the deploy too")

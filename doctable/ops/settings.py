@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from contract.shape import table_shape
 from doctable.ops.command import add_common_arguments, guarded, print_json
 from doctable.ops.context import resolve_run
+from doctable.ops.indexes import index_text
 from doctable.ops.render import text_table
 
 
@@ -30,6 +32,15 @@ def cmd_settings(args: argparse.Namespace) -> int:
             ["knob", "value", "source"], [[r["knob"], r["value"], r["source"]] for r in resolved.rows()]
         )
     )
+    shape = table_shape(config)
+    if shape.indexes:
+        print(f"indexes (from {resolved.index_source}; gsi={config.gsi}):")
+        print(
+            text_table(
+                ["index", "kind", "keys and projection"],
+                [[i.name, i.kind, index_text(i)] for i in shape.indexes],
+            )
+        )
     for override in resolved.overrides:
         print(
             f"override: {override.knob}={override.value} from {override.source} (the file says {override.file_value})"
@@ -41,6 +52,8 @@ def register(sub: Any) -> None:
     settings = sub.add_parser(
         "settings",
         help="show each knob's value for an environment and its source (file, default, override); no AWS call",
+        description="Resolve an environment's settings exactly as the CDK app does (doctable.toml, then "
+        "DOCTABLE_<KNOB> and -c overrides) and show each knob's value and where it came from. No AWS call.",
     )
     add_common_arguments(settings, json_help="print the settings as JSON on stdout")
     settings.set_defaults(func=guarded(cmd_settings))

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from contract import names
 from contract.findings import Finding, Level
 from contract.knobs import NONE, OFF, ON, RETAINING_ENVS, DocTableConfig
 from contract.shape import IndexShape, TableShape, table_shape
 from doctable.aws import Aws
+from doctable.ops import indexes
 from doctable.ops.capability import Drift, Observed, drift_text
 from doctable.ops.context import Deployment
 from doctable.ops.live import (
@@ -51,7 +51,7 @@ def shape_findings(
                 [f"{k.name} {k.key_type} {k.type}" for k in shape.keys],
             )
         )  # fmt: skip
-    findings += _index_findings(shape, live)
+    findings += _index_findings(shape, table)
     findings += _stream_findings(shape, live, config.has_mapping)
     findings += _ttl_findings(shape, LiveTtl.of(ttl))
     if pitr != pitr_declared(shape):
@@ -88,72 +88,95 @@ def shape_findings(
     return findings
 
 
-def _index_form(keys: dict[str, str], projection: str | None) -> dict[str, Any]:
-    """An index as before/after values: its keys (attribute -> KeyType) and projection type."""
-    return {"keys": keys, "projection": projection}
-
-
-def _index_text(form: dict[str, Any]) -> str:
-    return (
-        ", ".join(f"{name} {kind}" for name, kind in form["keys"].items())
-        + f"; projection {form['projection']}"
-    )
-
-
-def _index_differs(index: IndexShape, live: LiveTable) -> bool:
-    projection = ((live.indexes.get(index.name) or {}).get("Projection") or {}).get("ProjectionType")
-    return not live.index_keys_match(index) or projection not in (None, index.projection)
-
-
-def _index_findings(shape: TableShape, live: LiveTable) -> list[Finding]:
+def _index_findings(shape: TableShape, table: dict[str, Any]) -> list[Finding]:
+    """Each index change with its code; several GSI creations/deletions add a line on how they are applied."""
+    changes = indexes.index_changes(shape, table)
+    live = LiveTable.of(table)
     findings: list[Finding] = []
-    for index in shape.indexes:
-        if index.name not in live.indexes:
-            findings.append(
-                Finding(
-                    Level.CHANGE, "index.added", index.name, "absent", index.name,
-                    f"adds {index.name} to a live table: an ONLINE BACKFILL (minutes to hours on a big table; "
-                    "index queries return partial results until IndexStatus=ACTIVE; backfill writes are billed "
-                    "per item)",
-                    False, None, index.name,
-                )
-            )  # fmt: skip
-        elif live.index_status(index.name) != ACTIVE:
-            findings.append(
-                Finding(
-                    Level.WARN, "index.busy", index.name, live.index_status(index.name), ACTIVE,
-                    "a backfill/index change is still running: another index change is rejected until it ends",
-                    False, live.index_status(index.name), ACTIVE,
-                )
-            )  # fmt: skip
-        elif _index_differs(index, live):
-            described = live.indexes[index.name]
-            have = _index_form(
-                {k["AttributeName"]: k["KeyType"] for k in described.get("KeySchema", [])},
-                (described.get("Projection") or {}).get("ProjectionType"),
-            )
-            want = _index_form({k.name: k.key_type for k in index.keys}, index.projection)
-            findings.append(
-                Finding(
-                    Level.CHANGE, "index.replaced", index.name, _index_text(have), _index_text(want),
-                    f"an index's keys and projection cannot change in place: {index.name} is DELETED and created "
-                    "again (queries on it fail until the new one's full backfill ends)",
-                    True, have, want,
-                )
-            )  # fmt: skip
-    for other in live.unexpected_indexes(shape):
-        # The project's own index gets its name as the subject; any other index is named as such.
-        subject = other if other == names.GSI_NAME else f"index {other}"
-        effect = (
-            f"DELETES the index {other}: queries on it fail from then on; re-adding it later is a full backfill"
-            if other == names.GSI_NAME
-            else f"DELETES the index {other}"
-        )
-        declared = NONE if other == names.GSI_NAME else "absent"
+    busy = [name for name in changes.live if live.index_status(name) != ACTIVE]
+    for name in busy:
+        status = live.index_status(name)
         findings.append(
-            Finding(Level.CHANGE, "index.removed", subject, "present", declared, effect, True, other, None)
-        )
+            Finding(
+                Level.WARN, "index.busy", name, status, ACTIVE,
+                "a backfill/index change is still running: another index change is rejected until it ends "
+                "(doctable deploy waits for it)",
+                False, status, ACTIVE,
+            )
+        )  # fmt: skip
+    for name in changes.added:
+        index = changes.declared[name]
+        findings.append(
+            Finding(
+                Level.CHANGE, "index.added", name, "absent", indexes.index_text(index),
+                f"adds {name} to a live table: an ONLINE BACKFILL (minutes to hours on a big table; queries on it "
+                "return partial results until IndexStatus=ACTIVE; backfill writes are billed per item)",
+                False, None, name,
+            )
+        )  # fmt: skip
+    for name in changes.replaced:
+        have, want = changes.live[name], changes.declared[name]
+        findings.append(
+            Finding(
+                Level.CHANGE, "index.replaced", name, indexes.index_text(have), indexes.index_text(want),
+                f"an index's keys and projection cannot change in place: {name} is DELETED, then created again in "
+                "a second update (queries on it fail until the new one's full backfill ends)",
+                True, indexes.index_form(have), indexes.index_form(want),
+            )
+        )  # fmt: skip
+    for name in changes.in_place:
+        have, want = changes.live[name], changes.declared[name]
+        findings.append(
+            Finding(
+                Level.CHANGE, "index.throughput_changed", name,
+                _throughput_text(have), _throughput_text(want),
+                "the index's on-demand cap or warm throughput changes in place",
+                False, _throughput_form(have), _throughput_form(want),
+            )
+        )  # fmt: skip
+    for name in changes.removed:
+        findings.append(
+            Finding(
+                Level.CHANGE, "index.removed", name, indexes.index_text(changes.live[name]), "absent",
+                f"DELETES the index {name}: queries on it fail from then on; re-adding it later is a full backfill",
+                True, name, None,
+            )
+        )  # fmt: skip
+    for name in changes.local_changed:
+        was, will = changes.live.get(name), changes.declared.get(name)
+        findings.append(
+            Finding(
+                Level.CHANGE, "table.replaced", f"index {name}",
+                indexes.index_text(was) if was else "absent", indexes.index_text(will) if will else "absent",
+                "a local secondary index exists only from the table's creation: adding, removing or changing one "
+                "needs a NEW table and a data copy; CloudFormation cannot replace a table with a fixed name, so "
+                "the update fails (a migration, not an edit)",
+                True, indexes.index_form(was) if was else None, indexes.index_form(will) if will else None,
+            )
+        )  # fmt: skip
+    if changes.updates_needed > 1:
+        findings.append(
+            Finding(
+                Level.INFO, "index.multi_step", "indexes", f"{len(changes.live)} live",
+                f"{changes.creations} to create, {changes.deletions} to delete",
+                f"CloudFormation takes one GSI creation or deletion per update: doctable deploy applies these "
+                f"as {changes.updates_needed} successive updates, each waiting for its index (npx cdk deploy "
+                "would fail)",
+                False, changes.updates_needed, None,
+            )
+        )  # fmt: skip
     return findings
+
+
+def _throughput_form(index: IndexShape) -> dict[str, Any]:
+    return {"max": index.on_demand_throughput or {}, "warm": index.warm_throughput or {}}
+
+
+def _throughput_text(index: IndexShape) -> str:
+    caps = index.on_demand_throughput or {}
+    warm = index.warm_throughput or {}
+    parts = [f"{k} {v}" for k, v in {**caps, **warm}.items()]
+    return ", ".join(parts) or "no cap"
 
 
 def _stream_findings(shape: TableShape, live: LiveTable, has_mapping: bool) -> list[Finding]:
@@ -260,6 +283,14 @@ def differences(config: DocTableConfig, table: dict[str, Any], ttl: dict[str, An
                 | ({"RecoveryPeriodInDays": shape.recovery_period_days} if shape.pitr else {}),
             )
         )  # fmt: skip
+    for name in sorted(set(indexes.live_indexes(table)) - {i.name for i in shape.indexes}):
+        drifts.append(
+            Drift(
+                f"index:{name}", f"index {name}", "present", "not declared", None,
+                how="an index made outside the stack: reconcile leaves it (an application may query it); "
+                "declare it in doctable.toml, or delete it by hand",
+            )
+        )  # fmt: skip
     protection = LiveTable.of(table).deletion_protection
     if protection != shape.deletion_protection:
         drifts.append(
@@ -286,6 +317,8 @@ class TableShapeCapability:
             "index.removed",
             "index.replaced",
             "index.busy",
+            "index.throughput_changed",
+            "index.multi_step",
             "stream.enabled",
             "stream.disabled",
             "stream.recreated",

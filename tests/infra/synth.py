@@ -15,8 +15,8 @@ from infra.stack import create_stack
 
 
 @functools.cache
-def _synth(knobs: tuple[tuple[str, str], ...]) -> tuple[dict[str, Any], str]:
-    config = resolve_config(context=dict(knobs), environ={})
+def _synth(knobs: tuple[tuple[str, str], ...], indexes: str = "{}") -> tuple[dict[str, Any], str]:
+    config = resolve_config(context=dict(knobs), environ={}, indexes=json.loads(indexes))
     outdir = tempfile.mkdtemp(prefix="doctable-synth-")
     app = cdk.App(outdir=outdir)
     create_stack(app, config)
@@ -25,11 +25,13 @@ def _synth(knobs: tuple[tuple[str, str], ...]) -> tuple[dict[str, Any], str]:
     return template, outdir
 
 
-def synth(**knobs: str) -> tuple[DocTableConfig, dict[str, Any], Path]:
-    """(config, template, cloud-assembly dir) for these knobs; knobs not given take their defaults."""
+def synth(indexes: dict[str, Any] | None = None, **knobs: str) -> tuple[DocTableConfig, dict[str, Any], Path]:
+    """(config, template, cloud-assembly dir) for these knobs and index declarations (as the settings file
+    writes them); knobs not given take their defaults."""
     key = tuple(sorted((k, str(v)) for k, v in knobs.items()))
-    template, outdir = _synth(key)
-    return resolve_config(context=dict(key), environ={}), template, Path(outdir)
+    declared = json.dumps(indexes or {}, sort_keys=True)
+    template, outdir = _synth(key, declared)
+    return resolve_config(context=dict(key), environ={}, indexes=indexes), template, Path(outdir)
 
 
 def resources(template: dict[str, Any], type_name: str) -> dict[str, dict[str, Any]]:

@@ -238,4 +238,18 @@ def live_table(**overrides: Any) -> dict[str, Any]:
         "BillingModeSummary": {"BillingMode": "PAY_PER_REQUEST"},
         "DeletionProtectionEnabled": False,
     }
-    return {**table, **overrides}
+    table = {**table, **overrides}
+    if "AttributeDefinitions" not in overrides:
+        # As DynamoDB reports it: every key attribute of the table and its indexes (strings, unless told).
+        defined = {a["AttributeName"] for a in table["AttributeDefinitions"]}
+        for index in [
+            *(table.get("GlobalSecondaryIndexes") or []),
+            *(table.get("LocalSecondaryIndexes") or []),
+        ]:
+            for key in index.get("KeySchema", []):
+                if key["AttributeName"] not in defined:
+                    defined.add(key["AttributeName"])
+                    table["AttributeDefinitions"].append(
+                        {"AttributeName": key["AttributeName"], "AttributeType": "S"}
+                    )
+    return table

@@ -117,7 +117,7 @@ def test_gsi_ttl_pitr_stream_shape_passes(moto_env: Aws) -> None:
     deployment = deployed(moto_env, gsi="gsi1", ttl="on", pitr="on", stream="new-and-old", consumer="none")
     rows = run(moto_env, deployment)
     assert {k: r.observed for k, r in rows.items() if r.result == v.FAIL} == {}
-    assert rows["gsi-query"].result == v.PASS and rows["gsi-query"].observed.startswith("count 1")
+    assert rows["gsi-query"].result == v.PASS and rows["gsi-query"].observed.startswith("gsi1 count 1")
     assert rows["ttl"].observed == f"ENABLED on {names.TTL_ATTRIBUTE}"
     assert rows["stream"].observed == "NEW_AND_OLD_IMAGES"
     assert "consumer=none" in rows["stream-delivery"].observed

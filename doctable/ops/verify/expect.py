@@ -59,8 +59,10 @@ class Expectations:
             ("query", "key query answers", "query pk = :p AND sk = :s returns the item"),
             (
                 "gsi-query",
-                f"{names.GSI_NAME} query answers",
-                f"query on {names.GSI_NAME} returns the item (retried)",
+                "index queries answer",
+                "a query on each declared index ("
+                + (", ".join(i.name for i in self.table.indexes) or "none")
+                + ") returns an item carrying its keys (retried)",
             ),
             ("ttl", "TTL as declared", self.ttl_text),
             ("stream", "stream as declared", self.stream_text),
@@ -106,7 +108,7 @@ class Expectations:
         keys = "/".join(k.name for k in self.table.keys)
         types = "/".join(sorted({k.type for k in self.table.keys}))
         billing = "on-demand" if self.table.billing_mode == BILLING_MODE else self.table.billing_mode
-        indexes = ", ".join(f"{i.name} {ACTIVE}" for i in self.table.indexes) or "no GSI"
+        indexes = ", ".join(f"{i.name} {ACTIVE}" for i in self.table.indexes) or "no index"
         return f"{ACTIVE}, keys {keys} ({types}), {billing}, {indexes}"
 
     @property

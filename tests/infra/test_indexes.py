@@ -1,0 +1,100 @@
+"""Your own indexes in the template: 0, 1, 3 and 20 GSIs and 2 LSIs, with their key types, projections and
+throughput; a Query grant per index and nothing broader; cfn-lint and cdk-nag clean on each."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.infra.synth import only, synth
+
+ROOT = Path(__file__).resolve().parents[2]
+TABLE = "AWS::DynamoDB::Table"
+THREE = {
+    "byOwner": {
+        "partition": "owner:S",
+        "sort": "createdAt:N",
+        "projection": "include",
+        "include": ["summary"],
+    },
+    "byHash": {"partition": "digest:B", "projection": "keys-only", "max_read": 500, "max_write": 200},
+    "byScore": {"partition": "board:S", "sort": "score:N", "warm_read": 13000},
+}
+TWO_LSIS = {
+    "byVersion": {"kind": "local", "sort": "version:N"},
+    "byTitle": {"kind": "local", "sort": "title:S", "projection": "include", "include": ["summary", "owner"]},
+}
+TWENTY = {f"idx{i:02d}": {"partition": f"a{i:02d}:S"} for i in range(20)}
+CASES: dict[str, dict[str, Any]] = {
+    "none": {},
+    "one": {"byOwner": THREE["byOwner"]},
+    "three": THREE,
+    "twenty": TWENTY,
+}
+CASES["two-lsis"] = {**TWO_LSIS, "byOwner": THREE["byOwner"]}
+
+
+def table(indexes: dict[str, Any]) -> dict[str, Any]:
+    _, template, _ = synth(indexes=indexes, stream="new-and-old")
+    return template
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_every_declared_index_is_in_the_template_with_one_query_grant(case: str) -> None:
+    template = table(CASES[case])
+    properties = only(template, TABLE)["Properties"]
+    gsis = {g["IndexName"]: g for g in properties.get("GlobalSecondaryIndexes", [])}
+    lsis = {g["IndexName"]: g for g in properties.get("LocalSecondaryIndexes", [])}
+    declared = CASES[case]
+    assert set(gsis) == {n for n, d in declared.items() if d.get("kind") != "local"}
+    assert set(lsis) == {n for n, d in declared.items() if d.get("kind") == "local"}
+    # every key attribute is defined once, with its declared type
+    types = {a["AttributeName"]: a["AttributeType"] for a in properties["AttributeDefinitions"]}
+    assert len(types) == len(properties["AttributeDefinitions"])
+    for name, d in declared.items():
+        for field in ("partition", "sort"):
+            if field in d:
+                attribute, kind = d[field].split(":")
+                assert types[attribute] == kind, (name, attribute)
+    # the runtime policy: Query on each index by its ARN, one statement each
+    policy = only(template, "AWS::IAM::ManagedPolicy")["Properties"]["PolicyDocument"]["Statement"]
+    queried = [
+        json.dumps(s["Resource"]).split("/index/")[1].split('"')[0]
+        for s in policy
+        if s["Action"] == "dynamodb:Query"
+    ]
+    assert sorted(queried) == sorted(declared)
+    assert all("*" not in json.dumps(s["Resource"]) for s in policy)
+    assert len({s["Sid"] for s in policy}) == len(policy)
+
+
+def test_projection_and_throughput_are_as_declared() -> None:
+    gsis = {g["IndexName"]: g for g in only(table(THREE), TABLE)["Properties"]["GlobalSecondaryIndexes"]}
+    assert gsis["byOwner"]["Projection"] == {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["summary"]}
+    assert gsis["byHash"]["Projection"] == {"ProjectionType": "KEYS_ONLY"}
+    assert gsis["byHash"]["OnDemandThroughput"] == {"MaxReadRequestUnits": 500, "MaxWriteRequestUnits": 200}
+    assert gsis["byScore"]["WarmThroughput"] == {"ReadUnitsPerSecond": 13000}
+    assert [k["KeyType"] for k in gsis["byHash"]["KeySchema"]] == ["HASH"]
+
+
+def test_cfn_lint_is_clean_on_each_index_template(tmp_path: Path) -> None:
+    for case, declared in CASES.items():
+        (tmp_path / f"{case}.template.json").write_text(json.dumps(table(declared)))
+    result = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "cfn-lint"),
+            "--config-file",
+            str(ROOT / ".cfnlintrc.yaml"),
+            "--",
+            *sorted(str(p) for p in tmp_path.glob("*.json")),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
