@@ -1,0 +1,82 @@
+"""Where a deployed environment keeps its documents: the table, the blob bucket and the blob root, read from its
+stack's outputs (CloudFormation DescribeStacks) or given."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from doctable.client import rules
+from doctable.client.errors import CONFIGURE, AwsError, ConfigurationError
+from doctable.client.retry import RetryPolicy
+
+
+@dataclass(frozen=True)
+class Deployment:
+    table_name: str
+    blob_bucket: str | None = None  # None: a stack without the consumer has no blob bucket
+    blob_root: str = rules.DEFAULT_BLOB_ROOT
+
+    def __post_init__(self) -> None:
+        rules.check_blob_root(self.blob_root)
+
+    @classmethod
+    def from_outputs(
+        cls, outputs: Mapping[str, str], *, stack: str = "the stack", blob_root: str | None = None
+    ) -> Deployment:
+        """The deployment a stack's outputs describe. The blob root is the one the stack records in its Knobs
+        output; ``blob_root`` given must agree with it (the consumer owns only keys under its own root), and is
+        used as is for a stack that records none."""
+        table = outputs.get(rules.OUT_TABLE_NAME)
+        if not table:
+            raise ConfigurationError(f"{stack} has no {rules.OUT_TABLE_NAME} output", step=CONFIGURE)
+        recorded = _recorded_blob_root(outputs, stack)
+        if blob_root is not None and recorded is not None and blob_root != recorded:
+            raise ConfigurationError(
+                f"blob_root {blob_root!r} differs from {recorded!r}, the one {stack} was deployed with",
+                step=CONFIGURE,
+            )
+        root = recorded if recorded is not None else blob_root
+        return cls(
+            table_name=table,
+            blob_bucket=outputs.get(rules.OUT_BLOB_BUCKET) or None,
+            blob_root=rules.DEFAULT_BLOB_ROOT if root is None else root,
+        )
+
+    @classmethod
+    def from_stack(
+        cls,
+        cloudformation: Any,
+        stack_name: str,
+        *,
+        blob_root: str | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> Deployment:
+        """The deployment of the stack ``stack_name`` (``rules.stack_name(env, table_base)``), read with
+        DescribeStacks through the ``cloudformation`` client."""
+        policy = retry or RetryPolicy()
+        try:
+            reply = policy.call(lambda: cloudformation.describe_stacks(StackName=stack_name), step=CONFIGURE)
+        except AwsError as exc:
+            raise ConfigurationError(f"cannot read stack {stack_name}: {exc.detail}", step=CONFIGURE) from exc
+        stacks = reply.get("Stacks") or []
+        if not stacks:
+            raise ConfigurationError(f"stack {stack_name} does not exist", step=CONFIGURE)
+        outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
+        return cls.from_outputs(outputs, stack=f"stack {stack_name}", blob_root=blob_root)
+
+
+def _recorded_blob_root(outputs: Mapping[str, str], stack: str) -> str | None:
+    raw = outputs.get(rules.OUT_KNOBS)
+    if raw is None:
+        return None  # deployed before stacks recorded their knobs
+    try:
+        knobs = json.loads(raw)
+    except json.JSONDecodeError:
+        knobs = None
+    if not isinstance(knobs, dict):
+        raise ConfigurationError(f"{stack}'s {rules.OUT_KNOBS} output is not a JSON object", step=CONFIGURE)
+    root = knobs.get(rules.BLOB_ROOT_KNOB, rules.DEFAULT_BLOB_ROOT)
+    return root if isinstance(root, str) else None
