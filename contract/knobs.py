@@ -333,7 +333,7 @@ class DocTableConfig:
         "none",
         enum(GSI_VALUES),
         "the generic index gsi1 on gsi1pk/gsi1sk (strings, projection ALL)",
-        "adding it is an online backfill (queries are partial until ACTIVE); removing it deletes the index",
+        "adding it is an online backfill (queries on it are refused until ACTIVE); removing it deletes the index",
     )
     ttl: str = knob(
         "off",

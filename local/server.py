@@ -29,6 +29,7 @@ from local.auth import policy, principals, table_access
 from local.auth.middleware import AuthMiddleware
 from local.faults.middleware import FaultMiddleware
 from local.patching import Target
+from local.services import dynamodb_index_lifecycle
 
 log = logging.getLogger("doctable.local.server")
 MOTO_TARGETS = (
@@ -105,6 +106,7 @@ class LocalAWS:
         started = time.monotonic()
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
+        dynamodb_index_lifecycle.backfill_seconds()  # a bad setting stops the start, naming it
         services.apply()
         self.manager = esm.MappingManager()
         esm.install(self.manager)

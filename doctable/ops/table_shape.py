@@ -110,7 +110,7 @@ def _index_findings(shape: TableShape, table: dict[str, Any]) -> list[Finding]:
             Finding(
                 Level.CHANGE, "index.added", name, "absent", indexes.index_text(index),
                 f"adds {name} to a live table: an ONLINE BACKFILL (minutes to hours on a big table; queries on it "
-                "return partial results until IndexStatus=ACTIVE; backfill writes are billed per item)",
+                "are refused until IndexStatus=ACTIVE; backfill writes are billed per item)",
                 False, None, name,
             )
         )  # fmt: skip

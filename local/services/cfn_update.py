@@ -5,7 +5,8 @@
 - a change to a property that requires replacement creates the new resource first and deletes the old one in
   the cleanup phase, after every other step succeeded: old and new exist side by side, as on AWS (so a
   replaced event-source mapping on the same stream and function meets Lambda's 409); a custom-named resource
-  that needs replacement fails with AWS's message;
+  that needs replacement (a table with a TableName whose KeySchema or LocalSecondaryIndexes change) fails with
+  AWS's message, which names it by that name;
 - removed resources are deleted in the cleanup phase, dependents first (``Retain`` ones are kept);
 - a failed step rolls the update back: created resources are deleted, updated ones are updated back to their
   previous properties, replaced ones get their old resource back; ``UpdateFailed`` then tells the stack
@@ -42,7 +43,7 @@ REPLACING: dict[str, tuple[str, ...]] = {
     "AWS::Lambda::EventSourceMapping": ("EventSourceArn", "StartingPosition", "StartingPositionTimestamp"),
     "AWS::Lambda::Alias": ("Name", "FunctionName"),
     "AWS::Lambda::Version": ("FunctionName", "Description", "CodeSha256"),
-    "AWS::DynamoDB::Table": ("TableName", "KeySchema"),
+    "AWS::DynamoDB::Table": ("TableName", "KeySchema", "LocalSecondaryIndexes"),
     "AWS::S3::Bucket": ("BucketName",),
     "AWS::Logs::LogGroup": ("LogGroupName",),
     "AWS::SNS::Topic": ("TopicName",),
@@ -182,7 +183,7 @@ def apply() -> None:
                     if custom_name is not None and custom_name == (previous or {}).get(
                         NAME_PROPERTY[body["Type"]]
                     ):
-                        raise _CustomNamedReplacement(name)
+                        raise _CustomNamedReplacement(str(custom_name))
                     resource_event(
                         self,
                         name,
@@ -277,10 +278,12 @@ def apply() -> None:
 
 
 class _CustomNamedReplacement(Exception):
-    def __init__(self, logical: str):
+    """AWS's refusal, naming the resource by its custom (physical) name."""
+
+    def __init__(self, custom_name: str):
         super().__init__(
             "CloudFormation cannot update a stack when a custom-named resource requires replacing. "
-            f"Rename {logical} and update the stack again."
+            f"Rename {custom_name} and update the stack again."
         )
 
 

@@ -16,12 +16,12 @@ dropped the writes other threads made meanwhile and appended stream records nobo
   service's ``userIdentity``;
 - shard iterators are trimmed (moto keeps them forever: a reader polling every 100 ms grows the map);
 - CloudFormation applies TimeToLiveSpecification and PointInTimeRecoverySpecification, and updates a table
-  in place (GSIs, stream, TTL, PITR, deletion protection, tags) instead of losing track of it;
+  in place (GSIs through local/services/dynamodb_indexes.py, stream, TTL, PITR, deletion protection, tags)
+  instead of losing track of it; a new name, key schema or set of LSIs replaces it; a template's indexes meet
+  CreateTable's rules;
 - AWS's update constraints: UpdateTimeToLive refuses a second change within an interval
-  (``DOCTABLE_LOCAL_TTL_CHANGE_INTERVAL_SECONDS``, default 3600) and a change to what is already set; a GSI
-  added to a live table is CREATING (its queries leave out the items written before it, not yet backfilled)
-  and ACTIVE after ``DOCTABLE_LOCAL_GSI_BACKFILL_SECONDS`` (default 2), CloudFormation waiting for it as on
-  AWS; one GSI create or delete per UpdateTable and per stack update.
+  (``DOCTABLE_LOCAL_TTL_CHANGE_INTERVAL_SECONDS``, default 3600) and a change to what is already set (the
+  secondary index constraints are local/services/dynamodb_indexes.py's).
 """
 
 from __future__ import annotations
@@ -36,16 +36,11 @@ from typing import Any
 
 from local.esm import get_manager
 from local.patching import Target, replace, truthy
-from local.services import dynamodb_options, dynamodb_security
+from local.services import dynamodb_index_rules, dynamodb_indexes, dynamodb_options, dynamodb_security
 
 MAX_SHARD_ITERATORS = 20_000
 TTL_CHANGE_INTERVAL_ENV = "DOCTABLE_LOCAL_TTL_CHANGE_INTERVAL_SECONDS"
-GSI_BACKFILL_ENV = "DOCTABLE_LOCAL_GSI_BACKFILL_SECONDS"
 TTL_RATE_LIMITED = "Time to live has been modified multiple times within a fixed interval"
-GSI_LIMIT = (
-    "Subscriber limit exceeded: Only 1 online index can be created or deleted simultaneously per table"
-)
-CFN_GSI_LIMIT = "Cannot perform more than one GSI creation or deletion in a single update"
 TTL_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
 
 WRITE_LOCK = threading.RLock()
@@ -79,13 +74,9 @@ MOTO_TARGETS = (
     Target(
         _MODELS, "DynamoDBBackend.update_continuous_backups", ("self", "table_name", "point_in_time_spec")
     ),
-    Target(_MODELS, "DynamoDBBackend.update_table_global_indexes", ("self", "table", "global_index_updates")),
     Target(_MODELS, "DynamoDBBackend.get_table", ("self", "table_name")),
-    Target(_TABLE, "Table.query", ("self", "hash_key", "range_comparison", "range_objs", "limit")),
-    Target(_TABLE, "GlobalSecondaryIndex.__init__", ("self", "index_name", "schema", "projection")),
+    Target(_MODELS, "dynamodb_backends"),
     Target("moto.dynamodb.exceptions", "MockValidationException"),
-    Target("moto.dynamodb.exceptions", "DynamodbException"),
-    Target("moto.dynamodb.exceptions", "ERROR_TYPE_PREFIX"),
     Target(
         _STREAMS,
         "DynamoDBStreamsBackend.get_shard_iterator",
@@ -275,82 +266,86 @@ def _patch_shard_iterators() -> None:
     original_get_records = replace(dsm.DynamoDBStreamsBackend, "get_records", get_records)
 
 
-def _patch_cloudformation() -> None:
-    from moto.dynamodb.models import dynamodb_backends
-    from moto.dynamodb.models import table as tm
+_ORIGINAL: dict[str, Callable[..., Any]] = {}
 
-    Table = tm.Table
 
-    def create_from_cloudformation_json(
-        cls: Any,
-        resource_name: str,
-        cloudformation_json: dict[str, Any],
-        account_id: str,
-        region_name: str,
-        **kw: Any,
-    ) -> Any:
-        properties = cloudformation_json["Properties"]
-        name = properties.get("TableName", resource_name)
-        table = original_create(cls, name, cloudformation_json, account_id, region_name, **kw)
-        _apply_table_extras(table, properties, account_id, region_name, creating=True)
-        return table
+def create_from_cloudformation_json(
+    cls: Any,
+    resource_name: str,
+    cloudformation_json: dict[str, Any],
+    account_id: str,
+    region_name: str,
+    **kw: Any,
+) -> Any:
+    """Table.create_from_cloudformation_json: the template's TableName, CreateTable's index rules (moto's path
+    skipped them) and the properties moto ignores."""
+    properties = cloudformation_json["Properties"]
+    name = properties.get("TableName", resource_name)
+    # The index rules, not the exact attribute set: CloudFormation refuses an unused definition ("Property
+    # AttributeDefinitions is inconsistent with the KeySchema ..."), which templates here still rely on.
+    dynamodb_index_rules.validate_table_spec(properties)
+    table = _ORIGINAL["create"](cls, name, cloudformation_json, account_id, region_name, **kw)
+    _apply_table_extras(table, properties, account_id, region_name, creating=True)
+    return table
 
-    original_create = replace(
-        Table, "create_from_cloudformation_json", classmethod(create_from_cloudformation_json)
+
+def replaces_table(table: Any, properties: dict[str, Any]) -> bool:
+    """Whether a template's table properties need a new table: another name, key schema or set of LSIs."""
+    new_name = properties.get("TableName")
+    return bool(
+        (new_name and new_name != table.name)
+        or properties.get("KeySchema", table.schema) != table.schema
+        or dynamodb_indexes.local_indexes_changed(table, properties)
     )
 
-    def update_from_cloudformation_json(
-        cls: Any, original_resource: Any, new_resource_name: str, cloudformation_json: dict[str, Any],
-        account_id: str, region_name: str,
-    ) -> Any:  # fmt: skip
-        properties = cloudformation_json["Properties"]
-        backend = dynamodb_backends[account_id][region_name]
-        table = original_resource
-        new_name = properties.get("TableName")
-        if (new_name and new_name != table.name) or properties.get("KeySchema", table.schema) != table.schema:
-            # Replacement, as on AWS (the old table's data does not move).
-            new = cls.create_from_cloudformation_json(
-                new_resource_name, cloudformation_json, account_id, region_name
-            )
-            backend.delete_table(table.name)
-            return new
-        if "AttributeDefinitions" in properties:
-            table.attr = properties["AttributeDefinitions"]
-        wanted = {g["IndexName"]: g for g in properties.get("GlobalSecondaryIndexes", [])}
-        have = {g.name: g for g in table.global_indexes}
-        updates: list[dict[str, Any]] = []
-        for name in have.keys() - wanted.keys():
-            updates.append({"Delete": {"IndexName": name}})
-        for name in wanted.keys() - have.keys():
-            updates.append({"Create": wanted[name]})
-        if len(updates) > 1:
-            raise _validation(CFN_GSI_LIMIT)
-        if updates:
-            backend.update_table_global_indexes(table, updates)
-            _wait_active(table)
-        stream = properties.get("StreamSpecification")
-        current = table.stream_specification or {}
-        if stream and stream.get("StreamViewType") != current.get("StreamViewType"):
-            table.set_stream_specification(
-                {"StreamEnabled": True, "StreamViewType": stream["StreamViewType"]}
-            )
-        elif not stream and current.get("StreamEnabled"):
-            table.stream_specification = {"StreamEnabled": False}
-            table.latest_stream_label = None
-            table.stream_shard = None
-        table.billing_mode = (
-            "PAY_PER_REQUEST" if properties.get("BillingMode") == "PAY_PER_REQUEST" else "PROVISIONED"
-        )
-        if properties.get("ProvisionedThroughput"):
-            table.throughput = dict(properties["ProvisionedThroughput"], NumberOfDecreasesToday=0)
-        table.deletion_protection_enabled = truthy(properties.get("DeletionProtectionEnabled", False))
-        table.tags = list(properties.get("Tags") or [])
-        if "SSESpecification" in properties:
-            table.sse_specification = properties["SSESpecification"]
-        _apply_table_extras(table, properties, account_id, region_name, creating=False)
-        return table
 
-    replace(Table, "update_from_cloudformation_json", classmethod(update_from_cloudformation_json))
+def update_from_cloudformation_json(
+    cls: Any, original_resource: Any, new_resource_name: str, cloudformation_json: dict[str, Any],
+    account_id: str, region_name: str,
+) -> Any:  # fmt: skip
+    """Table.update_from_cloudformation_json: in place (GSIs, stream, TTL, PITR, throughput, tags...) unless the
+    change needs a new table."""
+    from moto.dynamodb.models import dynamodb_backends
+
+    properties = cloudformation_json["Properties"]
+    backend = dynamodb_backends[account_id][region_name]
+    table = original_resource
+    if replaces_table(table, properties):
+        # Replacement, as on AWS (the old table's data does not move).
+        new = cls.create_from_cloudformation_json(
+            new_resource_name, cloudformation_json, account_id, region_name
+        )
+        backend.delete_table(table.name)
+        return new
+    dynamodb_indexes.update_from_template(backend, table, properties)
+    stream = properties.get("StreamSpecification")
+    current = table.stream_specification or {}
+    if stream and stream.get("StreamViewType") != current.get("StreamViewType"):
+        table.set_stream_specification({"StreamEnabled": True, "StreamViewType": stream["StreamViewType"]})
+    elif not stream and current.get("StreamEnabled"):
+        table.stream_specification = {"StreamEnabled": False}
+        table.latest_stream_label = None
+        table.stream_shard = None
+    table.billing_mode = (
+        "PAY_PER_REQUEST" if properties.get("BillingMode") == "PAY_PER_REQUEST" else "PROVISIONED"
+    )
+    if properties.get("ProvisionedThroughput"):
+        table.throughput = dict(properties["ProvisionedThroughput"], NumberOfDecreasesToday=0)
+    table.deletion_protection_enabled = truthy(properties.get("DeletionProtectionEnabled", False))
+    table.tags = list(properties.get("Tags") or [])
+    if "SSESpecification" in properties:
+        table.sse_specification = properties["SSESpecification"]
+    _apply_table_extras(table, properties, account_id, region_name, creating=False)
+    return table
+
+
+def _patch_cloudformation() -> None:
+    from moto.dynamodb.models import table as tm
+
+    _ORIGINAL["create"] = replace(
+        tm.Table, "create_from_cloudformation_json", classmethod(create_from_cloudformation_json)
+    )
+    replace(tm.Table, "update_from_cloudformation_json", classmethod(update_from_cloudformation_json))
 
 
 def _apply_table_extras(
@@ -383,14 +378,6 @@ def _validation(message: str) -> Exception:
     return MockValidationException(message)
 
 
-def _wait_active(table: Any) -> None:
-    """Block until the table's new GSIs are ACTIVE (CloudFormation waits for the backfill, as on AWS)."""
-    for index in table.global_indexes:
-        done = getattr(index, "doctable_active", None)
-        if done is not None:
-            done.wait(_seconds(GSI_BACKFILL_ENV, 2.0) + 30)
-
-
 def _seconds(env: str, default: float) -> float:
     try:
         return float(os.environ.get(env, default))
@@ -398,68 +385,21 @@ def _seconds(env: str, default: float) -> float:
         return default
 
 
+def update_time_to_live(self: Any, table_name: str, ttl_spec: dict[str, Any]) -> None:
+    """DynamoDBBackend.update_time_to_live: a change to what is set is refused, and so is a second change within
+    the interval."""
+    table = self.get_table(table_name)
+    wanted = truthy(ttl_spec.get("Enabled"))
+    if wanted == (table.ttl.get("TimeToLiveStatus") == "ENABLED"):
+        raise _validation(f"TimeToLive is already {'enabled' if wanted else 'disabled'}")
+    changed = getattr(table, "doctable_ttl_changed", None)
+    if changed is not None and time.monotonic() - changed < _seconds(TTL_CHANGE_INTERVAL_ENV, 3600.0):
+        raise _validation(TTL_RATE_LIMITED)
+    _ORIGINAL["update_time_to_live"](self, table_name, ttl_spec)
+    table.doctable_ttl_changed = time.monotonic()
+
+
 def _patch_update_constraints() -> None:
     from moto.dynamodb import models as dm
-    from moto.dynamodb.exceptions import ERROR_TYPE_PREFIX, DynamodbException
-    from moto.dynamodb.models import table as tm
 
-    Backend = dm.DynamoDBBackend
-
-    def update_time_to_live(self: Any, table_name: str, ttl_spec: dict[str, Any]) -> None:
-        table = self.get_table(table_name)
-        wanted = truthy(ttl_spec.get("Enabled"))
-        if wanted == (table.ttl.get("TimeToLiveStatus") == "ENABLED"):
-            raise _validation(f"TimeToLive is already {'enabled' if wanted else 'disabled'}")
-        changed = getattr(table, "doctable_ttl_changed", None)
-        if changed is not None and time.monotonic() - changed < _seconds(TTL_CHANGE_INTERVAL_ENV, 3600.0):
-            raise _validation(TTL_RATE_LIMITED)
-        original_ttl(self, table_name, ttl_spec)
-        table.doctable_ttl_changed = time.monotonic()
-
-    original_ttl = replace(Backend, "update_time_to_live", update_time_to_live)
-
-    def update_table_global_indexes(
-        self: Any, table: Any, global_index_updates: list[dict[str, Any]]
-    ) -> None:
-        changes = [u for u in global_index_updates if "Create" in u or "Delete" in u]
-        busy = [i for i in table.global_indexes if i.status != "ACTIVE"]
-        if len(changes) > 1 or (changes and busy):
-            raise DynamodbException(ERROR_TYPE_PREFIX + "LimitExceededException", GSI_LIMIT)
-        before = {i.name for i in table.global_indexes}
-        original_gsi(self, table, global_index_updates)
-        with WRITE_LOCK:
-            written = {(item.hash_key, item.range_key) for item in table.all_items()}
-        for index in table.global_indexes:
-            if index.name not in before:
-                _backfill(index, written)
-
-    original_gsi = replace(Backend, "update_table_global_indexes", update_table_global_indexes)
-
-    def query(
-        self: Any, hash_key: Any, range_comparison: Any, range_objs: Any, limit: Any, *a: Any, **kw: Any
-    ) -> Any:
-        results, scanned, last = original_query(self, hash_key, range_comparison, range_objs, limit, *a, **kw)
-        index_name = kw.get("index_name", a[3] if len(a) > 3 else None)
-        index = next((i for i in self.global_indexes if i.name == index_name), None) if index_name else None
-        pending = getattr(index, "doctable_unfilled", None)
-        if index is not None and index.status == "CREATING" and pending:
-            results = [r for r in results if (r.hash_key, r.range_key) not in pending]
-        return results, scanned, last
-
-    original_query = replace(tm.Table, "query", query)
-
-
-def _backfill(index: Any, written: set[tuple[Any, Any]]) -> None:
-    """The index is CREATING, missing the items written before it, until the backfill delay has passed."""
-    index.status = "CREATING"
-    index.doctable_unfilled = written
-    index.doctable_active = threading.Event()
-
-    def activate() -> None:
-        index.status = "ACTIVE"
-        index.doctable_unfilled = set()
-        index.doctable_active.set()
-
-    timer = threading.Timer(_seconds(GSI_BACKFILL_ENV, 2.0), activate)
-    timer.daemon = True
-    timer.start()
+    _ORIGINAL["update_time_to_live"] = replace(dm.DynamoDBBackend, "update_time_to_live", update_time_to_live)

@@ -1,0 +1,444 @@
+"""DynamoDB secondary indexes as AWS runs them, through the API and CloudFormation alike.
+
+- a GSI added to a live table (UpdateTable, or a stack update) is ``CREATING`` with ``Backfilling: true`` for
+  ``DOCTABLE_LOCAL_GSI_BACKFILL_SECONDS`` (default 2), then ``ACTIVE``; Query and Scan on it are refused
+  meanwhile, with DynamoDB's ValidationException. A deleted GSI is ``DELETING`` (the table ``UPDATING``) for as
+  long, then gone, its key attributes pruned from AttributeDefinitions. Indexes made by CreateTable are ACTIVE
+  at once. Time comes from ``CLOCK``: status is worked out from it whenever the table is read, so a test can
+  install a ``ManualClock`` and move it, and CloudFormation's wait is a ``sleep_until`` on it;
+- the refusals DynamoDB makes that moto 5.2.5 does not (index counts, attribute definitions, projections, LSI
+  keys, one online index change at a time, unknown and existing index names, index key types on writes), with
+  DynamoDB's error codes and messages;
+- GSI OnDemandThroughput (moto dropped it) and WarmThroughput (never lowered) per index, created and updated;
+- a local secondary index fetches what it does not project from the table (Select ALL_ATTRIBUTES, a
+  ProjectionExpression, a FilterExpression), where moto answered with the projected attributes only;
+- CloudFormation: one GSI creation or deletion per update, no in-place change of a GSI's keys or projection (the
+  handler's InvalidRequest), throughput changes in place, the update waiting until the index is ACTIVE or gone.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from local.patching import Target, replace
+from local.services import dynamodb_index_rules as rules
+from local.services.dynamodb_index_lifecycle import (
+    ACTIVE,
+    CREATING,
+    DELETING,
+    LOCK,
+    begin,
+    definitions_in_use,
+    in_transition,
+    settle,
+    transition_of,
+    wait_settled,
+)
+from local.services.dynamodb_index_rules import NO_CAP, TemplateRefusal
+
+_TABLE = "moto.dynamodb.models.table"
+_MODELS = "moto.dynamodb.models"
+_RESPONSES = "moto.dynamodb.responses"
+MOTO_TARGETS = (
+    Target(_MODELS, "DynamoDBBackend.update_table_global_indexes", ("self", "table", "global_index_updates")),
+    Target(_MODELS, "DynamoDBBackend.update_table", ("self", "name", "attr_definitions", "global_index")),
+    Target(_MODELS, "DynamoDBBackend.delete_table", ("self", "name")),
+    Target(_MODELS, "DynamoDBBackend.update_item", ("self", "table_name", "key")),
+    Target(_MODELS, "DynamoDBBackend.get_table", ("self", "table_name")),
+    Target(_TABLE, "Table.describe", ("self", "base_key")),
+    Target(
+        _TABLE,
+        "Table.query",
+        (
+            "self",
+            "hash_key",
+            "range_comparison",
+            "range_objs",
+            "limit",
+            "exclusive_start_key",
+            "scan_index_forward",
+            "projection_expressions",
+            "index_name",
+        ),
+    ),
+    Target(
+        _TABLE,
+        "Table.scan",
+        ("self", "filters", "limit", "exclusive_start_key", "filter_expression", "index_name"),
+    ),
+    Target(_TABLE, "Table.put_item", ("self", "item_attrs")),
+    Target(_TABLE, "SecondaryIndex.project", ("self", "item")),
+    Target(_TABLE, "LocalSecondaryIndex"),
+    Target(_TABLE, "GlobalSecondaryIndex.create", ("dct", "table_key_attrs")),
+    Target(_TABLE, "GlobalSecondaryIndex.describe", ("self",)),
+    Target(_RESPONSES, "DynamoHandler._validate_table_creation", ("self", "billing_mode", "throughput")),
+    Target(_RESPONSES, "DynamoHandler.query", ("self",)),
+    Target(_RESPONSES, "DynamoHandler.scan", ("self",)),
+    Target(_RESPONSES, "validate_put_has_gsi_keys_set_to_none", ("item", "table")),
+    Target("moto.dynamodb.exceptions", "InvalidAttributeTypeError"),
+    *rules.MOTO_TARGETS,
+)
+
+
+# ------------------------------------------------------------------------------------ applying changes
+def set_on_demand(index: Any, wanted: Mapping[str, Any] | None) -> None:
+    """A GSI's OnDemandThroughput: a direction >= 1 caps it, -1 lifts its cap; None leaves it."""
+    if wanted is None:
+        return
+    caps = dict(getattr(index, "doctable_on_demand", None) or {})
+    for field in ("MaxReadRequestUnits", "MaxWriteRequestUnits"):
+        if field in wanted:
+            value = int(wanted[field])
+            if value == NO_CAP:
+                caps.pop(field, None)
+            else:
+                caps[field] = value
+    index.doctable_on_demand = caps or None
+
+
+def apply_index_update(index: Any, body: Mapping[str, Any]) -> None:
+    """An Update action: throughput, on-demand maximum and warm throughput (raised only) of one GSI."""
+    if body.get("ProvisionedThroughput"):
+        index.throughput = dict(body["ProvisionedThroughput"])
+    set_on_demand(index, body.get("OnDemandThroughput"))
+    wanted = body.get("WarmThroughput")
+    if wanted:
+        merged = {k: v for k, v in (index.warm_throughput or {}).items() if k != "Status"}
+        merged.update(
+            {k: int(v) for k, v in wanted.items() if k in ("ReadUnitsPerSecond", "WriteUnitsPerSecond")}
+        )
+        index.warm_throughput = {**merged, "Status": ACTIVE}
+
+
+def apply_index_updates(table: Any, updates: Sequence[Mapping[str, Any]]) -> None:
+    """GlobalSecondaryIndexUpdates, checked as a whole, then applied: a Create backfills, a Delete is DELETING."""
+    from moto.dynamodb.models.table import GlobalSecondaryIndex
+
+    with LOCK:
+        settle(table)
+        actions = rules.check_index_updates(table, updates)
+        globals_ = {i.name: i for i in table.global_indexes}
+        for kind, body in actions:
+            name = str(body.get("IndexName"))
+            if kind == "Create":
+                index = GlobalSecondaryIndex.create(dict(body), table.table_key_attrs)
+                begin(index, CREATING, backfilling=True)
+                table.global_indexes = [*table.global_indexes, index]
+            elif kind == "Delete":
+                begin(globals_[name], DELETING)
+            else:
+                apply_index_update(globals_[name], body)
+
+
+# ------------------------------------------------------------------------------ local index reads
+_READ = threading.local()  # .select: the Query/Scan's Select; .fetch: a local index answers with whole items
+
+
+def local_index(table: Any, index_name: str | None) -> Any:
+    """The table's LSI of that name, None for a GSI or the table itself."""
+    return next((i for i in table.indexes if i.name == index_name), None) if index_name else None
+
+
+def read_local(
+    index: Any, projection_expressions: Any, read: Callable[[], tuple[list[Any], int, Any]]
+) -> tuple[list[Any], int, Any]:
+    """A local index read as DynamoDB does it: what the index does not project is fetched from the table, so
+    filters see the whole item; without Select ALL_ATTRIBUTES or a ProjectionExpression, the projection."""
+    _READ.fetch = True
+    try:
+        results, scanned, last = read()
+    finally:
+        _READ.fetch = False
+    if getattr(_READ, "select", None) != "ALL_ATTRIBUTES" and not projection_expressions:
+        results = [index.project(r) for r in results]
+    return results, scanned, last
+
+
+# ------------------------------------------------------------------------------------- CloudFormation
+def _projection_form(projection: Mapping[str, Any] | None) -> tuple[Any, ...]:
+    projection = projection or {}
+    return (projection.get("ProjectionType"), tuple(sorted(projection.get("NonKeyAttributes") or [])))
+
+
+def _structure(index: Mapping[str, Any]) -> tuple[Any, ...]:
+    keys = tuple((str(k["AttributeName"]), str(k["KeyType"])) for k in index.get("KeySchema") or [])
+    return keys, _projection_form(index.get("Projection"))
+
+
+def local_indexes_changed(table: Any, properties: Mapping[str, Any]) -> bool:
+    """Whether a template's LocalSecondaryIndexes differ from the table's (a replacement: LSIs come only with a
+    new table)."""
+    wanted = {str(i["IndexName"]): _structure(i) for i in properties.get("LocalSecondaryIndexes") or []}
+    have = {i.name: _structure(rules.described(i)) for i in table.indexes}
+    return wanted != have
+
+
+def _template_caps(value: Mapping[str, Any] | None) -> dict[str, int]:
+    """A template's OnDemandThroughput states the whole setting: a direction it leaves out has no cap."""
+    value = value or {}
+    return {f: int(value.get(f, NO_CAP)) for f in ("MaxReadRequestUnits", "MaxWriteRequestUnits")}
+
+
+def template_update(index: Any, wanted: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The in-place changes a template makes to an existing GSI (throughput, on-demand maximum, warm), if any."""
+    body: dict[str, Any] = {}
+    throughput = wanted.get("ProvisionedThroughput")
+    if throughput and {k: int(v) for k, v in throughput.items()} != {
+        k: int(v) for k, v in (index.throughput or {}).items() if k in throughput
+    }:
+        body["ProvisionedThroughput"] = dict(throughput)
+    current = getattr(index, "doctable_on_demand", None) or {}
+    caps = _template_caps(wanted.get("OnDemandThroughput"))
+    if caps != {f: int(current.get(f, NO_CAP)) for f in caps}:
+        body["OnDemandThroughput"] = caps
+    warm = wanted.get("WarmThroughput")
+    if warm and any(int(v) != int((index.warm_throughput or {}).get(k, -1)) for k, v in warm.items()):
+        body["WarmThroughput"] = dict(warm)
+    return {"Update": {"IndexName": index.name, **body}} if body else None
+
+
+def update_from_template(backend: Any, table: Any, properties: Mapping[str, Any]) -> None:
+    """A template's GSIs applied to the live table as CloudFormation applies them, waiting for the result."""
+    settle(table)
+    wanted = {str(g["IndexName"]): g for g in properties.get("GlobalSecondaryIndexes") or []}
+    have = {i.name: i for i in table.global_indexes}
+    for name in sorted(wanted.keys() & have.keys()):
+        if _structure(wanted[name]) != _structure(rules.described(have[name])):
+            raise TemplateRefusal(rules.CFN_GSI_PROPERTIES)
+    changes: list[dict[str, Any]] = [
+        {"Delete": {"IndexName": n}} for n in sorted(have.keys() - wanted.keys())
+    ]
+    changes += [{"Create": wanted[n]} for n in sorted(wanted.keys() - have.keys())]
+    if len(changes) > 1:
+        raise TemplateRefusal(rules.CFN_GSI_LIMIT)
+    updates = [u for n in sorted(wanted.keys() & have.keys()) if (u := template_update(have[n], wanted[n]))]
+    creates = [c["Create"] for c in changes if "Create" in c]
+    rules.check_create_definitions(table, creates, properties.get("AttributeDefinitions"))
+    if changes or updates:
+        backend.update_table_global_indexes(table, [*changes, *updates])
+    table.attr = definitions_in_use(table, properties.get("AttributeDefinitions"))
+    wait_settled(table)
+
+
+# ------------------------------------------------------------------------------------------ patches
+_ORIGINAL: dict[str, Callable[..., Any]] = {}
+
+
+def update_table_global_indexes(self: Any, table: Any, global_index_updates: list[dict[str, Any]]) -> None:
+    """DynamoDBBackend.update_table_global_indexes: ``apply_index_updates`` (moto's created and deleted at once)."""
+    apply_index_updates(table, global_index_updates)
+
+
+def update_table(
+    self: Any, name: str, attr_definitions: Any, global_index: Any, *args: Any, **kwargs: Any
+) -> Any:
+    """DynamoDBBackend.update_table: AttributeDefinitions serve a GSI creation only (moto replaced the table's
+    with them); the table keeps the definitions its keys use."""
+    table = self.get_table(name)
+    if global_index:
+        creates = [u["Create"] for u in global_index if isinstance(u, dict) and u.get("Create")]
+        rules.check_create_definitions(table, creates, attr_definitions)
+    result = _ORIGINAL["update_table"](self, name, None, global_index, *args, **kwargs)
+    table.attr = definitions_in_use(table, attr_definitions)
+    return result
+
+
+def delete_table(self: Any, name: str) -> Any:
+    """DynamoDBBackend.delete_table: refused while an index is being created or deleted."""
+    table = self.get_table(name)  # by name or ARN; a missing table is refused as moto refuses it
+    if in_transition(table):
+        raise rules.in_use(rules.TABLE_INDEXES_BUSY)
+    return _ORIGINAL["delete_table"](self, name)
+
+
+def update_item(self: Any, table_name: str, key: Any, *args: Any, **kwargs: Any) -> Any:
+    """DynamoDBBackend.update_item: an index key SET to another type is refused in DynamoDB's words."""
+    from moto.dynamodb.exceptions import InvalidAttributeTypeError
+
+    try:
+        return _ORIGINAL["update_item"](self, table_name, key, *args, **kwargs)
+    except InvalidAttributeTypeError as exc:
+        better = rules.index_type_mismatch(self.get_table(table_name), exc.message)
+        if better is None:
+            raise
+        raise better from None
+
+
+def describe(self: Any, base_key: str = "TableDescription") -> dict[str, Any]:
+    """Table.describe: index status from the clock, Backfilling, OnDemandThroughput, index ARNs, AWS's order."""
+    settle(self)
+    result = _ORIGINAL["describe"](self, base_key)
+    body = result[base_key]
+    body["AttributeDefinitions"] = sorted(
+        body.get("AttributeDefinitions") or [], key=lambda d: d["AttributeName"]
+    )
+    for key in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
+        descriptions = body.get(key) or []
+        for description in descriptions:
+            description["IndexArn"] = f"{self.table_arn}/index/{description['IndexName']}"
+            projection = description.get("Projection") or {}
+            if projection.get("NonKeyAttributes"):
+                description["Projection"] = {
+                    **projection,
+                    "NonKeyAttributes": sorted(projection["NonKeyAttributes"]),
+                }
+        if not descriptions:
+            body.pop(key, None)  # DynamoDB leaves out a table's missing kind of index
+    if any((t := transition_of(i)) is not None and t.status == DELETING for i in self.global_indexes):
+        body["TableStatus"] = "UPDATING"
+    return result  # type: ignore[no-any-return]
+
+
+def describe_global(self: Any) -> dict[str, Any]:
+    """GlobalSecondaryIndex.describe: Backfilling while one added to a live table builds; OnDemandThroughput."""
+    result = dict(_ORIGINAL["describe_global"](self))
+    transition = transition_of(self)
+    if transition is not None and transition.backfilling and transition.status == CREATING:
+        result["Backfilling"] = True
+    caps = getattr(self, "doctable_on_demand", None)
+    if caps:
+        result["OnDemandThroughput"] = {
+            "MaxReadRequestUnits": caps.get("MaxReadRequestUnits", NO_CAP),
+            "MaxWriteRequestUnits": caps.get("MaxWriteRequestUnits", NO_CAP),
+        }
+    return result
+
+
+def create_global(dct: dict[str, Any], table_key_attrs: list[str]) -> Any:
+    """GlobalSecondaryIndex.create: keeps the index's OnDemandThroughput (moto dropped it)."""
+    index = _ORIGINAL["create_global"](dct, table_key_attrs)
+    index.doctable_on_demand = None
+    set_on_demand(index, dct.get("OnDemandThroughput"))
+    return index
+
+
+def query(
+    self: Any,
+    hash_key: Any,
+    range_comparison: Any,
+    range_objs: Any,
+    limit: Any,
+    exclusive_start_key: Any,
+    scan_index_forward: Any,
+    projection_expressions: Any,
+    index_name: str | None = None,
+    *args: Any,
+    **kwargs: Any,
+) -> Any:
+    """Table.query: a backfilling GSI is refused; a local index fetches from the table."""
+    rules.refuse_backfilling_read(self, index_name)
+
+    def read() -> Any:
+        return _ORIGINAL["query"](
+            self, hash_key, range_comparison, range_objs, limit, exclusive_start_key, scan_index_forward,
+            projection_expressions, index_name, *args, **kwargs,
+        )  # fmt: skip
+
+    local = local_index(self, index_name)
+    return read() if local is None else read_local(local, projection_expressions, read)
+
+
+def scan(
+    self: Any,
+    filters: Any,
+    limit: Any,
+    exclusive_start_key: Any,
+    filter_expression: Any = None,
+    index_name: str | None = None,
+    *args: Any,
+    **kwargs: Any,
+) -> Any:
+    """Table.scan: as ``query``."""
+    rules.refuse_backfilling_read(self, index_name)
+
+    def read() -> Any:
+        return _ORIGINAL["scan"](
+            self, filters, limit, exclusive_start_key, filter_expression, index_name, *args, **kwargs
+        )
+
+    local = local_index(self, index_name)
+    projection = kwargs.get("projection_expression", args[1] if len(args) > 1 else None)
+    return read() if local is None else read_local(local, projection, read)
+
+
+def project_local(self: Any, item: Any) -> Any:
+    """LocalSecondaryIndex.project: the whole item while a read fetches from the table."""
+    if getattr(_READ, "fetch", False):
+        return item
+    return _ORIGINAL["project"](self, item)
+
+
+def put_item(self: Any, item_attrs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+    """Table.put_item (PutItem, BatchWriteItem, TransactWriteItems): index key types checked."""
+    rules.check_index_key_types(item_attrs, self)
+    return _ORIGINAL["put_item"](self, item_attrs, *args, **kwargs)
+
+
+def validate_put_index_keys(item: dict[str, Any], table: Any) -> None:
+    """moto.dynamodb.responses.validate_put_has_gsi_keys_set_to_none: any wrong type, with the expected one."""
+    rules.check_index_key_types(item, table)
+
+
+def validate_table_creation(self: Any, *args: Any, **kwargs: Any) -> None:
+    """DynamoHandler._validate_table_creation: duplicated attribute names first, moto's checks, then the index
+    rules moto lacks."""
+    body = self.body
+    rules.check_duplicate_definitions(body.get("AttributeDefinitions") or [])
+    _ORIGINAL["validate_table_creation"](self, *args, **kwargs)
+    rules.validate_table_spec(body)
+
+
+def query_handler(self: Any) -> Any:
+    """DynamoHandler.query: its Select, for a local index read."""
+    _READ.select = self.body.get("Select")
+    try:
+        return _ORIGINAL["query_handler"](self)
+    finally:
+        _READ.select = None
+
+
+def scan_handler(self: Any) -> Any:
+    """DynamoHandler.scan: its Select, for a local index read."""
+    _READ.select = self.body.get("Select")
+    try:
+        return _ORIGINAL["scan_handler"](self)
+    finally:
+        _READ.select = None
+
+
+_applied = False
+
+
+def apply() -> None:
+    """Install the patches once (idempotent)."""
+    global _applied
+    if _applied:
+        return
+    _applied = True
+    from moto.dynamodb import models as dm
+    from moto.dynamodb import responses as dr
+    from moto.dynamodb.models import table as tm
+
+    backend = dm.DynamoDBBackend
+    _ORIGINAL["update_table_global_indexes"] = replace(
+        backend, "update_table_global_indexes", update_table_global_indexes
+    )
+    _ORIGINAL["update_table"] = replace(backend, "update_table", update_table)
+    _ORIGINAL["delete_table"] = replace(backend, "delete_table", delete_table)
+    _ORIGINAL["update_item"] = replace(backend, "update_item", update_item)
+    _ORIGINAL["describe"] = replace(tm.Table, "describe", describe)
+    _ORIGINAL["query"] = replace(tm.Table, "query", query)
+    _ORIGINAL["scan"] = replace(tm.Table, "scan", scan)
+    _ORIGINAL["put_item"] = replace(tm.Table, "put_item", put_item)
+    _ORIGINAL["project"] = tm.SecondaryIndex.project
+    replace(tm.LocalSecondaryIndex, "project", project_local)
+    _ORIGINAL["describe_global"] = replace(tm.GlobalSecondaryIndex, "describe", describe_global)
+    _ORIGINAL["create_global"] = replace(tm.GlobalSecondaryIndex, "create", staticmethod(create_global))
+    _ORIGINAL["validate_table_creation"] = replace(
+        dr.DynamoHandler, "_validate_table_creation", validate_table_creation
+    )
+    _ORIGINAL["query_handler"] = replace(dr.DynamoHandler, "query", query_handler)
+    _ORIGINAL["scan_handler"] = replace(dr.DynamoHandler, "scan", scan_handler)
+    replace(dr, "validate_put_has_gsi_keys_set_to_none", validate_put_index_keys)
