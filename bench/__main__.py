@@ -255,6 +255,16 @@ def _sizes(text: str) -> tuple[int, ...]:
     return sizes
 
 
+def _variants(text: str) -> tuple[str, ...]:
+    from bench.throughput import VARIANTS
+
+    chosen = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = [v for v in chosen if v not in VARIANTS]
+    if not chosen or unknown:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected some of {','.join(VARIANTS)}")
+    return chosen
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--batch-sizes", type=_sizes, default=(10, 100, 1000), help="throughput batch sizes")
@@ -268,6 +278,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--burst", type=int, default=1000, help="end-to-end burst size")
     parser.add_argument(
         "--only", default="throughput,coldstart,e2e,size", help="comma-separated sections to run"
+    )
+    parser.add_argument(
+        "--variants",
+        type=_variants,
+        default=None,
+        help="comma-separated project variants of the throughput section (default: all of "
+        "project,project_never,project_manifest); the baseline always runs",
     )
     parser.add_argument("--output", type=Path, default=RESULTS, help="where to write the JSON results")
     parser.add_argument("--svg", type=Path, default=SVG, help="where to write the picture")
@@ -333,7 +350,11 @@ def main(argv: list[str] | None = None) -> int:
             "throughput",
             f"throughput under the S3 latency model ({args.s3_ms:g} ms): batches of {sizes}, project and baseline",
             lambda: __import__("bench.throughput", fromlist=["run"]).run(
-                args.batch_sizes, args.repeats, args.s3_ms, args.dynamodb_ms
+                args.batch_sizes,
+                args.repeats,
+                args.s3_ms,
+                args.dynamodb_ms,
+                **({"variants": args.variants} if args.variants else {}),
             ),
         ),
         (
@@ -384,6 +405,7 @@ def main(argv: list[str] | None = None) -> int:
             "singles": args.singles,
             "burst": args.burst,
             "sections": sorted(wanted),
+            "variants": list(args.variants) if args.variants else None,
             "quick": args.quick,
         },
         "figures": figures,

@@ -6,6 +6,7 @@ boto3 import, so a cold-start measurement never finds boto3 already loaded.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 REGION = "us-east-1"
@@ -28,13 +29,25 @@ def seq(n: int) -> str:
     return str(4_421_584_500_000_000_000_000 + n)
 
 
-def image(pk: str, sk: str, blobs: list[str]) -> dict[str, Any]:
+def etag_of(key: str, upload: int = 0) -> str:
+    """The ETag S3 would give the ``upload``-th upload of ``key`` in the bench (quoted, as S3 returns it)."""
+    return '"' + hashlib.md5(f"{key}#{upload}".encode(), usedforsecurity=False).hexdigest() + '"'
+
+
+def blob_entry(key: str, manifest: bool = False) -> dict[str, Any]:
+    """A ``blobs`` entry: the plain key, or the manifest entry of its first upload (docs/data-contract.md)."""
+    if not manifest:
+        return {"S": key}
+    return {"M": {"key": {"S": key}, "etag": {"S": etag_of(key)}, "size": {"N": "1"}}}
+
+
+def image(pk: str, sk: str, blobs: list[str], manifest: bool = False) -> dict[str, Any]:
     return {
         "pk": {"S": pk},
         "sk": {"S": sk},
         "title": {"S": f"document {pk}"},
         "size": {"N": "1024"},
-        "blobs": {"L": [{"S": key} for key in blobs]},
+        "blobs": {"L": [blob_entry(key, manifest) for key in blobs]},
     }
 
 
@@ -84,12 +97,16 @@ def record(
     return raw
 
 
-def mixed_batch(count: int, root: str = BLOB_ROOT, tag: str = "") -> tuple[dict[str, Any], list[str]]:
+def mixed_batch(
+    count: int, root: str = BLOB_ROOT, tag: str = "", manifest: bool = False
+) -> tuple[dict[str, Any], list[str]]:
     """``count`` records: 40% REMOVE (each listing ``BLOBS_PER_REMOVE`` blobs), 30% INSERT, 30% MODIFY.
 
     Every record is a different item (``tag`` makes the items of two batches differ), so no retention across
     records applies. A MODIFY keeps its one blob
-    (nothing orphaned). Returns the event and the keys the REMOVEs list (all of which must be deleted).
+    (nothing orphaned). With ``manifest`` the images list manifest entries (each key with the ETag of its first
+    upload, :func:`etag_of`), else plain keys. Returns the event and the keys the REMOVEs list (all of which must
+    be deleted).
     """
     records: list[dict[str, Any]] = []
     doomed: list[str] = []
@@ -99,12 +116,15 @@ def mixed_batch(count: int, root: str = BLOB_ROOT, tag: str = "") -> tuple[dict[
         if slot < 4:  # 40% REMOVE
             keys = blob_keys(pk, sk, BLOBS_PER_REMOVE, root)
             doomed.extend(keys)
-            records.append(record("REMOVE", n, pk, sk, old=image(pk, sk, keys)))
+            records.append(record("REMOVE", n, pk, sk, old=image(pk, sk, keys, manifest)))
         elif slot < 7:  # 30% INSERT
-            records.append(record("INSERT", n, pk, sk, new=image(pk, sk, blob_keys(pk, sk, 1, root))))
+            records.append(
+                record("INSERT", n, pk, sk, new=image(pk, sk, blob_keys(pk, sk, 1, root), manifest))
+            )
         else:  # 30% MODIFY, same blobs before and after
             keys = blob_keys(pk, sk, 1, root)
-            records.append(record("MODIFY", n, pk, sk, old=image(pk, sk, keys), new=image(pk, sk, keys)))
+            old, new = image(pk, sk, keys, manifest), image(pk, sk, keys, manifest)
+            records.append(record("MODIFY", n, pk, sk, old=old, new=new))
     return {"Records": records}, doomed
 
 

@@ -22,6 +22,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from bench.events import etag_of
+
 S3_NS = "http://s3.amazonaws.com/doc/2006-03-01/"
 
 SOURCES = {
@@ -110,11 +112,12 @@ class ModelledAws:
 
     # ------------------------------------------------------------------ set-up and checks (no charge)
 
-    def put(self, keys: Iterable[str]) -> None:
+    def put(self, keys: Iterable[str], upload: int = 0) -> None:
+        """Upload ``keys`` (the ``upload``-th time: each upload of a key has its own ETag, :func:`etag_of`)."""
         now = time.time()
         with self._lock:
-            for n, key in enumerate(keys):
-                self.objects[key] = _Object(f'"{n:032x}"', now)
+            for key in keys:
+                self.objects[key] = _Object(etag_of(key, upload), now)
 
     def present(self, keys: Iterable[str]) -> set[str]:
         with self._lock:

@@ -7,10 +7,13 @@ import math
 from html import escape
 from typing import Any
 
+from bench.throughput import RATIO_KEYS
+
 WIDTH, HEIGHT = 960, 420
 COLORS = {
     "project": "#1b6ac9",
     "project_never": "#0ca678",
+    "project_manifest": "#862e9c",
     "project_snapstart": "#0b7285",
     "baseline": "#d9480f",
     "floor": "#5c940d",
@@ -19,6 +22,7 @@ COLORS = {
 NAMES = {
     "project": "project",
     "project_never": "project, never",
+    "project_manifest": "project, manifests",
     "project_snapstart": "project, snapstart*",
     "baseline": "baseline",
     "floor": "json floor",
@@ -48,7 +52,8 @@ def _throughput_panel(tp: dict[str, Any], x0: float, y0: float, w: float, h: flo
     sizes = sorted(int(s) for s in by)
     if not sizes:
         return [*out, _text(x0 + 10, y0 + 20, "throughput not measured")]
-    lines = [who for who in ("project", "project_never", "baseline") if all(who in by[str(s)] for s in sizes)]
+    candidates = ("project", "project_never", "project_manifest", "baseline")
+    lines = [who for who in candidates if all(who in by[str(s)] for s in sizes)]
     values = [by[str(s)][who]["records_per_second"] for s in sizes for who in lines]
     ylo, yhi = _log_ticks(min(values), max(values))[0], _log_ticks(min(values), max(values))[-1]
     xlo, xhi = min(sizes) / 2, max(sizes) * 2
@@ -73,12 +78,16 @@ def _throughput_panel(tp: dict[str, Any], x0: float, y0: float, w: float, h: flo
         for (x, y), size in zip(points, sizes, strict=True):
             out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{COLORS[who]}"/>')
             if who != "baseline":
-                ratio = by[str(size)][f"ratio_{'project' if who == 'project' else 'never'}_over_baseline"]
+                ratio = by[str(size)][RATIO_KEYS[who]]
                 out.append(_text(x, y - 8, f"{ratio:.1f}x", 11, "middle", fill=COLORS[who]))
-    out.append(_text(x0 + 8, y0 + 16, "project (default: keys may be reused)", 12, fill=COLORS["project"]))
-    if "project_never" in lines:
-        out.append(_text(x0 + 8, y0 + 32, "project, blob_key_reuse=never", 12, fill=COLORS["project_never"]))
-    out.append(_text(x0 + 8, y0 + 48, "baseline (docs-style)", 12, fill=COLORS["baseline"]))
+    legend = {
+        "project": "project (default: keys may be reused)",
+        "project_never": "project, blob_key_reuse=never",
+        "project_manifest": "project, default, blobs with their ETags (manifests)",
+        "baseline": "baseline (docs-style)",
+    }
+    for n, who in enumerate(lines):
+        out.append(_text(x0 + 8, y0 + 16 * (n + 1), legend[who], 12, fill=COLORS[who]))
     return out
 
 

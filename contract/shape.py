@@ -136,10 +136,13 @@ KINESIS_FILTER_KEY = "data"  # a Kinesis record's filters address its base64 dat
 
 def cleanup_filter_patterns(kinesis: bool = False) -> tuple[str, ...]:
     """Lambda filter patterns (ORed) passing only the records that can need blob cleanup: every REMOVE, and a
-    MODIFY whose old image lists blobs (a list of strings, or a string set). Arrays in the event are matched
-    element by element, so ``L.S`` exists when the list holds at least one string. ``kinesis``: the same
-    patterns for a mapping on the Kinesis data stream, nested under ``data``, which holds the change record."""
-    old_blobs = ({"L": {"S": [{"exists": True}]}}, {"SS": [{"exists": True}]})
+    MODIFY whose old image lists blobs (docs/data-contract.md: a list of string keys and of manifest entries,
+    ``{"M": {"key": {"S": ...}, ...}}``, or a string set). Arrays in the event are matched element by element, so
+    ``L.S`` exists when the list holds at least one string and ``L.M.key.S`` when it holds at least one map with a
+    string ``key``. ``kinesis``: the same patterns for a mapping on the Kinesis data stream, nested under
+    ``data``, which holds the change record."""
+    exists = [{"exists": True}]
+    old_blobs = ({"L": {"S": exists}}, {"L": {"M": {"key": {"S": exists}}}}, {"SS": exists})
     patterns: list[dict[str, object]] = [{"eventName": [EVENT_REMOVE]}]
     patterns += [
         {"eventName": [EVENT_MODIFY], "dynamodb": {"OldImage": {names.BLOBS_ATTRIBUTE: blobs}}}

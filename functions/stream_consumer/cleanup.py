@@ -19,6 +19,9 @@ from .constants import (
     MAX_KEYS_PER_DELETE,
     METRIC_BLOBS_DELETED,
     METRIC_KEYS_REFUSED,
+    METRIC_KEYS_WITH_ETAG,
+    METRIC_KEYS_WITHOUT_ETAG,
+    METRIC_PRECONDITION_FAILED,
     METRIC_RECORDS_FAILED,
     METRIC_RECORDS_RECEIVED,
     OBSERVE_CONCURRENCY,
@@ -48,6 +51,9 @@ _LOGGED_KEYS = 20
 KEPT_NEWER = "newer-upload"  # modified after the record
 KEPT_LIVE = "listed-by-live-item"  # the item, read after the record, lists it
 KEPT_CHANGED = "replaced-during-check"  # ETag changed between HEAD and delete
+KEPT_OTHER_OBJECT = "not-the-recorded-object"  # the key holds another object than the ETag the item recorded
+# Kept because a conditional delete's precondition failed (counted in BlobsKeptPreconditionFailed).
+KEPT_BY_PRECONDITION = frozenset({KEPT_CHANGED, KEPT_OTHER_OBJECT})
 
 
 class Log(Protocol):
@@ -74,14 +80,17 @@ class _Work:
     keys: list[str] = field(default_factory=list)
     refused: list[RefusedKey] = field(default_factory=list)
     retained: int = 0
+    etags: dict[str, str] = field(default_factory=dict)  # key -> the ETag the record's old image recorded
 
 
 @dataclass(frozen=True)
 class Dropped:
-    """A dropped key's item, and the latest second of the records dropping it."""
+    """A dropped key's item, the latest second of the records dropping it, and the ETag the latest of them
+    recorded for it (None: a plain key, or one found by prefix cleanup)."""
 
     item: tuple[str, str]
     created: int
+    etag: str | None = None
 
 
 @dataclass
@@ -89,6 +98,8 @@ class BatchOutcome:
     received: int = 0
     deleted: int = 0
     refused: int = 0
+    with_etag: int = 0  # dropped keys (deduplicated) whose ETag was recorded
+    without_etag: int = 0
     failures: dict[str, str] = field(default_factory=dict)  # sequence number -> why the record failed
     batch_failed: bool = False  # an unidentifiable record failed the whole invocation
     work: dict[str, _Work] = field(default_factory=dict)  # sequence number -> the parsed record's cleanup
@@ -205,17 +216,20 @@ class BlobCleaner:
             created = record.created or 0
             for key in item.keys:
                 earlier = dropped.get(key)
-                dropped[key] = Dropped(record.item, max(created, earlier.created if earlier else 0))
+                latest = max(created, earlier.created if earlier else 0)  # and its ETag names the object
+                dropped[key] = Dropped(record.item, latest, item.etags.get(key))
             for refused in item.refused:
                 self._log_refused(record, refused)
             outcome.refused += len(item.refused)
             outcome.work[record.sequence_number] = item
+        outcome.with_etag = sum(1 for entry in dropped.values() if entry.etag is not None)
+        outcome.without_etag = len(dropped) - outcome.with_etag
         if dropped:
             outcome.key_errors, outcome.kept = self._delete_dropped(dropped)
         outcome.deleted = len(dropped) - len(outcome.key_errors) - len(outcome.kept)
 
     def _plan(self, plan: CleanupPlan, outcome: BatchOutcome) -> _Work:
-        item = _Work(plan, list(plan.keys), list(plan.refused))
+        item = _Work(plan, list(plan.keys), list(plan.refused), etags=dict(plan.etags))
         record = plan.record
         if plan.missing_images:
             self.log.info(
@@ -257,17 +271,23 @@ class BlobCleaner:
         if not self.settings.guard_key_reuse:  # no key is listed again once dropped: nothing to check
             self._delete(list(dropped), {}, errors, kept)
             return errors, kept
-        observed = self._observe(list(dropped), errors)
+        # A recorded ETag names the dropped object: no HEAD. A key without one is observed first.
+        recorded = {key: entry.etag for key, entry in dropped.items() if entry.etag is not None}
+        unrecorded = [key for key in dropped if key not in recorded]
+        observed = self._observe(unrecorded, errors) if unrecorded else {}
         settle_until = 0.0
+        etags = dict(recorded)
         for key, identity in observed.items():
             if identity is None:
                 continue
             modified, created = math.floor(identity.last_modified), dropped[key].created
             if modified > created:
                 kept[key] = KEPT_NEWER
-            elif modified == created:
+                continue
+            if modified == created:
                 settle_until = max(settle_until, modified + 1 + REUPLOAD_SETTLE_SECONDS)
-        candidates = [k for k, identity in observed.items() if identity is not None and k not in kept]
+            etags[key] = identity.etag
+        candidates = [key for key in dropped if key in etags]
         if not candidates:
             return errors, kept
         wait = settle_until - self.clock()
@@ -286,8 +306,18 @@ class BlobCleaner:
                 kept[key] = KEPT_LIVE
             else:
                 deletable.append(key)
-        etags = {key: observed[key].etag for key in deletable}  # type: ignore[union-attr]
-        self._delete(deletable, etags, errors, kept)
+        self._delete(deletable, {key: etags[key] for key in deletable}, errors, kept)
+        changed = {
+            key: KEPT_OTHER_OBJECT if key in recorded else why
+            for key, why in kept.items()
+            if why == KEPT_CHANGED
+        }
+        if changed:  # another object under the key: a re-upload, or an ETag the application got wrong
+            kept.update(changed)
+            self.log.warning(
+                "delete_precondition_failed",
+                extra={"key_count": len(changed), "keys": dict(list(changed.items())[:_LOGGED_KEYS])},
+            )
         return errors, kept
 
     def _delete(
@@ -377,13 +407,17 @@ class BlobCleaner:
         )
 
     def publish(self, outcome: BatchOutcome) -> None:
-        """The four metrics, zeros included: every invocation emits every metric name."""
+        """The seven metrics, zeros included: every invocation emits every metric name."""
         failed = outcome.received if outcome.batch_failed else len(outcome.failures)
+        changed = sum(1 for why in outcome.kept.values() if why in KEPT_BY_PRECONDITION)
         for name, value in (
             (METRIC_RECORDS_RECEIVED, outcome.received),
             (METRIC_BLOBS_DELETED, outcome.deleted),
             (METRIC_RECORDS_FAILED, failed),
             (METRIC_KEYS_REFUSED, outcome.refused),
+            (METRIC_KEYS_WITH_ETAG, outcome.with_etag),
+            (METRIC_KEYS_WITHOUT_ETAG, outcome.without_etag),
+            (METRIC_PRECONDITION_FAILED, changed),
         ):
             self.metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
 

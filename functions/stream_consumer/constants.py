@@ -11,6 +11,8 @@ PROOF_LOG_MESSAGE = "stream_records_received"
 PARTITION_KEY = "pk"
 SORT_KEY = "sk"
 BLOBS_ATTRIBUTE = "blobs"
+# A manifest entry of ``blobs`` (a map): the blob's key, the ETag S3 gave its upload, its size in bytes.
+MANIFEST_KEY, MANIFEST_ETAG, MANIFEST_SIZE = "key", "etag", "size"
 
 ENV_BLOB_BUCKET = "BLOB_BUCKET"
 ENV_BLOB_ROOT = "BLOB_ROOT"
@@ -29,6 +31,12 @@ METRIC_RECORDS_RECEIVED = "RecordsReceived"
 METRIC_BLOBS_DELETED = "BlobsDeleted"
 METRIC_RECORDS_FAILED = "RecordsFailed"
 METRIC_KEYS_REFUSED = "KeysRefused"
+# The batch's dropped keys by form (docs/data-contract.md): with the ETag the application recorded (no HEAD), or
+# without (a plain key, or a key found by prefix cleanup: one HEAD each with blob_key_reuse=guarded).
+METRIC_KEYS_WITH_ETAG = "DroppedKeysWithEtag"
+METRIC_KEYS_WITHOUT_ETAG = "DroppedKeysWithoutEtag"
+# Conditional deletes S3 refused (PreconditionFailed): another object under the key now, left in place.
+METRIC_PRECONDITION_FAILED = "BlobsKeptPreconditionFailed"
 
 EVENT_SOURCE = "aws:dynamodb"
 KINESIS_SOURCE = "aws:kinesis"

@@ -7,6 +7,7 @@ import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, TypeVar
 
 # What Powertools' StreamRecord deserializes with, without importing every event data class (~50 ms).
@@ -16,6 +17,9 @@ from .constants import (
     BLOBS_ATTRIBUTE,
     EVENT_SOURCE,
     KINESIS_SOURCE,
+    MANIFEST_ETAG,
+    MANIFEST_KEY,
+    MANIFEST_SIZE,
     PARTITION_KEY,
     SORT_KEY,
     TTL_IDENTITY_PRINCIPAL,
@@ -35,11 +39,18 @@ REASON_TTL = "ttl-expiry"
 REASON_ORPHANED = "orphaned"
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# An S3 ETag as PutObject returns it: hex (an MD5, with "-<parts>" after a multipart upload) or, in a directory
+# bucket, alphanumeric; quoted, or not. "*" (any object) and weak ETags are not an object's identity.
+_ETAG = re.compile(r'^("?)([0-9A-Za-z]{1,1024}(?:-[0-9]{1,5})?)\1$')
 _STREAM_ARN = re.compile(r"^arn:[\w-]+:dynamodb:[^:]*:[^:]*:table/([^/]+)/stream/.+$")
 
 
 class UnexpectedEventError(ValueError):
     """The invocation event is not a stream event."""
+
+
+class ManifestError(ValueError):
+    """A ``blobs`` attribute, or one of its entries, that does not say which blobs an item lists."""
 
 
 class MalformedRecordError(ValueError):
@@ -49,6 +60,17 @@ class MalformedRecordError(ValueError):
         super().__init__(problem)
         self.problem = problem
         self.sequence_number = sequence_number
+
+
+@dataclass(frozen=True)
+class BlobEntry:
+    """One entry of an image's ``blobs`` (docs/data-contract.md): a plain key, or a manifest entry carrying the
+    ETag the application recorded when it uploaded the object (quoted, as S3 returns it). ``key`` is what was
+    listed: a non-string is refused by :func:`key_refusal`, as is any key outside the record's prefix."""
+
+    key: Any
+    etag: str | None = None
+    size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +88,8 @@ class ChangeRecord:
     view_type: str | None = None
     event_id: str | None = None
     created: int | None = None  # dynamodb.ApproximateCreationDateTime: epoch seconds, rounded down
+    old_entries: tuple[BlobEntry, ...] = ()  # the old image's blobs, parsed (manifest_of)
+    new_entries: tuple[BlobEntry, ...] = ()
 
     @property
     def item(self) -> tuple[str, str]:
@@ -73,11 +97,11 @@ class ChangeRecord:
 
     @property
     def old_blobs(self) -> list[Any]:
-        return _blobs(self.old_image)
+        return [entry.key for entry in self.old_entries]
 
     @property
     def new_blobs(self) -> list[Any]:
-        return _blobs(self.new_image)
+        return [entry.key for entry in self.new_entries]
 
 
 @dataclass(frozen=True)
@@ -95,6 +119,8 @@ class CleanupPlan:
         None  # deleted | ttl-expiry | orphaned; None: nothing to clean (INSERT, unchanged MODIFY)
     )
     keys: tuple[str, ...] = ()
+    # key -> the ETag the old image recorded for it (manifest entries); the other keys have none
+    etags: Mapping[str, str] = field(default_factory=dict)
     refused: tuple[RefusedKey, ...] = ()
     list_prefix: str | None = None  # prefix cleanup: list this prefix and delete what is under it
     missing_images: bool = False
@@ -107,6 +133,9 @@ class BatchSummary:
     first_sequence_number: str | None = None
     last_sequence_number: str | None = None
     table_name: str | None = None
+    # The entries the records' old images list (the blobs the batch may drop), by form.
+    old_blobs_with_etag: int = 0
+    old_blobs_without_etag: int = 0
 
     def as_log_fields(self) -> dict[str, Any]:
         return {
@@ -115,6 +144,10 @@ class BatchSummary:
             "first_sequence_number": self.first_sequence_number,
             "last_sequence_number": self.last_sequence_number,
             "table_name": self.table_name,
+            "old_image_blobs": {
+                "with_etag": self.old_blobs_with_etag,
+                "without_etag": self.old_blobs_without_etag,
+            },
         }
 
 
@@ -233,10 +266,12 @@ def parse_record(raw: Any, position: int = 0) -> ChangeRecord:
         if not isinstance(value, str) or not value:
             shown = "missing" if value is None else f"a {type(value).__name__}"
             raise malformed(f"key attribute '{name}' must be a non-empty string, got {shown}")
+    entries: dict[str, tuple[BlobEntry, ...]] = {}
     for name, image in (("OldImage", old_image), ("NewImage", new_image)):
-        problem = _blobs_problem(image)
-        if problem:
-            raise malformed(f"{name}.{BLOBS_ATTRIBUTE} {problem}")
+        try:
+            entries[name] = manifest_of(None if image is None else image.get(BLOBS_ATTRIBUTE))
+        except ManifestError as exc:
+            raise malformed(f"{name}.{BLOBS_ATTRIBUTE}{exc}") from None
 
     identity = raw.get("userIdentity")
     ttl_expiry = (
@@ -263,6 +298,8 @@ def parse_record(raw: Any, position: int = 0) -> ChangeRecord:
         view_type=view_type if isinstance(view_type, str) else None,
         event_id=raw.get("eventID") if isinstance(raw.get("eventID"), str) else None,
         created=None if created is None else int(created),
+        old_entries=entries["OldImage"],
+        new_entries=entries["NewImage"],
     )
 
 
@@ -270,23 +307,61 @@ def _deserialize(image: Mapping[str, Any]) -> dict[str, Any]:
     return {name: _TYPES.deserialize(value) for name, value in image.items()}
 
 
-def _blobs_problem(image: Mapping[str, Any] | None) -> str | None:
-    value = None if image is None else image.get(BLOBS_ATTRIBUTE)
-    if value is None or isinstance(value, list):
-        return None
-    if isinstance(value, set) and all(isinstance(item, str) for item in value):
-        return None
-    kind = "number set" if isinstance(value, set) else type(value).__name__
-    return f"must be a list or a string set, got {kind}"
-
-
-def _blobs(image: Mapping[str, Any] | None) -> list[Any]:
-    value = None if image is None else image.get(BLOBS_ATTRIBUTE)
-    if value is None:
-        return []
+def manifest_of(value: Any) -> tuple[BlobEntry, ...]:
+    """A deserialized ``blobs`` value as entries; :class:`ManifestError` (its text continues ``blobs``) when it
+    cannot say which blobs the item lists: not a list or a string set, or a map entry that is not a manifest
+    entry. A string is a plain key; anything else in the list (a number...) is an entry refused at planning."""
+    if value is None:  # absent, or NULL
+        return ()
     if isinstance(value, set):
-        return sorted(value)  # deterministic order for string sets
-    return list(value)
+        if all(isinstance(item, str) for item in value):
+            return tuple(BlobEntry(key) for key in sorted(value))  # deterministic order for string sets
+        raise ManifestError(" must be a list or a string set, got number set")
+    if not isinstance(value, list):
+        raise ManifestError(f" must be a list or a string set, got {type(value).__name__}")
+    entries = tuple(
+        _manifest_entry(item, index) if isinstance(item, dict) else BlobEntry(item)
+        for index, item in enumerate(value)
+    )
+    recorded: dict[str, str] = {}
+    for entry in entries:
+        if entry.etag is None:
+            continue
+        if recorded.setdefault(entry.key, entry.etag) != entry.etag:
+            raise ManifestError(
+                f" lists {entry.key!r} with two ETags, {recorded[entry.key]} and {entry.etag}"
+            )
+    return entries
+
+
+def _manifest_entry(entry: dict[str, Any], index: int) -> BlobEntry:
+    """A map entry: ``key`` (S) and ``etag`` (S, an S3 ETag) required, ``size`` (N) optional, others ignored."""
+    where = f"[{index}]"
+    if MANIFEST_KEY not in entry:
+        raise ManifestError(
+            f"{where} is a map without '{MANIFEST_KEY}' (a manifest entry is {{key, etag, size}})"
+        )
+    key, etag, size = entry[MANIFEST_KEY], entry.get(MANIFEST_ETAG), entry.get(MANIFEST_SIZE)
+    if not isinstance(key, str):
+        raise ManifestError(f"{where}.{MANIFEST_KEY} must be a string, got {_shown(key)}")
+    if MANIFEST_ETAG not in entry:
+        raise ManifestError(f"{where} has no '{MANIFEST_ETAG}' (a manifest entry records its object's ETag)")
+    match = _ETAG.match(etag) if isinstance(etag, str) else None
+    if match is None:
+        raise ManifestError(
+            f"{where}.{MANIFEST_ETAG} must be an S3 ETag (hex, optionally quoted), got {_shown(etag)}"
+        )
+    if size is not None and (not isinstance(size, Decimal) or size < 0 or size % 1):
+        raise ManifestError(f"{where}.{MANIFEST_SIZE} must be a whole number of bytes, got {_shown(size)}")
+    return BlobEntry(key, f'"{match.group(2)}"', None if size is None else int(size))
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, (str, Decimal)):
+        return repr(value) if isinstance(value, str) else f"the number {value}"
+    return f"a {type(value).__name__}"
 
 
 def record_prefix(root: str, pk: str, sk: str) -> str:
@@ -339,11 +414,11 @@ def plan_cleanup(record: ChangeRecord, root: str, prefix_cleanup: bool) -> Clean
         reason = REASON_ORPHANED
         missing = record.old_image is None or record.new_image is None
         still_listed = record.new_blobs
-        candidates = [] if missing else [key for key in record.old_blobs if key not in still_listed]
+        candidates = [] if missing else [e for e in record.old_entries if e.key not in still_listed]
     else:
         reason = REASON_TTL if record.ttl_expiry else REASON_DELETED
         missing = record.old_image is None
-        candidates = record.old_blobs
+        candidates = list(record.old_entries)
         if prefix_cleanup:
             if issue:
                 refused.append(RefusedKey(prefix, issue, "prefix"))
@@ -351,12 +426,15 @@ def plan_cleanup(record: ChangeRecord, root: str, prefix_cleanup: bool) -> Clean
                 list_prefix = prefix
 
     keys: dict[str, None] = {}
-    for key in candidates:
-        refusal = key_refusal(key, prefix, issue)
+    etags: dict[str, str] = {}
+    for entry in candidates:
+        refusal = key_refusal(entry.key, prefix, issue)
         if refusal:
-            refused.append(RefusedKey(key, refusal, "blobs"))
-        else:
-            keys[key] = None
+            refused.append(RefusedKey(entry.key, refusal, "blobs"))
+            continue
+        keys[entry.key] = None
+        if entry.etag is not None:  # listed both plain and with an ETag: the ETag says which object it is
+            etags[entry.key] = entry.etag
     if record.event_name == "MODIFY" and not keys and not refused:
         reason = None  # nothing became an orphan
     return CleanupPlan(
@@ -364,6 +442,7 @@ def plan_cleanup(record: ChangeRecord, root: str, prefix_cleanup: bool) -> Clean
         prefix=prefix,
         reason=reason,
         keys=tuple(keys),
+        etags=etags,
         refused=tuple(refused),
         list_prefix=list_prefix,
         missing_images=missing,
@@ -407,6 +486,7 @@ def parse_batch(records: Sequence[Any], expected_table: str | None = None) -> St
     foreign: list[ForeignRecord] = []
     malformed: list[RejectedRecord] = []
     parsed: list[ChangeRecord] = []
+    with_etag = without_etag = 0
     for position, raw in enumerate(records):
         number = sequence_number_of(raw)
         if number:
@@ -431,14 +511,20 @@ def parse_batch(records: Sequence[Any], expected_table: str | None = None) -> St
         if expected_table and source != expected_table and number:
             foreign.append(ForeignRecord(position, number, source, origin))
         try:
-            parsed.append(parse_record(raw, position))
+            change = parse_record(raw, position)
         except MalformedRecordError as exc:
             malformed.append(RejectedRecord(position, exc.sequence_number, exc.problem))
+            continue
+        parsed.append(change)
+        recorded = sum(1 for entry in change.old_entries if entry.etag is not None)
+        with_etag, without_etag = with_etag + recorded, without_etag + len(change.old_entries) - recorded
     summary = BatchSummary(
         record_count=len(records),
         event_names=counts,
         first_sequence_number=sequence_numbers[0] if sequence_numbers else None,
         last_sequence_number=sequence_numbers[-1] if sequence_numbers else None,
         table_name=table_name,
+        old_blobs_with_etag=with_etag,
+        old_blobs_without_etag=without_etag,
     )
     return StreamBatch(summary, tuple(parsed), tuple(malformed), tuple(foreign))

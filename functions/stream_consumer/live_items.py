@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from .blob_store import lazy_client
-from .constants import BLOBS_ATTRIBUTE, MAX_ITEMS_PER_BATCH_GET, PARTITION_KEY, SORT_KEY
+from .constants import BLOBS_ATTRIBUTE, MANIFEST_KEY, MAX_ITEMS_PER_BATCH_GET, PARTITION_KEY, SORT_KEY
 
 Item = tuple[str, str]
 # Rounds of asking again for UnprocessedKeys (throttling).
@@ -89,8 +89,20 @@ class DynamoLiveItems:
 
 
 def _listed(value: Any) -> frozenset[str]:
+    """The string keys a ``blobs`` attribute value lists: a string set, or a list of strings and of manifest
+    entries (``{"M": {"key": {"S": ...}, ...}}``), whatever else the list holds (docs/data-contract.md)."""
     if not isinstance(value, dict):
         return frozenset()
     if "SS" in value:
         return frozenset(value["SS"])
-    return frozenset(entry["S"] for entry in value.get("L", []) if isinstance(entry, dict) and "S" in entry)
+    return frozenset(key for entry in value.get("L", []) if (key := _listed_key(entry)) is not None)
+
+
+def _listed_key(entry: Any) -> str | None:
+    if not isinstance(entry, dict):
+        return None
+    if isinstance(entry.get("S"), str):
+        return entry["S"]  # type: ignore[no-any-return]
+    fields = entry.get("M")
+    key = fields.get(MANIFEST_KEY) if isinstance(fields, dict) else None
+    return key["S"] if isinstance(key, dict) and isinstance(key.get("S"), str) else None

@@ -1,7 +1,8 @@
 """Key reuse against the deployed consumer: delete an item, upload the same blob key again, put the item back
-listing it; the consumer's cleanup of the REMOVE races the application and must never delete the new blob.
-Also the local AWS's conditional deletes, which the consumer relies on, answered as S3 answers them, and the
-consumer deployed with blob_key_reuse=never, whose role can no longer observe a blob or read an item.
+listing it; the consumer's cleanup of the REMOVE races the application and must never delete the new blob, with
+the blobs listed as plain keys, as manifest entries carrying the upload's ETag (docs/data-contract.md), or both
+mixed in one batch. Also the local AWS's conditional deletes, which the consumer relies on, answered as S3 answers
+them, and the consumer deployed with blob_key_reuse=never, whose role can no longer observe a blob or read an item.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from tests.support import localaws as lt
 pytestmark = pytest.mark.integration
 
 ROUNDS = 30
+# How the items list their blobs: plain keys, manifest entries, or both (alternating items, and within an item).
+FORMS = ("plain", "manifest", "mixed")
 
 
 def _exists(s3: Any, bucket: str, key: str) -> bool:
@@ -30,8 +33,20 @@ def _exists(s3: Any, bucket: str, key: str) -> bool:
     return True
 
 
-def _item(pk: str, key: str) -> dict[str, Any]:
-    return {"pk": {"S": pk}, "sk": {"S": "v1"}, "blobs": {"L": [{"S": key}]}}
+def _entry(key: str, etag: str, manifest: bool) -> dict[str, Any]:
+    """A ``blobs`` entry: the manifest entry of the upload that returned ``etag``, or the plain key."""
+    if not manifest:
+        return {"S": key}
+    return {"M": {"key": {"S": key}, "etag": {"S": etag}, "size": {"N": "1"}}}
+
+
+def _item(pk: str, *entries: dict[str, Any]) -> dict[str, Any]:
+    return {"pk": {"S": pk}, "sk": {"S": "v1"}, "blobs": {"L": list(entries)}}
+
+
+def _manifest(form: str, n: int) -> bool:
+    """Whether the ``n``-th blob of a test lists its ETag."""
+    return form == "manifest" or (form == "mixed" and n % 2 == 0)
 
 
 def test_conditional_deletes_are_evaluated_as_s3_does(local_aws: lt.LocalAWS) -> None:
@@ -66,41 +81,56 @@ def test_conditional_deletes_are_evaluated_as_s3_does(local_aws: lt.LocalAWS) ->
     assert "Contents" not in s3.list_objects_v2(Bucket="conditional-deletes")
 
 
+@pytest.mark.parametrize("form", FORMS)
 def test_delete_reupload_reput_never_loses_the_live_blob(
-    local_aws: lt.LocalAWS, full_stack: lt.Deployed
+    local_aws: lt.LocalAWS, full_stack: lt.Deployed, form: str
 ) -> None:
-    # GIVEN 30 items, each listing its own blob, and 5 more that will be deleted for good
+    # GIVEN 30 items, each listing its own blob, 5 more that will be deleted for good (each listing two blobs),
+    # and one whose update will drop one of its two blobs; listed in ``form``
     out = full_stack.outputs
     s3, ddb = local_aws.client("s3"), local_aws.client("dynamodb")
     bucket, table = out["BlobBucketName"], out["TableName"]
-    reused = {f"reuse-{i}": f"reuse-{i}/v1/body.txt" for i in range(ROUNDS)}
-    dropped = {f"dropped-{i}": f"dropped-{i}/v1/body.txt" for i in range(5)}
-    for pk, key in {**reused, **dropped}.items():
-        s3.put_object(Bucket=bucket, Key=key, Body=b"first")
-        ddb.put_item(TableName=table, Item=_item(pk, key))
 
-    # WHEN the application replaces each reused document by delete item -> upload the same key -> put the item,
-    # racing the consumer, and deletes the others
-    for pk, key in reused.items():
+    def upload(key: str, body: bytes) -> str:
+        return str(s3.put_object(Bucket=bucket, Key=key, Body=body)["ETag"])
+
+    reused = {f"reuse-{form}-{i}": f"reuse-{form}-{i}/v1/body.txt" for i in range(ROUNDS)}
+    dropped = {f"dropped-{form}-{i}": [f"dropped-{form}-{i}/v1/{n}.txt" for n in range(2)] for i in range(5)}
+    for i, (pk, key) in enumerate(reused.items()):
+        ddb.put_item(TableName=table, Item=_item(pk, _entry(key, upload(key, b"first"), _manifest(form, i))))
+    for pk, keys in dropped.items():
+        entries = [_entry(key, upload(key, b"first"), _manifest(form, n)) for n, key in enumerate(keys)]
+        ddb.put_item(TableName=table, Item=_item(pk, *entries))
+    orphan_pk = f"orphan-{form}"
+    kept_key, orphan_key = f"{orphan_pk}/v1/kept.txt", f"{orphan_pk}/v1/orphan.txt"
+    kept_entry = _entry(kept_key, upload(kept_key, b"kept"), _manifest(form, 1))
+    orphan_entry = _entry(orphan_key, upload(orphan_key, b"orphan"), _manifest(form, 0))
+    ddb.put_item(TableName=table, Item=_item(orphan_pk, kept_entry, orphan_entry))
+
+    # WHEN the application replaces each reused document by delete item -> upload the same key -> put the item
+    # (listing the new upload's ETag), racing the consumer, deletes the others, and drops one blob of the last
+    for i, (pk, key) in enumerate(reused.items()):
         ddb.delete_item(TableName=table, Key={"pk": {"S": pk}, "sk": {"S": "v1"}})
-        s3.put_object(Bucket=bucket, Key=key, Body=f"second {pk}".encode())
-        ddb.put_item(TableName=table, Item=_item(pk, key))
+        etag = upload(key, f"second {pk}".encode())
+        ddb.put_item(TableName=table, Item=_item(pk, _entry(key, etag, _manifest(form, i))))
     for pk in dropped:
         ddb.delete_item(TableName=table, Key={"pk": {"S": pk}, "sk": {"S": "v1"}})
+    ddb.put_item(TableName=table, Item=_item(orphan_pk, kept_entry))
 
-    # THEN once the consumer has processed every record, the dropped blobs are gone...
+    # THEN once the consumer has processed every record, the dropped blobs and the orphan are gone...
+    gone = [key for keys in dropped.values() for key in keys] + [orphan_key]
     mapping = out["EventSourceMappingUuid"]
     lt.wait_for(
         lambda: (
             local_aws.faults.mappings()[mapping].get("pending") == 0
-            and not any(_exists(s3, bucket, key) for key in dropped.values())
+            and not any(_exists(s3, bucket, key) for key in gone)
         ),
         timeout=120,
         what="the consumer to process every record and delete the dropped blobs",
     )
     # ...and every live record's blob is in place, holding what was uploaded last
-    lost = [key for key in reused.values() if not _exists(s3, bucket, key)]
-    assert lost == [], f"{len(lost)} of {ROUNDS} live records lost their blob"
+    lost = [key for key in [*reused.values(), kept_key] if not _exists(s3, bucket, key)]
+    assert lost == [], f"{len(lost)} live blob(s) lost: {lost[:5]}"
     for pk, key in reused.items():
         assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == f"second {pk}".encode()
 
@@ -119,12 +149,12 @@ def test_with_key_reuse_never_dropped_blobs_go_with_delete_rights_alone(
     assert env[names.ENV_BLOB_KEY_REUSE] == "never"
     items = {f"doc-{i}": [f"doc-{i}/v1/{n}.bin" for n in range(3)] for i in range(5)}
     for pk, keys in items.items():
-        for key in keys:
-            s3.put_object(Bucket=bucket, Key=key, Body=b"x")
-        ddb.put_item(
-            TableName=table,
-            Item={"pk": {"S": pk}, "sk": {"S": "v1"}, "blobs": {"L": [{"S": k} for k in keys]}},
-        )
+        # both forms: the manifest entries' ETags are not used (a conditional delete would need s3:GetObject)
+        entries = [
+            _entry(k, str(s3.put_object(Bucket=bucket, Key=k, Body=b"x")["ETag"]), n > 0)
+            for n, k in enumerate(keys)
+        ]
+        ddb.put_item(TableName=table, Item=_item(pk, *entries))
     s3.put_object(Bucket=bucket, Key="doc-kept/v1/0.bin", Body=b"x")
 
     # WHEN the items are deleted
@@ -143,3 +173,28 @@ def test_with_key_reuse_never_dropped_blobs_go_with_delete_rights_alone(
         what="the consumer to delete the 15 dropped blobs",
     )
     assert [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]] == ["doc-kept/v1/0.bin"]
+
+
+def test_the_cleanup_filter_passes_a_modify_that_drops_a_manifest_entry(
+    local_aws: lt.LocalAWS, deploy: Callable[..., lt.Deployed]
+) -> None:
+    # GIVEN the stack of test_events_filter (events=cleanup: the mapping passes a MODIFY only when its old image
+    # lists blobs) and an item listing two blobs as manifest entries only (no plain key the L.S pattern sees)
+    stack = deploy(
+        {"stream": "new-and-old", "events": "cleanup", "table_base": "evfilter", "deploy_target": "local"}
+    )
+    out = stack.outputs
+    s3, ddb = local_aws.client("s3"), local_aws.client("dynamodb")
+    bucket, table = out[names.OUT_BLOB_BUCKET], out[names.OUT_TABLE_NAME]
+    keys = [f"manifest-filter/v1/{n}.bin" for n in range(2)]
+    entries = [_entry(k, str(s3.put_object(Bucket=bucket, Key=k, Body=b"x")["ETag"]), True) for k in keys]
+    ddb.put_item(TableName=table, Item=_item("manifest-filter", *entries))
+
+    # WHEN the item is updated to list only the first
+    ddb.put_item(TableName=table, Item=_item("manifest-filter", entries[0]))
+
+    # THEN the MODIFY passed the filter and the consumer deleted the dropped blob, and only it
+    lt.wait_for(
+        lambda: not _exists(s3, bucket, keys[1]), timeout=60, what="the dropped manifest entry's blob to go"
+    )
+    assert _exists(s3, bucket, keys[0])

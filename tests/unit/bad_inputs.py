@@ -1005,14 +1005,25 @@ consumer_case(
 )
 consumer_case(
     IMAGES,
-    "`blobs` list holding a number and a map",
+    "`blobs` list holding a number",
     lambda: stream_event(
-        record("REMOVE", 1, "doc#1", "v#1", old=_with_blobs(av([OWN, 42, {"k": "v"}]), "doc#1", "v#1"))
+        record("REMOVE", 1, "doc#1", "v#1", old=_with_blobs(av([OWN, 42]), "doc#1", "v#1"))
     ),
-    ["batchItemFailures=[]", "'42': not-a-string", "{'k': 'v'}", "KeysRefused=2", "BlobsDeleted=1"],
+    ["batchItemFailures=[]", "'42': not-a-string", "KeysRefused=1", "BlobsDeleted=1"],
     REFUSED + "; the string key is deleted",
     objects=[OWN],
     id="image-blobs-non-string",
+)
+consumer_case(
+    IMAGES,
+    "`blobs` list holding a map that is not a manifest entry (no `key`)",
+    lambda: stream_event(
+        record("REMOVE", 1, "doc#1", "v#1", old=_with_blobs(av([OWN, {"k": "v"}]), "doc#1", "v#1"))
+    ),
+    ["batchItemFailures=[seq1]", "OldImage.blobs[1] is a map without 'key'"],
+    RETRIED + "; its blobs stay until a retry succeeds",
+    objects=[OWN],
+    id="image-blobs-bad-manifest-entry",
 )
 consumer_case(
     IMAGES,
@@ -1496,6 +1507,21 @@ settings_case(
 settings_case(
     '[defaults]\nenv = "prod"\n', ["settings"], ["env = 'prod' cannot be set in the file"],
     id="settings-env-in-file", label="the environment written in the file (`env = \"prod\"`)",
+)  # fmt: skip
+settings_case(
+    '[environments.stg.indexes.byOwner]\npartition = "owner:Q"\n', ["settings", "--env", "stg"],
+    ["index 'byOwner': partition = 'owner:Q' has type 'Q'; allowed: S|N|B"],
+    id="settings-index-bad-type", label="an index key of an unknown type (`partition = \"owner:Q\"`)",
+)  # fmt: skip
+settings_case(
+    '[environments.stg]\ngsi = "gsi1"\n[environments.stg.indexes.gsi1]\npartition = "a:S"\n',
+    ["settings", "--env", "stg"], ["index 'gsi1' is declared in indexes and by the gsi knob"],
+    id="settings-index-twice", label="an index declared both by `gsi` and in `indexes`",
+)  # fmt: skip
+settings_case(
+    '[environments.stg.indexes.one]\npartition = "owner:S"\n[environments.stg.indexes.two]\npartition = "owner:N"\n',
+    ["settings", "--env", "stg"], ["attribute 'owner' is N in index 'two' but S in index 'one'"],
+    id="settings-index-type-conflict", label="one attribute given two types by two indexes",
 )  # fmt: skip
 add(
     Case(

@@ -245,6 +245,7 @@ def test_summary_counts_names_and_sequence_numbers():
         "first_sequence_number": seq(1),
         "last_sequence_number": seq(4),
         "table_name": TABLE,
+        "old_image_blobs": {"with_etag": 0, "without_etag": 0},
     }
 
 

@@ -41,12 +41,25 @@ def emitted_metrics(lines: list[dict[str, Any]]) -> dict[str, Any]:
     return {name: sum(v) if isinstance(v, list) else v for name, v in values.items()}
 
 
-def counts(received: int = 1, deleted: int = 0, failed: int = 0, refused: int = 0) -> dict[str, int]:
+def counts(
+    received: int = 1,
+    deleted: int = 0,
+    failed: int = 0,
+    refused: int = 0,
+    *,
+    with_etag: int = 0,
+    without_etag: int | None = None,
+    precondition_failed: int = 0,
+) -> dict[str, int]:
+    """Every metric the consumer emits; the dropped keys without an ETag are by default the deleted ones."""
     return {
         "RecordsReceived": received,
         "BlobsDeleted": deleted,
         "RecordsFailed": failed,
         "KeysRefused": refused,
+        "DroppedKeysWithEtag": with_etag,
+        "DroppedKeysWithoutEtag": deleted - with_etag if without_etag is None else without_etag,
+        "BlobsKeptPreconditionFailed": precondition_failed,
     }
 
 

@@ -97,12 +97,12 @@ def test_package_is_small_code_only_and_self_contained():
     # GIVEN the Lambda package directory
     files = [p for p in PACKAGE.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
 
-    # THEN it holds only Python modules, under 64 KB of source (the handler's own logic: a vendored library
-    # would be hundreds of KB), importing only the standard library, the Lambda runtime's packages and itself
-    # (relatively): nothing of the repository outside functions/
+    # THEN it holds only Python modules, under 80 KB of source (the handler's own logic, about 70 KB with blob
+    # manifests: a vendored library would be hundreds of KB), importing only the standard library, the Lambda
+    # runtime's packages and itself (relatively): nothing of the repository outside functions/
     assert {p.suffix for p in files} == {".py"}
     assert not any(p.name.startswith("test") for p in files)
-    assert sum(p.stat().st_size for p in files) < 64_000
+    assert sum(p.stat().st_size for p in files) < 80_000
     for path in files:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.level == 0:

@@ -150,6 +150,9 @@ def test_filters_are_ored_and_none_passes_everything() -> None:
 
 
 # ----------------------------------------------------------------------------- the cleanup filter itself
+MANIFEST_ENTRY = {"M": {"key": {"S": "a/b/1"}, "etag": {"S": '"e1"'}, "size": {"N": "3"}}}
+
+
 @pytest.mark.parametrize(
     ("record", "passed"),
     [
@@ -165,6 +168,14 @@ def test_filters_are_ored_and_none_passes_everything() -> None:
             ddb("MODIFY", old={"blobs": {"L": [{"N": "1"}]}}, new={}),
             False,
         ),  # no string key: nothing to delete
+        # manifest entries (docs/data-contract.md): a list of maps, matched element by element, alone or mixed
+        (ddb("MODIFY", old={"blobs": {"L": [MANIFEST_ENTRY]}}, new={"blobs": {"L": []}}), True),
+        (ddb("MODIFY", old={"blobs": {"L": [{"N": "1"}, MANIFEST_ENTRY]}}, new={}), True),
+        (ddb("MODIFY", old={"blobs": {"L": [{"S": "a/b/1"}, MANIFEST_ENTRY]}}, new={}), True),
+        (ddb("INSERT", new={"blobs": {"L": [MANIFEST_ENTRY]}}), False),
+        (ddb("MODIFY", old={"blobs": {"L": [{"M": {"etag": {"S": '"e1"'}}}]}}, new={}), False),  # no key
+        (ddb("MODIFY", old={"blobs": {"L": [{"M": {"key": {"N": "1"}}}]}}, new={}), False),
+        (ddb("MODIFY", old={"blobs": {"M": {"key": {"S": "a/b/1"}}}}, new={}), False),  # a map, not a list
     ],
 )
 def test_cleanup_filter_passes_only_what_can_need_cleanup(record: dict[str, Any], passed: bool) -> None:

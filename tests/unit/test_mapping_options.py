@@ -42,6 +42,7 @@ def test_cleanup_filters_and_moves_the_nudge_to_a_remove() -> None:
     assert patterns[0] == {"eventName": ["REMOVE"]}
     assert {json.dumps(p["dynamodb"]["OldImage"]["blobs"], sort_keys=True) for p in patterns[1:]} == {
         '{"L": {"S": [{"exists": true}]}}',
+        '{"L": {"M": {"key": {"S": [{"exists": true}]}}}}',
         '{"SS": [{"exists": true}]}',
     }
 
@@ -86,7 +87,7 @@ def test_filter_compared_as_json_in_any_order_and_empty_as_absent() -> None:
     # a filter removed out of band is a difference, reported by count
     (name, live, declared), *_ = mapping_differences(live_mapping(FilterCriteria={}), want, "arn:aws:s3:::b")
     assert name == "FilterCriteria" and setting_text(name, live) == "no filter"
-    assert setting_text(name, declared) == "3 filter patterns"
+    assert setting_text(name, declared) == "4 filter patterns"
     # with events=all an empty FilterCriteria is the same as none
     everything = shape()
     mapping = {k: v for k, v in everything.live_fields().items() if v is not None}
@@ -112,7 +113,7 @@ def test_preflight_reports_each_setting_change_with_its_values() -> None:
         (Level.CHANGE, "mapping.events_changed", False, "all", "cleanup"),
         (Level.CHANGE, "mapping.metrics_changed", False, True, False),
     ]
-    assert (lines[0].live, lines[0].declared) == ("no filter", "3 filter patterns")
+    assert (lines[0].live, lines[0].declared) == ("no filter", "4 filter patterns")
     # AND back again, or nothing changed, or no mapping before: the same code the other way, or nothing
     back = mapping_options.findings(config(events="cleanup"), config())
     assert [(f.code, f.before, f.after) for f in back] == [("mapping.events_changed", "cleanup", "all")]
