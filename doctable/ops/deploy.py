@@ -193,7 +193,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
         index_deploy.wait_for_busy(
             aws, deployment.table_name, plan.busy, progress.say, timeout=args.index_timeout
         )
-    if plan is not None and plan.multi_step:
+    if plan is not None and plan.steps:
         code = _deploy_index_steps(args, resolved, aws, deployment, plan, progress, report)
     else:
         command = cdk_command(config, args)
@@ -226,15 +226,17 @@ def _deploy_index_steps(
     progress: Progress,
     report: dict[str, Any],
 ) -> int:
-    """One cdk deploy per GSI creation or deletion, each waiting for its index; the exit code of the first that
-    fails (CloudFormation rolls that one back; the next doctable deploy continues from the live table)."""
+    """One cdk deploy per GSI creation or deletion (the last one the declared stack, the only one when there is
+    a single change), each waiting for its index; the exit code of the first that fails (CloudFormation rolls
+    that one back; the next doctable deploy continues from the live table)."""
     config = resolved.config
     shape = table_shape(config)
     total = len(plan.steps)
-    progress.say(
-        f"{total} index changes: CloudFormation takes one GSI creation or deletion per update, so this deploy "
-        f"makes {total} updates"
-    )
+    if total > 1:
+        progress.say(
+            f"{total} index changes: CloudFormation takes one GSI creation or deletion per update, so this "
+            f"deploy makes {total} updates"
+        )
     steps: list[dict[str, Any]] = report.setdefault("index_steps", [])
     for number, step in enumerate(plan.steps):
         progress.say(f"update {number + 1}/{total}: {step.action} index {step.index}")

@@ -139,6 +139,8 @@ def split_drift(observed: Observed, diff: list[Finding]) -> list[Finding]:
         prop = CODE_PROPS.get(finding.code)
         if prop == "index":
             prop = f"index:{finding.subject}"
+        elif finding.code == "table.replaced" and finding.subject.startswith("index "):
+            prop = f"index:{finding.subject.removeprefix('index ')}"  # an LSI: its declaration decides
         if finding.level is not Level.CHANGE or _deploy_changes(prop, deployed, target):
             kept.append(finding)
         elif prop not in RECONCILED_PROPS:

@@ -333,3 +333,14 @@ def test_an_index_made_outside_the_stack_is_drift_reconcile_leaves() -> None:
     table = live(definition("aaa", {"partition": "a:S"}), definition("zzz", {"partition": "z:S"}))
     found = [(d.prop, d.op) for d in differences(config, table, TTL_OFF, "DISABLED")]
     assert found == [("index:zzz", None)]  # reported, no repair call: reconcile never deletes an index
+
+
+
+def test_a_declared_lsi_change_is_a_deploy_change_not_drift() -> None:
+    from doctable.ops.drift import changed_by_deploy
+
+    deployed = resolve_config(context={}, environ={})
+    target = resolve_config(context={}, environ={}, indexes={"byVersion": BY_VERSION})
+    # the property preflight compares an LSI's table.replaced finding by: its declaration changes
+    assert changed_by_deploy("index:byVersion", deployed, target)
+    assert not changed_by_deploy("index:byVersion", target, target)
