@@ -29,6 +29,9 @@ class Workload:
     item_kb: float = 1.0
     delete_ratio: float = 0.1
     blobs_per_item: int = 1
+    # the share of dropped keys listed as manifest entries with their ETag (doctable.client writes every blob
+    # so); the rest are plain keys, which the guarded consumer HEADs first
+    manifest_share: float = 1.0
     index_share: float = 1.0  # the share of writes whose item carries each index's keys
     stored_items: int = 0  # items kept in the table: prices the table's and the indexes' storage
 
@@ -95,24 +98,26 @@ def build_plan(workload: Workload, config: DocTableConfig) -> Plan:
         batch = max(1.0, per_shard * interval)
     invocations = shards * per_shard / batch
 
-    # One batch: its removes' keys are observed (HEAD, 64 in flight), the items read (BatchGetItem, 100 a
-    # request), then deleted (DeleteObjects, 1,000 keys a request, in parallel); CPU scales down with memory.
-    # With blob_key_reuse=never the keys are deleted at once: no HEAD, no BatchGetItem.
+    # One batch: its removes' keys listed without an ETag are observed (HEAD, 64 in flight), the items read
+    # (BatchGetItem, 100 a request), then deleted (DeleteObjects, 1,000 keys a request, in parallel, each
+    # conditional on its ETag); CPU scales down with memory. A manifest entry carries its ETag: no HEAD. With
+    # blob_key_reuse=never the keys are deleted at once: no HEAD, no BatchGetItem.
     guarded = config.guards_key_reuse
     keys = batch * w.delete_ratio * w.blobs_per_item
+    headed = keys * (1 - w.manifest_share) if guarded else 0.0
     s3, ddb = value("s3_latency_s"), value("dynamodb_latency_s")
     waits = 0.0
     if keys:
+        if headed:
+            waits += math.ceil(headed / value("observe_concurrency")) * s3
         if guarded:
-            waits += math.ceil(keys / value("observe_concurrency")) * s3
             waits += math.ceil(batch * w.delete_ratio / 100) * ddb
         waits += s3 + keys / value("s3_delete_per_prefix")  # parallel requests share the prefix's rate
     if config.blob_prefix_cleanup:
         waits += batch * w.delete_ratio * s3  # one ListObjectsV2 per REMOVE
     cpu_share = min(1.0, config.memory / value("lambda_full_vcpu_mb"))
-    seconds = (
-        waits + keys * (value("cpu_s_per_key") if guarded else value("cpu_s_per_key_unguarded")) / cpu_share
-    )
+    unheaded = value("cpu_s_per_key_unguarded") if not guarded else value("cpu_s_per_key_manifest")
+    seconds = waits + (headed * value("cpu_s_per_key") + (keys - headed) * unheaded) / cpu_share
     capacity = factor * batch / seconds if seconds else math.inf
     use = per_shard / capacity if capacity != math.inf else 0.0
     if seconds > config.timeout:
@@ -129,7 +134,7 @@ def build_plan(workload: Workload, config: DocTableConfig) -> Plan:
 
     deletes = w.writes_per_second * w.delete_ratio
     key_rate = deletes * w.blobs_per_item
-    head_rate = key_rate if guarded else 0.0
+    head_rate = key_rate * (1 - w.manifest_share) if guarded else 0.0
     prefix_use = max(key_rate / value("s3_delete_per_prefix"), head_rate / value("s3_get_per_prefix"))
 
     month_s = HOURS_PER_MONTH * 3600
@@ -150,7 +155,7 @@ def build_plan(workload: Workload, config: DocTableConfig) -> Plan:
         * value("price_ddb_read_per_m"),
         "Lambda requests": invocations * month_s / 1e6 * value("price_lambda_requests_per_m"),
         "Lambda GB-seconds": invocations * seconds * config.memory / 1024 * month_s * gbs_price,
-        "S3 HEAD (GET class)": key_rate * month_s / 1000 * value("price_s3_get_per_k"),
+        "S3 HEAD (GET class)": head_rate * month_s / 1000 * value("price_s3_get_per_k"),
         "S3 DeleteObjects": 0.0,
     }
     monthly.update(index_monthly(w, config, month_s))
@@ -287,7 +292,7 @@ def render(plan: Plan) -> str:
     w = plan.workload
     lines = [
         f"workload: {w.writes_per_second:g} writes/s of {w.item_kb:g} KB items, {w.delete_ratio:.0%} deletes, "
-        f"{w.blobs_per_item} blob(s) per item; knobs: "
+        f"{w.blobs_per_item} blob(s) per item ({w.manifest_share:.0%} with their ETag); knobs: "
         + ", ".join(f"{k}={v}" for k, v in plan.knobs.items()),
         f"stream shards           {plan.shards}  ({plan.records_per_second_per_shard:.1f} records/s each)",
         f"concurrent consumers    {plan.concurrent_consumers}  (shards x parallelization_factor)",
@@ -344,6 +349,7 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
         item_kb=_number(args, "--item-kb", 0, 400, above=True),
         delete_ratio=_number(args, "--delete-ratio", 0, 1),
         blobs_per_item=int(_number(args, "--blobs-per-item", 0, 10_000, integer=True)),
+        manifest_share=_number(args, "--manifest-share", 0, 1),
         index_share=_number(args, "--index-share", 0, 1),
         stored_items=int(_number(args, "--stored-items", 0, 10**13, integer=True)),
     )
@@ -375,6 +381,13 @@ def register(sub: Any) -> None:
     plan.add_argument("--item-kb", default="1", metavar="KB", help="item size in KB (1)")
     plan.add_argument("--delete-ratio", default="0.1", metavar="R", help="share of writes that delete (0.1)")
     plan.add_argument("--blobs-per-item", default="1", metavar="N", help="blobs an item lists (1)")
+    plan.add_argument(
+        "--manifest-share",
+        default="1",
+        metavar="R",
+        help="share of blob keys listed as manifest entries with their ETag, as doctable.client writes them (1); "
+        "0 for an application writing plain keys (each costs a HEAD)",
+    )
     plan.add_argument(
         "--index-share",
         default="1",

@@ -45,6 +45,12 @@ ASSUMPTIONS: dict[str, tuple[float, str, str]] = {
         "consumer CPU seconds per dropped key with blob_key_reuse=never (no HEAD: parsing and DeleteObjects)",
         "this project's `make bench` (in-memory store), bench/results.json",
     ),
+    "cpu_s_per_key_manifest": (
+        0.00027,
+        "consumer CPU seconds per dropped key listed with its ETag (guarded, no HEAD: the batch's parsing, the "
+        "live-item read and a conditional DeleteObjects; 24 ms a batch of 100 records dropping 90 keys)",
+        "this project's `make bench` full-shard replay, bench/results.json fullshard_batch_seconds",
+    ),
     "lambda_full_vcpu_mb": (
         1769,
         "memory (MB) at which a function has one full vCPU; CPU scales with memory",

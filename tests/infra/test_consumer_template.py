@@ -195,12 +195,12 @@ def test_mapping_properties_and_tags() -> None:
         "Name": "from-trim-horizon",
     }
     assert props["StartingPosition"] == "TRIM_HORIZON"
-    assert props["BatchSize"] == 10
+    assert props["BatchSize"] == config.batch_size == 100
     assert props["BisectBatchOnFunctionError"] is True
     assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert props["MaximumRetryAttempts"] == config.max_retries == 5
     assert props["MaximumRecordAgeInSeconds"] == config.max_record_age == 21600
-    assert props["ParallelizationFactor"] == 1
+    assert props["ParallelizationFactor"] == config.parallelization_factor == 4
     assert props["DestinationConfig"] == {
         "OnFailure": {
             "Destination": {"Fn::GetAtt": [_logical(template, "AWS::S3::Bucket", "Failure"), "Arn"]}
@@ -223,14 +223,14 @@ def test_mapping_properties_and_tags() -> None:
     [
         ({"starting_position": "latest"}, {"StartingPosition": "LATEST"}),
         (
-            {"batch_size": "100", "batching_window": "5"},
-            {"BatchSize": 100, "MaximumBatchingWindowInSeconds": 5},
+            {"batch_size": "10", "batching_window": "5"},
+            {"BatchSize": 10, "MaximumBatchingWindowInSeconds": 5},
         ),
         (
             {"max_retries": "0", "max_record_age": "60"},
             {"MaximumRetryAttempts": 0, "MaximumRecordAgeInSeconds": 60},
         ),
-        ({"parallelization_factor": "4"}, {"ParallelizationFactor": 4}),
+        ({"parallelization_factor": "1"}, {"ParallelizationFactor": 1}),
     ],
 )
 def test_mapping_knobs(knobs: dict[str, str], expected: dict[str, Any]) -> None:
@@ -435,7 +435,7 @@ def test_snapstart_publishes_a_version_that_the_mapping_alias_targets() -> None:
     _, mapping = _one(template, "AWS::Lambda::EventSourceMapping")
     assert mapping["Properties"]["FunctionName"] == {"Ref": alias_id}
     # AND a change of the function publishes another version (a new logical id: created, then the old deleted)
-    _, changed, _ = synth(**STREAM, snapstart="on", memory="512")
+    _, changed, _ = synth(**STREAM, snapstart="on", memory="1024")
     assert _one(changed, "AWS::Lambda::Version")[0] != version_id
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from contract.knobs import KNOB_DEFAULTS
 from tests.support import localaws as lt
 from tests.support.cli import context_args, run_doctable
 
@@ -342,13 +343,14 @@ def flip_every_knob(day2: Day2) -> None:
     )
 
     # pitr on with batch_size, then pitr off with max_retries: in place, and the stack was still updatable
-    day2.flip("pitr off -> on, batch_size 10 -> 5", set(), ttl="on", pitr="on", batch_size="5")
+    day2.flip("pitr off -> on, batch_size -> 5", set(), ttl="on", pitr="on", batch_size="5")
     assert day2.table()["pitr"] == "ENABLED"
     assert [m["BatchSize"] for m in day2.mappings()] == [5]
     day2.verify(ttl="on", pitr="on", batch_size="5")
     day2.flip("pitr on -> off, max_retries 5 -> 2", {"pitr.disabled"}, ttl="on", max_retries="2")
     assert day2.table()["pitr"] == "DISABLED"
-    assert [(m["BatchSize"], m["MaximumRetryAttempts"]) for m in day2.mappings()] == [(10, 2)]
+    default_batch = int(KNOB_DEFAULTS["batch_size"])
+    assert [(m["BatchSize"], m["MaximumRetryAttempts"]) for m in day2.mappings()] == [(default_batch, 2)]
     day2.verify(ttl="on", max_retries="2")
 
     # ttl on -> off once the interval has passed since the last change (the rate limit's own window)

@@ -200,7 +200,7 @@ def test_consumer_settings_changed_behind_the_stack_fail_naming_the_consumer(
     before = lam.get_function_configuration(FunctionName=function)
     variables = dict(before["Environment"]["Variables"], BLOB_KEY_REUSE="never")
     lam.update_function_configuration(
-        FunctionName=function, MemorySize=512, Environment={"Variables": variables}
+        FunctionName=function, MemorySize=1024, Environment={"Variables": variables}
     )
     try:
         # WHEN verify runs  THEN only the consumer row fails, naming both with their declared values
@@ -208,7 +208,7 @@ def test_consumer_settings_changed_behind_the_stack_fail_naming_the_consumer(
         assert result.code == 1
         fails = failing(result)
         assert set(fails) == {"consumer-config"}, fails
-        assert "MemorySize 512 (declared 256)" in fails["consumer-config"]
+        assert "MemorySize 1024 (declared 512)" in fails["consumer-config"]
         assert "BLOB_KEY_REUSE 'never' (declared 'guarded')" in fails["consumer-config"]
     finally:
         lam.update_function_configuration(

@@ -61,7 +61,7 @@ def test_unprefixed_variables_are_never_knobs() -> None:
         "TTL": "on",
         "ENV": "/root/.shrc",
         "TIMEOUT": "60",
-        "MEMORY": "512",
+        "MEMORY": "1024",
         "OWNER": "x",
     }
     # WHEN the knobs are resolved  THEN none of them is read
@@ -71,7 +71,7 @@ def test_unprefixed_variables_are_never_knobs() -> None:
         "off",
         "dev",
         30,
-        256,
+        512,
         "",
     )
 

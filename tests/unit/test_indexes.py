@@ -335,7 +335,6 @@ def test_an_index_made_outside_the_stack_is_drift_reconcile_leaves() -> None:
     assert found == [("index:zzz", None)]  # reported, no repair call: reconcile never deletes an index
 
 
-
 def test_a_declared_lsi_change_is_a_deploy_change_not_drift() -> None:
     from doctable.ops.drift import changed_by_deploy
 

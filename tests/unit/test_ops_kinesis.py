@@ -594,7 +594,13 @@ def test_plan_adds_the_capture_units_and_the_on_demand_stream_with_their_sources
 
 def test_plan_models_a_kinesis_mapping_with_its_own_poll_and_shard_limits() -> None:
     w = Workload(writes_per_second=100)
-    config = cfg(kinesis="on", consumer="builtin", consumer_source="kinesis", parallelization_factor="2")
+    config = cfg(
+        kinesis="on",
+        consumer="builtin",
+        consumer_source="kinesis",
+        parallelization_factor="2",
+        batch_size="10",
+    )
     plan = build_plan(w, config)
     # on-demand starts with 4 shards; one batch per shard per parallelization factor at a time
     assert plan.shards == 4 and plan.concurrent_consumers == 8

@@ -41,7 +41,7 @@ def test_an_in_place_update_carries_each_setting_and_a_replacement_the_positions
     )
     assert change is not None
     assert (change.before, change.after) == (
-        {"BatchSize": 10, "MaximumRetryAttempts": 5},
+        {"BatchSize": 100, "MaximumRetryAttempts": 5},
         {"BatchSize": 5, "MaximumRetryAttempts": 2},
     )
     # AND a replacement carries the starting positions it moves between

@@ -40,25 +40,29 @@ def test_batches_fill_only_when_a_poll_finds_more_than_the_batch_size() -> None:
 
 
 def test_a_consumer_slower_than_its_shard_is_a_high_iterator_age_risk() -> None:
-    # GIVEN 100 writes/s, every one a delete of an item with 10 blobs, on a 128 MB function
+    # GIVEN 100 writes/s, every one a delete of an item with 10 blobs listed as plain keys (each HEADed), on a
+    # 128 MB function with one batch at a time
     plan = build_plan(
-        Workload(100, delete_ratio=1, blobs_per_item=10), config(memory="128", batch_size="100")
+        Workload(100, delete_ratio=1, blobs_per_item=10, manifest_share=0),
+        config(memory="128", batch_size="100", parallelization_factor="1"),
     )
     # THEN the batch time exceeds what one consumer can take, and the risk says so
     assert plan.shard_capacity_records_per_second < plan.records_per_second_per_shard
     assert plan.iterator_age_risk.startswith("HIGH")
     # AND more memory and parallel batches bring it down
     better = build_plan(
-        Workload(100, delete_ratio=1, blobs_per_item=10),
+        Workload(100, delete_ratio=1, blobs_per_item=10, manifest_share=0),
         config(memory="3008", batch_size="100", parallelization_factor="10"),
     )
     assert better.shard_capacity_records_per_second > better.records_per_second_per_shard
 
 
 def test_cost_lines_follow_the_published_prices() -> None:
-    plan = build_plan(Workload(100, item_kb=1.5, delete_ratio=0.5, blobs_per_item=2), config())
+    plan = build_plan(
+        Workload(100, item_kb=1.5, delete_ratio=0.5, blobs_per_item=2, manifest_share=0), config()
+    )
     month = HOURS_PER_MONTH * 3600
-    # 1.5 KB = 2 write units per write; stream reads by Lambda are free; S3 HEADs per dropped key
+    # 1.5 KB = 2 write units per write; stream reads by Lambda are free; S3 HEADs per dropped plain key
     assert plan.monthly_usd["DynamoDB on-demand writes"] == pytest.approx(
         100 * 2 * month / 1e6 * value("price_ddb_write_per_m")
     )
@@ -69,8 +73,8 @@ def test_cost_lines_follow_the_published_prices() -> None:
 
 
 def test_with_key_reuse_never_there_is_no_head_and_no_live_item_read() -> None:
-    # GIVEN the same workload, keys guarded (the default) and never reused
-    workload = Workload(500, delete_ratio=0.5, blobs_per_item=3)
+    # GIVEN the same workload of plain keys, guarded (the default) and never reused
+    workload = Workload(500, delete_ratio=0.5, blobs_per_item=3, manifest_share=0)
     guarded = build_plan(workload, config(batch_size="100"))
     never = build_plan(workload, config(batch_size="100", blob_key_reuse="never"))
     # THEN without the check there are no HEADs and no consistent reads to pay for, the same deletes, and a
@@ -134,3 +138,16 @@ def test_bad_input_is_one_line_exit_2(
     assert main(["plan", *argv]) == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line]
     assert len(err) == 1 and fragment in err[0] and "Traceback" not in err[0]
+
+
+def test_manifest_entries_need_no_head_and_a_full_shard_keeps_up_at_the_defaults() -> None:
+    # GIVEN one shard at its ~1,000 writes/s, 30% deletes of 3 blobs each, at the shipped defaults
+    workload = dict(writes_per_second=1000, item_kb=1, delete_ratio=0.3, blobs_per_item=3)
+    manifest = build_plan(Workload(**workload), config(stream="new-and-old"))  # type: ignore[arg-type]
+    plain = build_plan(Workload(**workload, manifest_share=0), config(stream="new-and-old"))  # type: ignore[arg-type]
+    # THEN with manifest entries there is no HEAD and the shard's consumers keep up (no growing iterator age)
+    assert manifest.s3_head_per_second == 0 and plain.s3_head_per_second == 900
+    assert manifest.shard_capacity_records_per_second >= 1000
+    assert not manifest.iterator_age_risk.startswith("HIGH")
+    # AND plain keys, each HEADed first, cost a slower batch
+    assert plain.seconds_per_batch > manifest.seconds_per_batch

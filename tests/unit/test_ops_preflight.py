@@ -9,6 +9,7 @@ import pytest
 
 from contract import names
 from contract.findings import Finding, Level
+from contract.knobs import KNOB_DEFAULTS
 from doctable.aws import Aws
 from doctable.cli import main
 from doctable.ops import grants
@@ -366,7 +367,13 @@ def test_mapping_and_tag_drift_are_reported_as_drift(moto_env: Aws) -> None:
     moto_env.client("dynamodb").untag_resource(ResourceArn=outputs[names.OUT_TABLE_ARN], TagKeys=["Source"])
     findings = by_subject(preflight_deployed(moto_env, stream="new-and-old"))
     batch = findings["mapping BatchSize"]
-    assert (batch.level, batch.code, batch.before, batch.after) == (Level.DRIFT, "drift.detected", "1", "10")
+    default = KNOB_DEFAULTS["batch_size"]
+    assert (batch.level, batch.code, batch.before, batch.after) == (
+        Level.DRIFT,
+        "drift.detected",
+        "1",
+        default,
+    )
     assert findings["table tag Source"].level == Level.DRIFT
 
 
@@ -378,7 +385,7 @@ def test_a_batch_size_knob_change_is_a_deploy_change_not_drift(moto_env: Aws) ->
     assert not [f for f in findings if f.level == Level.DRIFT]
     updated = by_code(findings)["mapping.updated"]
     assert (updated.before, updated.after, updated.destructive) == (
-        {"BatchSize": 10},
+        {"BatchSize": int(KNOB_DEFAULTS["batch_size"])},
         {"BatchSize": 50},
         False,
     )
@@ -434,7 +441,7 @@ def test_consumer_knob_changes_on_a_live_stack_say_what_the_deploy_does(moto_env
     # GIVEN a deployed stack with the built-in consumer, and knobs that turn SnapStart on, give it more memory and
     # promise keys are never reused
     ot.deploy_with_mapping(moto_env.client, ot.config_of(stream="new-and-old"))
-    knobs = {"stream": "new-and-old", "snapstart": "on", "memory": "512", "blob_key_reuse": "never"}
+    knobs = {"stream": "new-and-old", "snapstart": "on", "memory": "1024", "blob_key_reuse": "never"}
     findings = preflight_deployed(moto_env, **knobs)
     # THEN each is a deploy change with its values; key reuse turned to never is destructive
     consumer = {
@@ -444,7 +451,7 @@ def test_consumer_knob_changes_on_a_live_stack_say_what_the_deploy_does(moto_env
     }
     assert consumer == {
         ("consumer function snapstart", "consumer.changed", False, False, True),
-        ("consumer function memory", "consumer.changed", False, 256, 512),
+        ("consumer function memory", "consumer.changed", False, 512, 1024),
         (
             f"consumer function {names.ENV_BLOB_KEY_REUSE}",
             "consumer.key_reuse_never",
