@@ -1,9 +1,11 @@
 """``python -m bench`` (``make bench``): every figure of the consumer beside the baseline's, as ONE table.
 
 Sections: throughput under a model of S3's and DynamoDB's latency at batch sizes 10, 100 and 1,000 (and the
-consumer's own CPU per record with an in-memory store), cold start in fresh processes against the json and SDK
-floors, end-to-end latency on the local AWS with the plan model's delivery prediction beside the poller's
-measured one (skipped with a reason when it cannot run), artifact sizes. The figures are written to
+consumer's own CPU per record with an in-memory store), the full-shard replay (ten seconds of one shard at 1,000
+writes a second through the consumer with the shipped knobs' concurrency, beside ``doctable plan``), the client's
+cost per put against a hand-written one, cold start in fresh processes against the json and SDK floors,
+end-to-end latency on the local AWS with the plan model's delivery prediction beside the poller's measured one
+(skipped with a reason when it cannot run), artifact sizes (bench/README.md). The figures are written to
 ``bench/results.json`` with the previous run's kept beside them (its "previous" key), and the picture to
 ``bench/results.svg``. Progress goes to stderr, the table to stdout.
 """
@@ -21,10 +23,17 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import BENCH_DIR, machine_info
-from bench.figures import cold_figures, throughput_figures
+from bench.figures import (
+    client_figures,
+    cold_figures,
+    fullshard_figures,
+    throughput_figures,
+)
 from bench.figures import figure as _figure
+from bench.table import render, render_fullshard, render_plan_check
 
 RESULTS = BENCH_DIR / "results.json"
+SECTIONS = ("throughput", "fullshard", "client", "coldstart", "e2e", "size")
 SCHEMA = 1
 
 SVG = BENCH_DIR / "results.svg"
@@ -52,6 +61,18 @@ def build_figures(sections: dict[str, Any]) -> list[dict[str, Any]]:
         figures.extend(throughput_figures(tp))
     elif tp is not None:
         figures.append(_skipped("throughput_rps", "Throughput", tp.get("skipped", "not run")))
+
+    fs = sections.get("fullshard")
+    if fs and fs.get("measured"):
+        figures.extend(fullshard_figures(fs))
+    elif fs is not None:
+        figures.append(_skipped("fullshard_rps", "Full-shard replay", fs.get("skipped", "not run")))
+
+    cp = sections.get("client")
+    if cp and cp.get("client"):
+        figures.extend(client_figures(cp))
+    elif cp is not None:
+        figures.append(_skipped("client_put_seconds", "Client's cost per put", cp.get("skipped", "not run")))
 
     cold = sections.get("coldstart")
     if cold and not cold.get("skipped"):
@@ -140,92 +161,6 @@ def _e2e_note(e2e: dict[str, Any], phase: str, base: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-# ------------------------------------------------------------------------------------------------ table
-
-
-def _fmt(value: float | None, unit: str) -> str:
-    if value is None:
-        return "-"
-    if unit == "bool":
-        return "yes" if value else "NO"
-    if unit in ("B",):
-        return f"{value:,.0f}"
-    if abs(value) >= 100:
-        return f"{value:,.0f}"
-    if abs(value) >= 10:
-        return f"{value:.1f}"
-    return f"{value:.2f}"
-
-
-def _cell(figure: dict[str, Any], who: str) -> str:
-    text = _fmt(figure.get(who), figure["unit"])
-    spread = figure.get("spread", {}).get(who)
-    if spread and figure.get(who) is not None:
-        text += f" [{_fmt(spread['p10'], 'ms')}-{_fmt(spread['p90'], 'ms')}]"
-    return text
-
-
-def _floor_ratio(figure: dict[str, Any]) -> str:
-    project, floor = figure.get("project"), figure.get("floor")
-    if project is None or not floor or figure["unit"] in ("bool", "req"):
-        return "-"
-    return f"{project / floor:.3g}x"
-
-
-def render(figures: list[dict[str, Any]], previous: dict[str, dict[str, Any]], previous_when: str) -> str:
-    headers = [
-        "Figure",
-        "Project",
-        "Baseline",
-        "Floor",
-        "Proj/Base",
-        "Proj/Floor",
-        "Target",
-        "Met",
-        f"Prev project ({previous_when})",
-    ]
-    rows: list[list[str]] = []
-    notes: list[str] = []
-    for figure in figures:
-        if figure["project"] is None:
-            rows.append([figure["label"], figure["note"], "", "", "", "", "", "-", ""])
-            continue
-        prev = previous.get(figure["id"])
-        prev_text = "-"
-        if prev and prev.get("project") is not None:
-            prev_text = _fmt(prev["project"], figure["unit"])
-            if prev.get("ratio") is not None:
-                prev_text += f" ({prev['ratio']:.3g}x)"
-        met = {True: "yes", False: "NO", None: ""}[figure["met"]]
-        rows.append(
-            [
-                figure["label"],
-                _cell(figure, "project"),
-                _cell(figure, "baseline"),
-                _cell(figure, "floor"),
-                "-" if figure["ratio"] is None else f"{figure['ratio']:.3g}x",
-                _floor_ratio(figure),
-                figure["target"],
-                met,
-                prev_text,
-            ]
-        )
-        if figure["note"]:
-            notes.append(f"  {figure['id']}: {figure['note']}")
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    line = "+".join("-" * (w + 2) for w in widths)
-    out = [
-        " | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)),
-        line,
-    ]
-    for row in rows:
-        out.append(" | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
-    if notes:
-        out.append("notes:")
-        out.extend(notes)
-    return "\n".join(out)
-
-
 # ------------------------------------------------------------------------------------------------- main
 
 
@@ -277,7 +212,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--singles", type=int, default=50, help="end-to-end single writes")
     parser.add_argument("--burst", type=int, default=1000, help="end-to-end burst size")
     parser.add_argument(
-        "--only", default="throughput,coldstart,e2e,size", help="comma-separated sections to run"
+        "--fullshard-writes", type=int, default=1000, help="full-shard replay: writes per second (1000)"
+    )
+    parser.add_argument(
+        "--fullshard-seconds", type=float, default=10.0, help="full-shard replay: seconds of the shard (10)"
+    )
+    parser.add_argument("--client-puts", type=int, default=20, help="client section: puts per writer (20)")
+    parser.add_argument(
+        "--only",
+        default=",".join(SECTIONS),
+        help=f"comma-separated sections to run (of {','.join(SECTIONS)})",
     )
     parser.add_argument(
         "--variants",
@@ -293,6 +237,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.quick:
         args.batch_sizes, args.repeats, args.s3_ms = (10, 30), 1, 20.0
         args.cold_runs, args.singles, args.burst = 3, 3, 20
+        args.fullshard_writes, args.fullshard_seconds, args.client_puts = 200, 1.0, 3
+    unknown = sorted({s.strip() for s in args.only.split(",") if s.strip()} - set(SECTIONS))
+    if unknown:
+        parser.error(f"--only: unknown section(s) {','.join(unknown)}; allowed: {','.join(SECTIONS)}")
     return args
 
 
@@ -318,21 +266,6 @@ def plan_check(e2e: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
-def render_plan_check(check: dict[str, Any]) -> str:
-    p, m = check["predicted"], check["measured"]
-    return "\n".join(
-        [
-            f"plan model vs the local AWS's poller: a burst of {check['records']:,} writes in "
-            f"{check['write_seconds']:.1f} s, batch_size={check['batch_size']}",
-            f"  invocations              predicted {p['invocations']:>8,.0f}   measured {m['invocations']:>8,.0f}",
-            f"  records per invocation   predicted {p['records_per_invocation']:>8.2f}   "
-            f"measured {m['records_per_invocation']:>8.2f}",
-            "  (both poll the shard 4 times a second while caught up and at once while records are pending, as "
-            "Lambda does: the local AWS runs with DOCTABLE_LOCAL_POLL_CADENCE=aws)",
-        ]
-    )
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     wanted = {s.strip() for s in args.only.split(",") if s.strip()}
@@ -355,6 +288,21 @@ def main(argv: list[str] | None = None) -> int:
                 args.s3_ms,
                 args.dynamodb_ms,
                 **({"variants": args.variants} if args.variants else {}),
+            ),
+        ),
+        (
+            "fullshard",
+            f"full-shard replay: {args.fullshard_seconds:g} s of one shard at {args.fullshard_writes:,} writes/s "
+            "through the consumer with the shipped knobs' concurrency",
+            lambda: __import__("bench.fullshard", fromlist=["run"]).run(
+                args.fullshard_writes, args.fullshard_seconds, args.s3_ms, args.dynamodb_ms
+            ),
+        ),
+        (
+            "client",
+            f"the client's cost per put: {args.client_puts} puts each, DocClient.put and hand-written",
+            lambda: __import__("bench.client_put", fromlist=["run"]).run(
+                args.client_puts, args.s3_ms, args.dynamodb_ms
             ),
         ),
         (
@@ -404,6 +352,9 @@ def main(argv: list[str] | None = None) -> int:
             "cold_runs": args.cold_runs,
             "singles": args.singles,
             "burst": args.burst,
+            "fullshard_writes": args.fullshard_writes,
+            "fullshard_seconds": args.fullshard_seconds,
+            "client_puts": args.client_puts,
             "sections": sorted(wanted),
             "variants": list(args.variants) if args.variants else None,
             "quick": args.quick,
@@ -420,6 +371,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {op:<14} {st['fixed_ms']:g} ms + {st['per_key_ms']:.4g} ms/key   [{st['source']}]")
         for name, source in tp["model"]["sources"].items():
             print(f"  {name}: {source}")
+    fs = sections.get("fullshard") or {}
+    if fs.get("measured"):
+        print("\n" + render_fullshard(fs))
     if check:
         print("\n" + render_plan_check(check))
     print(
@@ -429,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     _write(args.output, data)
     print(f"results written to {os.path.relpath(args.output)}")
-    if "throughput" in wanted or "coldstart" in wanted:
+    if wanted & {"throughput", "coldstart", "fullshard", "client"}:
         from bench import svg
 
         caption = (

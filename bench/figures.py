@@ -248,3 +248,140 @@ def cold_figures(cold: dict[str, Any]) -> list[dict[str, Any]]:
 
 NAMES_COLD = {"floor": "json floor", "sdk_floor": "SDK floor"}
 SNAPSTART_NAME = "project_snapstart"  # bench.coldstart.SNAPSTART (not imported: it pulls in the staging code)
+
+
+def fullshard_figures(fs: dict[str, Any]) -> list[dict[str, Any]]:
+    """The full-shard replay: records per second sustained against the rate written, beside ``doctable plan``."""
+    w, shape, m, plan = fs["workload"], fs["shape"], fs["measured"], fs.get("plan", {})
+    written = float(w["writes_per_second"])
+    held = bool(m["guarantee_held"])
+    predicted = plan.get("shard_capacity_records_per_second")
+    what = (
+        f"{w['seconds']:g} s of one shard at {written:,.0f} writes/s ({w['remove_share']:.0%} REMOVE x "
+        f"{w['blobs_per_remove']} manifest blobs, {w['item_bytes'] / 1024:g} KB items), "
+        f"{shape['parallelization_factor']} environments x batch {shape['batch_size']} at {shape['memory']} MB"
+    )
+    plan_text = (
+        f"doctable plan predicts {predicted:,.0f} rec/s, {plan['seconds_per_batch']:.3f} s a batch"
+        if predicted
+        else f"doctable plan: {plan.get('skipped', 'not run')}"
+    )
+    requests = _requests(m["requests"])
+    figures = [
+        figure(
+            "fullshard_rps",
+            f"Full-shard replay, {what}: records/s sustained",
+            "rec/s",
+            m["records_per_second"],
+            target=f">= {written:,.0f} rec/s (the rate written)",
+            met=m["records_per_second"] >= written and held,
+            note=f"{m['records']:,} records in {m['seconds']:.2f} s; {plan_text}; {requests} in all; "
+            f"CPU share {shape['cpu_share']:.3f} vCPU ({shape['memory']} / {shape['full_vcpu_mb']:g} MB)",
+        ),
+        figure(
+            "fullshard_ratio_to_written",
+            "Full-shard replay: records/s sustained over records/s written",
+            "x",
+            m["ratio_to_written"],
+            target=">= 1",
+            met=m["ratio_to_written"] >= 1 and held,
+        ),
+        figure(
+            "fullshard_batch_seconds",
+            "Full-shard replay: seconds per batch (median; waits + CPU at the function's vCPU share)",
+            "s",
+            m["batch_seconds_median"],
+            target="(reported)",
+            note=f"answered after {m['batch_answer_seconds_median']:.3f} s (CPU at this machine's full speed: "
+            f"{m['batch_cpu_seconds_median'] * 1000:.1f} ms), then the rest of the CPU time at the share; "
+            f"{m['cpu_us_per_record']:.0f} us CPU per record",
+        ),
+    ]
+    if predicted:
+        figures.append(
+            figure(
+                "fullshard_plan_rps",
+                "doctable plan's prediction for the same workload and knobs: records/s a shard's consumers handle",
+                "rec/s",
+                predicted,
+                target="(reported)",
+                note=f"{plan['command']}; {plan['iterator_age_risk']}",
+            )
+        )
+        figures.append(
+            figure(
+                "fullshard_measured_over_plan",
+                "Full-shard replay: records/s measured over doctable plan's prediction",
+                "x",
+                m["records_per_second"] / predicted,
+                target="(reported)",
+                note=f"plan {plan['seconds_per_batch']:.3f} s a batch, measured {m['batch_seconds_median']:.3f} s",
+            )
+        )
+    figures.append(
+        figure(
+            "fullshard_guarantee_held",
+            "Full-shard replay: no live blob deleted, re-uploads under a dropped key (another ETag) kept, "
+            "every dropped blob deleted, no failed record",
+            "bool",
+            1.0 if held else 0.0,
+            target="held",
+            met=held,
+            note=f"{m['blobs_listed_for_deletion'] - m['blobs_left_that_should_be_gone']:,} of "
+            f"{m['blobs_listed_for_deletion']:,} dropped blobs deleted; {m['live_blobs_deleted']} of "
+            f"{m['live_blobs']:,} live blobs deleted ({m['items_written_back']} items written back); "
+            f"{m['reuploads_kept']} of {m['reuploads']} re-uploads kept; {m['batch_item_failures']} failed records",
+        )
+    )
+    return figures
+
+
+def client_figures(cp: dict[str, Any]) -> list[dict[str, Any]]:
+    """The client's put beside a hand-written upload + PutItem: requests and wall time per put."""
+    c, h = cp["client"], cp["handwritten"]
+    doc = f"a document with {cp['blobs_per_put']} blobs of {cp['blob_bytes'] / 1024:g} KB"
+    correct = "" if c["correct"] and h["correct"] else "; WRONG: an item or object did not match"
+
+    def spread(s: dict[str, Any]) -> dict[str, float]:
+        return {"p10": s["seconds_p10"], "p90": s["seconds_p90"]}
+
+    return [
+        figure(
+            "client_put_requests",
+            f"DocClient.put, {doc}: requests per put (vs hand-written)",
+            "req",
+            c["requests_per_put"],
+            h["requests_per_put"],
+            ratio=c["requests_per_put"] / h["requests_per_put"],
+            target="(reported)",
+            note=f"client {_requests(c['requests'])}; hand-written {_requests(h['requests'])}{correct}",
+        ),
+        figure(
+            "client_put_seconds",
+            f"DocClient.put, {doc}: wall seconds per put, median [p10-p90], n={c['puts']} (vs hand-written)",
+            "s",
+            c["seconds_median"],
+            h["seconds_median"],
+            ratio=c["seconds_median"] / h["seconds_median"],
+            target="(reported)",
+            note=f"uploads in parallel (upload_concurrency={cp['upload_concurrency']}); CPU "
+            f"{c['cpu_seconds_median'] * 1000:.1f} ms per put, hand-written {h['cpu_seconds_median'] * 1000:.1f} ms",
+            spread={"project": spread(c), "baseline": spread(h)},
+        ),
+        figure(
+            "handwritten_put_requests",
+            f"Hand-written put (boto3: put_object per blob, then put_item), {doc}: requests per put",
+            "req",
+            h["requests_per_put"],
+            target="(reported)",
+        ),
+        figure(
+            "handwritten_put_seconds",
+            f"Hand-written put, {doc}: wall seconds per put, median [p10-p90], n={h['puts']}",
+            "s",
+            h["seconds_median"],
+            target="(reported)",
+            note="one upload after the other, as boto3's examples write it",
+            spread={"project": spread(h)},
+        ),
+    ]

@@ -1,6 +1,7 @@
-"""A model of S3's and DynamoDB's request latency for the throughput bench: an in-memory bucket and table that
-answer botocore's requests at ``before-send`` (so the consumers' real clients serialize and parse every request)
-and charge each request a service time, ``fixed + per_key x keys``, by sleeping for it in the calling thread.
+"""A model of S3's and DynamoDB's request latency for the bench: an in-memory bucket and table that answer
+botocore's requests at ``before-send`` (so the consumers' and the client's real clients serialize and parse every
+request) and charge each request a service time, ``fixed + per_key x keys``, by sleeping for it in the calling
+thread.
 
 The sleeps are real, in the project and in the baseline alike, so concurrency (the project's parallel HEADs) is
 the consumer's own and no emulator work is measured: the time a consumer takes is its own CPU plus the modelled
@@ -9,14 +10,15 @@ waits. The defaults come from published figures, named in :data:`SOURCES` and pr
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import threading
 import time
 import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -33,12 +35,12 @@ SOURCES = {
     ),
     "s3_prefix_rate": (
         "Amazon S3 user guide, 'Performance guidelines for Amazon S3': at least 3,500 PUT/COPY/POST/DELETE and "
-        "5,500 GET/HEAD requests per second per partitioned prefix (a DeleteObjects key counts as one DELETE: "
-        "1/3,500 s per key, on one lane that concurrent requests share)"
+        "5,500 GET/HEAD requests per second per partitioned prefix (a DeleteObjects key counts as one DELETE, a "
+        "PutObject as one PUT: 1/3,500 s per key, on one lane that concurrent requests share)"
     ),
     "dynamodb_latency": (
         "Amazon DynamoDB developer guide, 'What is Amazon DynamoDB?': single-digit millisecond performance at any "
-        "scale (the model takes 5 ms per BatchGetItem request)"
+        "scale (the model takes 5 ms per BatchGetItem or PutItem request)"
     ),
 }
 
@@ -55,9 +57,9 @@ class ServiceTime:
         return self.fixed_s + self.per_key_s * keys
 
 
-# Requests whose keys share one prefix's DELETE rate: a key waits for the keys of every earlier request, across
+# Requests whose keys share one prefix's PUT/DELETE rate: a key waits for the keys of every earlier request, across
 # threads (parallel requests cannot exceed 3,500 keys a second together).
-RATE_LIMITED = frozenset({"DeleteObject", "DeleteObjects"})
+RATE_LIMITED = frozenset({"DeleteObject", "DeleteObjects", "PutObject"})
 
 
 def default_model(s3_ms: float = 150.0, dynamodb_ms: float = 5.0) -> dict[str, ServiceTime]:
@@ -67,7 +69,9 @@ def default_model(s3_ms: float = 150.0, dynamodb_ms: float = 5.0) -> dict[str, S
         "DeleteObject": ServiceTime(s3, 1 / 3500, "s3_latency + s3_prefix_rate"),
         "DeleteObjects": ServiceTime(s3, 1 / 3500, "s3_latency + s3_prefix_rate"),
         "ListObjectsV2": ServiceTime(s3, 0.0, "s3_latency"),
+        "PutObject": ServiceTime(s3, 1 / 3500, "s3_latency + s3_prefix_rate"),
         "BatchGetItem": ServiceTime(dynamodb_ms / 1000, 0.0, "dynamodb_latency"),
+        "PutItem": ServiceTime(dynamodb_ms / 1000, 0.0, "dynamodb_latency"),
     }
 
 
@@ -83,6 +87,31 @@ class _HttpRequest:
     url: str
     body: bytes
     method: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+class PrefixLane:
+    """One prefix's PUT/DELETE rate as a lane: a request's keys start when the keys of every earlier request are
+    done. ``shared``: a ``multiprocessing.Value("d")`` holding when the lane is free again, to share one lane
+    between processes (the full-shard replay's execution environments); time.monotonic is system-wide on Linux."""
+
+    def __init__(self, shared: Any = None) -> None:
+        self._shared = shared
+        self._free_at = 0.0
+        self._lock = threading.Lock()
+
+    def book(self, seconds: float) -> float:
+        """Book ``seconds`` of the lane: how long from now until they are done."""
+        lock = self._shared.get_lock() if self._shared is not None else self._lock
+        with lock:
+            now = time.monotonic()
+            free_at = self._shared.value if self._shared is not None else self._free_at
+            end = max(now, free_at) + seconds
+            if self._shared is not None:
+                self._shared.value = end
+            else:
+                self._free_at = end
+        return end - now
 
 
 class _Raw(io.BytesIO):
@@ -99,7 +128,9 @@ class _Object:
 class ModelledAws:
     """One bucket and one table in memory; install it on a boto3 session before the consumers build clients."""
 
-    def __init__(self, bucket: str, table: str, model: dict[str, ServiceTime]) -> None:
+    def __init__(
+        self, bucket: str, table: str, model: dict[str, ServiceTime], lane: PrefixLane | None = None
+    ) -> None:
         self.bucket = bucket
         self.table = table
         self.model = model
@@ -107,7 +138,7 @@ class ModelledAws:
         self.items: dict[tuple[str, str], dict[str, Any]] = {}
         self.requests: Counter[str] = Counter()
         self.charged_s = 0.0  # service time charged (summed over requests; concurrent ones overlap)
-        self._lane_free_at = 0.0  # when the prefix's DELETE rate is free again (perf_counter seconds)
+        self.lane = lane or PrefixLane()  # the prefix's PUT/DELETE rate
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ set-up and checks (no charge)
@@ -122,6 +153,12 @@ class ModelledAws:
     def present(self, keys: Iterable[str]) -> set[str]:
         with self._lock:
             return {key for key in keys if key in self.objects}
+
+    def etag(self, key: str) -> str | None:
+        """The ETag of the object ``key`` names now, None if there is none."""
+        with self._lock:
+            found = self.objects.get(key)
+        return found.etag if found else None
 
     def reset_counts(self) -> None:
         with self._lock:
@@ -167,12 +204,9 @@ class ModelledAws:
         with self._lock:
             self.requests[operation] += 1
             self.charged_s += seconds
-            if service and operation in RATE_LIMITED and service.per_key_s:
-                # The keys' time is a shared lane: this request's keys start when the earlier ones are done.
-                now = time.perf_counter()
-                start = max(now, self._lane_free_at)
-                self._lane_free_at = start + service.per_key_s * keys
-                seconds = service.fixed_s + (self._lane_free_at - now)
+        if service and operation in RATE_LIMITED and service.per_key_s:
+            # The keys' time is a shared lane: this request's keys start when the earlier ones are done.
+            seconds = service.fixed_s + self.lane.book(service.per_key_s * keys)
         if seconds > 0:
             time.sleep(seconds)
         return status, headers, body
@@ -220,6 +254,41 @@ class ModelledAws:
                     self.objects.pop(key, None)
         text = f'<?xml version="1.0" encoding="UTF-8"?><DeleteResult xmlns="{S3_NS}">{"".join(errors)}</DeleteResult>'
         return 200, {"Content-Type": "application/xml"}, text.encode(), len(objects)
+
+    def _op_PutObject(self, request: Any) -> tuple[int, dict[str, str], bytes, int]:
+        body = request.body if isinstance(request.body, bytes) else (request.body or b"")
+        if not isinstance(body, bytes):
+            body = body.read()
+        if "aws-chunked" in _header(request, "Content-Encoding"):
+            body = _unchunk(body)
+        key = self._key(request.url)
+        etag = '"' + hashlib.md5(body, usedforsecurity=False).hexdigest() + '"'  # a single-part upload's
+        with self._lock:
+            if _header(request, "If-None-Match") == "*" and key in self.objects:
+                error = (
+                    "<Error><Code>PreconditionFailed</Code><Message>At least one of the pre-conditions you "
+                    "specified did not hold</Message><Condition>If-None-Match</Condition></Error>"
+                )
+                return 412, {"Content-Type": "application/xml"}, error.encode(), 1
+            self.objects[key] = _Object(etag, time.time())
+        return 200, {"ETag": etag}, b"", 1
+
+    def _op_PutItem(self, request: Any) -> tuple[int, dict[str, str], bytes, int]:
+        asked = json.loads(request.body)
+        if asked.get("TableName") != self.table:
+            return _dynamodb_error("ResourceNotFoundException", "Requested resource not found")
+        item = asked["Item"]
+        key = (item["pk"]["S"], item["sk"]["S"])
+        condition = asked.get("ConditionExpression", "")
+        names = asked.get("ExpressionAttributeNames", {})
+        # The conditions the bench's writers send: none, or attribute_not_exists on the partition key.
+        if condition and condition not in {f"attribute_not_exists({n})" for n in names if names[n] == "pk"}:
+            return _dynamodb_error("ValidationException", f"condition not modelled: {condition}", 501)
+        with self._lock:
+            if condition and key in self.items:
+                return _dynamodb_error("ConditionalCheckFailedException", "The conditional request failed")
+            self.items[key] = item
+        return 200, {"Content-Type": "application/x-amz-json-1.0"}, b"{}", 1
 
     def _op_ListObjectsV2(self, request: Any) -> tuple[int, dict[str, str], bytes, int]:
         query = parse_qs(urlsplit(request.url).query)
@@ -298,7 +367,10 @@ class ModelServer:
                 body = self.rfile.read(length) if length else b""
                 operation = operation_of(self.command, self.path, self.headers.get("X-Amz-Target", ""))
                 request = _HttpRequest(
-                    f"http://{self.headers.get('Host', '')}{self.path}", body, self.command
+                    f"http://{self.headers.get('Host', '')}{self.path}",
+                    body,
+                    self.command,
+                    dict(self.headers),
                 )
                 status, headers, data = aws.handle(operation, request)
                 self.send_response(status)
@@ -328,7 +400,32 @@ def operation_of(method: str, path: str, target: str) -> str:
         return "DeleteObjects"
     if method == "GET" and query.get("list-type") == ["2"]:
         return "ListObjectsV2"
+    if method == "PUT" and not query:
+        return "PutObject"
     return ""
+
+
+def _header(request: Any, name: str) -> str:
+    value = request.headers.get(name) or ""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _unchunk(body: bytes) -> bytes:
+    """The content of an aws-chunked body (``<hex size>[;ext]\\r\\n<data>\\r\\n`` ... ``0`` and the trailer)."""
+    out: list[bytes] = []
+    at = 0
+    while True:
+        end = body.index(b"\r\n", at)
+        size = int(body[at:end].split(b";")[0], 16)
+        if size == 0:
+            return b"".join(out)
+        out.append(body[end + 2 : end + 2 + size])
+        at = end + 2 + size + 2
+
+
+def _dynamodb_error(code: str, message: str, status: int = 400) -> tuple[int, dict[str, str], bytes, int]:
+    body = json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": message}).encode()
+    return status, {"Content-Type": "application/x-amz-json-1.0"}, body, 1
 
 
 def _xml(text: str) -> str:

@@ -1,5 +1,7 @@
 """The bench's picture, as hand-written SVG: throughput against batch size under the S3 latency model (project
-and baseline), and the cold-start distributions of the four handlers (each run a dot, the median a bar)."""
+and baseline), the cold-start distributions of the four handlers (each run a dot, the median a bar), the
+full-shard replay's records handled against time (beside the rate written and doctable plan's), and the client's
+wall time per put beside a hand-written put's."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from typing import Any
 
 from bench.throughput import RATIO_KEYS
 
-WIDTH, HEIGHT = 960, 420
+WIDTH, HEIGHT = 960, 800
 COLORS = {
     "project": "#1b6ac9",
     "project_never": "#0ca678",
@@ -150,6 +152,109 @@ def _cold_panel(cold: dict[str, Any], x0: float, y0: float, w: float, h: float) 
     return out
 
 
+def _fullshard_panel(fs: dict[str, Any], x0: float, y0: float, w: float, h: float) -> list[str]:
+    out = [_text(x0 + w / 2, y0 - 12, "Full-shard replay: records handled against time", 13, "middle")]
+    m = fs.get("measured")
+    if not m:
+        return [*out, _text(x0 + 10, y0 + 20, "full-shard replay not measured")]
+    written = float(fs["workload"]["writes_per_second"])
+    records = float(m["records"])
+    predicted = (fs.get("plan") or {}).get("shard_capacity_records_per_second")
+    xhi = max(m["seconds"], records / written) * 1.05
+    yhi = records * 1.05
+
+    def px(t: float) -> float:
+        return x0 + t / xhi * w
+
+    def py(n: float) -> float:
+        return y0 + h - n / yhi * h
+
+    out.append(f'<rect x="{x0}" y="{y0}" width="{w}" height="{h}" fill="none" stroke="#999"/>')
+    step = 10 ** math.floor(math.log10(yhi)) if yhi > 0 else 1
+    step = step / 2 if yhi / step < 4 else step
+    n = 0.0
+    while n <= yhi:
+        out.append(f'<line x1="{x0}" x2="{x0 + w}" y1="{py(n):.1f}" y2="{py(n):.1f}" stroke="#eee"/>')
+        out.append(_text(x0 - 6, py(n) + 4, f"{n:,.0f}", 11, "end"))
+        n += step
+    t = 0
+    while t <= xhi:
+        out.append(_text(px(t), y0 + h + 16, f"{t:g}", 11, "middle"))
+        t += 1 if xhi <= 12 else 5
+    out.append(_text(x0 + w / 2, y0 + h + 34, "seconds since the replay's start", 12, "middle"))
+    lines = [("written", written, "#868e96", f"written: {written:,.0f} records/s")]
+    if predicted:
+        lines.append(("plan", predicted, "#f08c00", f"doctable plan: {predicted:,.0f} records/s"))
+    for _, rate, color, _label in lines:
+        end = min(xhi, records / rate)
+        out.append(
+            f'<line x1="{px(0):.1f}" y1="{py(0):.1f}" x2="{px(end):.1f}" y2="{py(rate * end):.1f}" '
+            f'stroke="{color}" stroke-width="1.5" stroke-dasharray="6,4"/>'
+        )
+    points = [(0.0, 0.0), *((float(t), float(n)) for t, n in m.get("progress", []))]
+    path = " ".join(f"{px(t):.1f},{py(n):.1f}" for t, n in points)
+    out.append(
+        f'<polyline points="{path}" fill="none" stroke="{COLORS["project_manifest"]}" stroke-width="2"/>'
+    )
+    legend = [
+        (
+            COLORS["project_manifest"],
+            f"measured: {m['records_per_second']:,.0f} records/s ({m['ratio_to_written']:.2f}x written), "
+            f"guarantee {'held' if m['guarantee_held'] else 'BROKEN'}",
+        ),
+        *((color, label) for _, _, color, label in lines),
+    ]
+    for i, (color, label) in enumerate(reversed(legend)):  # bottom right: under the lines
+        out.append(_text(x0 + w - 8, y0 + h - 8 - 16 * i, label, 12, "end", fill=color))
+    return out
+
+
+def _client_panel(cp: dict[str, Any], x0: float, y0: float, w: float, h: float) -> list[str]:
+    out = [
+        _text(x0 + w / 2, y0 - 12, "One put of a document with two blobs: wall ms (p10-p90)", 13, "middle")
+    ]
+    if not cp.get("client"):
+        return [*out, _text(x0 + 10, y0 + 20, "client put not measured")]
+    rows = (
+        ("client", "DocClient.put", COLORS["project"]),
+        ("handwritten", "hand-written boto3", COLORS["baseline"]),
+    )
+    hi = max(cp[who]["seconds_p90"] for who, _, _ in rows) * 1000 * 1.15
+    label_w = 130
+
+    def px(v: float) -> float:
+        return x0 + label_w + v / hi * (w - label_w)
+
+    out.append(
+        f'<rect x="{x0 + label_w}" y="{y0}" width="{w - label_w}" height="{h}" fill="none" stroke="#999"/>'
+    )
+    tick = 10 ** math.floor(math.log10(hi)) if hi > 0 else 1
+    tick = tick / 2 if hi / tick < 4 else tick
+    value = 0.0
+    while value <= hi:
+        out.append(f'<line x1="{px(value):.1f}" x2="{px(value):.1f}" y1="{y0}" y2="{y0 + h}" stroke="#eee"/>')
+        out.append(_text(px(value), y0 + h + 16, f"{value:,.0f}", 11, "middle"))
+        value += tick
+    out.append(_text(x0 + label_w + (w - label_w) / 2, y0 + h + 34, "ms per put", 12, "middle"))
+    step = h / len(rows)
+    for i, (who, label, color) in enumerate(rows):
+        s = cp[who]
+        y = y0 + step * (i + 0.5)
+        median, p10, p90 = (s[k] * 1000 for k in ("seconds_median", "seconds_p10", "seconds_p90"))
+        out.append(_text(x0 + label_w - 6, y + 4, label, 11, "end", fill=color))
+        out.append(
+            f'<rect x="{px(0):.1f}" y="{y - step * 0.2:.1f}" width="{px(median) - px(0):.1f}" '
+            f'height="{step * 0.4:.1f}" fill="{color}" fill-opacity="0.7"/>'
+        )
+        out.append(
+            f'<line x1="{px(p10):.1f}" x2="{px(p90):.1f}" y1="{y:.1f}" y2="{y:.1f}" stroke="#222" stroke-width="1.5"/>'
+        )
+        out.append(
+            _text(px(median) + 6, y - step * 0.22, f"{median:.0f} ms, {s['requests_per_put']:g} requests", 11)
+        )
+    return out
+
+
 def render(sections: dict[str, Any], caption: str) -> str:
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}">',
@@ -158,6 +263,8 @@ def render(sections: dict[str, Any], caption: str) -> str:
     tp, cold = sections.get("throughput") or {}, sections.get("coldstart") or {}
     parts += _throughput_panel(tp, 70, 40, 330, 300)
     parts += _cold_panel(cold, 450, 40, 490, 300)
+    parts += _fullshard_panel(sections.get("fullshard") or {}, 70, 430, 440, 300)
+    parts += _client_panel(sections.get("client") or {}, 560, 430, 380, 300)
     parts.append(_text(WIDTH / 2, HEIGHT - 12, caption, 11, "middle", fill="#555"))
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
