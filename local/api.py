@@ -4,7 +4,7 @@
 - pointing a client at it: ``client_env`` (what ``doctable local env`` exports), ``env_lines``, ``ACCOUNT_ID``,
   ``REGION``, the admin deployer's key, ``ca_bundle`` (the CA its HTTPS certificate is signed by);
 - ``run_cdk``: the CDK CLI against it; ``FaultClient``: fault injection and each stream mapping's progress;
-- ``register``: the ``doctable local up|down|env|status`` commands; ``LocalError``: what they raise.
+- ``register``: the ``doctable local up|down|env|status|run`` commands; ``LocalError``: what they raise.
 """
 
 from __future__ import annotations

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_PORT = 4566
+# Not LocalStack's 4566 (nor its 4510-4559), moto server's 5000 or DynamoDB Local's 8000: both can run beside it.
+DEFAULT_PORT = 4599
 HEALTH_PATH = "/_doctable/health"
 ACCOUNT_ID = "123456789012"
 REGION = "us-east-1"
@@ -71,3 +73,35 @@ def client_env(port: int, directory: Path | None = None) -> dict[str, str]:
         "CDK_DEFAULT_REGION": REGION,
         "DOCTABLE_DEPLOY_TARGET": "local",  # the knob deploy_target, as the project reads it
     }
+
+
+# What selects other credentials or another endpoint than the local AWS's: a command run against it
+# (`doctable local run`) must not inherit them from the shell (a session token, a profile, a per-service URL).
+_FOREIGN_PREFIXES = ("AWS_ENDPOINT_URL_", "AWS_CONTAINER_")
+_FOREIGN_VARIABLES = frozenset(
+    {
+        "AWS_PROFILE",
+        "AWS_DEFAULT_PROFILE",
+        "AWS_SESSION_TOKEN",
+        "AWS_SECURITY_TOKEN",
+        "AWS_CREDENTIAL_EXPIRATION",
+        "AWS_ROLE_ARN",
+        "AWS_ROLE_SESSION_NAME",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_USE_FIPS_ENDPOINT",
+        "AWS_USE_DUALSTACK_ENDPOINT",
+        "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
+    }
+)
+
+
+def run_env(port: int, base: Mapping[str, str], directory: Path | None = None) -> dict[str, str]:
+    """``base`` (a shell's environment) with ``client_env``'s variables set and the variables that would pick
+    other credentials or another endpoint removed: what ``doctable local run`` gives its command."""
+    env = {
+        key: value
+        for key, value in base.items()
+        if key not in _FOREIGN_VARIABLES and not key.startswith(_FOREIGN_PREFIXES)
+    }
+    env.update(client_env(port, directory))
+    return env

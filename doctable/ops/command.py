@@ -86,7 +86,8 @@ def report_knobs(deployment: Deployment, progress: Progress, *, quiet: bool = Fa
 
 
 def guarded(fn: Command) -> Command:
-    """Whatever AWS or the file system says, the user gets one line (exit 2), never a traceback."""
+    """Whatever AWS or the file system says, the user gets one line, never a traceback: exit 4 for AWS's failures
+    (doctable.errors.exit_code_of), 2 for the rest."""
 
     @functools.wraps(fn)
     def run(args: argparse.Namespace) -> int:

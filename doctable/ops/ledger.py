@@ -278,6 +278,9 @@ def register(sub: Any) -> None:
     ledger = sub.add_parser(
         "ledger",
         help="write the environment's Live State (knobs, realized ids, status, last verify) as Markdown + JSON",
+        description="Write ledger/<table>.md and .json: the knobs the stack was deployed with, the realized "
+        "identifiers (ARNs, names), the status (live, degraded, unverified, gone...) and the last verify's rows. "
+        "Changes nothing in AWS.",
     )
     add_common_arguments(ledger, json_help="also print the ledger as JSON on stdout")
     ledger.add_argument("--ledger-dir", help="output directory (default: $DOCTABLE_LEDGER_DIR or ./ledger)")

@@ -153,12 +153,15 @@ def register(sub: Any) -> None:
         "dry run unless --apply",
         description="Compare the live table and mapping with the knobs the stack was deployed with and restore "
         "each drifted property through the service APIs. Exit 0: nothing drifted (after --apply: nothing left); "
-        "1: drift remains (always after a dry run with drift); 2: an error.",
+        "1: drift remains (always after a dry run with drift); 2 bad input, 4 AWS refused (as `doctable --help` says).",
     )
     add_common_arguments(reconcile, json_help="print the drift and what was restored as JSON on stdout")
     reconcile.add_argument("--apply", action="store_true", help="make the calls (default: list them only)")
     reconcile.add_argument(
-        "--timeout", type=seconds, default=120.0, help="bound of the wait for a busy mapping, seconds (120)"
+        "--timeout",
+        type=seconds,
+        default=120.0,
+        help="bound of the wait for a busy mapping to settle before its repair, seconds (120)",
     )
     reconcile.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     reconcile.set_defaults(func=guarded(cmd_reconcile))

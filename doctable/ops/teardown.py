@@ -416,6 +416,9 @@ def register(sub: Any) -> None:
     teardown = sub.add_parser(
         "teardown",
         help="remove one environment's stack (ownership-checked, confirmed) and verify what is gone or retained",
+        description="Delete one environment's stack after checking the table is ours (ManagedBy tag) and "
+        "asking for confirmation (--yes skips it); empty its buckets first in destroyable environments; then "
+        "check what is gone and list what is retained on purpose. Exit 1 when something is still present.",
     )
     add_common_arguments(teardown, json_help="print the outcome as JSON on stdout")
     teardown.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
@@ -424,7 +427,12 @@ def register(sub: Any) -> None:
         action="store_true",
         help="proceed although the table has deletion protection (lifted only where the stack deletes the table)",
     )
-    teardown.add_argument("--timeout", type=seconds, default=1800.0, help="bound of the deletion wait (1800)")
+    teardown.add_argument(
+        "--timeout",
+        type=seconds,
+        default=1800.0,
+        help="bound of the stack deletion wait, and of each resource's absence check after it, seconds (1800)",
+    )
     teardown.add_argument("--ledger", action="store_true", help="also write the ledger (status gone)")
     teardown.add_argument("--ledger-dir", help="ledger directory (default: $DOCTABLE_LEDGER_DIR or ./ledger)")
     teardown.add_argument("--state-dir", help=argparse.SUPPRESS)

