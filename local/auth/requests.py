@@ -4,7 +4,8 @@ JSON-protocol services (DynamoDB, DynamoDB Streams, Kinesis, CloudWatch Logs, SS
 X-Amz-Target; query-protocol ones (CloudFormation, STS, IAM) in ``Action``; REST ones (Lambda, S3) are matched
 against botocore's own service model (method, path template, required query parameters). Resources are taken from
 the request as AWS takes them: table, index and stream ARNs; Kinesis stream and consumer ARNs; bucket and object
-ARNs; function, mapping and layer ARNs; log group and stream ARNs; parameter ARNs; stack ARNs.
+ARNs; function, mapping and layer ARNs (a call on one mapping with ``lambda:FunctionArn``, lambda_access.py); log
+group and stream ARNs; parameter ARNs; stack ARNs.
 """
 
 from __future__ import annotations
@@ -372,7 +373,10 @@ def _lambda_check(op: str, params: dict[str, str], region: str) -> Check:
             name = name.split(":")[0]
         return Check(action, _arn("lambda", region, f"function:{name}"))
     if "UUID" in params:
-        return Check(action, _arn("lambda", region, f"event-source-mapping:{params['UUID']}"))
+        from local.auth.lambda_access import mapping_context
+
+        resource = _arn("lambda", region, f"event-source-mapping:{params['UUID']}")
+        return Check(action, resource, mapping_context(op, params["UUID"], region))
     if "LayerName" in params:
         layer = unquote(params["LayerName"])
         base = layer if layer.startswith("arn:") else _arn("lambda", region, f"layer:{layer}")

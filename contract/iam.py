@@ -1,0 +1,471 @@
+"""Least-privilege IAM policies for the doctable commands, computed from one environment's resolved knobs.
+
+Each command's part lists the calls its code makes (read from doctable/ops: the call, then the resource AWS
+authorizes it on), scoped to this environment's stack, table and the names CloudFormation generates from the
+stack's name; a statement whose call only exists for some knobs (a stream, a mapping, Kinesis, a KMS key, a
+borrowed consumer) is there only when the knobs have it. A role is the union of its commands' parts. ``"*"`` is
+used only for calls AWS authorizes on no resource, each in a statement whose Sid says so. Standard library only:
+the console script prints these (``doctable policy``) and the tests evaluate them on the local AWS.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from contract.knobs import DocTableConfig
+from contract.trust import PolicyError, ci_trust_policy
+
+__all__ = ["PolicyError", "ci_trust_policy"]  # the CI role's trust policy, beside the permission policies
+
+POLICY_VERSION = "2012-10-17"
+DEPLOYER, OPERATOR, READER = "deployer", "operator", "reader"
+ROLE_COMMANDS: dict[str, tuple[str, ...]] = {
+    # deploy: the reads of preflight and the gate, then `cdk deploy` through the bootstrap roles; the verify that
+    # closes a deploy is the operator's (a pipeline's role holds both).
+    DEPLOYER: ("deploy",),
+    OPERATOR: ("verify", "reconcile", "replay", "teardown", "ledger", "plan"),
+    # No read-only verify exists (verify writes test items), so the reader has preflight and ledger only.
+    READER: ("preflight", "ledger"),
+}
+ROLES = tuple(ROLE_COMMANDS)
+COMMANDS = tuple(dict.fromkeys(c for commands in ROLE_COMMANDS.values() for c in commands))
+
+# The CDK bootstrap (the default qualifier): the CLI assumes these roles; they hold the deploy's own rights.
+BOOTSTRAP_QUALIFIER = "hnb659fds"
+# deploy, file-publishing and lookup; not image-publishing: the stack has no container image assets.
+DEPLOYER_BOOTSTRAP_ROLES = ("deploy", "file-publishing", "lookup")
+
+# CloudFormation names a resource it names itself ``<stack>-<logical id>-<random>``; for a bucket lower case and
+# within S3's 63 characters, so the stack name is cut to what is left: 14 characters for this stack's longest
+# bucket logical id (StreamConsumerFailureBucket + its 8-character hash, 35 characters, + 2 dashes + 12).
+GENERATED_BUCKET_STACK_CHARS = 14
+VERIFY_KEY_PREFIX = "doctable-verify-"  # verify's test items and blobs (doctable/ops/verify/checks.py)
+FAILURE_PREFIX = "aws/lambda/"  # where Lambda's S3 on-failure destination writes (doctable/ops/replay.py)
+
+# A customer managed policy's limit, counted without whitespace.
+MANAGED_POLICY_LIMIT = 6144
+SID_RE = re.compile(r"^[A-Za-z0-9]+$")
+
+
+def partition_of(region: str) -> str:
+    """The ARN partition of a region."""
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One Allow statement: its Sid says what it is for (and, for ``"*"``, why AWS allows no resource)."""
+
+    sid: str
+    actions: tuple[str, ...]
+    resources: tuple[str, ...]
+    condition: dict[str, dict[str, list[str]]] | None = None
+
+    def document(self) -> dict[str, Any]:
+        statement: dict[str, Any] = {
+            "Sid": self.sid,
+            "Effect": "Allow",
+            "Action": sorted(self.actions),
+            "Resource": list(self.resources),
+        }
+        if self.condition:
+            statement["Condition"] = self.condition
+        return statement
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the policies apply: one environment's knobs in one account and region."""
+
+    config: DocTableConfig
+    account: str
+    region: str
+    partition: str = field(default="")
+
+    def __post_init__(self) -> None:
+        if not self.partition:
+            object.__setattr__(self, "partition", partition_of(self.region))
+
+    def arn(self, service: str, resource: str, *, region: bool = True, account: bool = True) -> str:
+        where = f"{self.region if region else ''}:{self.account if account else ''}"
+        return f"arn:{self.partition}:{service}:{where}:{resource}"
+
+    # ---- the stack's names
+    @property
+    def stack(self) -> str:
+        return self.config.stack_name
+
+    @property
+    def stack_arn(self) -> str:
+        return self.arn("cloudformation", f"stack/{self.stack}/*")
+
+    @property
+    def table_arn(self) -> str:
+        return self.arn("dynamodb", f"table/{self.config.table_name}")
+
+    @property
+    def functions(self) -> tuple[str, ...]:
+        """The consumer the mapping invokes: the stack's (any of its versions and aliases), or the borrowed one."""
+        borrowed = self.config.borrowed_consumer_arn
+        if borrowed:
+            return (borrowed, f"{borrowed}:*")
+        return (self.arn("lambda", f"function:{self.stack}-*"),)
+
+    @property
+    def log_groups(self) -> tuple[str, ...]:
+        return (self.arn("logs", f"log-group:{self.stack}-*"),)
+
+    @property
+    def mappings(self) -> tuple[str, ...]:
+        # A mapping's ARN ends in a UUID known only once CloudFormation made it: any mapping of the account and
+        # region, narrowed by the function it invokes where Lambda offers that key.
+        return (self.arn("lambda", "event-source-mapping:*"),)
+
+    @property
+    def generated_buckets(self) -> str:
+        return self.stack.lower()[:GENERATED_BUCKET_STACK_CHARS] + "*"
+
+    @property
+    def blob_bucket(self) -> str:
+        return self.config.blob_bucket or self.generated_buckets
+
+    def bucket_arn(self, bucket: str, key: str | None = None) -> str:
+        return f"arn:{self.partition}:s3:::{bucket}" + (f"/{key}" if key is not None else "")
+
+    @property
+    def kinesis_streams(self) -> tuple[str, ...]:
+        borrowed = self.config.borrowed_kinesis_arn
+        return (borrowed,) if borrowed else (self.arn("kinesis", f"stream/{self.stack}-*"),)
+
+    @property
+    def kms_keys(self) -> tuple[str, ...]:
+        borrowed = self.config.borrowed_kms_key_arn
+        # A key the stack creates (or AWS's aws/dynamodb key) is named by an id known only once it exists.
+        return (borrowed,) if borrowed else (self.arn("kms", "key/*"),)
+
+    def bootstrap_role(self, kind: str) -> str:
+        name = f"cdk-{BOOTSTRAP_QUALIFIER}-{kind}-role-{self.account}-{self.region}"
+        return self.arn("iam", f"role/{name}", region=False)
+
+    @property
+    def stack_roles(self) -> tuple[str, ...]:
+        return (self.arn("iam", f"role/{self.stack}-*", region=False),)
+
+
+# ---------------------------------------------------------------------------------------- the grants
+def _read_stack(t: Target, *actions: str) -> Statement:
+    return Statement("ReadStack", tuple(f"cloudformation:{a}" for a in actions), (t.stack_arn,))
+
+
+def _read_table(t: Target, *actions: str) -> Statement:
+    return Statement("ReadTable", tuple(f"dynamodb:{a}" for a in actions), (t.table_arn,))
+
+
+# What a look at the live table reads (doctable/ops/capability.py observe, the capabilities' findings and drift).
+TABLE_OBSERVE = (
+    "DescribeTable",
+    "DescribeTimeToLive",
+    "DescribeContinuousBackups",
+    "DescribeContributorInsights",
+    "ListTagsOfResource",
+    "GetResourcePolicy",
+    "DescribeKinesisStreamingDestination",
+)
+
+
+def _mapping_condition(t: Target) -> dict[str, dict[str, list[str]]]:
+    return {"ArnLike": {"lambda:FunctionArn": list(t.functions)}}
+
+
+def _read_mapping(t: Target) -> list[Statement]:
+    """The mapping's settings (scoped by the function it invokes) and its tags (ListTags has no such key)."""
+    if not t.config.has_mapping:
+        return []
+    return [
+        Statement("ReadMapping", ("lambda:GetEventSourceMapping",), t.mappings, _mapping_condition(t)),
+        Statement("ListMappingTagsUuidKnownOnlyAfterDeploy", ("lambda:ListTags",), t.mappings),
+    ]
+
+
+def _kms_reads(t: Target, *actions: str) -> list[Statement]:
+    if not (t.config.customer_managed_key or t.config.aws_managed_key):
+        return []
+    return [Statement("ReadTableKey", tuple(f"kms:{a}" for a in actions), t.kms_keys)]
+
+
+def _observe(t: Target) -> list[Statement]:
+    """What preflight, the deploy gate and reconcile read of the stack, its table and what hangs off it."""
+    return [
+        _read_stack(t, "DescribeStacks", "ListStackResources"),
+        _read_table(t, *TABLE_OBSERVE),
+        *_read_mapping(t),
+        *_kms_reads(t, "DescribeKey"),
+    ]
+
+
+def _borrowed(t: Target) -> list[Statement]:
+    """Preflight's look at what the knobs borrow (doctable/ops/borrowed.py)."""
+    found: list[Statement] = []
+    arn = t.config.borrowed_consumer_arn
+    if arn:
+        found.append(Statement("ReadBorrowedConsumer", ("lambda:GetFunction",), (arn,)))
+        # Its role is named by the function, not by the knobs: any role of the account, simulated only.
+        found.append(
+            Statement(
+                "SimulateBorrowedConsumerRoleUnknownBeforeRead",
+                ("iam:SimulatePrincipalPolicy",),
+                (t.arn("iam", "role/*", region=False),),
+            )
+        )
+    if t.config.borrowed_kinesis_arn:
+        found.append(
+            Statement("ReadBorrowedKinesisStream", ("kinesis:DescribeStreamSummary",), t.kinesis_streams)
+        )
+    return found
+
+
+def _preflight(t: Target) -> list[Statement]:
+    return _observe(t) + _borrowed(t)
+
+
+def _deploy(t: Target) -> list[Statement]:
+    roles = tuple(t.bootstrap_role(kind) for kind in DEPLOYER_BOOTSTRAP_ROLES)
+    return [*_preflight(t), Statement("AssumeCdkBootstrapRoles", ("sts:AssumeRole",), roles)]
+
+
+def _ledger(t: Target) -> list[Statement]:
+    # DescribeTable: a table retained after its stack went (doctable/ops/ledger.py _retained).
+    return [_read_stack(t, "DescribeStacks"), _read_table(t, "DescribeTable")]
+
+
+def _verify(t: Target) -> list[Statement]:
+    """doctable/ops/verify: ownership, the declared configuration, test items under their own partition key,
+    the stream record, the mapping, the consumer and its proof line, the blob clean-up."""
+    c = t.config
+    found = [
+        _read_stack(t, "DescribeStacks", "ListStackResources"),
+        _read_table(t, *TABLE_OBSERVE),
+        Statement(
+            "VerifyTestItemsOnly",
+            tuple(f"dynamodb:{a}" for a in ("PutItem", "GetItem", "DeleteItem", "Query")),
+            (t.table_arn,),
+            {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{VERIFY_KEY_PREFIX}*"]}},
+        ),
+    ]
+    if c.has_gsi or c.indexes:
+        found.append(Statement("QueryIndexes", ("dynamodb:Query",), (f"{t.table_arn}/index/*",)))
+    if c.has_stream and not c.reads_kinesis:
+        reads = ("DescribeStream", "GetShardIterator", "GetRecords")
+        stream = (f"{t.table_arn}/stream/*",)
+        found.append(Statement("ReadStreamRecord", tuple(f"dynamodb:{a}" for a in reads), stream))
+    if c.has_kinesis:
+        kinesis_reads = ("DescribeStreamSummary", "ListShards", "GetShardIterator", "GetRecords")
+        found.append(
+            Statement("ReadKinesisRecord", tuple(f"kinesis:{a}" for a in kinesis_reads), t.kinesis_streams)
+        )
+    found += _read_mapping(t)
+    if c.builtin_consumer:
+        found.append(Statement("ReadConsumer", ("lambda:GetFunctionConfiguration",), t.functions))
+        found.append(Statement("ReadProofLines", ("logs:FilterLogEvents",), t.log_groups))
+        bucket = t.blob_bucket
+        found.append(
+            Statement(
+                "ListVerifyBlobs",
+                ("s3:ListBucket",),
+                (t.bucket_arn(bucket),),
+                {"StringLike": {"s3:prefix": [f"{c.blob_root}{VERIFY_KEY_PREFIX}*"]}},
+            )
+        )
+        found.append(
+            Statement(
+                "WriteVerifyBlobs",
+                ("s3:PutObject", "s3:DeleteObject"),
+                (t.bucket_arn(bucket, f"{c.blob_root}{VERIFY_KEY_PREFIX}*"),),
+            )
+        )
+    if c.customer_managed_key or c.aws_managed_key:
+        found += _kms_reads(t, "DescribeKey", "GetKeyRotationStatus")
+        # A read of a table under a KMS key decrypts through DynamoDB as the caller.
+        found.append(
+            Statement(
+                "DecryptTableReads",
+                ("kms:Decrypt",),
+                t.kms_keys,
+                {"StringEquals": {"kms:ViaService": [f"dynamodb.{t.region}.amazonaws.com"]}},
+            )
+        )
+    return found
+
+
+# The calls reconcile restores drift with (doctable/ops/*.py ``apply``; drift.REPAIR_ORDER).
+TABLE_REPAIRS = (
+    "TagResource",
+    "UpdateTable",
+    "UpdateContinuousBackups",
+    "UpdateContributorInsights",
+    "DeleteResourcePolicy",
+    "UpdateTimeToLive",
+)
+
+
+def _reconcile(t: Target) -> list[Statement]:
+    c = t.config
+    repairs = list(TABLE_REPAIRS)
+    if c.has_resource_policy:
+        repairs.append("PutResourcePolicy")
+    if c.has_kinesis:
+        repairs += ["EnableKinesisStreamingDestination", "UpdateKinesisStreamingDestination"]
+    found = [*_observe(t), Statement("RepairTable", tuple(f"dynamodb:{a}" for a in repairs), (t.table_arn,))]
+    if c.has_kinesis:
+        # Enabling a destination checks that the caller may write the stream.
+        actions = ("kinesis:DescribeStream", "kinesis:PutRecord", "kinesis:PutRecords")
+        found.append(Statement("StreamTableToKinesis", actions, t.kinesis_streams))
+    if c.has_mapping:
+        found.append(
+            Statement(
+                "RepairMapping", ("lambda:UpdateEventSourceMapping",), t.mappings, _mapping_condition(t)
+            )
+        )
+        found.append(Statement("TagMappingUuidKnownOnlyAfterDeploy", ("lambda:TagResource",), t.mappings))
+    return found
+
+
+def _replay(t: Target) -> list[Statement]:
+    """doctable/ops/replay.py: the failure bucket's objects, the consumer invoked, the live items (rebase), and
+    the stream re-read for a record kept without its payload."""
+    c = t.config
+    if not c.has_mapping:
+        return [_read_stack(t, "DescribeStacks")]
+    bucket = t.generated_buckets
+    return [
+        _read_stack(t, "DescribeStacks"),
+        Statement(
+            "ListFailedBatches",
+            ("s3:ListBucket",),
+            (t.bucket_arn(bucket),),
+            {"StringLike": {"s3:prefix": [f"{FAILURE_PREFIX}*"]}},
+        ),
+        Statement(
+            "ReplayFailedBatches",
+            ("s3:GetObject", "s3:PutObject", "s3:DeleteObject"),
+            (t.bucket_arn(bucket, f"{FAILURE_PREFIX}*"),),
+        ),
+        Statement("InvokeConsumer", ("lambda:InvokeFunction",), t.functions),
+        Statement("ReadLiveItems", ("dynamodb:GetItem",), (t.table_arn,)),
+        Statement(
+            "RereadStreamRecords",
+            ("dynamodb:GetShardIterator", "dynamodb:GetRecords"),
+            (f"{t.table_arn}/stream/*",),
+        ),
+    ]
+
+
+def _teardown(t: Target) -> list[Statement]:
+    """doctable/ops/teardown.py: the plan (template, resources, ownership), the buckets emptied, the stack
+    deleted (CloudFormation acts as the stack's execution role), each resource probed for its absence."""
+    c = t.config
+    buckets = {t.generated_buckets, *([c.blob_bucket] if c.blob_bucket else [])}
+    bucket_arns = tuple(t.bucket_arn(b) for b in sorted(buckets))
+    found = [
+        _read_stack(t, "DescribeStacks", "GetTemplate", "ListStackResources", "DescribeStackEvents"),
+        Statement("DeleteStack", ("cloudformation:DeleteStack",), (t.stack_arn,)),
+        _read_table(t, "DescribeTable", "ListTagsOfResource"),
+        Statement("LiftDeletionProtection", ("dynamodb:UpdateTable",), (t.table_arn,)),
+        Statement(
+            "EmptyStackBuckets",
+            ("s3:ListBucket", "s3:ListBucketVersions", "s3:DeleteObject", "s3:DeleteObjectVersion"),
+            bucket_arns + tuple(f"{arn}/*" for arn in bucket_arns),
+        ),
+        Statement("ProbeStackRoles", ("iam:GetRole",), t.stack_roles),
+        # DescribeLogGroups is authorized on no log group (it lists them by prefix).
+        Statement("ListLogGroupsAcceptsNoResource", ("logs:DescribeLogGroups",), ("*",)),
+    ]
+    if c.has_mapping:
+        found.append(
+            Statement("ProbeMapping", ("lambda:GetEventSourceMapping",), t.mappings, _mapping_condition(t))
+        )
+    if c.builtin_consumer:
+        found.append(Statement("ProbeConsumer", ("lambda:GetFunction",), t.functions))
+    if c.creates_kinesis_stream:
+        found.append(Statement("ProbeKinesisStream", ("kinesis:DescribeStreamSummary",), t.kinesis_streams))
+    return found
+
+
+_PARTS = {
+    "preflight": _preflight,
+    "deploy": _deploy,
+    "ledger": _ledger,
+    "verify": _verify,
+    "reconcile": _reconcile,
+    "replay": _replay,
+    "teardown": _teardown,
+    "plan": lambda t: [],
+}
+
+
+# ---------------------------------------------------------------------------------------- policies
+def command_statements(command: str, target: Target) -> list[Statement]:
+    """The statements one command needs for ``target``; [] for a command that calls no AWS API."""
+    if command not in _PARTS:
+        raise PolicyError(f"unknown command {command!r}; allowed: {'|'.join(COMMANDS)}")
+    return merge(_PARTS[command](target))
+
+
+def role_commands(role: str, command: str | None = None) -> tuple[str, ...]:
+    """The commands of ``role`` (only ``command`` when given: it must be one of them)."""
+    if role not in ROLE_COMMANDS:
+        raise PolicyError(f"unknown role {role!r}; allowed: {'|'.join(ROLES)}")
+    commands = ROLE_COMMANDS[role]
+    if command is None:
+        return commands
+    if command not in commands:
+        hint = (
+            "; verify writes test items and has no read-only mode"
+            if (role, command) == (READER, "verify")
+            else ""
+        )
+        raise PolicyError(f"the {role} does not run {command!r}; allowed: {'|'.join(commands)}{hint}")
+    return (command,)
+
+
+def role_statements(role: str, target: Target, command: str | None = None) -> list[Statement]:
+    return merge(s for c in role_commands(role, command) for s in command_statements(c, target))
+
+
+def merge(statements: Iterable[Statement]) -> list[Statement]:
+    """One statement per Sid: the actions of same-Sid statements (same resources and condition) united."""
+    merged: dict[str, Statement] = {}
+    for statement in statements:
+        if not SID_RE.match(statement.sid):
+            raise ValueError(f"Sid {statement.sid!r} is not alphanumeric")
+        have = merged.get(statement.sid)
+        if have is None:
+            merged[statement.sid] = statement
+            continue
+        if (have.resources, have.condition) != (statement.resources, statement.condition):
+            raise ValueError(f"statement {statement.sid} is declared twice with different resources")
+        actions = tuple(dict.fromkeys(have.actions + statement.actions))
+        merged[statement.sid] = replace(have, actions=actions)
+    return list(merged.values())
+
+
+def policy_document(statements: Iterable[Statement]) -> dict[str, Any]:
+    return {"Version": POLICY_VERSION, "Statement": [s.document() for s in statements]}
+
+
+def unscoped(statements: Iterable[Statement]) -> list[Statement]:
+    """The statements naming ``"*"`` (each Sid says why AWS accepts no resource for them)."""
+    return [s for s in statements if "*" in s.resources]
+
+
+def document_size(document: dict[str, Any]) -> int:
+    """The size IAM counts against its limits: the JSON without whitespace."""
+    return len(json.dumps(document, separators=(",", ":")))

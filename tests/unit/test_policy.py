@@ -1,0 +1,301 @@
+"""`doctable policy`: the documents contract/iam.py computes from an environment's knobs, and the command's
+arguments, output and one-line errors. No AWS (the account and region are given or bound)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contract import iam
+from contract.knobs import resolve_config
+from contract.settings import CONFIG_VARIABLE, Section, default_settings, render_settings
+from doctable.cli import main
+
+pytestmark = pytest.mark.unit
+
+ACCOUNT, REGION = "111122223333", "eu-west-1"
+FULL = {"gsi": "gsi1", "ttl": "on", "pitr": "on", "stream": "new-and-old", "blob_root": "blobs/"}
+# Every knob that adds a statement: Kinesis, a customer managed key, a resource policy.
+KITCHEN_SINK = {**FULL, "kinesis": "on", "encryption": "customer-managed", "resource_policy": "policy.json"}
+
+
+def target(env: str = "dev", **knobs: str) -> iam.Target:
+    config = resolve_config(context={"env": env, "table_base": "items", **knobs}, environ={}, defaults={})
+    return iam.Target(config, ACCOUNT, REGION)
+
+
+def statements(role: str, command: str | None = None, **knobs: str) -> dict[str, iam.Statement]:
+    return {s.sid: s for s in iam.role_statements(role, target(**knobs), command)}
+
+
+def actions(found: dict[str, iam.Statement]) -> set[str]:
+    return {a for s in found.values() for a in s.actions}
+
+
+# ---------------------------------------------------------------------------------------------- documents
+@pytest.mark.parametrize("role", iam.ROLES)
+@pytest.mark.parametrize("knobs", [{}, FULL, KITCHEN_SINK], ids=["flat", "full", "kitchen-sink"])
+def test_every_statement_names_its_resources_and_star_only_where_aws_takes_none(
+    role: str, knobs: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # GIVEN a role's policy for a shape
+    monkeypatch.chdir(tmp_path)
+    statement = {
+        "Effect": "Allow",
+        "Principal": {"AWS": ACCOUNT},
+        "Action": "dynamodb:GetItem",
+        "Resource": "*",
+    }
+    (tmp_path / "policy.json").write_text(json.dumps({"Version": "2012-10-17", "Statement": [statement]}))
+    document = iam.policy_document(iam.role_statements(role, target(**knobs)))
+    # THEN it is a 2012-10-17 document of Allow statements with unique alphanumeric Sids
+    assert document["Version"] == "2012-10-17"
+    sids = [s["Sid"] for s in document["Statement"]]
+    assert len(sids) == len(set(sids)) and all(sid.isalnum() for sid in sids)
+    for statement in document["Statement"]:
+        assert statement["Effect"] == "Allow" and statement["Action"] and statement["Resource"]
+        assert all(":" in a and "*" not in a for a in statement["Action"]), statement
+        for resource in statement["Resource"]:
+            if resource == "*":
+                # only a list call, in a statement that says AWS authorizes it on no resource
+                assert statement["Action"] == ["logs:DescribeLogGroups"]
+                assert "AcceptsNoResource" in statement["Sid"]
+                continue
+            assert resource.startswith("arn:aws:"), resource
+            service = resource.split(":")[2]
+            if service not in ("s3", "iam"):
+                assert f":{REGION}:{ACCOUNT}:" in resource, resource
+            if service == "iam":
+                assert f"::{ACCOUNT}:role/" in resource, resource
+    # AND it fits where it is attached (a managed policy, else an inline one with the note saying so)
+    assert iam.document_size(document) <= 10_240
+
+
+def test_deployer_assumes_the_three_bootstrap_roles_and_reads_what_preflight_reads() -> None:
+    found = statements("deployer", **FULL)
+    assume = found["AssumeCdkBootstrapRoles"]
+    assert assume.actions == ("sts:AssumeRole",)
+    assert assume.resources == tuple(
+        f"arn:aws:iam::{ACCOUNT}:role/cdk-hnb659fds-{kind}-role-{ACCOUNT}-{REGION}"
+        for kind in ("deploy", "file-publishing", "lookup")
+    )
+    # the deployer's reads are exactly preflight's: the gate compares what preflight observed
+    preflight = statements("reader", "preflight", **FULL)
+    assert {k: v for k, v in found.items() if k != "AssumeCdkBootstrapRoles"} == preflight
+    # and nothing that writes: CloudFormation changes the stack as the bootstrap's execution role
+    assert not any(a.split(":")[1].startswith(("Put", "Update", "Delete", "Create")) for a in actions(found))
+
+
+def test_statements_scope_to_the_environments_stack_and_table() -> None:
+    found = statements("operator", **FULL)
+    assert found["ReadStack"].resources == (
+        f"arn:aws:cloudformation:{REGION}:{ACCOUNT}:stack/doctable-items-dev/*",
+    )
+    assert found["ReadTable"].resources == (f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/items-dev",)
+    assert found["ReadConsumer"].resources == (
+        f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:doctable-items-dev-*",
+    )
+    assert found["ReadProofLines"].resources == (
+        f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:doctable-items-dev-*",
+    )
+    # a mapping's UUID is unknown before the deploy: its calls are narrowed by the function it invokes
+    assert found["ReadMapping"].condition == {
+        "ArnLike": {
+            "lambda:FunctionArn": [f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:doctable-items-dev-*"]
+        }
+    }
+    # verify's items and blobs are its own: under its partition key and prefix only
+    assert found["VerifyTestItemsOnly"].condition == {
+        "ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["doctable-verify-*"]}
+    }
+    assert found["WriteVerifyBlobs"].resources == ("arn:aws:s3:::doctable-items*/blobs/doctable-verify-*",)
+    assert found["ListVerifyBlobs"].condition == {"StringLike": {"s3:prefix": ["blobs/doctable-verify-*"]}}
+    # another environment's policy names its own stack
+    other = iam.role_statements("operator", target("prod", **FULL))
+    assert all("items-dev" not in r for s in other for r in s.resources)
+
+
+@pytest.mark.parametrize(
+    ("knobs", "sid", "present"),
+    [
+        ({}, "ReadMapping", False),
+        (FULL, "ReadMapping", True),
+        ({}, "ReadStreamRecord", False),
+        (FULL, "ReadStreamRecord", True),
+        (FULL, "QueryIndexes", True),
+        ({"stream": "new-and-old"}, "QueryIndexes", False),
+        (FULL, "ReadKinesisRecord", False),
+        ({**FULL, "kinesis": "on"}, "ReadKinesisRecord", True),
+        (FULL, "DecryptTableReads", False),
+        ({**FULL, "encryption": "customer-managed"}, "DecryptTableReads", True),
+        ({"stream": "new-and-old", "consumer": "none"}, "ReadConsumer", False),
+    ],
+)
+def test_a_statement_is_there_only_when_the_knobs_make_its_call(
+    knobs: dict[str, str], sid: str, present: bool
+) -> None:
+    assert (sid in statements("operator", "verify", **knobs)) is present
+
+
+def test_reconcile_repairs_the_table_and_the_mapping_and_nothing_else() -> None:
+    found = statements("operator", "reconcile", **FULL)
+    assert set(found["RepairTable"].actions) == {f"dynamodb:{a}" for a in iam.TABLE_REPAIRS}
+    assert found["RepairMapping"].actions == ("lambda:UpdateEventSourceMapping",)
+    assert not any(a.startswith(("s3:", "logs:", "cloudformation:Delete")) for a in actions(found))
+    # a resource policy to restore, a Kinesis destination to re-enable: only with those knobs
+    assert "dynamodb:PutResourcePolicy" not in found["RepairTable"].actions
+    kinesis = statements("operator", "reconcile", **{**FULL, "kinesis": "on"})
+    assert "dynamodb:EnableKinesisStreamingDestination" in kinesis["RepairTable"].actions
+
+
+def test_a_borrowed_consumer_is_named_exactly() -> None:
+    arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:their-consumer"
+    found = statements("reader", "preflight", stream="new-and-old", consumer=arn)
+    assert found["ReadBorrowedConsumer"].resources == (arn,)
+    assert found["ReadMapping"].condition == {"ArnLike": {"lambda:FunctionArn": [arn, f"{arn}:*"]}}
+
+
+def test_a_role_is_the_union_of_its_commands() -> None:
+    role = statements("operator", **FULL)
+    parts = [statements("operator", c, **FULL) for c in iam.ROLE_COMMANDS["operator"]]
+    assert set(role) == {sid for part in parts for sid in part}
+    for sid, statement in role.items():
+        assert set(statement.actions) == {a for part in parts if sid in part for a in part[sid].actions}
+
+
+def test_the_reader_has_no_verify_and_plan_needs_nothing() -> None:
+    with pytest.raises(iam.PolicyError, match="no read-only mode"):
+        iam.role_commands("reader", "verify")
+    assert iam.command_statements("plan", target()) == []
+    assert not any(
+        a.split(":")[1].startswith(("Put", "Update", "Delete", "Tag")) for a in actions(statements("reader"))
+    )
+
+
+def test_ci_trust_lets_main_and_the_environment_assume_the_role() -> None:
+    document = iam.ci_trust_policy(account=ACCOUNT, repo="octo/doctable", env="stg")
+    (statement,) = document["Statement"]
+    assert statement["Principal"] == {
+        "Federated": f"arn:aws:iam::{ACCOUNT}:oidc-provider/token.actions.githubusercontent.com"
+    }
+    assert statement["Action"] == "sts:AssumeRoleWithWebIdentity"
+    assert statement["Condition"] == {
+        "StringEquals": {
+            "token.actions.githubusercontent.com:aud": "sts.amazonaws.com",
+            "token.actions.githubusercontent.com:sub": [
+                "repo:octo/doctable:ref:refs/heads/main",
+                "repo:octo/doctable:environment:stg",
+            ],
+        }
+    }
+    with pytest.raises(iam.PolicyError, match="expected OWNER/NAME"):
+        iam.ci_trust_policy(account=ACCOUNT, repo="octo", env="stg")
+
+
+# ---------------------------------------------------------------------------------------------- the command
+@pytest.fixture
+def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A settings file whose stg is bound to an account and a region, dev to neither."""
+    path = tmp_path / "doctable.toml"
+    file = default_settings(path)
+    file.environments["stg"] = Section(values=dict(FULL), account=ACCOUNT, region=REGION)
+    path.write_text(render_settings(file))
+    monkeypatch.setenv(CONFIG_VARIABLE, str(path))
+    for name in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_PROFILE",
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    return path
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["policy", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_bound_environments_policy_needs_no_credentials(
+    settings: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # WHEN the operator's policy of the bound environment is printed
+    code, out, err = run(capsys, "operator", "--env", "stg")
+    # THEN stdout is the document alone (for put-role-policy), computed from the file's knobs and binding
+    assert code == 0
+    document = json.loads(out)
+    assert document["Version"] == "2012-10-17"
+    stack = f"arn:aws:cloudformation:{REGION}:{ACCOUNT}:stack/doctable-items-stg/*"
+    assert {s["Sid"]: s for s in document["Statement"]}["ReadStack"]["Resource"] == [stack]
+    # AND stderr says what its bucket pattern covers
+    assert "doctable-items*" in err
+
+
+def test_json_names_the_target_and_one_commands_part(
+    settings: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, "operator", "--env", "stg", "--command", "verify", "--json")
+    assert code == 0
+    report: dict[str, Any] = json.loads(out)
+    assert report["kind"] == "doctable-policy" and report["commands"] == ["verify"]
+    assert (report["account"], report["region"], report["stack"]) == (ACCOUNT, REGION, "doctable-items-stg")
+    assert report["unscoped"] == [] and report["size"] == iam.document_size(report["policy"])
+
+
+def test_plan_needs_no_policy(settings: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "operator", "--env", "stg", "--command", "plan")
+    assert code == 0 and out == ""
+    assert "plan makes no AWS call: no policy is needed" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["reader", "--env", "stg", "--command", "verify"], "no read-only mode"),
+        (
+            ["operator", "--env", "stg", "--command", "deploy"],
+            "allowed: verify|reconcile|replay|teardown|ledger|plan",
+        ),
+        (["operator", "--env", "stg", "--account", "42"], "expected the 12 digits"),
+        (["operator", "--env", "stg", "--account", "999999999999"], "account mismatch"),
+        (["operator", "--env", "stg", "--region", "us-east-1"], "region mismatch"),
+        (["operator", "--env", "dev"], "no account for environment dev: bind it in the settings"),
+        (["ci-trust", "--env", "stg"], "needs --repo OWNER/NAME"),
+        (["ci-trust", "--env", "stg", "--repo", "no-slash"], "expected OWNER/NAME"),
+        (["operator", "--env", "stg", "--repo", "octo/doctable"], "--repo is for `doctable policy ci-trust`"),
+    ],
+)
+def test_bad_input_is_one_line(
+    settings: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    code, out, err = run(capsys, *args)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and message in err, err
+    assert "Traceback" not in err
+
+
+def test_ci_trust_of_an_unbound_environment_takes_account_and_region_given(
+    settings: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(
+        capsys,
+        "ci-trust",
+        "--env",
+        "dev",
+        "--repo",
+        "octo/doctable",
+        "--account",
+        ACCOUNT,
+        "--region",
+        REGION,
+    )
+    assert code == 0
+    condition = json.loads(out)["Statement"][0]["Condition"]["StringEquals"]
+    assert condition["token.actions.githubusercontent.com:sub"][1] == "repo:octo/doctable:environment:dev"

@@ -1,0 +1,66 @@
+"""The pipeline's workflows (.github/workflows) say what docs/deploy-to-aws.md promises: the README's test command
+on every push and pull request; on main, dev deployed with OIDC credentials and verified, then stg and prod behind
+GitHub environments, never with --allow-destructive. (tests/integration/test_policies.py runs the deploy and
+verify steps' commands on the local AWS with the deployer's and operator's policies.)"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.unit
+
+WORKFLOWS = Path(__file__).resolve().parents[2] / ".github" / "workflows"
+CREDENTIALS_ACTION = "aws-actions/configure-aws-credentials"
+
+
+def load(name: str) -> dict[str, Any]:
+    workflow: dict[str, Any] = yaml.safe_load((WORKFLOWS / name).read_text())
+    # YAML 1.1 reads the key `on` as True
+    workflow["on"] = workflow.pop(True, workflow.get("on"))
+    return workflow
+
+
+def runs(job: dict[str, Any]) -> list[list[str]]:
+    return [shlex.split(step["run"].split("&&")[0]) for step in job["steps"] if "run" in step]
+
+
+def test_ci_runs_the_readmes_test_command_on_every_push_and_pull_request() -> None:
+    workflow = load("ci.yml")
+    assert set(workflow["on"]) == {"push", "pull_request"}
+    assert workflow["on"]["push"] is None  # every branch
+    (job,) = workflow["jobs"].values()
+    assert runs(job) == [["make", "setup"], ["make", "test"]]
+    assert workflow["permissions"] == {"contents": "read"}
+
+
+def test_deploy_promotes_dev_then_stg_then_prod_through_the_gate() -> None:
+    workflow = load("deploy.yml")
+    assert workflow["on"]["push"] == {"branches": ["main"]}
+    assert workflow["permissions"] == {"contents": "read", "id-token": "write"}  # OIDC, nothing else
+    jobs = workflow["jobs"]
+    assert list(jobs) == ["dev", "stg", "prod"]
+    assert (jobs["stg"]["needs"], jobs["prod"]["needs"]) == ("dev", "stg")
+    # dev runs on main without a GitHub environment; stg and prod wait for their reviewers
+    assert "environment" not in jobs["dev"]
+    assert (jobs["stg"]["environment"], jobs["prod"]["environment"]) == ("stg", "prod")
+    for env, job in jobs.items():
+        credentials = next(s for s in job["steps"] if s.get("uses", "").startswith(CREDENTIALS_ACTION))
+        assert credentials["with"]["role-to-assume"] == f"${{{{ vars.DOCTABLE_{env.upper()}_ROLE_ARN }}}}"
+        assert "aws-access-key-id" not in credentials["with"]
+        commands = runs(job)
+        deploy = next(c for c in commands if c[:2] == ["doctable", "deploy"])
+        assert deploy[2:4] == ["--env", env]
+        # a destructive change stops the pipeline at the gate: never allowed here
+        assert all("--allow-destructive" not in c for c in commands)
+        # the credentials come before any AWS call
+        steps = job["steps"]
+        assert steps.index(credentials) < next(
+            i for i, s in enumerate(steps) if "doctable" in s.get("run", "")
+        )
+    assert ["doctable", "deploy", "--env", "dev", "--json"] in runs(jobs["dev"])
+    assert ["doctable", "verify", "--env", "dev"] in runs(jobs["dev"])
