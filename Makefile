@@ -78,8 +78,9 @@ format: setup
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-test: setup ## every offline tier: unit, infra, integration (local AWS)
-	$(BIN)/pytest -m "not live and not soak and not policies" $(PYTEST_ARGS)
+test: setup ## every offline tier: unit, infra, integration (local AWS); ends with its wall time and slowest tests
+	@start=$$(date +%s); $(BIN)/pytest -m "not live and not soak and not policies" --durations=10 $(PYTEST_ARGS); \
+	status=$$?; echo "make test: $$(( $$(date +%s) - start )) s wall time"; exit $$status
 
 unit: setup
 	$(BIN)/pytest -m unit $(PYTEST_ARGS)

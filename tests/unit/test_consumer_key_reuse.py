@@ -186,7 +186,7 @@ def test_the_residual_window_is_a_reput_later_than_the_settle_time():
     # WHEN the consumer cleans up
     kept = clean_the_remove(world)
 
-    # THEN that blob cannot be told from the one the record dropped: it is deleted (README: the residual window)
+    # THEN that blob cannot be told from the one the record dropped: it is deleted (docs/reliability.md: the residual windows)
     assert kept == {} and KEY not in world.objects
 
 
