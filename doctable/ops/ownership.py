@@ -9,7 +9,7 @@ from typing import Any
 from contract.findings import Finding, Level
 from contract.knobs import MANAGED_BY, DocTableConfig
 from doctable.aws import Aws, call_or_none
-from doctable.errors import UserError
+from doctable.errors import RefusedError
 from doctable.ops.capability import TABLE_TYPE, Drift, Observed, stack_physical_ids
 from doctable.ops.context import STABLE_STACK_STATES, Deployment, is_ours, require_deployed, table_tags
 
@@ -32,7 +32,7 @@ def foreign_owner(tags: dict[str, str]) -> str | None:
 
 
 def require_settled_stack(deployment: Deployment, *, doing: str) -> None:
-    """Nothing when the stack is settled (created, updated, or an update rolled back); else one UserError:
+    """Nothing when the stack is settled (created, updated, or an update rolled back); else one RefusedError (exit 3):
     a failed create, a stack that is busy, or one whose update or rollback failed."""
     config = deployment.config
     status = deployment.stack_status or ""
@@ -40,22 +40,22 @@ def require_settled_stack(deployment: Deployment, *, doing: str) -> None:
         return
     reason = f" ({deployment.status_reason})" if deployment.status_reason else ""
     if status in NEVER_CREATED_STATES or status.startswith("DELETE_"):
-        raise UserError(
+        raise RefusedError(
             f"stack {config.stack_name} is {status}{reason}: it owns no table, so refusing to {doing}; "
             "delete the stack (`doctable teardown`) and deploy again"
         )
     if status.endswith("_IN_PROGRESS"):
-        raise UserError(
+        raise RefusedError(
             f"stack {config.stack_name} is {status}: busy, so refusing to {doing}; wait until it settles "
             f"({' | '.join(sorted(SETTLED_STATES))}) and run it again"
         )
     if status == "UPDATE_ROLLBACK_FAILED":
-        raise UserError(
+        raise RefusedError(
             f"stack {config.stack_name} is {status}{reason}: its resources are neither the old nor the new "
             f"template's, so refusing to {doing}; continue the rollback "
             "(`aws cloudformation continue-update-rollback`) first"
         )
-    raise UserError(
+    raise RefusedError(
         f"stack {config.stack_name} is {status}{reason}: not settled, so refusing to {doing}; "
         f"allowed: {' | '.join(sorted(SETTLED_STATES))}"
     )
@@ -75,7 +75,7 @@ def rolled_back_note(deployment: Deployment) -> str | None:
 
 
 def require_owned_table(aws: Aws, deployment: Deployment, *, doing: str) -> dict[str, Any]:
-    """The table's description, once the stack is created and owns it; else one UserError naming why.
+    """The table's description, once the stack is created and owns it; else one RefusedError (exit 3) naming why.
 
     ``doing`` completes "refusing to ...": what would otherwise have touched the table.
     """
@@ -85,17 +85,17 @@ def require_owned_table(aws: Aws, deployment: Deployment, *, doing: str) -> dict
     name = deployment.table_name
     table = (call_or_none(aws.client("dynamodb").describe_table, TableName=name) or {}).get("Table")
     if table is None:
-        raise UserError(
+        raise RefusedError(
             f"table {name} not found (deleted behind stack {config.stack_name}?): refusing to {doing}"
         )
     if name not in stack_physical_ids(aws, deployment).get(TABLE_TYPE, set()):
-        raise UserError(
+        raise RefusedError(
             f"table {name} is not stack {config.stack_name}'s (retained by an earlier stack or made outside it): "
             f"refusing to {doing}"
         )
     owner = foreign_owner(table_tags(aws, table["TableArn"]))
     if owner is not None:
-        raise UserError(f"table {name} is tagged ManagedBy={owner}, not {MANAGED_BY}: refusing to {doing}")
+        raise RefusedError(f"table {name} is tagged ManagedBy={owner}, not {MANAGED_BY}: refusing to {doing}")
     return dict(table)
 
 

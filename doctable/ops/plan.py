@@ -19,6 +19,7 @@ from doctable.ops.command import print_json
 from doctable.ops.context import add_knob_arguments, resolve_knobs
 from doctable.ops.plan_model import ASSUMPTIONS, value
 
+PRICED_REGION = "us-east-1"  # the region every price in plan_model is for
 HOURS_PER_MONTH = 730  # AWS pricing pages' month
 KB_PER_GB = 1024 * 1024  # Kinesis bills GB of 1,024 KB records
 
@@ -358,6 +359,14 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
 def cmd_plan(args: argparse.Namespace) -> int:
     workload = workload_from_args(args)
     plan = build_plan(workload, resolve_knobs(args))
+    region = getattr(args, "region", None)
+    if region and region != PRICED_REGION:
+        # The prices are published per region; only us-east-1's are held here (no AWS call, no network).
+        plan.notes.insert(
+            0,
+            f"prices are {PRICED_REGION}'s list prices: {region}'s are not known offline and may differ; the "
+            "capacity figures do not depend on the region",
+        )
     if args.json:
         data = asdict(plan)
         data["monthly_total_usd"] = plan.monthly_total
@@ -375,9 +384,12 @@ def register(sub: Any) -> None:
         "plan",
         help="capacity and cost of a workload on the knobs' shape (shards, consumers, S3 rates, monthly USD); "
         "no AWS call",
+        description="Model one workload (writes per second, item size, delete ratio, blobs per item, the share of "
+        "manifest entries and index keys) on the shape the settings give: stream shards, concurrent consumers, "
+        "time per batch and iterator-age risk, S3 request rates, monthly cost; every figure with its source.",
     )
     add_knob_arguments(plan)
-    plan.add_argument("--writes-per-second", metavar="N", help="table writes per second (required)")
+    plan.add_argument("--writes-per-second", metavar="N", required=True, help="table writes per second")
     plan.add_argument("--item-kb", default="1", metavar="KB", help="item size in KB (1)")
     plan.add_argument("--delete-ratio", default="0.1", metavar="R", help="share of writes that delete (0.1)")
     plan.add_argument("--blobs-per-item", default="1", metavar="N", help="blobs an item lists (1)")

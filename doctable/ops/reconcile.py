@@ -12,7 +12,7 @@ from botocore.exceptions import ClientError
 
 from contract import names
 from doctable.aws import Aws, error_code, user_errors
-from doctable.errors import UserError
+from doctable.errors import RefusedError, UserError
 from doctable.ops.capability import Drift, observe_table
 from doctable.ops.command import add_common_arguments, connect, guarded, print_json, seconds
 from doctable.ops.context import Deployment
@@ -92,7 +92,7 @@ def apply_all(
 def cmd_reconcile(args: argparse.Namespace) -> int:
     config, aws, deployment = connect(args)
     if deployment.exists and not deployment.recorded:
-        raise UserError(
+        raise RefusedError(
             f"stack {config.stack_name} records no {names.OUT_KNOBS} output, so its declared configuration is "
             "unknown: redeploy it (the stack then records its knobs) before reconciling"
         )

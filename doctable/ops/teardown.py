@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError, WaiterError
 from contract import names
 from contract.knobs import MANAGED_BY
 from doctable.aws import Aws, call_or_none, is_not_found, user_errors
-from doctable.errors import UserError
+from doctable.errors import RefusedError
 from doctable.ops.command import add_common_arguments, connect, guarded, print_json, seconds
 from doctable.ops.context import Deployment, describe_stack, is_ours, table_tags
 from doctable.ops.ledger import record_ledger
@@ -127,7 +127,7 @@ def check_ownership(aws: Aws, plan: Plan, lift: bool) -> None:
         return
     tags = table_tags(aws, table["TableArn"])
     if not is_ours(tags):
-        raise UserError(
+        raise RefusedError(
             f"table {table['TableName']} is not ours (no ManagedBy={MANAGED_BY} tag): refusing to tear it down — "
             "that is a human decision"
         )
@@ -137,7 +137,7 @@ def check_ownership(aws: Aws, plan: Plan, lift: bool) -> None:
             if plan.table_retained
             else "the protection is lifted, then the table is deleted with the stack"
         )
-        raise UserError(
+        raise RefusedError(
             f"table {table['TableName']} has deletion protection on: refusing to tear down; re-run with "
             f"--lift-deletion-protection if you mean it ({fate})"
         )
@@ -183,11 +183,11 @@ def confirm(plan: Plan, assume_yes: bool, read: Callable[[str], str] = input) ->
     if assume_yes:
         return
     if not sys.stdin.isatty():
-        raise UserError("teardown needs a confirmation: run it in a terminal, or pass --yes")
+        raise RefusedError("teardown needs a confirmation: run it in a terminal, or pass --yes")
     stack = plan.deployment.config.stack_name
     answer = read(f"type the stack name ({stack}) to delete it: ").strip()
     if answer != stack:
-        raise UserError("not confirmed: nothing was removed")
+        raise RefusedError("not confirmed: nothing was removed")
 
 
 def _bucket_objects(s3: Any, bucket: str) -> int:

@@ -158,7 +158,7 @@ def test_ttl_disabled_behind_the_stack_is_drift_and_reconcile_respects_the_rate_
     # THEN preflight reports drift (never "enables TTL"), reconcile lists UpdateTimeToLive
     assert_reported_as_drift(doctable, {"ttl"})
     applied = doctable("reconcile", "--apply", "--json")
-    if applied.code == 2:
+    if applied.code == 4:  # AWS refused the change
         # WHEN the repair is the third TTL change within the interval THEN one line saying when to retry
         lines = applied.err.strip().splitlines()
         assert ot.TTL_RATE_LIMITED in lines[-1] and "retry `doctable reconcile --apply` after" in lines[-1]

@@ -318,7 +318,7 @@ def test_teardown_refuses_without_confirmation(
     local_aws: lt.LocalAWS, doctable: Callable[..., Result], flat: Outputs
 ) -> None:
     result = doctable("teardown", knobs=FLAT)  # stdin is not a terminal, no --yes
-    assert result.code == 2 and "--yes" in result.err
+    assert result.code == 3 and "--yes" in result.err
     assert (
         local_aws.client("dynamodb").describe_table(TableName="opsflat-stg")["Table"]["TableStatus"]
         == "ACTIVE"
@@ -329,7 +329,7 @@ def test_teardown_of_prod_needs_the_protection_lifted_and_keeps_the_table(
     local_aws: lt.LocalAWS, doctable: Callable[..., Result], prod: Outputs
 ) -> None:
     refused = doctable("teardown", "--yes", knobs=PROD)
-    assert refused.code == 2 and "--lift-deletion-protection" in refused.err
+    assert refused.code == 3 and "--lift-deletion-protection" in refused.err
     result = doctable("teardown", "--yes", "--lift-deletion-protection", "--json", knobs=PROD)
     assert result.code == 0, result.out + result.err
     outcome = result.json()

@@ -185,7 +185,7 @@ def test_refuses_a_table_tagged_as_someone_elses(
     )
     _pitr_off(moto, stack)
     # WHEN reconcile applies THEN it refuses in one line and changes nothing
-    assert main(["reconcile", "--apply", "-q"]) == 2
+    assert main(["reconcile", "--apply", "-q"]) == 3  # refused by a safety gate
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "ManagedBy=payments" in err[0] and "refusing to reconcile" in err[0]
     backups = moto.client("dynamodb").describe_continuous_backups(TableName=TABLE)
@@ -196,7 +196,7 @@ def test_refuses_a_table_tagged_as_someone_elses(
 
 def test_refuses_a_stack_that_records_no_knobs(moto: Aws, capsys: pytest.CaptureFixture[str]) -> None:
     ot.deploy(moto.client, ot.config_of(pitr="on"), record_knobs=False)
-    assert main(["reconcile", "--apply", "-q"]) == 2
+    assert main(["reconcile", "--apply", "-q"]) == 3  # refused by a safety gate
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "declared configuration is unknown" in err[0]
 

@@ -424,8 +424,8 @@ def test_verify_refuses_a_table_tagged_as_someone_elses_before_writing(
     moto_env.client("dynamodb").tag_resource(
         ResourceArn=arn, Tags=[{"Key": "ManagedBy", "Value": "payments"}]
     )
-    # WHEN verify runs THEN one line, exit 2, and not one item written
-    assert main(["verify", "-q", "--timeout", "2"]) == 2
+    # WHEN verify runs THEN one line, exit 3, and not one item written
+    assert main(["verify", "-q", "--timeout", "2"]) == 3  # refused by a safety gate
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "refusing to write verify's test items" in err[0]
     assert scan_all(moto_env, "items-dev") == []
@@ -445,7 +445,7 @@ def test_verify_refuses_a_failed_create_beside_a_retained_table(
         return deployment
 
     monkeypatch.setattr("doctable.ops.command.describe_stack", rolled_back)
-    assert main(["verify", "-q", "--timeout", "2"]) == 2
+    assert main(["verify", "-q", "--timeout", "2"]) == 3  # refused by a safety gate
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "ROLLBACK_COMPLETE" in err[0] and "owns no table" in err[0]
     assert scan_all(moto_env, "items-dev") == []

@@ -60,8 +60,8 @@ def test_verify_refuses_an_unsettled_stack_in_one_line_before_writing(
     monkeypatch.setenv("DOCTABLE_STATE_DIR", str(tmp_path))
     ot.deploy(moto_env.client, ot.config_of())
     _with_status(monkeypatch, status, "Resource handler returned message: boom")
-    # WHEN verify runs THEN one line naming the status and why, exit 2, and not one item written
-    assert main(["verify", "-q", "--timeout", "2"]) == 2
+    # WHEN verify runs THEN one line naming the status and why, exit 3, and not one item written
+    assert main(["verify", "-q", "--timeout", "2"]) == 3  # refused by a safety gate
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
     assert f"is {status}" in err[0] and REFUSED[status] in err[0] and "refusing to write" in err[0]
