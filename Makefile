@@ -142,11 +142,12 @@ local-env: setup
 	@$(BIN)/doctable local env
 
 .PHONY: dev logs
-dev: setup ## the inner loop's start: local AWS up, bootstrap, deploy env dev (stream on) there; then doctable invoke / logs
+dev: setup ## the inner loop: local AWS up, deploy env dev (stream on), then each edit under functions/ hot-swapped
 	$(BIN)/doctable local up
 	$(BIN)/doctable local run -- sh -c '$(CDK) bootstrap "aws://$$CDK_DEFAULT_ACCOUNT/$$CDK_DEFAULT_REGION" --no-notices'
-	$(BIN)/doctable local run -- $(BIN)/doctable deploy --env dev -c stream=new-and-old
-	@echo 'next: .venv/bin/doctable local run -- .venv/bin/doctable invoke --env dev -c stream=new-and-old --event remove --pk P --sk S --blobs P/S/k'
+	$(BIN)/doctable local run -- $(BIN)/doctable deploy --env dev -c stream=new-and-old --no-verify
+	@echo 'in another shell: .venv/bin/doctable local run -- .venv/bin/doctable invoke --env dev --event remove --pk P --sk S --blobs P/S/k'
+	$(BIN)/doctable local run -- $(BIN)/doctable watch --env dev
 
 logs: setup ## the deployed consumer's log lines, proof lines marked: make logs ENV=stg [FOLLOW=1]
 	$(BIN)/doctable logs $(ENV_ARG) $(if $(FOLLOW),--follow)

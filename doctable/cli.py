@@ -26,6 +26,7 @@ from doctable.ops import (
     replay,
     settings,
     teardown,
+    watch,
 )
 from doctable.ops.verify import command as verify
 
@@ -92,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
         plan,
         logs,
         invoke,
+        watch,
         policy,
     ):
         command.register(sub)

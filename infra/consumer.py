@@ -16,11 +16,11 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from contract import names
+from contract.asset import TASK_ROOT, compile_tree, compiles_bytecode, stage_package, write_sdk_models
 from contract.knobs import PROJECT_ROOT, DocTableConfig
 from contract.shape import consumer_shape, mapping_shape
 from infra import encryption, kinesis
 from infra.nag import acknowledge
-from infra.package import TASK_ROOT, compile_tree, compiles_bytecode, stage_package, write_sdk_models
 
 FUNCTIONS_DIR = PROJECT_ROOT / "functions"
 # Keyed by Lambda's architecture name, which is the `architecture` knob's value.

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from contract import names
+from contract.asset import compiles_bytecode
 from contract.names import powertools_layer_parameter
-from infra.package import compiles_bytecode
 from tests.infra.synth import only, resources, synth, tag_map
 
 STREAM = {"stream": "new-and-old"}
@@ -159,7 +159,7 @@ def test_staged_asset_is_byte_for_byte_reproducible(tmp_path: Path) -> None:
     for seed in ("1", "2"):
         build = tmp_path / f"build-{seed}"
         script = (
-            "import sys; from pathlib import Path; from infra.package import stage_package; "
+            "import sys; from pathlib import Path; from contract.asset import stage_package; "
             f"print(stage_package(Path({str(PACKAGE)!r}), Path({str(build)!r})))"
         )
         result = subprocess.run(

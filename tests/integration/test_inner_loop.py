@@ -1,5 +1,6 @@
 """The inner loop on the local AWS: `doctable invoke` sends one change record to the deployed consumer and shows
-its answer and its log; `doctable logs` reads the consumer's log group, the proof line marked.
+its answer and its log; `doctable logs` reads the consumer's log group, the proof line marked; `doctable watch` sends an edited
+handler to the deployed function and the next invocation runs it.
 
 Deploys its own stack (table_base ``loop``, env dev, the stream on, the built-in consumer) with the real CDK CLI;
 the commands run as the console script would (a subprocess, the environment `doctable local env` prints). The
@@ -8,8 +9,11 @@ tests run in file order and share the invocation of the first.
 
 from __future__ import annotations
 
+import shutil
 import time
+import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +23,7 @@ from contract import names
 from contract.knobs import resolve_config
 from tests.support import localaws as lt
 from tests.support.cli import Result, context_args, run_doctable
+from tests.support.localaws import ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -116,6 +121,42 @@ def test_invoke_and_logs_as_text_mark_the_proof_line(
 
     logs = _poll(text_with_the_insert, LOGS_BOUND)
     assert any("  PROOF  stream_records_received: 1 record (INSERT 1)" in line for line in logs.splitlines())
+
+
+def test_watch_sends_an_edited_handler_and_the_next_invocation_runs_it(
+    local_aws: lt.LocalAWS, doctable: Callable[..., Result], stack: lt.Deployed, tmp_path: Path
+) -> None:
+    # GIVEN a copy of the consumer whose handler logs a marker once loaded
+    source = tmp_path / "stream_consumer"
+    shutil.copytree(
+        ROOT / "functions" / "stream_consumer", source, ignore=shutil.ignore_patterns("__pycache__")
+    )
+    marker = f"watch-marker-{uuid.uuid4().hex}"
+    handler = source / "handler.py"
+    handler.write_text(handler.read_text() + f"\nprint({marker!r}, flush=True)\n")
+    # WHEN watch sends it (once) THEN the update is done without a stack update
+    stack_before = _last_updated(local_aws, stack)
+    sent = doctable("watch", "--once", "--json", "-q", "--source", str(source))
+    assert sent.code == 0, sent.err
+    assert sent.json()["updates"][0]["files"] >= 5
+    assert _last_updated(local_aws, stack) == stack_before
+    # AND the next invocation runs the new code: its log has the marker
+    result = doctable("invoke", "--json", "-q", "--event", "insert", "--pk", PK, "--sk", "v3")
+    assert result.code == 0, result.err
+
+    def marked() -> bool:
+        events = doctable("logs", "--since", "10m", "--json", "-q").json()["events"]
+        return any(marker in event["message"] for event in events)
+
+    assert _poll(marked, LOGS_BOUND)
+    # AND the real package goes back, so the other tests see the deployed code
+    assert doctable("watch", "--once", "-q").code == 0
+
+
+def _last_updated(aws: lt.LocalAWS, stack: lt.Deployed) -> Any:
+    """The stack's status and last update: a code update behind it changes neither."""
+    found = aws.client("cloudformation").describe_stacks(StackName=stack.name)["Stacks"][0]
+    return found["StackStatus"], found.get("LastUpdatedTime") or found["CreationTime"]
 
 
 def _poll(probe: Callable[[], Any], bound: float) -> Any:

@@ -1,12 +1,13 @@
 """The built-in consumer's code, staged for its asset: the package's sources and, when the interpreter running
-synth is the Lambda runtime's Python, their bytecode.
+synth is the Lambda runtime's Python, their bytecode. The stack's asset (infra/consumer.py) and `doctable watch`'s
+code updates on the local AWS are staged by the same function, so both ship the same files.
 
 Lambda's ``/var/task`` is read-only, so a package without ``__pycache__`` is compiled again at every cold start
 (about 20 ms of an INSERT's). The bytecode is unchecked-hash ``.pyc`` (valid whatever the files' timestamps in
 the zip) with the paths Lambda runs them from, so it is byte-for-byte the same on every synth and the asset's
 hash changes only with the sources (and with the botocore models below). Under another Python the sources alone
 are staged: the runtime would ignore bytecode of another version. Standard library only: the bench stages its
-cold-start task roots with it too.
+cold-start task roots with it too. (It reads botocore's data files, found without importing botocore.)
 
 The package also carries botocore's models of the operations it calls (``names.CONSUMER_SDK_OPERATIONS``), cut
 from the botocore installed here: the shapes those operations reach, without their documentation. The consumer puts them
