@@ -23,7 +23,7 @@ from contract.shape import table_shape
 from doctable.aws import user_errors
 from doctable.errors import UserError
 from doctable.ops import index_deploy
-from doctable.ops.command import add_common_arguments, connect_aws, guarded, print_json, report_knobs
+from doctable.ops.command import add_common_arguments, connect_aws, guarded, print_json, report_knobs, seconds
 from doctable.ops.context import describe_stack, resolve_run, use_deployed_knobs
 from doctable.ops.preflight import render_findings, run_preflight
 from doctable.ops.render import Progress, now_iso
@@ -288,13 +288,13 @@ def register(sub: Any) -> None:
     deploy.add_argument("--no-verify", action="store_true", help="skip `doctable verify` after the deploy")
     deploy.add_argument(
         "--verify-timeout",
-        type=float,
+        type=seconds,
         default=verify_command.DEFAULT_TIMEOUT,
         help="bound of each of verify's waits, seconds",
     )
     deploy.add_argument(
         "--index-timeout",
-        type=float,
+        type=seconds,
         default=INDEX_TIMEOUT,
         help="bound of the wait for each index to be ACTIVE or gone, seconds (a backfill of a big table takes "
         "hours; a run stopped by it continues at the next deploy)",
