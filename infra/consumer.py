@@ -205,6 +205,31 @@ class StreamConsumer(Construct):
             acknowledge(policy, f"AwsSolutions::AwsSolutions-IAM5[{finding}]", reason)
         return policy
 
+    def grant_application_blobs(self, config: DocTableConfig, policy: iam.ManagedPolicy) -> None:
+        """The application's side of the data contract on the runtime policy: upload, read and remove blobs
+        under the blob root (doctable.client puts each blob under a fresh key in its record's prefix, reads it
+        back, and removes its own uploads when the item write fails)."""
+        assert self.blob_bucket is not None
+        policy.add_statements(
+            iam.PolicyStatement(
+                sid="ApplicationBlobs",
+                actions=["s3:PutObject", "s3:GetObject", "s3:DeleteObject"],
+                resources=[self.blob_bucket.arn_for_objects(f"{config.blob_root}*")],
+            )
+        )
+        stack = Stack.of(self)
+        blob_arn = (
+            f"arn:<AWS::Partition>:s3:::{config.blob_bucket}"
+            if config.blob_bucket
+            else f"<{stack.resolve(stack.get_logical_id(self._cfn(self.blob_bucket)))}.Arn>"
+        )
+        acknowledge(
+            policy,
+            f"AwsSolutions::AwsSolutions-IAM5[Resource::{blob_arn}/{config.blob_root}*]",
+            "An application writes each blob under a fresh key in its record's <pk>/<sk>/ prefix below the blob "
+            "root: the keys are made at write time, so the grant is the blob root's objects, nothing else.",
+        )
+
     @staticmethod
     def _cfn(bucket: s3.IBucket) -> CfnElement:
         child = bucket.node.default_child

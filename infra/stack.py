@@ -33,7 +33,8 @@ class DocTableStack(Stack):
         self._output(
             names.OUT_RUNTIME_POLICY_ARN,
             doc_table.runtime_policy.managed_policy_arn,
-            "Attach to the roles of the table's users: the seven data-plane actions on this table only",
+            "Attach to the roles of the table's users: the data-plane actions on this table and its indexes, and "
+            "the blob root's objects",
         )
         if doc_table.encryption_key is not None:
             self._output(
@@ -63,6 +64,7 @@ class DocTableStack(Stack):
             )
             if self.consumer.function is not None:
                 assert self.consumer.log_group is not None and self.consumer.blob_bucket is not None
+                self.consumer.grant_application_blobs(config, doc_table.runtime_policy)
                 self._output(
                     names.OUT_CONSUMER_FUNCTION_NAME, self.consumer.function.function_name, "Consumer"
                 )

@@ -69,7 +69,8 @@ def test_every_declared_index_is_in_the_template_with_one_query_grant(case: str)
         if s["Action"] == "dynamodb:Query"
     ]
     assert sorted(queried) == sorted(declared)
-    assert all("*" not in json.dumps(s["Resource"]) for s in policy)
+    # no wildcard but the blob root's objects (ApplicationBlobs: keys made at write time)
+    assert all("*" not in json.dumps(s["Resource"]) for s in policy if s.get("Sid") != "ApplicationBlobs")
     assert len({s["Sid"] for s in policy}) == len(policy)
 
 
@@ -98,3 +99,15 @@ def test_cfn_lint_is_clean_on_each_index_template(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_runtime_policy_lets_an_application_write_its_blobs_under_the_blob_root() -> None:
+    _, template, _ = synth(stream="new-and-old", blob_root="docs/")
+    policy = only(template, "AWS::IAM::ManagedPolicy")["Properties"]["PolicyDocument"]["Statement"]
+    (blobs,) = [s for s in policy if s.get("Sid") == "ApplicationBlobs"]
+    assert sorted(blobs["Action"]) == ["s3:DeleteObject", "s3:GetObject", "s3:PutObject"]
+    assert json.dumps(blobs["Resource"]).endswith('"/docs/*"]]}')
+    # without the built-in consumer the stack has no blob bucket, and the policy no blob statement
+    _, bare, _ = synth(stream="new-and-old", consumer="none")
+    statements = only(bare, "AWS::IAM::ManagedPolicy")["Properties"]["PolicyDocument"]["Statement"]
+    assert not [s for s in statements if s.get("Sid") == "ApplicationBlobs"]

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from doctable.client import DocClient
 from tests.support import localaws as lt
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -107,6 +108,28 @@ def test_runtime_policy_allows_the_seven_actions_and_the_index_query(
     got = ddb.batch_get_item(RequestItems={table: {"Keys": [key]}})
     assert len(got["Responses"][table]) == 1
     ddb.delete_item(TableName=table, Key=key)
+
+
+def test_runtime_policy_lets_the_client_write_and_read_blobs_under_the_blob_root_only(
+    local_aws: lt.LocalAWS, stack: lt.Deployed, runtime_user: dict[str, Any]
+) -> None:
+    # GIVEN an application holding only the runtime policy, using doctable.client
+    s3 = _client(local_aws, "s3", runtime_user["credentials"])
+    bucket = stack.outputs["BlobBucketName"]
+    docs = DocClient(
+        stack.outputs["TableName"],
+        bucket,
+        blob_root=KNOBS["blob_root"],
+        dynamodb=_client(local_aws, "dynamodb", runtime_user["credentials"]),
+        s3=s3,
+    )
+    # WHEN it puts a document with a blob, reads it back and deletes it THEN each step is allowed
+    docs.put("iam-client", "v1", {"n": 1}, blobs={"body": b"hello"})
+    assert docs.get("iam-client", "v1").blobs["body"].read() == b"hello"
+    docs.delete("iam-client", "v1")
+    # AND an object outside the blob root is refused
+    error = _error(lambda: s3.put_object(Bucket=bucket, Key="elsewhere/x", Body=b"x"))
+    assert error["Code"] == "AccessDenied"
 
 
 def test_runtime_policy_denies_scan_admin_actions_and_other_tables(
