@@ -27,9 +27,12 @@ Command = Callable[[argparse.Namespace], int]
 
 
 def add_common_arguments(parser: argparse.ArgumentParser, *, json_help: str) -> None:
-    """The settings (``--env``, ``--config``, ``-c``), the credentials (``--profile``, ``--region``), ``--json``."""
+    """The settings (``--env``, ``--config``, ``-c``), the credentials (``--profile``, ``--region``), ``--json``,
+    ``-q``."""
     add_knob_arguments(parser)
     parser.add_argument("--json", action="store_true", help=json_help)
+    # The same everywhere: what goes to stdout (the result, the table, the JSON) is unchanged.
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress or note lines on stderr")
 
 
 def seconds(value: str) -> float:

@@ -299,5 +299,4 @@ def register(sub: Any) -> None:
         help="bound of the wait for each index to be ACTIVE or gone, seconds (a backfill of a big table takes "
         "hours; a run stopped by it continues at the next deploy)",
     )
-    deploy.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     deploy.set_defaults(func=guarded(cmd_deploy))

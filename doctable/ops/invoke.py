@@ -314,5 +314,4 @@ def register(sub: Any) -> None:
     invoke.add_argument(
         "--dry-run", action="store_true", help="print the event that would be sent (JSON), invoke nothing"
     )
-    invoke.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     invoke.set_defaults(func=guarded(cmd_invoke))

@@ -325,7 +325,4 @@ def register(sub: Any) -> None:
         action="store_true",
         help=f"keep polling for new lines (every {POLL_SECONDS:.0f}s) until interrupted; Ctrl-C exits 0",
     )
-    logs.add_argument(
-        "-q", "--quiet", action="store_true", help="no progress lines on stderr (the log lines still print)"
-    )
     logs.set_defaults(func=guarded(cmd_logs))

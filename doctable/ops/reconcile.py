@@ -163,5 +163,4 @@ def register(sub: Any) -> None:
         default=120.0,
         help="bound of the wait for a busy mapping to settle before its repair, seconds (120)",
     )
-    reconcile.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     reconcile.set_defaults(func=guarded(cmd_reconcile))

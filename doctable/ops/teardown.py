@@ -436,5 +436,4 @@ def register(sub: Any) -> None:
     teardown.add_argument("--ledger", action="store_true", help="also write the ledger (status gone)")
     teardown.add_argument("--ledger-dir", help="ledger directory (default: $DOCTABLE_LEDGER_DIR or ./ledger)")
     teardown.add_argument("--state-dir", help=argparse.SUPPRESS)
-    teardown.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     teardown.set_defaults(func=guarded(cmd_teardown))

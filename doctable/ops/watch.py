@@ -169,5 +169,4 @@ def register(sub: Any) -> None:
         "--source", default=str(SOURCE), help="the consumer package to send (default: %(default)s)"
     )
     parser.add_argument("--once", action="store_true", help="send the code once and exit (no watching)")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     parser.set_defaults(func=guarded(cmd_watch))

@@ -72,5 +72,4 @@ def register(sub: Any) -> None:
     verify.add_argument(
         "--state-dir", help="where the last rows are kept (default: $DOCTABLE_STATE_DIR or ./.doctable)"
     )
-    verify.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     verify.set_defaults(func=guarded(cmd_verify))
