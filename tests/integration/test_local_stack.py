@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import pytest
 
+from contract.knobs import KNOB_DEFAULTS
 from tests.support import localaws as lt
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -76,7 +77,7 @@ def test_full_stack_configuration(local_aws: lt.LocalAWS, full_stack: lt.Deploye
         "AWSLambdaPowertoolsPythonV3-python313-arm64"
     ]
     assert config["Environment"]["Variables"]["BLOB_BUCKET"] == out["BlobBucketName"]
-    assert config["MemorySize"] == 256 and config["Timeout"] == 30
+    assert config["MemorySize"] == int(KNOB_DEFAULTS["memory"]) and config["Timeout"] == 30
     assert PROVENANCE.items() <= function["Tags"].items()
     assert PROVENANCE.items() <= lam.list_tags(Resource=out["ConsumerFunctionArn"])["Tags"].items()
 

@@ -90,11 +90,11 @@ def test_snapstart_consumer_runs_its_published_version_and_moves_on_day_2(
     assert "SnapStart PublishedVersions" in result.out
 
     # WHEN (day 2) the function changes
-    changed = deploy({**KNOBS, "memory": "512"})
+    changed = deploy({**KNOBS, "memory": "1024"})
     # THEN the next version is published and the alias moved to it; the replaced version is gone
     second = lam.get_alias(FunctionName=function, Name=alias_name)["FunctionVersion"]
     assert second.isdigit() and int(second) > int(first)
-    assert lam.get_function_configuration(FunctionName=function, Qualifier=second)["MemorySize"] == 512
+    assert lam.get_function_configuration(FunctionName=function, Qualifier=second)["MemorySize"] == 1024
     versions = [v["Version"] for v in lam.list_versions_by_function(FunctionName=function)["Versions"]]
     assert versions == ["$LATEST", second]
     # AND the consumer still reacts, as the new version
