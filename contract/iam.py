@@ -3,9 +3,10 @@
 Each command's part lists the calls its code makes (read from doctable/ops: the call, then the resource AWS
 authorizes it on), scoped to this environment's stack, table and the names CloudFormation generates from the
 stack's name; a statement whose call only exists for some knobs (a stream, a mapping, Kinesis, a KMS key, a
-borrowed consumer) is there only when the knobs have it. A role is the union of its commands' parts. ``"*"`` is
-used only for calls AWS authorizes on no resource, each in a statement whose Sid says so. Standard library only:
-the console script prints these (``doctable policy``) and the tests evaluate them on the local AWS.
+borrowed consumer) is there only when the knobs have it. A role is the union of its commands' parts (the
+reader's verify part is the read-only verify's). ``"*"`` is used only for calls AWS authorizes on no resource, each
+in a statement whose Sid says so. Standard library only: the console script prints these (``doctable policy``) and
+the tests evaluate them on the local AWS.
 """
 
 from __future__ import annotations
@@ -28,9 +29,12 @@ ROLE_COMMANDS: dict[str, tuple[str, ...]] = {
     # closes a deploy is the operator's (a pipeline's role holds both).
     DEPLOYER: ("deploy",),
     OPERATOR: ("verify", "reconcile", "replay", "teardown", "ledger", "plan"),
-    # No read-only verify exists (verify writes test items), so the reader has preflight and ledger only.
-    READER: ("preflight", "ledger"),
+    # The reader's verify is `doctable verify --read-only` (ROLE_PARTS): it writes nothing.
+    READER: ("preflight", "ledger", "verify"),
 }
+VERIFY_READ_ONLY = "verify-read-only"
+# A role's command whose part is not the command's own: the reader runs verify read-only.
+ROLE_PARTS: dict[tuple[str, str], str] = {(READER, "verify"): VERIFY_READ_ONLY}
 ROLES = tuple(ROLE_COMMANDS)
 COMMANDS = tuple(dict.fromkeys(c for commands in ROLE_COMMANDS.values() for c in commands))
 
@@ -305,6 +309,24 @@ def _verify(t: Target) -> list[Statement]:
     return found
 
 
+def _verify_read_only(t: Target) -> list[Statement]:
+    """``doctable verify --read-only`` (doctable/ops/verify, the checks that write nothing): ownership, the declared
+    configuration, the Kinesis stream, the mapping and its tags, the consumer's configuration, the table's key. No
+    item, stream record, proof line or blob: those are the checks that write."""
+    c = t.config
+    found = [_read_stack(t, "DescribeStacks", "ListStackResources"), _read_table(t, *TABLE_OBSERVE)]
+    if c.has_kinesis:
+        # One statement with preflight's look at a borrowed stream (the same call on the same stream).
+        sid = "ReadBorrowedKinesisStream" if c.borrowed_kinesis_arn else "ReadKinesisStream"
+        found.append(Statement(sid, ("kinesis:DescribeStreamSummary",), t.kinesis_streams))
+    found += _read_mapping(t)
+    if c.builtin_consumer:
+        found.append(Statement("ReadConsumer", ("lambda:GetFunctionConfiguration",), t.functions))
+    # The rotation is read only of a key the stack creates (doctable/ops/verify/security.py).
+    rotation = ("GetKeyRotationStatus",) if c.customer_managed_key and not c.borrowed_kms_key_arn else ()
+    return found + _kms_reads(t, "DescribeKey", *rotation)
+
+
 # The calls reconcile restores drift with (doctable/ops/*.py ``apply``; drift.REPAIR_ORDER).
 TABLE_REPAIRS = (
     "TagResource",
@@ -404,6 +426,7 @@ _PARTS = {
     "deploy": _deploy,
     "ledger": _ledger,
     "verify": _verify,
+    VERIFY_READ_ONLY: _verify_read_only,
     "reconcile": _reconcile,
     "replay": _replay,
     "teardown": _teardown,
@@ -427,17 +450,19 @@ def role_commands(role: str, command: str | None = None) -> tuple[str, ...]:
     if command is None:
         return commands
     if command not in commands:
-        hint = (
-            "; verify writes test items and has no read-only mode"
-            if (role, command) == (READER, "verify")
-            else ""
-        )
-        raise PolicyError(f"the {role} does not run {command!r}; allowed: {'|'.join(commands)}{hint}")
+        raise PolicyError(f"the {role} does not run {command!r}; allowed: {'|'.join(commands)}")
     return (command,)
 
 
+def part_of(role: str, command: str) -> str:
+    """The part ``role`` holds for ``command``: the command's own, or its mode's (ROLE_PARTS)."""
+    return ROLE_PARTS.get((role, command), command)
+
+
 def role_statements(role: str, target: Target, command: str | None = None) -> list[Statement]:
-    return merge(s for c in role_commands(role, command) for s in command_statements(c, target))
+    return merge(
+        s for c in role_commands(role, command) for s in command_statements(part_of(role, c), target)
+    )
 
 
 def merge(statements: Iterable[Statement]) -> list[Statement]:

@@ -128,6 +128,7 @@ def verify_args(args: argparse.Namespace, *, as_json: bool) -> argparse.Namespac
             "json": as_json,
             "timeout": args.verify_timeout,
             "settle": verify_command.DEFAULT_SETTLE,
+            "read_only": False,  # the deploy's verify is the full contract
             "ledger": False,
             "ledger_dir": None,
             "state_dir": None,

@@ -87,6 +87,10 @@ def cmd_policy(args: argparse.Namespace) -> int:
     target, sources = target_of(args, resolved)
     statements = iam.role_statements(args.kind, target, args.part)
     notes = sources + notes_of(target, statements)
+    if "verify" in commands and iam.part_of(args.kind, "verify") == iam.VERIFY_READ_ONLY:
+        notes.append(
+            f"the {args.kind}'s verify is `doctable verify --read-only`: the checks that write are skipped"
+        )
     document = iam.policy_document(statements) if statements else None
     if document is None:
         notes.append(f"{' and '.join(commands)} makes no AWS call: no policy is needed")
@@ -156,8 +160,9 @@ def register(sub: Any) -> None:
         "trust policy of a CI role (GitHub OIDC)",
         description="Print an IAM policy document computed from the environment's settings: deployer (doctable "
         "deploy: preflight's reads and the CDK bootstrap roles), operator (verify, reconcile, replay, teardown, "
-        "ledger, plan), reader (preflight, ledger), or ci-trust (who may assume the CI role). The account and "
-        "region are the environment's binding, else --account/--region, else the credentials'.",
+        "ledger, plan), reader (preflight, ledger, verify --read-only), or ci-trust (who may assume the CI "
+        "role). The account and region are the environment's binding, else --account/--region, else the "
+        "credentials'.",
     )
     policy.add_argument("kind", choices=KINDS, help="whose policy: " + " | ".join(KINDS))
     add_knob_arguments(policy)

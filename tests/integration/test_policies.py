@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from contract.settings import CONFIG_VARIABLE, Section, default_settings, render_settings
+from doctable.ops.verify.expect import WRITING_CHECKS
 from tests.support import localaws as lt
 from tests.support.cli import Result, run_doctable
 
@@ -183,6 +184,10 @@ def run_verify(env: dict[str, str], ctx: Context) -> list[Result]:
     return [doctable(env, "verify", "--env", ENV, "--json", *VERIFY_BOUND)]
 
 
+def run_verify_read_only(env: dict[str, str], ctx: Context) -> list[Result]:
+    return [doctable(env, "verify", "--env", ENV, "--json", "--read-only", *VERIFY_BOUND)]
+
+
 def drift(aws: lt.LocalAWS, stack: lt.Deployed) -> None:  # the mapping's batch size: declared + 1
     """Change behind the stack what reconcile restores: PITR, a table tag, the mapping's batch size, a mapping tag."""
     ddb, lam = aws.client("dynamodb"), aws.client("lambda")
@@ -277,6 +282,7 @@ SCENARIOS: dict[str, tuple[str, str, Scenario]] = {
     "ledger": ("reader", ENV, run_ledger),
     "ledger-of-a-stack-gone": ("reader", OTHER_ENV, run_other_ledger),
     "verify": ("operator", ENV, run_verify),
+    "verify-read-only": ("reader", ENV, run_verify_read_only),
     "reconcile": ("operator", ENV, run_reconcile),
     "replay": ("operator", ENV, run_replay),
 }
@@ -289,7 +295,7 @@ DEGRADED = {("verify", "ReadStreamRecord"): "sequence number unavailable"}
 REFUSED_INSTEAD = {("deploy", "AssumeCdkBootstrapRoles"): "ssm:getparameter"}
 # The deployed environment's ledger needs no DescribeTable (there is no retained table to look for): swept on
 # the environment whose stack is gone instead.
-SWEPT = ("preflight", "deploy", "ledger-of-a-stack-gone", "verify", "reconcile")
+SWEPT = ("preflight", "deploy", "ledger-of-a-stack-gone", "verify", "verify-read-only", "reconcile")
 
 
 @pytest.fixture(scope="module")
@@ -318,11 +324,19 @@ def test_each_command_succeeds_with_exactly_its_policy(
     for result in results:
         assert result.code == 0, f"{scenario}: exit {result.code}\n{result.out[-3000:]}\n{result.err[-3000:]}"
         assert refusals(result) == []
-    if command == "verify":
+    if scenario == "verify":
         rows = {row["id"]: row for row in results[0].json()["rows"]}
         assert {r["result"] for r in rows.values()} == {"PASS"}
         # the record-level proof: the nudge's sequence number read off the stream
         assert rows["stream-delivery"]["observed"].startswith("seq "), rows["stream-delivery"]
+    if scenario == "verify-read-only":
+        record = results[0].json()
+        assert record["read_only"] is True and {r["result"] for r in record["rows"]} == {"PASS"}
+        # every check that writes skipped, by its id; none of them run
+        assert [(s["id"], s["reason"]) for s in record["skipped"]] == [
+            (c, "read-only") for c in WRITING_CHECKS
+        ]
+        assert not {r["id"] for r in record["rows"]} & set(WRITING_CHECKS)
     if command == "reconcile":
         assert drifted(ctx.aws, ctx.stack) == [], results[0].out + results[0].err
     if command == "replay":
@@ -333,7 +347,7 @@ def test_each_command_succeeds_with_exactly_its_policy(
 def test_a_command_outside_the_policy_is_refused_naming_action_and_resource(
     ctx: Context, principals: Callable[[str], Principal]
 ) -> None:
-    # GIVEN the reader's policy (preflight, ledger) and drift on the stack
+    # GIVEN the reader's policy (preflight, ledger, the read-only verify) and drift on the stack
     principal = principals("reader")
     principal.allow(policy_of(ctx.admin_env, "reader"))
     drift(ctx.aws, ctx.stack)

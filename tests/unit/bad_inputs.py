@@ -1537,6 +1537,12 @@ cli_case(
     id="cli-negative-timeout",
 )
 cli_case(
+    ["verify", "--read-only", "--ledger"],
+    [*ONE_LINE, "--read-only with --ledger: the ledger records full runs only", "allowed: --read-only alone"],
+    CLI_STOPS,
+    id="cli-read-only-ledger",
+)
+cli_case(
     ["frobnicate"],
     ["exit 2;", "invalid choice: 'frobnicate'"],
     "argparse refuses it (usage + one error line, exit 2); nothing run",

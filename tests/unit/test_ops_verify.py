@@ -13,7 +13,8 @@ from botocore.stub import Stubber
 
 from contract import names
 from doctable.aws import Aws
-from doctable.cli import main
+from doctable.cli import build_parser, main
+from doctable.ops import deploy
 from doctable.ops import ledger as lg
 from doctable.ops.context import Deployment, describe_stack
 from doctable.ops.render import Progress
@@ -21,7 +22,7 @@ from doctable.ops.verify import items, proof
 from doctable.ops.verify import record as v
 from doctable.ops.verify.checks import Verifier
 from doctable.ops.verify.consumer import consumer_checks
-from doctable.ops.verify.expect import Expectations
+from doctable.ops.verify.expect import WRITING_CHECKS, Expectations
 from tests.support import ops as ot
 
 
@@ -292,6 +293,7 @@ def test_record_round_trips_through_the_state_directory(moto_env: Aws, tmp_path:
     assert path.name == "verify-items-dev.json"
     loaded = lg.load_record(tmp_path, "items-dev")
     assert loaded is not None and loaded["passed"] and loaded["stack_id"] == deployment.stack_id
+    assert (loaded["read_only"], loaded["skipped"]) == (False, [])  # a full run skips no check
     assert "stack healthy" in v.render_rows(loaded["rows"])
 
 
@@ -490,3 +492,104 @@ def test_no_settle_wait_when_settled_or_on_trim_horizon(moto_env: Aws, position:
     verifier, said, slept = _settling(moto_env, position, age)
     verifier._settle()
     assert slept == [] and said == []
+
+
+# ---------------------------------------------------------------------------------------------- read-only
+READ_VERBS = ("Describe", "Get", "List")
+READ_ONLY_SKIPPED = [{"id": check, "reason": v.READ_ONLY} for check in WRITING_CHECKS]
+
+
+def calls_made(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every AWS call the commands' clients make from now on, as ``service:Operation``."""
+    made: list[str] = []
+    real = Aws.client
+
+    def client(self: Aws, service: str) -> Any:
+        found = real(self, service)
+        found.meta.events.register(
+            "before-call", lambda model, **_: made.append(f"{service}:{model.name}"), unique_id="calls-made"
+        )
+        return found
+
+    monkeypatch.setattr(Aws, "client", client)
+    return made
+
+
+def test_read_only_runs_every_check_that_reads_and_calls_nothing_that_writes(
+    moto_env: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a table with an index, TTL, PITR, a stream and the built-in consumer's mapping
+    config = ot.config_of(gsi="gsi1", ttl="on", pitr="on", stream="new-and-old")
+    ot.deploy_with_mapping(moto_env.client, config)
+    deployment = describe_stack(moto_env, config)
+    made = calls_made(monkeypatch)
+    # WHEN verify runs read-only
+    verifier = Verifier(moto_env, deployment, progress=Progress(quiet=True), timeout=2, read_only=True)
+    rows = {row.id: row for row in verifier.run()}
+    # THEN every check that only reads ran and none failed; the checks that write did not run
+    every = [row_id for row_id, _, _ in Expectations.of(config).rows()]
+    assert list(rows) == [row_id for row_id in every if row_id not in WRITING_CHECKS]
+    assert {k: r.observed for k, r in rows.items() if r.result == v.FAIL} == {}
+    assert rows["mapping"].result == rows["consumer-config"].result == v.PASS
+    assert [row_id for row_id, _, _ in verifier.skipped] == list(WRITING_CHECKS)
+    # AND each AWS call it made reads: nothing written, invoked or deleted
+    assert {
+        "dynamodb:DescribeTable",
+        "lambda:GetEventSourceMapping",
+        "lambda:GetFunctionConfiguration",
+    } <= set(made)
+    assert all(call.split(":")[1].startswith(READ_VERBS) for call in made), made
+    assert scan_all(moto_env, "items-dev") == []
+
+
+def test_read_only_lists_each_skipped_check_by_its_id_in_text_and_json(
+    moto_env: Aws, monkeypatch: pytest.MonkeyPatch, tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a deployed stack
+    monkeypatch.setenv("DOCTABLE_STATE_DIR", str(tmp_path))
+    ot.deploy(moto_env.client, ot.config_of())
+    # WHEN verify runs read-only with --json
+    assert main(["verify", "--read-only", "--json", "-q", "--timeout", "2"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    # THEN the record says read-only and lists every check that writes, by id, with its reason
+    assert record["read_only"] is True and record["passed"] is True
+    assert [{k: s[k] for k in ("id", "reason")} for s in record["skipped"]] == READ_ONLY_SKIPPED
+    assert not {row["id"] for row in record["rows"]} & set(WRITING_CHECKS)
+    # AND it is not kept for the ledger
+    assert lg.load_record(tmp_path, "items-dev") is None
+    # WHEN it runs read-only as text THEN one line per skipped check, and the verdict says read-only
+    assert main(["verify", "--read-only", "-q", "--timeout", "2"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    skipped = [line.split()[1].rstrip(":") for line in out if line.startswith("skipped ")]
+    assert skipped == list(WRITING_CHECKS)
+    assert any(line.startswith("verify (read-only) PASSED: items-dev") for line in out), out
+    assert lg.load_record(tmp_path, "items-dev") is None
+
+
+def test_the_read_only_flag_parses_and_is_off_by_default_and_in_the_deploys_verify() -> None:
+    parser = build_parser()
+    assert parser.parse_args(["verify", "--read-only"]).read_only is True
+    assert parser.parse_args(["verify"]).read_only is False
+    # the verify that closes a deploy has every argument verify has, and is the full contract
+    closing = deploy.verify_args(parser.parse_args(["deploy"]), as_json=False)
+    assert set(vars(parser.parse_args(["verify"]))) <= set(vars(closing)) and closing.read_only is False
+
+
+@pytest.mark.parametrize("order", [["--read-only", "--ledger"], ["--ledger", "--read-only"]])
+def test_read_only_with_ledger_is_one_usage_line_before_any_aws_call(
+    order: list[str],
+    moto_env: Aws,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # GIVEN a deployed stack and an empty ledger directory
+    ot.deploy(moto_env.client, ot.config_of())
+    made = calls_made(monkeypatch)
+    # WHEN verify is asked for a read-only run recorded in the ledger
+    code = main(["verify", *order, "--ledger-dir", str(tmp_path / "ledger"), "--timeout", "2"])
+    # THEN one line naming the clash and what is allowed, exit 2, no AWS call, no ledger written
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "--read-only with --ledger" in err and "allowed:" in err, err
+    assert made == [] and not (tmp_path / "ledger").exists()

@@ -166,13 +166,75 @@ def test_a_role_is_the_union_of_its_commands() -> None:
         assert set(statement.actions) == {a for part in parts if sid in part for a in part[sid].actions}
 
 
-def test_the_reader_has_no_verify_and_plan_needs_nothing() -> None:
-    with pytest.raises(iam.PolicyError, match="no read-only mode"):
-        iam.role_commands("reader", "verify")
-    assert iam.command_statements("plan", target()) == []
-    assert not any(
-        a.split(":")[1].startswith(("Put", "Update", "Delete", "Tag")) for a in actions(statements("reader"))
+# What the read-only verify calls (doctable/ops/verify, the checks that write nothing), and what it must not.
+READ_ONLY_VERIFY = {
+    "cloudformation:DescribeStacks",
+    "cloudformation:ListStackResources",
+    *(f"dynamodb:{a}" for a in iam.TABLE_OBSERVE),
+    "lambda:GetEventSourceMapping",
+    "lambda:ListTags",
+    "lambda:GetFunctionConfiguration",
+}
+WRITES_OR_RECORD_READS = {
+    "dynamodb:PutItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:GetItem",
+    "dynamodb:Query",
+    "dynamodb:GetRecords",
+    "kinesis:GetRecords",
+    "s3:PutObject",
+    "s3:DeleteObject",
+    "lambda:InvokeFunction",
+    "logs:FilterLogEvents",
+    "kms:Decrypt",
+}
+
+
+@pytest.mark.parametrize("knobs", [{}, FULL, KITCHEN_SINK], ids=["flat", "full", "kitchen-sink"])
+def test_the_readers_verify_is_the_read_only_verify_and_writes_nothing(
+    knobs: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    statement = {
+        "Effect": "Allow",
+        "Principal": {"AWS": ACCOUNT},
+        "Action": "dynamodb:GetItem",
+        "Resource": "*",
+    }
+    (tmp_path / "policy.json").write_text(json.dumps({"Version": "2012-10-17", "Statement": [statement]}))
+    # GIVEN the reader's verify part, beside the operator's
+    assert iam.role_commands("reader", "verify") == ("verify",)
+    reader = actions(statements("reader", "verify", **knobs))
+    operator = actions(statements("operator", "verify", **knobs))
+    # THEN every action reads a configuration (Describe, Get, List), none writes or reads items or records
+    assert all(a.split(":")[1].startswith(("Describe", "Get", "List")) for a in reader), reader
+    assert reader & WRITES_OR_RECORD_READS == set()
+    # AND it is a part of what the full verify calls: the operator's keeps its writes
+    assert reader < operator and "dynamodb:PutItem" in operator
+    # AND the whole reader role writes nothing either
+    whole = actions(statements("reader", **knobs))
+    assert not any(a.split(":")[1].startswith(("Put", "Update", "Delete", "Tag", "Invoke")) for a in whole)
+
+
+def test_the_read_only_verify_reads_exactly_what_its_checks_read() -> None:
+    assert actions(statements("reader", "verify", **FULL)) == READ_ONLY_VERIFY
+    # the knobs that add a check add only its reads: the stream's summary, the key and its rotation
+    kitchen = actions(
+        statements("reader", "verify", **{**FULL, "kinesis": "on", "encryption": "customer-managed"})
     )
+    assert kitchen - READ_ONLY_VERIFY == {
+        "kinesis:DescribeStreamSummary",
+        "kms:DescribeKey",
+        "kms:GetKeyRotationStatus",
+    }
+    # without the built-in consumer there is no function of the stack's to read
+    assert "lambda:GetFunctionConfiguration" not in actions(
+        statements("reader", "verify", stream="new-and-old", consumer="none")
+    )
+
+
+def test_plan_needs_nothing() -> None:
+    assert iam.command_statements("plan", target()) == []
 
 
 def test_ci_trust_lets_main_and_the_environment_assume_the_role() -> None:
@@ -249,6 +311,20 @@ def test_json_names_the_target_and_one_commands_part(
     assert report["unscoped"] == [] and report["size"] == iam.document_size(report["policy"])
 
 
+def test_the_readers_verify_prints_the_read_only_part(
+    settings: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # WHEN the reader's verify part is printed
+    code, out, _ = run(capsys, "reader", "--env", "stg", "--command", "verify", "--json")
+    # THEN it is the read-only verify's, and a note says so
+    assert code == 0
+    report: dict[str, Any] = json.loads(out)
+    assert report["role"] == "reader" and report["commands"] == ["verify"]
+    printed = {a for s in report["policy"]["Statement"] for a in s["Action"]}
+    assert printed == READ_ONLY_VERIFY
+    assert any("doctable verify --read-only" in note for note in report["notes"])
+
+
 def test_plan_needs_no_policy(settings: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "operator", "--env", "stg", "--command", "plan")
     assert code == 0 and out == ""
@@ -258,7 +334,7 @@ def test_plan_needs_no_policy(settings: Path, capsys: pytest.CaptureFixture[str]
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["reader", "--env", "stg", "--command", "verify"], "no read-only mode"),
+        (["reader", "--env", "stg", "--command", "reconcile"], "allowed: preflight|ledger|verify"),
         (
             ["operator", "--env", "stg", "--command", "deploy"],
             "allowed: verify|reconcile|replay|teardown|ledger|plan",

@@ -1,7 +1,7 @@
 """The checks of ``doctable verify``: each observes one promise of ``expect`` and yields one row (check,
-expected, observed, PASS/FAIL/SKIP). Test items use a unique partition key per run; whatever a run wrote is
-deleted in a ``finally``, even when a check fails. One idea, one class: the checks share the run's state
-(the table description, the mapping, the scratch list)."""
+expected, observed, PASS/FAIL/SKIP); a read-only run runs only those that write nothing. Test items use a unique
+partition key per run; whatever a run wrote is deleted in a ``finally``, even when a check fails. One idea, one
+class: the checks share the run's state (the table description, the mapping, the scratch list)."""
 
 from __future__ import annotations
 
@@ -66,11 +66,13 @@ class Verifier:
         progress: Progress | None = None,
         run_id: str | None = None,
         wall_clock: Callable[[], float] = time.time,
+        read_only: bool = False,
     ) -> None:
         self.aws = aws
         self.deployment = deployment
         self.config: DocTableConfig = deployment.config
         self.expect = Expectations.of(self.config)
+        self.planned, self.skipped = self.expect.split(read_only)  # read-only: skip the checks that write
         self.timeout = timeout
         self.settle = settle
         self.progress = progress or Progress("doctable verify")
@@ -117,7 +119,7 @@ class Verifier:
             "stream-delivery": self._check_delivery,
             "blob-cleanup": self._check_cleanup,
         }
-        for row_id, label, expected in self.expect.rows():
+        for row_id, label, expected in self.planned:
             yield functools.partial(self._run_check, row_id, label, expected, checks[row_id])
 
     def _run_check(self, row_id: str, label: str, expected: str, fn: Callable[[], str]) -> Row:
@@ -192,9 +194,8 @@ class Verifier:
         self._describe()
         item = test_item(self.pk, "roundtrip", self.wall())
         self._put(item)
-        got = self.ddb.get_item(TableName=self.table, Key=self._key("roundtrip"), ConsistentRead=True).get(
-            "Item"
-        )
+        key = self._key("roundtrip")
+        got = self.ddb.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item")
         differences = item_differences(item, got)
         if differences:
             raise CheckFailed("; ".join(differences))

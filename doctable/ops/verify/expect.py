@@ -1,5 +1,5 @@
 """What verify expects of one environment, derived from the knobs' shape (``contract.shape``): the values the
-checks compare with and the ``expected`` text of each row. Pure: no AWS."""
+checks compare with, the ``expected`` text of each row, and which rows a read-only run skips. Pure: no AWS."""
 
 from __future__ import annotations
 
@@ -28,6 +28,9 @@ from doctable.ops.verify.security import security_rows
 # A LATEST mapping misses writes made right after it reports Enabled: verify waits for it to settle first.
 LATEST = STARTING_POSITION_CFN[STARTING_LATEST]
 STABLE_STACK_TEXT = "CREATE_COMPLETE | UPDATE_COMPLETE | UPDATE_ROLLBACK_COMPLETE"
+# The checks that write (test items, the nudge, blobs): `doctable verify --read-only` does not run them. Every other
+# check only reads (describe, list tags, get a configuration).
+WRITING_CHECKS = ("round-trip", "query", "gsi-query", "negative", "stream-delivery", "blob-cleanup")
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,14 @@ class Expectations:
             ),
             ("blob-cleanup", "deleted item's blobs removed", "blobs under <pk>/<sk>/ gone"),
         ]
+
+    def split(self, read_only: bool) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
+        """(the rows a run checks, the rows it skips), each in order: a read-only run skips every check that
+        writes, a full run none."""
+        rows = self.rows()
+        if not read_only:
+            return rows, []
+        return [r for r in rows if r[0] not in WRITING_CHECKS], [r for r in rows if r[0] in WRITING_CHECKS]
 
     def option_checks(self, ddb: Any, describe: Callable[[], dict[str, Any]]) -> dict[str, Callable[[], str]]:
         """The checks of the table options' rows (``options.option_checks``) against this table shape."""

@@ -1,10 +1,10 @@
-"""A verify run as data: how a check ends (a value, ``CheckFailed``, ``Skip``), its rows, the record the ledger
-keeps, and how both render."""
+"""A verify run as data: how a check ends (a value, ``CheckFailed``, ``Skip``), its rows, the checks a read-only
+run skipped, the record the ledger keeps, and how they render."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -12,6 +12,7 @@ from doctable.ops.context import Deployment
 from doctable.ops.render import now_iso, text_table
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
+READ_ONLY = "read-only"  # the reason of each check a read-only run skipped (``skipped`` of the record)
 
 
 class CheckFailed(Exception):
@@ -35,10 +36,21 @@ class Row:
         return asdict(self)
 
 
-def verify_record(deployment: Deployment, rows: list[Row], started_at: str, run_id: str) -> dict[str, Any]:
+def verify_record(
+    deployment: Deployment,
+    rows: list[Row],
+    started_at: str,
+    run_id: str,
+    skipped: Sequence[tuple[str, str, str]] = (),
+    *,
+    read_only: bool = False,
+) -> dict[str, Any]:
+    """The run as ``--json`` prints it (a full run's is kept for the ledger); ``skipped``: the (row id, check,
+    expected) of each check a read-only run did not run."""
     return {
         "kind": "doctable-verify",
         "run_id": run_id,
+        "read_only": read_only,
         "table": deployment.table_name,
         "stack": deployment.config.stack_name,
         "stack_id": deployment.stack_id,
@@ -51,6 +63,8 @@ def verify_record(deployment: Deployment, rows: list[Row], started_at: str, run_
         "counts": {k: sum(1 for r in rows if r.result == k) for k in (PASS, FAIL, SKIP)},
         "knobs": deployment.config.as_knobs(),
         "rows": [r.as_dict() for r in rows],
+        # not run, so neither passed nor failed: each check of a read-only run that writes
+        "skipped": [{"id": row_id, "check": check, "reason": READ_ONLY} for row_id, check, _ in skipped],
     }
 
 
@@ -65,9 +79,21 @@ def render_rows(rows: list[dict[str, Any]] | list[Row]) -> str:
 def summary_line(record: Mapping[str, Any]) -> str:
     counts = record["counts"]
     verdict = "PASSED" if record["passed"] else "FAILED"
+    mode = " (read-only)" if record.get("read_only") else ""
+    not_run = len(record.get("skipped") or [])
     failed = [r["id"] for r in record["rows"] if r["result"] == FAIL]
-    tail = f" — failing: {', '.join(failed)}" if failed else ""
-    return (
-        f"verify {verdict}: {record['table']} ({record['region']}) — {counts[PASS]} pass, {counts[FAIL]} fail, "
-        f"{counts[SKIP]} skip{tail}"
+    tail = (f", {not_run} not run (they write)" if not_run else "") + (
+        f" — failing: {', '.join(failed)}" if failed else ""
     )
+    return (
+        f"verify{mode} {verdict}: {record['table']} ({record['region']}) — {counts[PASS]} pass, "
+        f"{counts[FAIL]} fail, {counts[SKIP]} skip{tail}"
+    )
+
+
+def skipped_lines(record: Mapping[str, Any]) -> list[str]:
+    """One line per check a read-only run skipped: its row id, what it checks and why it was not run."""
+    return [
+        f"skipped {s['id']}: {s['check']} — {s['reason']}, the check writes"
+        for s in record.get("skipped") or []
+    ]
