@@ -1,0 +1,88 @@
+"""Day 2, the stream's side: the mapping replaced by starting_position after a failed update; the consumer and the
+stream turned off and on with the table kept. The machinery and what each flip checks: tests/support/day2.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support import day2 as d2
+from tests.support import localaws as lt
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
+
+
+@pytest.fixture(scope="module")
+def day2_aws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[lt.LocalAWS]:
+    with d2.day2_local_aws(tmp_path_factory) as aws:
+        yield aws
+
+
+@pytest.fixture
+def day2(day2_aws: lt.LocalAWS, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[d2.Day2]:
+    with d2.chain(day2_aws, request, tmp_path) as run:
+        yield run
+
+
+def test_day2_mapping_replaced_by_starting_position_after_a_failed_update(day2: d2.Day2) -> None:
+    outputs = d2.given_kept(day2)
+    # an injected resource failure: the alias a LATEST mapping needs exists already, made out of band
+    lam = day2.aws.client("lambda")
+    function = outputs["ConsumerFunctionName"]
+    lam.create_alias(FunctionName=function, Name="from-latest", FunctionVersion="$LATEST")
+    (before,) = day2.mappings()
+    message = day2.failed_flip(
+        "starting_position -> latest with pitr on, alias made out of band",
+        {"mapping.replaced", "pitr.enabled"},
+        {"mapping.replaced"},
+        starting_position="latest",
+        pitr="on",
+    )
+    assert "Alias already exists" in message
+    assert day2.table()["pitr"] == "DISABLED"  # the table's change was rolled back
+    assert [(m["UUID"], m["StartingPosition"]) for m in day2.mappings()] == [(before["UUID"], "TRIM_HORIZON")]
+    said = day2.verify(starting_position="latest", pitr="on")
+    assert d2.ROLLED_BACK_NOTE in said and "starting_position: deployed trim-horizon, given latest" in said
+    lam.delete_alias(FunctionName=function, Name="from-latest")
+
+    # starting_position trim-horizon -> latest -> trim-horizon: one deploy each, the mapping replaced
+    day2.flip("starting_position trim-horizon -> latest", {"mapping.replaced"}, starting_position="latest")
+    (latest,) = day2.mappings()
+    assert latest["StartingPosition"] == "LATEST" and latest["UUID"] != before["UUID"]
+    assert latest["FunctionArn"].endswith(":from-latest")
+    day2.verify(starting_position="latest")
+    day2.flip("starting_position latest -> trim-horizon", set())
+    (horizon,) = day2.mappings()
+    assert horizon["StartingPosition"] == "TRIM_HORIZON" and horizon["FunctionArn"].endswith(
+        ":from-trim-horizon"
+    )
+    day2.verify()
+    d2.assert_kept(day2, outputs, outputs["BlobBucketName"])
+    day2.no_mismatches()
+
+
+def test_day2_consumer_and_stream_off_and_on_keep_the_table(day2: d2.Day2) -> None:
+    outputs = d2.given_kept(day2)
+    stream = outputs["StreamArn"]
+    # consumer builtin -> none -> builtin: the mapping goes and comes back; the table and its items stay
+    day2.flip("consumer builtin -> none", {"mapping.deleted", "bucket.leaves_stack"}, consumer="none")
+    assert day2.mappings() == []
+    day2.verify(consumer="none")
+    again = day2.flip("consumer none -> builtin", set())
+    assert len(day2.mappings()) == 1
+    day2.verify()
+    d2.assert_kept(day2, again.outputs, None)
+
+    # stream new-and-old -> none -> new-and-old: a new stream ARN, the mapping recreated, none left over
+    day2.flip("stream new-and-old -> none", d2.DROPS_THE_STREAM, stream="none")
+    assert day2.mappings() == []
+    assert not day2.table()["table"].get("StreamSpecification", {}).get("StreamEnabled")
+    day2.verify(stream="none")
+    last = day2.flip("stream none -> new-and-old", set())
+    assert last.outputs["StreamArn"] != stream
+    assert [m["EventSourceArn"] for m in day2.mappings()] == [last.outputs["StreamArn"]]
+    day2.verify()
+    d2.assert_kept(day2, last.outputs, None)
+    day2.no_mismatches()

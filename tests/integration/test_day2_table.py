@@ -1,0 +1,78 @@
+"""Day 2, the table's knobs: an index added and removed in place; TTL rate-limited (the update rolls back), then
+PITR and mapping options in place. The machinery and what each flip checks: tests/support/day2.py."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from contract.knobs import KNOB_DEFAULTS
+from tests.support import day2 as d2
+from tests.support import localaws as lt
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
+
+
+@pytest.fixture(scope="module")
+def day2_aws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[lt.LocalAWS]:
+    with d2.day2_local_aws(tmp_path_factory) as aws:
+        yield aws
+
+
+@pytest.fixture
+def day2(day2_aws: lt.LocalAWS, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[d2.Day2]:
+    with d2.chain(day2_aws, request, tmp_path) as run:
+        yield run
+
+
+def test_day2_index_added_then_removed_in_place(day2: d2.Day2) -> None:
+    outputs = d2.given_kept(day2)
+    # gsi none -> gsi1 -> none: the index is added (backfilled) and removed in place
+    day2.flip("gsi none -> gsi1", set(), gsi="gsi1")
+    assert [g["IndexName"] for g in day2.table()["table"]["GlobalSecondaryIndexes"]] == ["gsi1"]
+    day2.verify(gsi="gsi1")
+    day2.flip("gsi gsi1 -> none", {"index.removed"})
+    assert not day2.table()["table"].get("GlobalSecondaryIndexes")
+    day2.verify()
+    d2.assert_kept(day2, outputs, outputs["BlobBucketName"])
+    day2.no_mismatches()
+
+
+def test_day2_ttl_rate_limited_rolls_back_then_pitr_and_mapping_options_in_place(day2: d2.Day2) -> None:
+    outputs = d2.given_kept(day2)
+    # ttl off -> on, then off again at once: DynamoDB's rate limit fails the update, which rolls back
+    day2.flip("ttl off -> on", {"ttl.enabled"}, ttl="on")
+    ttl_changed = time.monotonic()
+    assert day2.table()["ttl"] == "ENABLED"
+    message = day2.failed_flip("ttl on -> off within the interval", {"ttl.disabled"}, set())
+    assert d2.RATE_LIMITED in message and "(HandlerErrorCode: ValidationException)" in message
+    assert day2.table()["ttl"] == "ENABLED"
+    # verify right after the rollback: it checks the knobs the stack holds (ttl on) and says it rolled back
+    said = day2.verify(ttl="off")
+    assert (
+        d2.ROLLED_BACK_NOTE in said
+        and "UPDATE_ROLLBACK_COMPLETE" in said
+        and "ttl: deployed on, given off" in said
+    )
+
+    # pitr on with batch_size, then pitr off with max_retries: in place, and the stack was still updatable
+    day2.flip("pitr off -> on, batch_size -> 5", set(), ttl="on", pitr="on", batch_size="5")
+    assert day2.table()["pitr"] == "ENABLED"
+    assert [m["BatchSize"] for m in day2.mappings()] == [5]
+    day2.verify(ttl="on", pitr="on", batch_size="5")
+    day2.flip("pitr on -> off, max_retries 5 -> 2", {"pitr.disabled"}, ttl="on", max_retries="2")
+    assert day2.table()["pitr"] == "DISABLED"
+    default_batch = int(KNOB_DEFAULTS["batch_size"])
+    assert [(m["BatchSize"], m["MaximumRetryAttempts"]) for m in day2.mappings()] == [(default_batch, 2)]
+    day2.verify(ttl="on", max_retries="2")
+
+    # ttl on -> off once the interval has passed since the last change (the rate limit's own window)
+    time.sleep(max(0.0, ttl_changed + d2.TTL_INTERVAL - time.monotonic()))
+    day2.flip("ttl on -> off", set())
+    assert day2.table()["ttl"] == "DISABLED"
+    day2.verify()
+    d2.assert_kept(day2, outputs, outputs["BlobBucketName"])
+    day2.no_mismatches()
