@@ -77,18 +77,23 @@ format: setup
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
+# One pytest-xdist worker per core (TEST_WORKERS=0 runs in one process), each with a local AWS of its own; an
+# integration or infra module stays on one worker with its module-scoped deployments (tests/conftest.py).
+TEST_WORKERS ?= auto
+PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 test: setup ## every offline tier: unit, infra, integration (local AWS); ends with its wall time and slowest tests
-	@start=$$(date +%s); $(BIN)/pytest -m "not live and not soak and not policies" --durations=10 $(PYTEST_ARGS); \
+	@start=$$(date +%s); $(BIN)/pytest -m "not live and not soak and not policies" $(PARALLEL) --durations=10 \
+	  $(PYTEST_ARGS); \
 	status=$$?; echo "make test: $$(( $$(date +%s) - start )) s wall time"; exit $$status
 
 unit: setup
-	$(BIN)/pytest -m unit $(PYTEST_ARGS)
+	$(BIN)/pytest -m unit $(PARALLEL) $(PYTEST_ARGS)
 
 infra-tests: setup
-	$(BIN)/pytest -m infra $(PYTEST_ARGS)
+	$(BIN)/pytest -m infra $(PARALLEL) $(PYTEST_ARGS)
 
 integration: setup
-	$(BIN)/pytest -m integration $(PYTEST_ARGS)
+	$(BIN)/pytest -m integration $(PARALLEL) $(PYTEST_ARGS)
 
 # Each command's IAM policy with one statement removed in turn, on the local AWS: the command must then fail
 # naming the refused action (`make test` skips this sweep; the policies' success runs are in the integration tier).

@@ -1,20 +1,25 @@
 #!/usr/bin/env python3
 """Resolve the environment's settings (doctable.toml, then -c and DOCTABLE_ overrides), then instantiate its one
-stack. Never calls AWS."""
+stack. Never calls AWS. With DOCTABLE_SYNTH_CACHE set, an assembly synthesized before from the same inputs is
+copied out instead (infra/synth_cache.py)."""
 
 from __future__ import annotations
 
 import os
 import sys
 
-import aws_cdk as cdk
-
-from contract.knobs import INDEX_STEP_CONTEXT, PROJECT_ROOT, ConfigError, user_context, with_index_step
-from contract.settings import cdk_json_knobs, resolve_settings
-from infra.stack import create_stack
+from infra import synth_cache
 
 
-def main() -> None:
+def synthesize() -> None:
+    # The CDK and the constructs are imported here, after the cache was looked up: importing them is most of a
+    # cache hit's cost otherwise.
+    import aws_cdk as cdk
+
+    from contract.knobs import INDEX_STEP_CONTEXT, PROJECT_ROOT, ConfigError, user_context, with_index_step
+    from contract.settings import cdk_json_knobs, resolve_settings
+    from infra.stack import create_stack
+
     app = cdk.App()
     try:
         # A knob in cdk.json would reach the app as CDK context but never the CLI: refused, so both agree.
@@ -33,6 +38,15 @@ def main() -> None:
         sys.exit(1)
     create_stack(app, config, account=resolved.account, region=resolved.region)
     app.synth()
+
+
+def main() -> None:
+    cache = synth_cache.from_environ()
+    if cache is not None and cache.restore():
+        return
+    synthesize()
+    if cache is not None:
+        cache.store()
 
 
 if __name__ == "__main__":

@@ -787,6 +787,8 @@ NON_KNOB_VARIABLES = frozenset(
         "DOCTABLE_RESOLVED_BY",
         "DOCTABLE_WORKER_PATH",
         "DOCTABLE_PROFILE",
+        "DOCTABLE_CDK_OUTPUT",  # doctable deploy's cloud assembly directory
+        "DOCTABLE_SYNTH_CACHE",  # app.py's cache of assemblies (infra/synth_cache.py)
     }
 )
 LOCAL_VARIABLE_PREFIX = "DOCTABLE_LOCAL_"  # the local AWS's own settings

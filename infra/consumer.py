@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import shutil
+import sys
+import tempfile
 from pathlib import Path
 
 from aws_cdk import CfnElement, Duration, RemovalPolicy, Stack
@@ -378,23 +381,38 @@ SKIPPED_FILES = shutil.ignore_patterns("__pycache__", "*.pyc", "*.so", "*.c")
 
 
 def _bundle_with_powertools() -> Path:
-    """Stage the handler beside Powertools, from this environment (no Docker)."""
+    """Stage the handler beside Powertools, from this environment (no Docker).
+
+    Staged once per content under build/ (the sources', Powertools' and the interpreter's digest in the name)
+    and moved into place whole, so concurrent synths (the test workers') never see a half-written stage."""
     import aws_lambda_powertools
     import typing_extensions
 
-    stage = PROJECT_ROOT / "build" / "consumer-bundled"
-    if stage.exists():
-        shutil.rmtree(stage)
-    shutil.copytree(FUNCTIONS_DIR, stage, ignore=SKIPPED_FILES)
-    write_sdk_models(stage / "stream_consumer")
-    if compiles_bytecode():
-        compile_tree(stage / "stream_consumer", f"{TASK_ROOT}/stream_consumer")
     powertools = Path(aws_lambda_powertools.__file__).parent
+    digest = hashlib.sha256(f"{sys.version_info[:2]}|{compiles_bytecode()}|{POWERTOOLS_UNUSED}".encode())
+    for root in (FUNCTIONS_DIR, powertools):
+        for path in sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts):
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    digest.update(Path(typing_extensions.__file__).read_bytes())
+    build = PROJECT_ROOT / "build"
+    stage = build / f"consumer-bundled-{digest.hexdigest()[:16]}"
+    if stage.is_dir():
+        return stage
+    build.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".consumer-bundled-", dir=build))
+    shutil.copytree(FUNCTIONS_DIR, scratch, ignore=SKIPPED_FILES, dirs_exist_ok=True)
+    write_sdk_models(scratch / "stream_consumer")
+    if compiles_bytecode():
+        compile_tree(scratch / "stream_consumer", f"{TASK_ROOT}/stream_consumer")
     unused = {powertools / part for part in POWERTOOLS_UNUSED}
 
     def skip(directory: str, entries: list[str]) -> set[str]:
         return set(SKIPPED_FILES(directory, entries)) | {e for e in entries if Path(directory, e) in unused}
 
-    shutil.copytree(powertools, stage / "aws_lambda_powertools", ignore=skip)
-    shutil.copy2(typing_extensions.__file__, stage / "typing_extensions.py")
+    shutil.copytree(powertools, scratch / "aws_lambda_powertools", ignore=skip)
+    shutil.copy2(typing_extensions.__file__, scratch / "typing_extensions.py")
+    try:
+        scratch.rename(stage)
+    except OSError:  # another synth staged the same content first
+        shutil.rmtree(scratch, ignore_errors=True)
     return stage

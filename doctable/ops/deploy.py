@@ -72,6 +72,10 @@ def gate(
     return found
 
 
+# The cloud assembly's directory when --cdk-output is not given (the CLI's own default is cdk.out).
+CDK_OUTPUT_VARIABLE = "DOCTABLE_CDK_OUTPUT"
+
+
 def cdk_command(config: DocTableConfig, args: argparse.Namespace) -> list[str]:
     """``cdk deploy`` of the environment's stack, with this run's -c overrides passed on as CDK context."""
     command = ["npx", "--no-install", "cdk", "deploy", config.stack_name, "--require-approval", "never"]
@@ -81,6 +85,8 @@ def cdk_command(config: DocTableConfig, args: argparse.Namespace) -> list[str]:
             command += ["-c", pair]
     if args.outputs_file:
         command += ["--outputs-file", os.path.abspath(args.outputs_file)]
+    if args.cdk_output:
+        command += ["--output", os.path.abspath(args.cdk_output)]
     return command
 
 
@@ -286,6 +292,13 @@ def register(sub: Any) -> None:
     add_common_arguments(deploy, json_help="print the findings, the gate's verdict and the outcome as JSON")
     deploy.add_argument(ALLOW_FLAG, action="store_true", help="deploy destructive changes too")
     deploy.add_argument("--outputs-file", help="write the stack's outputs to this JSON file")
+    deploy.add_argument(
+        "--cdk-output",
+        default=os.environ.get(CDK_OUTPUT_VARIABLE) or None,
+        metavar="DIR",
+        help=f"the cloud assembly's directory (cdk's --output; default ${CDK_OUTPUT_VARIABLE}, else cdk.out): "
+        "two deploys at once need one each, as the CDK CLI locks its output directory",
+    )
     deploy.add_argument("--no-verify", action="store_true", help="skip `doctable verify` after the deploy")
     deploy.add_argument(
         "--verify-timeout",

@@ -20,7 +20,9 @@ import boto3
 from contract import names
 from contract.knobs import resolve_config
 from contract.settings import CONFIG_VARIABLE, default_settings, render_settings
+from doctable.ops.deploy import CDK_OUTPUT_VARIABLE
 from doctable.ops.verify.proof import parse_proof_line
+from infra import synth_cache
 from local import api
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,6 +107,12 @@ def private_local_aws(directory: Path) -> Iterator[LocalAWS]:
     settings = directory / "doctable.toml"
     settings.write_text(render_settings(default_settings(settings)))
     env[CONFIG_VARIABLE] = str(settings)
+    # `doctable deploy` synthesizes into this local AWS's own cloud assembly directory: the CDK CLI locks its
+    # output directory, and the test workers (pytest-xdist) deploy at the same time.
+    env[CDK_OUTPUT_VARIABLE] = str(directory / "cdk.out")
+    # A shape synthesized before from the same sources, settings and context is not synthesized again (about
+    # 10 s of CPU each): app.py copies the stored assembly out (infra/synth_cache.py).
+    env[synth_cache.CACHE_VARIABLE] = str(ROOT / "build" / "synth-cache")
     try:
         yield LocalAWS(info=info, directory=directory, env=env, http_port=http_port)
     finally:
