@@ -77,10 +77,10 @@ format: setup
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-# One pytest-xdist worker per core (TEST_WORKERS=0 runs in one process), each with a local AWS of its own; an
-# integration or infra module stays on one worker with its module-scoped deployments (tests/conftest.py).
+# One pytest-xdist worker per core (TEST_WORKERS=0 runs in one process), each with a local AWS of its own; a
+# module goes whole to one worker, in the order tests/conftest.py gives (the longest integration modules first).
 TEST_WORKERS ?= auto
-PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
+PARALLEL := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 test: setup ## every offline tier: unit, infra, integration (local AWS); ends with its wall time and slowest tests
 	@start=$$(date +%s); $(BIN)/pytest -m "not live and not soak and not policies" $(PARALLEL) --durations=10 \
 	  $(PYTEST_ARGS); \

@@ -14,21 +14,33 @@ os.environ.setdefault("CDK_DISABLE_CLI_TELEMETRY", "true")
 TIERS = {"unit": "unit", "infra": "infra", "integration": "integration", "live": "live"}
 
 
-# The order the tiers run in, and how pytest-xdist (`make test`, --dist loadgroup) shares them out. xdist sends
-# the groups with the most tests first and the rest in collection order, so: an integration or infra module is one
-# group (one worker, its module-scoped deployments made once), the integration tier is collected first, and the
-# many short unit tests go one by one at the end, filling the workers' tails.
+# The order the tests run in. Under pytest-xdist (`make test`: --dist loadfile --no-loadscope-reorder) a module
+# goes whole to one worker (its module-scoped deployments made once) in this order: the longest integration
+# modules first (the slowest ten of `make test --durations`), then the rest of the integration tier, infra, and
+# the many short unit modules last, filling the workers' tails.
 TIER_ORDER = {"integration": 0, "infra": 1, "unit": 2}
-GROUPED_TIERS = ("integration", "infra")
+LONGEST_FIRST = (
+    "test_day2_table",
+    "test_day2_mapping",
+    "test_table_options",
+    "test_packaging",
+    "test_indexes",
+    "test_kinesis",
+    "test_encryption_policy",
+    "test_ops_commands",
+)
+
+
+def run_order(item: pytest.Item) -> tuple[int, int]:
+    path = Path(str(item.fspath))
+    first = LONGEST_FIRST.index(path.stem) if path.stem in LONGEST_FIRST else len(LONGEST_FIRST)
+    return TIER_ORDER.get(path.parent.name, len(TIER_ORDER)), first
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test's tier is its directory; `-m unit` etc. then select tiers without per-test decoration."""
-    items.sort(key=lambda item: TIER_ORDER.get(Path(str(item.fspath)).parent.name, len(TIER_ORDER)))
+    items.sort(key=run_order)  # stable: a module's tests keep their order
     for item in items:
-        path = Path(str(item.fspath))
-        tier = path.parent.name
+        tier = Path(str(item.fspath)).parent.name
         if tier in TIERS and not any(m.name in ("soak",) for m in item.iter_markers()):
             item.add_marker(getattr(pytest.mark, TIERS[tier]))
-        if tier in GROUPED_TIERS:
-            item.add_marker(pytest.mark.xdist_group(path.stem))
