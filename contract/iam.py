@@ -394,27 +394,31 @@ def _teardown(t: Target) -> list[Statement]:
     """doctable/ops/teardown.py: the plan (template, resources, ownership), the buckets emptied, the stack
     deleted (CloudFormation acts as the stack's execution role), each resource probed for its absence."""
     c = t.config
-    buckets = {t.generated_buckets, *([c.blob_bucket] if c.blob_bucket else [])}
-    bucket_arns = tuple(t.bucket_arn(b) for b in sorted(buckets))
     found = [
         _read_stack(t, "DescribeStacks", "GetTemplate", "ListStackResources", "DescribeStackEvents"),
         Statement("DeleteStack", ("cloudformation:DeleteStack",), (t.stack_arn,)),
         _read_table(t, "DescribeTable", "ListTagsOfResource"),
-        Statement("LiftDeletionProtection", ("dynamodb:UpdateTable",), (t.table_arn,)),
-        Statement(
-            "EmptyStackBuckets",
-            ("s3:ListBucket", "s3:ListBucketVersions", "s3:DeleteObject", "s3:DeleteObjectVersion"),
-            bucket_arns + tuple(f"{arn}/*" for arn in bucket_arns),
-        ),
-        Statement("ProbeStackRoles", ("iam:GetRole",), t.stack_roles),
-        # DescribeLogGroups is authorized on no log group (it lists them by prefix).
-        Statement("ListLogGroupsAcceptsNoResource", ("logs:DescribeLogGroups",), ("*",)),
     ]
+    if c.deletion_protection:
+        # --lift-deletion-protection: only a table the settings protect needs the unlock step.
+        found.append(Statement("LiftDeletionProtection", ("dynamodb:UpdateTable",), (t.table_arn,)))
     if c.has_mapping:
+        # The failure bucket (and the built-in consumer's blob bucket) are the stack's only buckets.
+        buckets = {t.generated_buckets, *([c.blob_bucket] if c.blob_bucket else [])}
+        bucket_arns = tuple(t.bucket_arn(b) for b in sorted(buckets))
+        actions = ("s3:ListBucket", "s3:ListBucketVersions", "s3:DeleteObject", "s3:DeleteObjectVersion")
         found.append(
-            Statement("ProbeMapping", ("lambda:GetEventSourceMapping",), t.mappings, _mapping_condition(t))
+            Statement("EmptyStackBuckets", actions, bucket_arns + tuple(f"{arn}/*" for arn in bucket_arns))
+        )
+        found.append(
+            # No lambda:FunctionArn condition: a mapping already deleted has no function for it to match.
+            Statement("ProbeMapping", ("lambda:GetEventSourceMapping",), t.mappings)
         )
     if c.builtin_consumer:
+        # The consumer's role and log group are the stack's only role and log group.
+        found.append(Statement("ProbeStackRoles", ("iam:GetRole",), t.stack_roles))
+        # DescribeLogGroups is authorized on no log group (it lists them by prefix).
+        found.append(Statement("ListLogGroupsAcceptsNoResource", ("logs:DescribeLogGroups",), ("*",)))
         found.append(Statement("ProbeConsumer", ("lambda:GetFunction",), t.functions))
     if c.creates_kinesis_stream:
         found.append(Statement("ProbeKinesisStream", ("kinesis:DescribeStreamSummary",), t.kinesis_streams))

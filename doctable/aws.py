@@ -29,7 +29,7 @@ from botocore.exceptions import (
 )
 from botocore.parsers import ResponseParserError
 
-from doctable.errors import UserError
+from doctable.errors import AwsError, UserError
 
 DEFAULT_RETRY_MODE = "adaptive"
 DEFAULT_MAX_ATTEMPTS = 8
@@ -217,6 +217,23 @@ class Aws:
     @property
     def partition(self) -> str:
         return self.session.get_partition_for_region(self.region) if self.region else "aws"
+
+
+def bucket_exists(s3: Any, bucket: str) -> bool:
+    """HeadBucket: True, or False when S3 says there is no such bucket. Its 403 carries no reason (a HEAD
+    answer has no body), so the refusal is named here: s3:ListBucket is what authorizes HeadBucket."""
+    try:
+        s3.head_bucket(Bucket=bucket)
+    except ClientError as exc:
+        if is_not_found(exc):
+            return False
+        if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 403:
+            raise AwsError(
+                f"HeadBucket of {bucket} answered 403 without a reason: the caller is not authorized to perform: "
+                f"s3:ListBucket on resource: arn:aws:s3:::{bucket} (or the bucket is another account's)"
+            ) from None
+        raise
+    return True
 
 
 def call_or_none(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:

@@ -116,6 +116,10 @@ def batch_of(invocation_record: Any, streams: Any = None) -> tuple[dict[str, Any
     return {"Records": reread(streams, info)}, "stream"
 
 
+# A refusal of the stream read names the caller's missing grant; the batch itself may still be replayable.
+ACCESS_DENIED = frozenset({"AccessDeniedException", "AccessDenied"})
+
+
 def reread(streams: Any, info: dict[str, Any]) -> list[dict[str, Any]]:
     """The records from ``startSequenceNumber`` to ``endSequenceNumber`` of one shard, as Lambda delivers them."""
     first, last = int(info["startSequenceNumber"]), int(info["endSequenceNumber"])
@@ -139,6 +143,8 @@ def reread(streams: Any, info: dict[str, Any]) -> list[dict[str, Any]]:
             iterator = page.get("NextShardIterator")
     except Exception as exc:  # trimmed, expired or deleted stream: AWS answers with several error codes
         code = getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__)
+        if code in ACCESS_DENIED:
+            raise  # the caller's missing grant, not the stream's state: the command's one-line refusal
         raise NotReplayable(f"the stream no longer holds {where} ({code}): kept for inspection") from None
     if not records or int(records[0]["dynamodb"]["SequenceNumber"]) != first:
         raise NotReplayable(f"the stream no longer holds {where} (trimmed after its 24 h retention): kept")

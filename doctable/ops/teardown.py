@@ -14,7 +14,7 @@ from botocore.exceptions import ClientError, WaiterError
 
 from contract import names
 from contract.knobs import MANAGED_BY
-from doctable.aws import Aws, call_or_none, is_not_found, user_errors
+from doctable.aws import Aws, bucket_exists, call_or_none, is_not_found, user_errors
 from doctable.errors import RefusedError
 from doctable.ops.command import add_common_arguments, connect, guarded, print_json, seconds
 from doctable.ops.context import Deployment, describe_stack, is_ours, table_tags
@@ -234,7 +234,7 @@ def _exists(aws: Aws, resource: Resource) -> bool | None:
         if resource.type == "AWS::Lambda::Function":
             return call_or_none(aws.client("lambda").get_function, FunctionName=pid) is not None
         if resource.type == "AWS::S3::Bucket":
-            return call_or_none(aws.client("s3").head_bucket, Bucket=pid) is not None
+            return bucket_exists(aws.client("s3"), pid)
         if resource.type == "AWS::Logs::LogGroup":
             groups = aws.client("logs").describe_log_groups(logGroupNamePrefix=pid).get("logGroups", [])
             return any(g.get("logGroupName") == pid for g in groups)
@@ -269,7 +269,7 @@ def execute(aws: Aws, plan: Plan, *, timeout: float, progress: Progress) -> Outc
         for bucket in plan.of_type("AWS::S3::Bucket"):
             if bucket.retained or config.retain_on_delete:  # an env that keeps its data keeps its blobs
                 continue
-            if call_or_none(s3.head_bucket, Bucket=bucket.physical_id) is None:
+            if not bucket_exists(s3, bucket.physical_id):
                 continue
             count = empty_bucket(s3, bucket.physical_id)
             outcome.emptied.append(f"{bucket.physical_id} ({count} objects)")

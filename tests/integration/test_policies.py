@@ -27,7 +27,8 @@ from tests.support.cli import Result, run_doctable
 
 pytestmark = [pytest.mark.timeout(1800)]
 
-ENV, OTHER_ENV = "dev", "stg"  # OTHER_ENV is never deployed: the ledger's look for a retained table
+# OTHER_ENV has no stack but while the teardown scenario runs: the ledger's look for a retained table.
+ENV, OTHER_ENV = "dev", "stg"
 KNOBS = {
     "table_base": "itpol",
     "gsi": "gsi1",
@@ -86,7 +87,10 @@ def admin_env(local_aws: lt.LocalAWS, tmp_path_factory: pytest.TempPathFactory) 
     settings = default_settings(path)
     binding = {"account": lt.ACCOUNT, "region": lt.REGION}
     settings.environments[ENV] = Section(values=dict(KNOBS), **binding)
-    settings.environments[OTHER_ENV] = Section(values={"table_base": KNOBS["table_base"]}, **binding)
+    # With the stream and the built-in consumer: the teardown scenario's stack has buckets, a role, a log group
+    # and a mapping to empty and probe.
+    other = {"table_base": KNOBS["table_base"], "stream": "new-and-old"}
+    settings.environments[OTHER_ENV] = Section(values=other, **binding)
     path.write_text(render_settings(settings))
     return {
         **local_aws.env,
@@ -262,10 +266,52 @@ def kept_batch(ctx: Context, key: str) -> str:
     return name
 
 
+def kept_batch_info(ctx: Context, key: str) -> str:
+    """A batch kept without its payload (Lambda keeps only DDBStreamBatchInfo then): the stream range of one
+    INSERT written now, which replay re-reads from the stream."""
+    outputs = ctx.stack.outputs
+    ddb, streams = ctx.aws.client("dynamodb"), ctx.aws.client("dynamodbstreams")
+    ddb.put_item(TableName=outputs["TableName"], Item={"pk": {"S": "replayed"}, "sk": {"S": key}})
+    shard = streams.describe_stream(StreamArn=outputs["StreamArn"])["StreamDescription"]["Shards"][-1]
+    iterator = streams.get_shard_iterator(
+        StreamArn=outputs["StreamArn"], ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+    )["ShardIterator"]
+    records = streams.get_records(ShardIterator=iterator, Limit=1000)["Records"]
+    sequence = records[-1]["dynamodb"]["SequenceNumber"]
+    body = {
+        "requestContext": {"condition": "RetryAttemptsExhausted"},
+        "DDBStreamBatchInfo": {
+            "streamArn": outputs["StreamArn"],
+            "shardId": shard["ShardId"],
+            "startSequenceNumber": sequence,
+            "endSequenceNumber": sequence,
+            "batchSize": 1,
+        },
+    }
+    name = f"aws/lambda/itpol/{key}.json"
+    ctx.aws.client("s3").put_object(
+        Bucket=outputs["FailureBucketName"], Key=name, Body=json.dumps(body).encode()
+    )
+    return name
+
+
 def run_replay(env: dict[str, str], ctx: Context) -> list[Result]:
     kept_batch(ctx, "one")
+    kept_batch_info(ctx, "two")  # the stream read: RereadStreamRecords
     result = doctable(env, "replay", "--env", ENV)
     lt.empty_bucket(ctx.aws, ctx.stack.outputs["FailureBucketName"])  # what a refused replay left
+    return [result]
+
+
+def run_teardown(env: dict[str, str], ctx: Context) -> list[Result]:
+    # OTHER_ENV's stack, deployed by the administrator for each run and torn down by the principal; whatever a
+    # refused teardown left is removed by the administrator, so OTHER_ENV has no stack between runs.
+    deployed = doctable(ctx.admin_env, "deploy", "--env", OTHER_ENV, "--json", "--no-verify", timeout=900)
+    assert deployed.code == 0, deployed.err[-3000:]
+    result = doctable(env, "teardown", "--env", OTHER_ENV, "--yes")
+    if result.code != 0:
+        cleaned = doctable(ctx.admin_env, "teardown", "--env", OTHER_ENV, "--yes")
+        assert cleaned.code == 0, cleaned.err[-3000:]
     return [result]
 
 
@@ -285,6 +331,7 @@ SCENARIOS: dict[str, tuple[str, str, Scenario]] = {
     "verify-read-only": ("reader", ENV, run_verify_read_only),
     "reconcile": ("operator", ENV, run_reconcile),
     "replay": ("operator", ENV, run_replay),
+    "teardown": ("operator", OTHER_ENV, run_teardown),
 }
 # A statement whose refusal verify survives by design, and what it then loses: without the stream read, the
 # proof line is matched by time instead of by the write's sequence number.
@@ -295,7 +342,16 @@ DEGRADED = {("verify", "ReadStreamRecord"): "sequence number unavailable"}
 REFUSED_INSTEAD = {("deploy", "AssumeCdkBootstrapRoles"): "ssm:getparameter"}
 # The deployed environment's ledger needs no DescribeTable (there is no retained table to look for): swept on
 # the environment whose stack is gone instead.
-SWEPT = ("preflight", "deploy", "ledger-of-a-stack-gone", "verify", "verify-read-only", "reconcile")
+SWEPT = (
+    "preflight",
+    "deploy",
+    "ledger-of-a-stack-gone",
+    "verify",
+    "verify-read-only",
+    "reconcile",
+    "replay",
+    "teardown",
+)
 
 
 @pytest.fixture(scope="module")
@@ -340,7 +396,7 @@ def test_each_command_succeeds_with_exactly_its_policy(
     if command == "reconcile":
         assert drifted(ctx.aws, ctx.stack) == [], results[0].out + results[0].err
     if command == "replay":
-        assert "1 replayed and removed, 0 kept" in results[0].out, results[0].out
+        assert "2 replayed and removed, 0 kept" in results[0].out, results[0].out
 
 
 @pytest.mark.integration

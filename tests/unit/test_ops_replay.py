@@ -288,6 +288,32 @@ def test_metadata_only_record_the_stream_no_longer_holds_is_kept_with_its_reason
         assert "\n" not in result.error
 
 
+def test_a_refused_stream_read_is_the_callers_refusal_not_a_trimmed_stream(
+    aws: dict[str, Any], stream: dict[str, Any]
+) -> None:
+    # GIVEN a metadata-only record, and a caller whose stream read is refused
+    from botocore.exceptions import ClientError
+
+    class RefusedStreams:
+        def get_shard_iterator(self, **_: Any) -> Any:
+            error = {
+                "Code": "AccessDeniedException",
+                "Message": "not authorized to perform: GetShardIterator",
+            }
+            raise ClientError({"Error": error}, "GetShardIterator")
+
+    s3 = aws["s3"]
+    s3.put_object(Bucket=BUCKET, Key="aws/lambda/u/s/meta", Body=_metadata_only(stream["info"]))
+    # WHEN it is replayed  THEN the refusal propagates (the command prints it as one line, exit 4), and the
+    # object stays for a replay with the grant
+    with pytest.raises(ClientError, match="AccessDeniedException"):
+        run_replay(
+            s3=s3, lambda_client=FakeConsumer(), ddb=aws["ddb"], bucket=BUCKET, function="f", table=TABLE,
+            streams=RefusedStreams(),
+        )  # fmt: skip
+    assert _keys(s3) == ["aws/lambda/u/s/meta"]
+
+
 def test_dry_run_of_a_metadata_only_record_says_what_would_be_replayed(
     aws: dict[str, Any], stream: dict[str, Any]
 ) -> None:

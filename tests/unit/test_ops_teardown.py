@@ -129,3 +129,32 @@ def test_nothing_deployed_is_a_clean_no_op(moto_env: Aws) -> None:
     outcome = teardown(moto_env, deployment)
     assert outcome.clean and outcome.removed == []
     assert "not deployed" in outcome.notes[0]
+
+
+class _HeadBucket:
+    """An S3 client whose HeadBucket answers ``status`` (200: the bucket is there)."""
+
+    def __init__(self, status: int) -> None:
+        self.status = status
+
+    def head_bucket(self, Bucket: str) -> dict[str, object]:  # noqa: N803 (boto3's parameter name)
+        from botocore.exceptions import ClientError
+
+        if self.status == 200:
+            return {}
+        error = {"Error": {"Code": str(self.status), "Message": ""}}
+        raise ClientError({**error, "ResponseMetadata": {"HTTPStatusCode": self.status}}, "HeadBucket")
+
+
+def test_head_bucket_answers_present_absent_or_a_refusal_naming_list_bucket() -> None:
+    from doctable.aws import bucket_exists
+    from doctable.errors import AwsError, exit_code_of
+
+    assert bucket_exists(_HeadBucket(200), "b") is True
+    assert bucket_exists(_HeadBucket(404), "b") is False
+    # a HEAD answer has no body: the 403 is named as the grant it lacks, in one line, exit 4
+    with pytest.raises(AwsError) as refused:
+        bucket_exists(_HeadBucket(403), "b")
+    message = str(refused.value)
+    assert "is not authorized to perform: s3:ListBucket on resource: arn:aws:s3:::b" in message
+    assert "\n" not in message and exit_code_of(refused.value) == 4

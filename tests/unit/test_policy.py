@@ -140,6 +140,32 @@ def test_a_statement_is_there_only_when_the_knobs_make_its_call(
     assert (sid in statements("operator", "verify", **knobs)) is present
 
 
+@pytest.mark.parametrize(
+    ("knobs", "expected"),
+    [
+        ({}, set()),
+        ({"deletion_protection": "on"}, {"LiftDeletionProtection"}),
+        (
+            {"stream": "new-and-old"},
+            {
+                "EmptyStackBuckets",
+                "ProbeMapping",
+                "ProbeStackRoles",
+                "ListLogGroupsAcceptsNoResource",
+                "ProbeConsumer",
+            },
+        ),
+    ],
+)
+def test_teardown_holds_what_the_stacks_resources_need_and_nothing_more(
+    knobs: dict[str, str], expected: set[str]
+) -> None:
+    # a table-only stack has no bucket, role, log group or mapping to empty or probe; only a protected table
+    # needs the unlock step
+    found = set(statements("operator", "teardown", **knobs))
+    assert found - {"ReadStack", "DeleteStack", "ReadTable"} == expected
+
+
 def test_reconcile_repairs_the_table_and_the_mapping_and_nothing_else() -> None:
     found = statements("operator", "reconcile", **FULL)
     assert set(found["RepairTable"].actions) == {f"dynamodb:{a}" for a in iam.TABLE_REPAIRS}
