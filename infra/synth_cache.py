@@ -14,17 +14,19 @@ The key is a digest of:
   where the operations commands keep their files, every ``CDK_`` variable but the paths into the output
   directory (the CLI passes the context, the account and the region in them), ``AWS_REGION``,
   ``AWS_DEFAULT_REGION`` and ``AWS_PROFILE``;
-- the settings file the app would read (``DOCTABLE_CONFIG``, else doctable.toml in the working directory): its
-  path and its bytes.
+- the bytes of the settings file the app would read (``DOCTABLE_CONFIG``, else doctable.toml in the working
+  directory) and of the resource policy document its knobs name.
 
-A context too large for the environment (the CLI then writes it to a file) is not looked up: that synth runs.
-A failed synth stores nothing. Standard library only: it runs before the CDK is imported.
+A context too large for the environment (the CLI then writes it to a file) or settings that do not resolve are
+not looked up: that synth runs (and says what is wrong). A failed synth stores nothing. The standard library
+and the knobs only: it runs before the CDK is imported.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import json
 import os
 import shutil
 import sys
@@ -32,6 +34,9 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from contract.knobs import ConfigError, user_context
+from contract.settings import resolve_settings
 
 CACHE_VARIABLE = "DOCTABLE_SYNTH_CACHE"
 PROJECT = Path(__file__).resolve().parents[1]  # where app.py is
@@ -157,18 +162,26 @@ def read_variables(environ: Mapping[str, str]) -> list[str]:
     """The environment a synth reads, as ``NAME=value`` lines."""
 
     def read(name: str) -> bool:
-        if name in UNREAD_VARIABLES or name.startswith(LOCAL_PREFIX):
-            return False
+        if name in UNREAD_VARIABLES or name == CONFIG_VARIABLE or name.startswith(LOCAL_PREFIX):
+            return False  # the settings file is keyed by its bytes (settings_bytes)
         return name.startswith(("DOCTABLE_", "CDK_")) or name in READ_VARIABLES
 
     return [f"{name}={environ[name]}" for name in sorted(environ) if read(name)]
 
 
-def settings_bytes(environ: Mapping[str, str], cwd: Path) -> bytes:
-    path = Path(environ[CONFIG_VARIABLE]) if environ.get(CONFIG_VARIABLE) else cwd / SETTINGS_FILE
+def _read(path: Path, cwd: Path) -> bytes:
     path = path if path.is_absolute() else cwd / path
-    content = path.read_bytes() if path.is_file() else b"(absent)"
-    return str(path).encode() + b"\0" + content
+    return path.read_bytes() if path.is_file() else b"(absent)"
+
+
+def settings_bytes(environ: Mapping[str, str], cwd: Path) -> bytes:
+    """The settings file's bytes (not its path: no template holds it), and those of the files its knobs name
+    (the table's resource policy document)."""
+    path = Path(environ[CONFIG_VARIABLE]) if environ.get(CONFIG_VARIABLE) else Path(SETTINGS_FILE)
+    context = json.loads(environ.get("CDK_CONTEXT_JSON") or "{}")
+    config = resolve_settings(context=user_context(context), environ=environ, cwd=cwd).config
+    named = b"".join(_read(Path(p), cwd) for p in [config.resource_policy_path] if p)
+    return _read(path, cwd) + b"\0" + named
 
 
 def synth_key(project: Path, environ: Mapping[str, str], cwd: Path) -> str:
@@ -187,4 +200,8 @@ def from_environ(project: Path | None = None, environ: Mapping[str, str] | None 
     root, outdir = environ.get(CACHE_VARIABLE), environ.get("CDK_OUTDIR")
     if not root or not outdir or environ.get(CONTEXT_OVERFLOW_VARIABLE):
         return None
-    return SynthCache(Path(root), synth_key(project, environ, Path.cwd()), Path(outdir))
+    try:
+        key = synth_key(project, environ, Path.cwd())
+    except (ConfigError, ValueError, OSError):  # the synth itself says what is wrong with the settings
+        return None
+    return SynthCache(Path(root), key, Path(outdir))

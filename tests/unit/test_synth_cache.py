@@ -35,6 +35,23 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
+def resource_policy(sid: str) -> dict[str, object]:
+    statement = {
+        "Sid": sid,
+        "Effect": "Allow",
+        "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+        "Action": "dynamodb:GetItem",
+        "Resource": "*",
+    }
+    return {"Version": "2012-10-17", "Statement": [statement]}
+
+
+def other_settings(project: Path) -> Path:
+    path = project / "other.toml"
+    path.write_text("[defaults]\nttl = 'on'\n")
+    return path
+
+
 def key(project: Path, **changes: str | None) -> str:
     environ = {k: v for k, v in {**BASE_ENV, **changes}.items() if v is not None}
     return sc.synth_key(project, environ, project)
@@ -51,7 +68,7 @@ def test_the_key_changes_with_every_input_a_synth_reads(project: Path) -> None:
         "environment": key(project, DOCTABLE_ENV="stg"),
         "account": key(project, CDK_DEFAULT_ACCOUNT="210987654321"),
         "region": key(project, AWS_REGION="eu-west-1"),
-        "settings path": key(project, DOCTABLE_CONFIG=str(project / "other.toml")),
+        "settings file": key(project, DOCTABLE_CONFIG=str(other_settings(project))),
     }
     assert first not in changed.values() and len(set(changed.values())) == len(changed), changed
     for path, text in [
@@ -67,6 +84,26 @@ def test_the_key_changes_with_every_input_a_synth_reads(project: Path) -> None:
         assert key(project) != before, path
     (project / "infra" / "new.py").write_text("")  # a new source file
     assert key(project) != before
+
+
+def test_the_key_holds_the_settings_bytes_not_their_path_and_the_resource_policy_it_names(
+    project: Path,
+) -> None:
+    # GIVEN the same settings in two places (each test worker's local AWS writes its own copy)
+    copy = project / "elsewhere" / "doctable.toml"
+    copy.parent.mkdir()
+    copy.write_text((project / "doctable.toml").read_text())
+    assert key(project, DOCTABLE_CONFIG=str(copy)) == key(project)
+    # AND a resource policy document the knobs name: its bytes are part of the key
+    policy = project / "policy.json"
+    policy.write_text(json.dumps(resource_policy("a")))
+    context = json.dumps({"env": "dev", "resource_policy": str(policy)})
+    before = key(project, CDK_CONTEXT_JSON=context)
+    policy.write_text(json.dumps(resource_policy("b")))
+    assert key(project, CDK_CONTEXT_JSON=context) != before
+    # AND settings that do not resolve are not looked up (the synth says what is wrong)
+    bad = {**BASE_ENV, "CDK_CONTEXT_JSON": json.dumps({"env": "dev", "gsi": "nope"})}
+    assert sc.from_environ(project, bad) is None
 
 
 def test_the_key_ignores_what_names_only_where_files_go(project: Path) -> None:
