@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -14,10 +16,15 @@ from contract.knobs import DocTableConfig, resolve_config
 from infra.stack import create_stack
 
 
+# Every cloud assembly of this process goes under one directory, removed when the process ends.
+_ROOT = tempfile.mkdtemp(prefix="doctable-synth-")
+atexit.register(shutil.rmtree, _ROOT, ignore_errors=True)
+
+
 @functools.cache
 def _synth(knobs: tuple[tuple[str, str], ...], indexes: str = "{}") -> tuple[dict[str, Any], str]:
     config = resolve_config(context=dict(knobs), environ={}, indexes=json.loads(indexes))
-    outdir = tempfile.mkdtemp(prefix="doctable-synth-")
+    outdir = tempfile.mkdtemp(dir=_ROOT)
     app = cdk.App(outdir=outdir)
     create_stack(app, config)
     app.synth()  # raises on any unacknowledged cdk-nag finding
