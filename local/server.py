@@ -29,7 +29,7 @@ from local.auth import policy, principals, table_access
 from local.auth.middleware import AuthMiddleware
 from local.faults.middleware import FaultMiddleware
 from local.patching import Target
-from local.services import dynamodb_index_lifecycle
+from local.services import dynamodb_index_lifecycle, dynamodb_replicas
 
 log = logging.getLogger("doctable.local.server")
 MOTO_TARGETS = (
@@ -107,6 +107,7 @@ class LocalAWS:
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
         dynamodb_index_lifecycle.backfill_seconds()  # a bad setting stops the start, naming it
+        dynamodb_replicas.start_from_env()  # DOCTABLE_LOCAL_REPLICATION_DELAY_MS, read once
         services.apply()
         self.manager = esm.MappingManager()
         esm.install(self.manager)
@@ -175,6 +176,7 @@ class LocalAWS:
             server.server_close()
         if self.sweeper is not None:
             self.sweeper.stop()
+        dynamodb_replicas.reset()
         if self.manager is not None:
             self.manager.shutdown()
         if self.runner is not None:

@@ -4,7 +4,8 @@ A sweeper thread deletes the items whose TTL attribute (a Number, epoch seconds)
 table with TTL enabled, as DynamoDB's TTL service does: each deletion is a REMOVE stream record whose
 ``userIdentity`` is ``{"type": "Service", "principalId": "dynamodb.amazonaws.com"}``. Like DynamoDB it skips
 values that are not numbers and values more than five years in the past. AWS deletes expired items within
-days (usually minutes); here within ``DOCTABLE_LOCAL_TTL_SWEEP_SECONDS`` (default 5; 0 turns it off).
+days (usually minutes); here within ``DOCTABLE_LOCAL_TTL_SWEEP_SECONDS`` (default 5; 0 turns it off). A global
+table's items expire in its first region only; local/services/dynamodb_replicas.py replicates the deletion.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import time
 from typing import Any
 
 from local.patching import Target
+from local.services import dynamodb_replicas
 from local.services.dynamodb import WRITE_LOCK, ttl_deletion
 
 log = logging.getLogger("doctable.local.ttl")
@@ -42,6 +44,8 @@ def sweep_once(now: float | None = None) -> int:
                 attribute = ttl.get("AttributeName")
                 if ttl.get("TimeToLiveStatus") != "ENABLED" or not attribute:
                     continue
+                if not dynamodb_replicas.expires_here(table):
+                    continue  # a global table's replica: the deletion replicates from its first region
                 deleted += _sweep_table(table, attribute, now)
     return deleted
 

@@ -46,7 +46,10 @@ TTL_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
 WRITE_LOCK = threading.RLock()
 # Other modules' handlers of a template's table properties: (table, properties), on create and on update.
 TEMPLATE_HANDLERS: list[Callable[[Any, dict[str, Any]], None]] = []
-_TRANSACTION = threading.local()  # .records: the stream records of the transaction in progress, else None
+# Other modules' listeners of each committed item change of a table with a stream: (table, old item, new item),
+# called under WRITE_LOCK (a transaction's when it commits); a write that changes nothing is no change.
+CHANGE_LISTENERS: list[Callable[[Any, Any, Any], None]] = []
+_TRANSACTION = threading.local()  # .records / .changes: the transaction in progress's, else None
 _TTL = threading.local()  # .active: the TTL sweeper is deleting an item
 _UPDATE = threading.local()  # .adds: the stream adds of the UpdateItem in progress, else None
 
@@ -120,6 +123,12 @@ def _append_records(records: list[tuple[Any, Any]]) -> None:
             get_manager().wake()
 
 
+def _notify(changes: list[tuple[Any, Any, Any]]) -> None:
+    for table, old, new in changes:
+        for listener in list(CHANGE_LISTENERS):
+            listener(table, old, new)
+
+
 def _patch_stream_shard() -> None:
     from moto.dynamodb.models import table as tm
 
@@ -137,13 +146,16 @@ def _patch_stream_shard() -> None:
             return  # DynamoDB writes no stream record for a write that changes nothing
         event_name = "INSERT" if old is None else "REMOVE" if new is None else "MODIFY"
         record = tm.StreamRecord(self.table, view, event_name, old, new, 0)  # numbered when appended
+        record.record["awsRegion"] = self.table.region_name  # moto wrote us-east-1 whatever the region
         if new is None and in_ttl_deletion():
             record.record["userIdentity"] = dict(TTL_IDENTITY)
         pending = getattr(_TRANSACTION, "records", None)
         if pending is not None:  # inside TransactWriteItems: appended when (and if) it commits
             pending.append((self, record))
+            _TRANSACTION.changes.append((self.table, old, new))
             return
         _append_records([(self, record)])
+        _notify([(self.table, old, new)])
 
     replace(tm.StreamShard, "add", add)
 
@@ -219,6 +231,7 @@ def _patch_writes() -> None:
                     continue  # a malformed key: moto rejects the transaction before writing anything
                 before.append((table, hash_key, range_key, copy.deepcopy(current)))
             _TRANSACTION.records = []
+            _TRANSACTION.changes = []
             try:
                 original_transact(self, transact_items)
             except BaseException:
@@ -234,8 +247,10 @@ def _patch_writes() -> None:
                 raise
             else:
                 _append_records(_TRANSACTION.records)
+                _notify(_TRANSACTION.changes)
             finally:
                 _TRANSACTION.records = None
+                _TRANSACTION.changes = None
 
     original_transact = replace(Backend, "transact_write_items", transact_write_items)
 

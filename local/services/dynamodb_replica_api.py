@@ -1,0 +1,272 @@
+"""DynamoDB global tables (version 2019.11.21): adding and removing replicas, and how the replicas answer.
+
+local/services/dynamodb_replicas.py replicates the writes; this module is the API around it:
+
+- UpdateTable ``ReplicaUpdates`` (one Create or one Delete per call): Create makes the table in the other region
+  (key schema, attribute definitions, GSIs and LSIs, billing mode, throughput, TTL setting, the stream) and copies
+  its items there without stream records; a table without a stream gets NEW_AND_OLD_IMAGES, a disabled one a new
+  stream, another view type is kept (AWS needs none of them). Delete deletes that region's replica (items and
+  stream). The refusals are DynamoDB's (ValidationException, AWS's words).
+- DescribeTable (and the UpdateTable/DeleteTable responses) of a replica: ``GlobalTableVersion`` and ``Replicas``,
+  the OTHER regions' replicas ACTIVE, as DynamoDB lists them.
+- DeleteTable of a replica that added another one less than 24 hours ago is refused as on AWS; otherwise it
+  deletes that region's replica only (the others go on as a global table, or a table of their own).
+- A global table's stream cannot be disabled; UpdateTimeToLive on one replica applies to every replica (TTL is a
+  group-wide setting), and only the group's first region's TTL sweeper deletes (the deletion replicates).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from typing import Any
+
+from local.patching import Target, replace
+from local.services import dynamodb_replicas as engine
+from local.services.dynamodb import WRITE_LOCK
+
+SOURCE_WINDOW_SECONDS = 24 * 3600.0  # a region that added a replica cannot leave within this
+LOCAL_REGION = (
+    "Cannot add or delete the local region through ReplicaUpdates. Use CreateTable, DeleteTable, or UpdateTable "
+    "as required."
+)
+ALREADY_EXISTS = (
+    "Failed to create a the new replica of table with name: \u2018{name}\u2019 because one or more replicas "
+    "already existed as tables."
+)
+NOT_A_REPLICA = (
+    "Update global table operation failed because one or more replicas were not part of the global table. Please "
+    "retry the request without these replicas: [{regions}]."
+)
+MIXED_ACTIONS = "Update table operation with more than one type of replica actions not allowed."
+SEVERAL_ACTIONS = "Update table operation with more than one create or delete replica actions not allowed"
+NO_ACTION = "There are no actions specified in the Replica Update Action of the request."
+UNSUPPORTED_REGION = (
+    "Region {region} is not supported. The latest version of global tables are only supported in the following "
+    "regions: [{regions}]."
+)
+RECENT_SOURCE = (
+    "Replica cannot be deleted because it has acted as a source region for new replica(s) being added to the "
+    "table in the last 24 hours."
+)
+STREAM_REQUIRED = "Disabling Stream is not allowed for a Global Table replica."
+DEFAULT_VIEW = "NEW_AND_OLD_IMAGES"
+
+_MODELS = "moto.dynamodb.models"
+MOTO_TARGETS = (
+    Target("moto.dynamodb.responses", "DynamoHandler.update_table", ("self",)),
+    Target("moto.dynamodb.responses", "DynamoResult"),
+    Target(_MODELS, "DynamoDBBackend.delete_table", ("self", "name")),
+    Target(_MODELS, "DynamoDBBackend.create_table", ("self", "name", "schema", "throughput", "attr")),
+    Target(_MODELS, "DynamoDBBackend.update_time_to_live", ("self", "table_name", "ttl_spec")),
+    Target(_MODELS, "dynamodb_backends"),
+    Target("moto.dynamodb.models.table", "Table.describe", ("self", "base_key")),
+    Target("moto.dynamodb.models.table", "Table.set_stream_specification", ("self", "streams")),
+    Target("moto.dynamodb.exceptions", "MockValidationException"),
+)
+
+
+def _validation(message: str) -> Exception:
+    from moto.dynamodb.exceptions import MockValidationException
+
+    return MockValidationException(message)
+
+
+def supported_regions() -> list[str]:
+    """The regions DynamoDB (and so a replica) exists in, as botocore knows them."""
+    import botocore.session
+
+    return list(botocore.session.get_session().get_available_regions("dynamodb"))
+
+
+# ------------------------------------------------------------------------------------------ ReplicaUpdates
+def replica_action(table: Any, updates: list[dict[str, Any]]) -> tuple[str, str]:
+    """The one ("Create" | "Delete", region) of a ReplicaUpdates list, or AWS's refusal."""
+    actions: list[tuple[str, str]] = []
+    for update in updates:
+        kinds = [k for k in ("Create", "Update", "Delete") if isinstance(update, dict) and update.get(k)]
+        if len(kinds) > 1:
+            raise _validation(MIXED_ACTIONS)
+        if not kinds:
+            raise _validation(NO_ACTION)
+        body = update[kinds[0]]
+        if kinds[0] == "Update" and not (set(body) - {"RegionName"}):
+            raise _validation(NO_ACTION)
+        actions.append((kinds[0], str(body.get("RegionName") or "")))
+    unique = list(dict.fromkeys(actions))  # two identical actions for one region are one
+    if len(unique) > 1:
+        raise _validation(SEVERAL_ACTIONS)
+    kind, region = unique[0]
+    if region == table.region_name:
+        raise _validation(LOCAL_REGION)
+    regions = supported_regions()
+    if region not in regions:
+        raise _validation(UNSUPPORTED_REGION.format(region=region, regions=", ".join(regions)))
+    group = engine.REGISTRY.group_of(table)
+    members = group.regions if group is not None else [table.region_name]
+    if kind == "Create" and region in members:
+        raise _validation(ALREADY_EXISTS.format(name=table.name))
+    if kind in ("Update", "Delete") and region not in members:
+        raise _validation(NOT_A_REPLICA.format(regions=region))
+    return kind, region
+
+
+def _index_spec(index: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "IndexName": index.name,
+        "KeySchema": index.schema,
+        "Projection": index.projection,
+    }
+    if getattr(index, "throughput", None) and any(index.throughput.values()):
+        spec["ProvisionedThroughput"] = {
+            k: index.throughput[k]
+            for k in ("ReadCapacityUnits", "WriteCapacityUnits")
+            if k in index.throughput
+        }
+    return copy.deepcopy(spec)
+
+
+def create_replica(table: Any, region: str) -> Any:
+    """The table's replica in ``region``: made like the table, holding its items, its stream enabled."""
+    from moto.dynamodb.models import dynamodb_backends
+
+    backend = dynamodb_backends[table.account_id][region]
+    if table.name in backend.tables:
+        raise _validation(ALREADY_EXISTS.format(name=table.name))
+    view = (table.stream_specification or {}).get("StreamViewType") if table.latest_stream_label else None
+    if not (table.stream_specification or {}).get("StreamEnabled"):
+        view = None
+    if view is None:  # AWS enables the stream a global table needs; another view type is kept
+        view = DEFAULT_VIEW
+        table.set_stream_specification({"StreamEnabled": True, "StreamViewType": view})
+    throughput = {
+        k: v for k, v in (table.throughput or {}).items() if k in ("ReadCapacityUnits", "WriteCapacityUnits")
+    }
+    replica = backend.create_table(
+        table.name,
+        schema=copy.deepcopy(table.schema),
+        throughput=throughput or None,
+        attr=copy.deepcopy(table.attr),
+        global_indexes=[_index_spec(i) for i in table.global_indexes] or None,
+        indexes=[_index_spec(i) for i in table.indexes] or None,
+        streams=None,  # enabled after the initial copy, which writes no stream records
+        billing_mode=table.billing_mode,
+        sse_specification=None,
+        tags=[],
+        deletion_protection_enabled=False,  # regional, not replicated
+        warm_throughput=None,
+    )
+    engine.copy_items(engine.REGISTRY, table, replica)
+    replica.ttl = copy.deepcopy(table.ttl)
+    replica.set_stream_specification({"StreamEnabled": True, "StreamViewType": view})
+    return replica
+
+
+def delete_replica(table: Any, region: str) -> None:
+    """Delete the replica in ``region`` (its items and stream) and take it out of the global table."""
+    from moto.dynamodb.models import dynamodb_backends
+
+    refuse_recent_source(table.account_id, table.name, region)
+    engine.REGISTRY.leave(table.account_id, table.name, region)
+    dynamodb_backends[table.account_id][region].tables.pop(table.name, None)
+
+
+def refuse_recent_source(account_id: str, name: str, region: str) -> None:
+    """AWS refuses to delete a replica that added a replica still in the group less than 24 hours ago."""
+    group = engine.REGISTRY.group(account_id, name, region)
+    if group is None:
+        return
+    now = time.monotonic()
+    for member, (source, when) in group.sourced.items():
+        if source == region and member in group.regions and now - when < SOURCE_WINDOW_SECONDS:
+            raise _validation(RECENT_SOURCE)
+
+
+def update_replicas(table: Any, updates: list[dict[str, Any]]) -> None:
+    """UpdateTable's ReplicaUpdates on ``table``: checked, then applied under the write lock."""
+    with WRITE_LOCK:
+        kind, region = replica_action(table, updates)
+        if kind == "Create":
+            create_replica(table, region)
+            engine.REGISTRY.join(table, region)
+        elif kind == "Delete":
+            delete_replica(table, region)
+        # an Update (per-replica overrides) is accepted and changes nothing here
+
+
+# ------------------------------------------------------------------------------------------ the patches
+_ORIGINAL: dict[str, Any] = {}
+
+
+def update_table_handler(self: Any) -> Any:
+    """DynamoHandler.update_table: ReplicaUpdates, and a global table's stream kept enabled."""
+    from moto.dynamodb.responses import DynamoResult
+
+    body = self.body
+    table = self.dynamodb_backend.get_table(body["TableName"])
+    stream = body.get("StreamSpecification")
+    if stream is not None and engine.REGISTRY.group_of(table) is not None and not stream.get("StreamEnabled"):
+        raise _validation(STREAM_REQUIRED)
+    updates = body.pop("ReplicaUpdates", None)
+    if updates:
+        update_replicas(table, list(updates))
+        others = set(body) - {"TableName"}
+        if not others:
+            return DynamoResult(table.describe())
+    return _ORIGINAL["update_table"](self)
+
+
+def delete_table(self: Any, name: str) -> Any:
+    """DynamoDBBackend.delete_table: a replica that recently added another is kept; else it leaves its group."""
+    table = self.tables.get(name)
+    if table is not None:
+        refuse_recent_source(table.account_id, table.name, self.region_name)
+    deleted = _ORIGINAL["delete_table"](self, name)
+    if table is not None:
+        engine.REGISTRY.leave(table.account_id, table.name, self.region_name)
+    return deleted
+
+
+def describe(self: Any, base_key: str = "TableDescription") -> Any:
+    """Table.describe: a replica shows the global table version and the other regions' replicas."""
+    result = _ORIGINAL["describe"](self, base_key)
+    group = engine.REGISTRY.group_of(self)
+    if group is not None and base_key in result:
+        result[base_key]["GlobalTableVersion"] = engine.GLOBAL_TABLE_VERSION
+        result[base_key]["Replicas"] = [
+            {"RegionName": region, "ReplicaStatus": "ACTIVE"} for region in group.others(self.region_name)
+        ]
+    return result
+
+
+def update_time_to_live(self: Any, table_name: str, ttl_spec: dict[str, Any]) -> Any:
+    """DynamoDBBackend.update_time_to_live: on a global table the setting is every replica's."""
+    from moto.dynamodb.models import dynamodb_backends
+
+    result = _ORIGINAL["update_time_to_live"](self, table_name, ttl_spec)
+    table = self.get_table(table_name)
+    group = engine.REGISTRY.group_of(table)
+    for region in group.others(table.region_name) if group is not None else []:
+        replica = dynamodb_backends[table.account_id][region].tables.get(table.name)
+        if replica is not None:
+            replica.ttl = copy.deepcopy(table.ttl)
+    return result
+
+
+_applied = False
+
+
+def apply() -> None:
+    global _applied
+    if _applied:
+        return
+    _applied = True
+    from moto.dynamodb import models as dm
+    from moto.dynamodb import responses as dr
+    from moto.dynamodb.models import table as tm
+
+    engine.apply()
+    _ORIGINAL["update_table"] = replace(dr.DynamoHandler, "update_table", update_table_handler)
+    _ORIGINAL["delete_table"] = replace(dm.DynamoDBBackend, "delete_table", delete_table)
+    _ORIGINAL["describe"] = replace(tm.Table, "describe", describe)
+    _ORIGINAL["update_time_to_live"] = replace(dm.DynamoDBBackend, "update_time_to_live", update_time_to_live)
