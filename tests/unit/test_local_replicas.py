@@ -1,0 +1,479 @@
+"""The local AWS's global tables (local/services/dynamodb_replicas.py, dynamodb_replica_api.py): replicas added and
+removed with UpdateTable ReplicaUpdates, every write replicated after a delay (last writer wins), each replica's
+own stream, and DynamoDB's refusals. Through boto3 against moto in process, in three regions; a small replication
+delay, waited for with a condition poll. Messages are compared with the module's declared AWS wording."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from moto import mock_aws
+from moto.core import DEFAULT_ACCOUNT_ID as ACCOUNT
+from moto.dynamodb.models import dynamodb_backends
+
+from local import ttl
+from local.services import dynamodb_replica_api as api
+from local.services import dynamodb_replicas as replicas
+from tests.support.localaws import wait_for
+from tests.unit.test_local_kinesis_destination import isolated_services
+
+pytestmark = pytest.mark.unit
+
+A, B, C = "us-east-1", "us-west-2", "eu-west-1"
+DELAY_MS = 50
+
+
+@dataclass
+class Aws:
+    ddb: Callable[[str], Any]
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
+    """The local AWS's moto adaptations in process, replication after DELAY_MS."""
+    for name, value in (("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "x")):
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    replicas.reset()
+    replicas.set_delay_ms(DELAY_MS)
+    clients: dict[tuple[str, str], Any] = {}
+
+    def client(service: str, region: str) -> Any:
+        if (service, region) not in clients:
+            clients[service, region] = boto3.client(service, region_name=region)
+        return clients[service, region]
+
+    with isolated_services(), mock_aws():
+        try:
+            yield Aws(lambda r: client("dynamodb", r))
+        finally:
+            replicas.reset()
+            replicas.set_delay_ms(replicas.DEFAULT_DELAY_MS)
+
+
+def _table(aws: Aws, region: str = A, name: str = "t", **extra: Any) -> None:
+    aws.ddb(region).create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+        **extra,
+    )
+
+
+def _add(aws: Aws, *regions: str, source: str = A, name: str = "t") -> None:
+    for region in regions:
+        aws.ddb(source).update_table(TableName=name, ReplicaUpdates=[{"Create": {"RegionName": region}}])
+
+
+def _get(aws: Aws, region: str, key: str, name: str = "t") -> dict[str, Any] | None:
+    item = aws.ddb(region).get_item(TableName=name, Key={"pk": {"S": key}}, ConsistentRead=True).get("Item")
+    return item  # type: ignore[no-any-return]
+
+
+def _value(aws: Aws, region: str, key: str) -> str | None:
+    item = _get(aws, region, key)
+    return None if item is None else item.get("v", {}).get("S")
+
+
+def _settled() -> bool:
+    return replicas.REGISTRY.pending() == 0
+
+
+def _records(aws: Aws, region: str, name: str = "t") -> list[dict[str, Any]]:
+    """Every record of the table's stream in ``region``, oldest first, as GetRecords answers them (read from the
+    shard: moto 5.2.5 in process does not route the DynamoDB Streams API)."""
+    shard = dynamodb_backends[ACCOUNT][region].tables[name].stream_shard
+    assert shard is not None
+    return [record.to_json() for record in shard.items]
+
+
+def _events(aws: Aws, region: str) -> list[tuple[str, str | None, str | None]]:
+    """(eventName, old v, new v) of each record of the table's stream in ``region``."""
+    out = []
+    for record in _records(aws, region):
+        change = record["dynamodb"]
+        old = change.get("OldImage", {}).get("v", {}).get("S")
+        new = change.get("NewImage", {}).get("v", {}).get("S")
+        out.append((record["eventName"], old, new))
+    return out
+
+
+def _error(call: Callable[..., Any], **kwargs: Any) -> tuple[str, str]:
+    with pytest.raises(ClientError) as raised:
+        call(**kwargs)
+    return raised.value.response["Error"]["Code"], raised.value.response["Error"]["Message"]
+
+
+def _put(aws: Aws, region: str, key: str, value: str) -> None:
+    aws.ddb(region).put_item(TableName="t", Item={"pk": {"S": key}, "v": {"S": value}})
+
+
+# ------------------------------------------------------------------------------------------ replication
+def test_a_put_in_one_region_appears_in_the_others(aws: Aws) -> None:
+    # GIVEN a table in A with replicas in B and C
+    _table(aws)
+    _add(aws, B, C)
+    # WHEN an item is put in A
+    _put(aws, A, "k", "one")
+    # THEN B and C hold it after the replication delay
+    wait_for(lambda: _value(aws, B, "k") == "one" and _value(aws, C, "k") == "one", timeout=10)
+    # AND each region's DescribeTable lists the other regions' replicas, ACTIVE, version 2019.11.21
+    for region in (A, B, C):
+        table = aws.ddb(region).describe_table(TableName="t")["Table"]
+        assert table["GlobalTableVersion"] == "2019.11.21"
+        others = sorted({A, B, C} - {region})
+        assert sorted(r["RegionName"] for r in table["Replicas"]) == others
+        assert {r["ReplicaStatus"] for r in table["Replicas"]} == {"ACTIVE"}
+        assert table["StreamSpecification"] == {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
+    # AND every replica has a stream of its own
+    arns = {aws.ddb(r).describe_table(TableName="t")["Table"]["LatestStreamArn"] for r in (A, B, C)}
+    assert len(arns) == 3
+
+
+def test_updates_and_deletes_replicate_and_each_stream_records_them(aws: Aws) -> None:
+    # GIVEN a table in A with a replica in B, and an item written in A and replicated
+    _table(aws)
+    _add(aws, B)
+    _put(aws, A, "k", "one")
+    wait_for(lambda: _value(aws, B, "k") == "one", timeout=10)
+    # WHEN B updates the item and then A deletes it
+    aws.ddb(B).update_item(
+        TableName="t",
+        Key={"pk": {"S": "k"}},
+        UpdateExpression="SET v = :v",
+        ExpressionAttributeValues={":v": {"S": "two"}},
+    )
+    wait_for(lambda: _value(aws, A, "k") == "two", timeout=10)
+    aws.ddb(A).delete_item(TableName="t", Key={"pk": {"S": "k"}})
+    wait_for(lambda: _get(aws, B, "k") is None, timeout=10)
+    # THEN each region's stream holds the three changes, images as they were in that region
+    expected = [("INSERT", None, "one"), ("MODIFY", "one", "two"), ("REMOVE", "two", None)]
+    assert _events(aws, A) == expected
+    assert _events(aws, B) == expected
+    # AND a record is its own region's
+    assert {r["awsRegion"] for r in _records(aws, B)} == {B}
+
+
+def test_batch_and_transaction_writes_replicate(aws: Aws) -> None:
+    # GIVEN a global table in A and B holding an item
+    _table(aws)
+    _add(aws, B)
+    _put(aws, A, "gone", "x")
+    wait_for(lambda: _get(aws, B, "gone") is not None, timeout=10)
+    # WHEN A writes a batch and B commits a transaction
+    aws.ddb(A).batch_write_item(
+        RequestItems={
+            "t": [
+                {"PutRequest": {"Item": {"pk": {"S": "b1"}, "v": {"S": "batch"}}}},
+                {"PutRequest": {"Item": {"pk": {"S": "b2"}, "v": {"S": "batch"}}}},
+            ]
+        }
+    )
+    aws.ddb(B).transact_write_items(
+        TransactItems=[
+            {"Put": {"TableName": "t", "Item": {"pk": {"S": "t1"}, "v": {"S": "transaction"}}}},
+            {"Delete": {"TableName": "t", "Key": {"pk": {"S": "gone"}}}},
+        ]
+    )
+    # THEN both regions end with the same items
+    wait_for(lambda: _value(aws, B, "b1") == "batch" and _value(aws, B, "b2") == "batch", timeout=10)
+    wait_for(lambda: _value(aws, A, "t1") == "transaction" and _get(aws, A, "gone") is None, timeout=10)
+
+
+def test_a_failed_transaction_replicates_nothing(aws: Aws) -> None:
+    # GIVEN a global table in A and B
+    _table(aws)
+    _add(aws, B)
+    # WHEN a transaction in A fails its condition
+    with pytest.raises(ClientError):
+        aws.ddb(A).transact_write_items(
+            TransactItems=[
+                {"Put": {"TableName": "t", "Item": {"pk": {"S": "t1"}}}},
+                {
+                    "ConditionCheck": {
+                        "TableName": "t",
+                        "Key": {"pk": {"S": "missing"}},
+                        "ConditionExpression": "attribute_exists(pk)",
+                    }
+                },
+            ]
+        )
+    # THEN nothing is on its way to B
+    assert replicas.REGISTRY.pending() == 0
+    assert _get(aws, B, "t1") is None
+
+
+def test_last_writer_wins_and_the_loser_leaves_no_record_where_it_lost(aws: Aws) -> None:
+    # GIVEN a global table in A and B, and a delay long enough for two writes to cross
+    _table(aws)
+    _add(aws, B)
+    replicas.set_delay_ms(300)
+    # WHEN A writes the item and then B writes it, before either has replicated
+    _put(aws, A, "k", "from-a")
+    _put(aws, B, "k", "from-b")
+    # THEN both regions end with B's (the later) write
+    wait_for(lambda: _value(aws, A, "k") == "from-b", timeout=10)
+    wait_for(_settled, timeout=10)
+    assert _value(aws, B, "k") == "from-b"
+    # AND A's stream shows its own write replaced by B's, while B's shows only its own: A's write lost there
+    assert _events(aws, A) == [("INSERT", None, "from-a"), ("MODIFY", "from-a", "from-b")]
+    assert _events(aws, B) == [("INSERT", None, "from-b")]
+
+
+def test_one_items_writes_land_in_order(aws: Aws) -> None:
+    # GIVEN a global table in A and B
+    _table(aws)
+    _add(aws, B)
+    # WHEN A writes one item ten times in a row
+    for n in range(10):
+        _put(aws, A, "k", str(n))
+    # THEN B ends with the last value, having gone through every one in order
+    wait_for(lambda: _value(aws, B, "k") == "9", timeout=10)
+    assert [new for _, _, new in _events(aws, B)] == [str(n) for n in range(10)]
+
+
+def test_a_replicated_write_is_not_sent_back(aws: Aws) -> None:
+    # GIVEN a global table in A and B
+    _table(aws)
+    _add(aws, B)
+    # WHEN A writes an item and it reaches B
+    _put(aws, A, "k", "one")
+    wait_for(lambda: _value(aws, B, "k") == "one", timeout=10)
+    wait_for(_settled, timeout=10)
+    # THEN nothing is on its way back, and A's stream holds its own write only
+    assert replicas.REGISTRY.pending() == 0
+    assert _events(aws, A) == [("INSERT", None, "one")]
+
+
+def test_a_ttl_deletion_replicates_as_an_ordinary_remove(aws: Aws) -> None:
+    # GIVEN a global table in A and B with TTL enabled in B (a setting every replica shares)
+    _table(aws)
+    _add(aws, B)
+    aws.ddb(B).update_time_to_live(
+        TableName="t", TimeToLiveSpecification={"Enabled": True, "AttributeName": "exp"}
+    )
+    assert (
+        aws.ddb(A).describe_time_to_live(TableName="t")["TimeToLiveDescription"]["TimeToLiveStatus"]
+        == "ENABLED"
+    )
+    past = str(int(time.time()) - 60)
+    aws.ddb(A).put_item(TableName="t", Item={"pk": {"S": "old"}, "exp": {"N": past}})
+    wait_for(lambda: _get(aws, B, "old") is not None, timeout=10)
+    # WHEN the TTL sweeper runs
+    assert ttl.sweep_once() == 1
+    # THEN the item expires in the first region, with the TTL service's identity in its stream
+    removed = [r for r in _records(aws, A) if r["eventName"] == "REMOVE"]
+    assert [r["userIdentity"] for r in removed] == [
+        {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
+    ]
+    # AND the deletion reaches B as an ordinary REMOVE (no userIdentity)
+    wait_for(lambda: _get(aws, B, "old") is None, timeout=10)
+    replicated = [r for r in _records(aws, B) if r["eventName"] == "REMOVE"]
+    assert len(replicated) == 1 and "userIdentity" not in replicated[0]
+
+
+# ------------------------------------------------------------------------------------------ replicas
+def test_a_replica_added_to_a_table_with_items_gets_them_without_stream_records(aws: Aws) -> None:
+    # GIVEN a table without a stream, holding three items, with a GSI
+    aws.ddb(A).create_table(
+        TableName="t",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "v", "AttributeType": "S"},
+        ],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "by-v",
+                "KeySchema": [{"AttributeName": "v", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    for key in ("a", "b", "c"):
+        _put(aws, A, key, "x")
+    # WHEN a replica is added in B
+    _add(aws, B)
+    # THEN B holds the three items at once, and its stream has no record of them
+    items = aws.ddb(B).scan(TableName="t")["Items"]
+    assert sorted(i["pk"]["S"] for i in items) == ["a", "b", "c"]
+    assert _records(aws, B) == []
+    # AND B's table is made like A's: keys, index, billing mode; A got the stream a global table needs
+    table = aws.ddb(B).describe_table(TableName="t")["Table"]
+    assert table["KeySchema"] == [{"AttributeName": "pk", "KeyType": "HASH"}]
+    assert [i["IndexName"] for i in table["GlobalSecondaryIndexes"]] == ["by-v"]
+    assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
+    found = aws.ddb(B).query(
+        TableName="t",
+        IndexName="by-v",
+        KeyConditionExpression="v = :v",
+        ExpressionAttributeValues={":v": {"S": "x"}},
+    )["Items"]
+    assert len(found) == 3
+    assert aws.ddb(A).describe_table(TableName="t")["Table"]["StreamSpecification"]["StreamViewType"] == (
+        "NEW_AND_OLD_IMAGES"
+    )
+
+
+def test_a_stream_of_another_view_type_is_kept(aws: Aws) -> None:
+    # GIVEN a table whose stream is KEYS_ONLY
+    _table(aws, StreamSpecification={"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"})
+    arn = aws.ddb(A).describe_table(TableName="t")["Table"]["LatestStreamArn"]
+    # WHEN a replica is added
+    _add(aws, B)
+    # THEN the table keeps its stream, and replication works
+    table = aws.ddb(A).describe_table(TableName="t")["Table"]
+    assert (table["StreamSpecification"]["StreamViewType"], table["LatestStreamArn"]) == ("KEYS_ONLY", arn)
+    _put(aws, A, "k", "one")
+    wait_for(lambda: _value(aws, B, "k") == "one", timeout=10)
+
+
+def test_a_removed_replica_is_gone(aws: Aws) -> None:
+    # GIVEN a global table in A and B holding an item
+    _table(aws)
+    _add(aws, B)
+    _put(aws, A, "k", "one")
+    wait_for(lambda: _value(aws, B, "k") == "one", timeout=10)
+    # WHEN A removes B's replica
+    aws.ddb(A).update_table(TableName="t", ReplicaUpdates=[{"Delete": {"RegionName": B}}])
+    # THEN B's table is gone, and A is a table of its own again with its stream still on
+    code, _ = _error(aws.ddb(B).describe_table, TableName="t")
+    assert code == "ResourceNotFoundException"
+    table = aws.ddb(A).describe_table(TableName="t")["Table"]
+    assert "Replicas" not in table and "GlobalTableVersion" not in table
+    assert table["StreamSpecification"]["StreamEnabled"] is True
+    # AND A's writes go nowhere
+    _put(aws, A, "k", "two")
+    assert replicas.REGISTRY.pending() == 0
+
+
+def test_deleting_a_leaf_replica_table_leaves_the_group(aws: Aws) -> None:
+    # GIVEN a global table in A, B and C (all added from A)
+    _table(aws)
+    _add(aws, B, C)
+    # WHEN B's table is deleted in B
+    aws.ddb(B).delete_table(TableName="t")
+    # THEN A and C replicate between themselves only
+    assert [r["RegionName"] for r in aws.ddb(A).describe_table(TableName="t")["Table"]["Replicas"]] == [C]
+    _put(aws, A, "k", "one")
+    wait_for(lambda: _value(aws, C, "k") == "one", timeout=10)
+
+
+# ------------------------------------------------------------------------------------------ refusals
+def test_a_replica_in_the_tables_own_region_is_refused(aws: Aws) -> None:
+    # GIVEN a table in A
+    _table(aws)
+    # WHEN a replica in A is asked for  THEN DynamoDB's ValidationException names the local region
+    code, message = _error(
+        aws.ddb(A).update_table, TableName="t", ReplicaUpdates=[{"Create": {"RegionName": A}}]
+    )
+    assert (code, message) == ("ValidationException", api.LOCAL_REGION)
+
+
+@pytest.mark.parametrize("standalone", [False, True], ids=["a-replica", "a-table-of-its-own"])
+def test_a_replica_in_a_region_that_has_the_table_is_refused(aws: Aws, standalone: bool) -> None:
+    # GIVEN a table in A, and in B a replica of it or a table of the same name
+    _table(aws)
+    if standalone:
+        _table(aws, B)
+    else:
+        _add(aws, B)
+    # WHEN a replica in B is asked for  THEN it is refused: the table exists there
+    code, message = _error(
+        aws.ddb(A).update_table, TableName="t", ReplicaUpdates=[{"Create": {"RegionName": B}}]
+    )
+    assert (code, message) == ("ValidationException", api.ALREADY_EXISTS.format(name="t"))
+    assert "already existed as tables" in message
+
+
+def test_deleting_a_replica_that_does_not_exist_is_refused(aws: Aws) -> None:
+    # GIVEN a global table in A and B
+    _table(aws)
+    _add(aws, B)
+    # WHEN C's replica is deleted  THEN it is refused, naming C
+    code, message = _error(
+        aws.ddb(A).update_table, TableName="t", ReplicaUpdates=[{"Delete": {"RegionName": C}}]
+    )
+    assert code == "ValidationException"
+    assert message == api.NOT_A_REPLICA.format(regions=C) and f"[{C}]" in message
+
+
+@pytest.mark.parametrize(
+    ("updates", "expected"),
+    [
+        ([{"Create": {"RegionName": B}}, {"Create": {"RegionName": C}}], api.SEVERAL_ACTIONS),
+        ([{"Create": {"RegionName": B}}, {"Delete": {"RegionName": C}}], api.SEVERAL_ACTIONS),
+        ([{"Create": {"RegionName": B}, "Delete": {"RegionName": C}}], api.MIXED_ACTIONS),
+        ([{"Update": {"RegionName": B}}], api.NO_ACTION),
+        ([{"Create": {"RegionName": "us-fake-1"}}], None),
+    ],
+    ids=["two-creates", "create-and-delete", "two-kinds-in-one", "empty-update", "unknown-region"],
+)
+def test_replica_updates_aws_refuses(aws: Aws, updates: list[dict[str, Any]], expected: str | None) -> None:
+    # GIVEN a table in A
+    _table(aws)
+    # WHEN UpdateTable asks for more than one replica action, or none, or an unknown region
+    code, message = _error(aws.ddb(A).update_table, TableName="t", ReplicaUpdates=updates)
+    # THEN it is refused and nothing changes
+    assert code == "ValidationException"
+    if expected is not None:
+        assert message == expected
+    else:
+        assert message.startswith("Region us-fake-1 is not supported.") and A in message
+    assert "Replicas" not in aws.ddb(A).describe_table(TableName="t")["Table"]
+
+
+def test_two_identical_creates_are_one(aws: Aws) -> None:
+    # GIVEN a table in A  WHEN the same Create is sent twice in one call
+    _table(aws)
+    aws.ddb(A).update_table(
+        TableName="t", ReplicaUpdates=[{"Create": {"RegionName": B}}, {"Create": {"RegionName": B}}]
+    )
+    # THEN one replica is made
+    assert [r["RegionName"] for r in aws.ddb(A).describe_table(TableName="t")["Table"]["Replicas"]] == [B]
+
+
+def test_a_global_tables_stream_cannot_be_disabled(aws: Aws) -> None:
+    # GIVEN a global table in A and B
+    _table(aws)
+    _add(aws, B)
+    # WHEN B's stream is disabled  THEN it is refused
+    code, message = _error(
+        aws.ddb(B).update_table, TableName="t", StreamSpecification={"StreamEnabled": False}
+    )
+    assert (code, message) == ("ValidationException", api.STREAM_REQUIRED)
+
+
+def test_deleting_a_table_that_recently_added_a_replica_is_refused(aws: Aws) -> None:
+    # GIVEN a table in A that added a replica in B
+    _table(aws)
+    _add(aws, B)
+    # WHEN A's table is deleted  THEN it is refused (the 24-hour source rule) and both replicas stay
+    code, message = _error(aws.ddb(A).delete_table, TableName="t")
+    assert code == "ValidationException" and "last 24 hours" in message
+    assert aws.ddb(A).describe_table(TableName="t")["Table"]["Replicas"] == [
+        {"RegionName": B, "ReplicaStatus": "ACTIVE"}
+    ]
+    # AND removing A from the group through ReplicaUpdates (from B) is refused alike
+    code, message = _error(
+        aws.ddb(B).update_table, TableName="t", ReplicaUpdates=[{"Delete": {"RegionName": A}}]
+    )
+    assert (code, message) == ("ValidationException", api.RECENT_SOURCE)
+
+
+# ------------------------------------------------------------------------------------------ the setting
+def test_the_delay_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN the environment variable  THEN its milliseconds are the delay; a bad value names the setting
+    assert replicas.delay_from_env({}) == replicas.DEFAULT_DELAY_MS / 1000
+    assert replicas.delay_from_env({replicas.DELAY_ENV: "25"}) == 0.025
+    for bad in ("-1", "soon"):
+        with pytest.raises(ValueError, match=replicas.DELAY_ENV):
+            replicas.delay_from_env({replicas.DELAY_ENV: bad})
