@@ -17,6 +17,7 @@ import uuid
 from typing import Any
 from xml.sax.saxutils import escape
 
+from local import state
 from local.auth import policy, principals, requests, table_access
 
 log = logging.getLogger("doctable.local.auth")
@@ -52,8 +53,11 @@ class AuthMiddleware:
             return _invalid_key(start_response, parsed)
         # aws:SecureTransport as the request arrived: over the TLS listener, or over the plain-HTTP one.
         secure = "true" if environ.get("wsgi.url_scheme") == "https" else "false"
+        # aws:RequestedRegion: the region the request is signed for (a function in another region calls its own).
+        region = requests.credential(environ)[1] or state.REGION
         for check in parsed.checks:
             check.context.setdefault("aws:SecureTransport", [secure])
+            check.context.setdefault("aws:RequestedRegion", [region])
         if parsed.service == "sts" and parsed.operation == "GetCallerIdentity":
             return self.app(environ, start_response)
         if parsed.service == "sts" and parsed.operation == "AssumeRole":

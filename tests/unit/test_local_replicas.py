@@ -5,7 +5,10 @@ delay, waited for with a condition poll. Messages are compared with the module's
 
 from __future__ import annotations
 
+import io
+import json
 import time
+import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -17,9 +20,12 @@ from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID as ACCOUNT
 from moto.dynamodb.models import dynamodb_backends
 
-from local import ttl
+from local import esm, ttl
+from local.auth.middleware import AuthMiddleware
+from local.runner import InvokeResult
 from local.services import dynamodb_replica_api as api
 from local.services import dynamodb_replicas as replicas
+from local.services import mappings
 from tests.support.localaws import wait_for
 from tests.unit.test_local_kinesis_destination import isolated_services
 
@@ -477,3 +483,114 @@ def test_the_delay_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     for bad in ("-1", "soon"):
         with pytest.raises(ValueError, match=replicas.DELAY_ENV):
             replicas.delay_from_env({replicas.DELAY_ENV: bad})
+
+
+# ------------------------------------------------------------------------------------------ mappings
+class RegionRunner:
+    """A stand-in function runner: records the region of each function it runs and the event."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def invoke(self, fn: Any, event: Any, iterator_age_ms: float | None = None) -> InvokeResult:
+        self.calls.append((fn.region, event))
+        return InvokeResult(b"null", None, "", "r", 1.0)
+
+    def prewarm(self, fn: Any) -> None:
+        return None
+
+
+def _function(region: str) -> str:
+    """A function in ``region`` whose role may read DynamoDB streams."""
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
+        ],
+    }
+    iam = boto3.client("iam", region_name=region)
+    role = iam.create_role(RoleName=f"fn-{region}", AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+    reads = [
+        "dynamodb:GetRecords",
+        "dynamodb:GetShardIterator",
+        "dynamodb:DescribeStream",
+        "dynamodb:ListStreams",
+    ]
+    document = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": reads, "Resource": "*"}]}
+    iam.put_role_policy(RoleName=f"fn-{region}", PolicyName="reads", PolicyDocument=json.dumps(document))
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("index.py", "def handler(event, context):\n    return None\n")
+    boto3.client("lambda", region_name=region).create_function(
+        FunctionName="fn",
+        Runtime="python3.13",
+        Role=role,
+        Handler="index.handler",
+        Code={"ZipFile": buffer.getvalue()},
+    )
+    return str(role)
+
+
+def test_a_mapping_on_a_replicas_stream_runs_its_regions_function(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a global table in A and B, and in B a function mapped to B's stream
+    runner = RegionRunner()
+    monkeypatch.setattr(esm, "get_runner", lambda: runner)
+    monkeypatch.setattr(mappings, "get_runner", lambda: runner)
+    manager = esm.MappingManager()
+    monkeypatch.setattr(esm, "_MANAGER", manager)
+    try:
+        _table(aws)
+        _add(aws, B)
+        stream = aws.ddb(B).describe_table(TableName="t")["Table"]["LatestStreamArn"]
+        _function(B)
+        boto3.client("lambda", region_name=B).create_event_source_mapping(
+            FunctionName="fn", EventSourceArn=stream, StartingPosition="TRIM_HORIZON"
+        )
+        # WHEN an item is put in A
+        _put(aws, A, "k", "one")
+        # THEN B's function runs with B's record of the replicated write
+        wait_for(lambda: runner.calls, timeout=10)
+        ((region, event),) = runner.calls
+        (record,) = event["Records"]
+        assert region == B
+        assert (record["eventName"], record["awsRegion"], record["eventSourceARN"]) == ("INSERT", B, stream)
+        assert record["dynamodb"]["NewImage"] == {"pk": {"S": "k"}, "v": {"S": "one"}}
+    finally:
+        manager.shutdown()
+
+
+def test_a_request_to_another_region_is_evaluated_in_that_region(aws: Aws) -> None:
+    # GIVEN a user allowed GetItem only in B (aws:RequestedRegion), and the IAM check in front of a stub AWS
+    iam = boto3.client("iam", region_name=A)
+    iam.create_user(UserName="u")
+    key = iam.create_access_key(UserName="u")["AccessKey"]["AccessKeyId"]
+    statement = {
+        "Effect": "Allow",
+        "Action": "dynamodb:GetItem",
+        "Resource": "*",
+        "Condition": {"StringEquals": {"aws:RequestedRegion": B}},
+    }
+    document = {"Version": "2012-10-17", "Statement": [statement]}
+    iam.put_user_policy(UserName="u", PolicyName="b-only", PolicyDocument=json.dumps(document))
+    app = AuthMiddleware(lambda environ, start_response: start_response("200 OK", []) or [b"{}"])
+
+    def status(region: str) -> str:
+        body = json.dumps({"TableName": "t", "Key": {"pk": {"S": "k"}}}).encode()
+        environ = {
+            "PATH_INFO": "/",
+            "REQUEST_METHOD": "POST",
+            "wsgi.url_scheme": "https",
+            "wsgi.input": io.BytesIO(body),
+            "CONTENT_LENGTH": str(len(body)),
+            "HTTP_AUTHORIZATION": f"AWS4-HMAC-SHA256 Credential={key}/20260101/{region}/dynamodb/aws4_request, "
+            "SignedHeaders=host, Signature=0",
+            "HTTP_X_AMZ_TARGET": "DynamoDB_20120810.GetItem",
+        }
+        answered: list[str] = []
+        app(environ, lambda code, headers: answered.append(code))
+        return answered[0]
+
+    # WHEN the user reads in B and in A  THEN B's request is allowed and A's refused
+    assert (status(B), status(A)) == ("200 OK", "400 Bad Request")
