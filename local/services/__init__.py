@@ -5,6 +5,7 @@ from __future__ import annotations
 from local.patching import Target
 from local.services import (
     awslambda,
+    cfn_global_table,
     cfn_models,
     cloudformation,
     dynamodb,
@@ -39,6 +40,7 @@ _MODULES = (
     logs,
     s3,
     cfn_models,
+    cfn_global_table,
 )
 MOTO_TARGETS: tuple[Target, ...] = tuple(t for module in _MODULES for t in module.MOTO_TARGETS)
 

@@ -44,12 +44,14 @@ REPLACING: dict[str, tuple[str, ...]] = {
     "AWS::Lambda::Alias": ("Name", "FunctionName"),
     "AWS::Lambda::Version": ("FunctionName", "Description", "CodeSha256"),
     "AWS::DynamoDB::Table": ("TableName", "KeySchema", "LocalSecondaryIndexes"),
+    "AWS::DynamoDB::GlobalTable": ("TableName", "KeySchema", "LocalSecondaryIndexes"),
     "AWS::S3::Bucket": ("BucketName",),
     "AWS::Logs::LogGroup": ("LogGroupName",),
     "AWS::SNS::Topic": ("TopicName",),
 }
 NAME_PROPERTY = {
     "AWS::DynamoDB::Table": "TableName",
+    "AWS::DynamoDB::GlobalTable": "TableName",
     "AWS::S3::Bucket": "BucketName",
     "AWS::Logs::LogGroup": "LogGroupName",
     "AWS::SNS::Topic": "TopicName",

@@ -49,6 +49,10 @@ RECENT_SOURCE = (
     "Replica cannot be deleted because it has acted as a source region for new replica(s) being added to the "
     "table in the last 24 hours."
 )
+PROTECTED = (
+    "Cannot delete table {name} in region {region} because it has deletion protection enabled. Disable deletion "
+    "protection first."
+)
 STREAM_REQUIRED = "Disabling Stream is not allowed for a Global Table replica."
 DEFAULT_VIEW = "NEW_AND_OLD_IMAGES"
 
@@ -167,6 +171,9 @@ def delete_replica(table: Any, region: str) -> None:
     from moto.dynamodb.models import dynamodb_backends
 
     refuse_recent_source(table.account_id, table.name, region)
+    replica = dynamodb_backends[table.account_id][region].tables.get(table.name)
+    if replica is not None and replica.deletion_protection_enabled:
+        raise _validation(PROTECTED.format(name=table.name, region=region))
     engine.REGISTRY.leave(table.account_id, table.name, region)
     dynamodb_backends[table.account_id][region].tables.pop(table.name, None)
 

@@ -23,9 +23,9 @@ from moto.dynamodb.models import dynamodb_backends
 from local import esm, ttl
 from local.auth.middleware import AuthMiddleware
 from local.runner import InvokeResult
+from local.services import cfn_global_table, mappings
 from local.services import dynamodb_replica_api as api
 from local.services import dynamodb_replicas as replicas
-from local.services import mappings
 from tests.support.localaws import wait_for
 from tests.unit.test_local_kinesis_destination import isolated_services
 
@@ -594,3 +594,124 @@ def test_a_request_to_another_region_is_evaluated_in_that_region(aws: Aws) -> No
 
     # WHEN the user reads in B and in A  THEN B's request is allowed and A's refused
     assert (status(B), status(A)) == ("200 OK", "400 Bad Request")
+
+
+# ------------------------------------------------------------------------------------------ CloudFormation
+def _global_template(*regions: str, retain: bool = False, outputs: bool = True, **extra: Any) -> str:
+    replicas: list[dict[str, Any]] = [{"RegionName": r} for r in regions]
+    for replica in replicas:
+        if replica["RegionName"] == B:
+            replica.update(
+                DeletionProtectionEnabled=False,
+                TableClass="STANDARD_INFREQUENT_ACCESS",
+                Tags=[{"Key": "where", "Value": "b"}],
+                PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True},
+            )
+    properties = {
+        "TableName": "g",
+        "BillingMode": "PAY_PER_REQUEST",
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+        "AttributeDefinitions": [
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "v", "AttributeType": "S"},
+        ],
+        "GlobalSecondaryIndexes": [
+            {
+                "IndexName": "by-v",
+                "KeySchema": [{"AttributeName": "v", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+        "StreamSpecification": {"StreamViewType": "NEW_AND_OLD_IMAGES"},
+        "TimeToLiveSpecification": {"Enabled": True, "AttributeName": "exp"},
+        "Replicas": replicas,
+        **extra,
+    }
+    resource: dict[str, Any] = {"Type": "AWS::DynamoDB::GlobalTable", "Properties": properties}
+    if retain:
+        resource["DeletionPolicy"] = "Retain"
+    template: dict[str, Any] = {"Resources": {"Global": resource}}
+    if outputs:
+        values = {
+            name: {"Value": {"Fn::GetAtt": ["Global", name]}} for name in ("Arn", "StreamArn", "TableId")
+        }
+        template["Outputs"] = {**values, "Ref": {"Value": {"Ref": "Global"}}}
+    return json.dumps(template)
+
+
+def _stack_of(cfn: Any) -> dict[str, Any]:
+    return cfn.describe_stacks(StackName="s")["Stacks"][0]  # type: ignore[no-any-return]
+
+
+def _regions_with(aws: Aws, name: str = "g") -> list[str]:
+    return [r for r in (A, B, C) if name in aws.ddb(r).list_tables()["TableNames"]]
+
+
+def test_a_stacks_global_table_is_made_in_every_replica_region(aws: Aws) -> None:
+    # GIVEN a template's global table with replicas in A (the stack's region), B and C
+    cfn = boto3.client("cloudformation", region_name=A)
+    # WHEN the stack is created in A
+    cfn.create_stack(StackName="s", TemplateBody=_global_template(A, B, C))
+    # THEN the table is in every region, A's listing B and C
+    stack = _stack_of(cfn)
+    assert stack["StackStatus"] == "CREATE_COMPLETE"
+    assert _regions_with(aws) == [A, B, C]
+    table = aws.ddb(A).describe_table(TableName="g")["Table"]
+    assert sorted(r["RegionName"] for r in table["Replicas"]) == [C, B]
+    assert table["StreamSpecification"]["StreamViewType"] == "NEW_AND_OLD_IMAGES"
+    # AND GetAtt answers with A's replica: its ARN, its stream, its id; Ref with the name
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack["Outputs"]}
+    assert outputs["Arn"] == table["TableArn"] and outputs["StreamArn"] == table["LatestStreamArn"]
+    assert outputs["Ref"] == "g" and outputs["TableId"]
+    # AND every replica has the shared settings (index, TTL) and its own (B's class, tags, PITR)
+    b = aws.ddb(B).describe_table(TableName="g")["Table"]
+    assert [i["IndexName"] for i in b["GlobalSecondaryIndexes"]] == ["by-v"]
+    assert b["TableClassSummary"]["TableClass"] == "STANDARD_INFREQUENT_ACCESS"
+    assert aws.ddb(B).list_tags_of_resource(ResourceArn=b["TableArn"])["Tags"] == [
+        {"Key": "where", "Value": "b"}
+    ]
+    ttl_status = aws.ddb(C).describe_time_to_live(TableName="g")["TimeToLiveDescription"]["TimeToLiveStatus"]
+    assert ttl_status == "ENABLED"
+    pitr = aws.ddb(B).describe_continuous_backups(TableName="g")["ContinuousBackupsDescription"]
+    assert pitr["PointInTimeRecoveryDescription"]["PointInTimeRecoveryStatus"] == "ENABLED"
+    # AND the replicas replicate
+    aws.ddb(C).put_item(TableName="g", Item={"pk": {"S": "k"}, "v": {"S": "from-c"}})
+    wait_for(lambda: _get(aws, A, "k", name="g") is not None, timeout=10)
+
+
+def test_a_global_table_without_the_stacks_region_is_refused(aws: Aws) -> None:
+    # GIVEN a template whose replicas leave out the stack's region
+    cfn = boto3.client("cloudformation", region_name=A)
+    # WHEN the stack is created  THEN CloudFormation's handler refuses it and nothing is made
+    cfn.create_stack(StackName="s", TemplateBody=_global_template(B, C, outputs=False))
+    stack = _stack_of(cfn)
+    assert stack["StackStatus"] == "ROLLBACK_COMPLETE"
+    expected = f'Resource handler returned message: "{cfn_global_table.CURRENT_REGION_REQUIRED}"'
+    assert stack["StackStatusReason"].startswith(expected)
+    assert _regions_with(aws) == []
+
+
+def test_a_stack_update_adds_and_removes_replicas_and_its_deletion_removes_them_all(aws: Aws) -> None:
+    # GIVEN a stack's global table in A and B
+    cfn = boto3.client("cloudformation", region_name=A)
+    cfn.create_stack(StackName="s", TemplateBody=_global_template(A, B))
+    # WHEN an update replaces B by C
+    cfn.update_stack(StackName="s", TemplateBody=_global_template(A, C))
+    # THEN the table is in A and C only
+    assert _stack_of(cfn)["StackStatus"] == "UPDATE_COMPLETE"
+    assert _regions_with(aws) == [A, C]
+    assert [r["RegionName"] for r in aws.ddb(A).describe_table(TableName="g")["Table"]["Replicas"]] == [C]
+    # WHEN the stack is deleted  THEN every replica goes
+    cfn.delete_stack(StackName="s")
+    assert _regions_with(aws) == []
+
+
+def test_a_retained_global_table_outlives_its_stack(aws: Aws) -> None:
+    # GIVEN a stack's global table with DeletionPolicy Retain
+    cfn = boto3.client("cloudformation", region_name=A)
+    cfn.create_stack(StackName="s", TemplateBody=_global_template(A, B, retain=True))
+    # WHEN the stack is deleted  THEN the table and its replica stay, still replicating
+    cfn.delete_stack(StackName="s")
+    assert _regions_with(aws) == [A, B]
+    aws.ddb(A).put_item(TableName="g", Item={"pk": {"S": "k"}, "v": {"S": "x"}})
+    wait_for(lambda: _get(aws, B, "k", name="g") is not None, timeout=10)
