@@ -225,13 +225,14 @@ def update_table_handler(self: Any) -> Any:
 
 def delete_table(self: Any, name: str) -> Any:
     """DynamoDBBackend.delete_table: a replica that recently added another is kept; else it leaves its group."""
-    table = self.tables.get(name)
-    if table is not None:
-        refuse_recent_source(table.account_id, table.name, self.region_name)
-    deleted = _ORIGINAL["delete_table"](self, name)
-    if table is not None:
-        engine.REGISTRY.leave(table.account_id, table.name, self.region_name)
-    return deleted
+    with WRITE_LOCK:  # no write meanwhile: the replica's last writes are forgotten with it
+        table = self.tables.get(name)
+        if table is not None:
+            refuse_recent_source(table.account_id, table.name, self.region_name)
+        deleted = _ORIGINAL["delete_table"](self, name)
+        if table is not None:
+            engine.REGISTRY.leave(table.account_id, table.name, self.region_name)
+        return deleted
 
 
 def describe(self: Any, base_key: str = "TableDescription") -> Any:
