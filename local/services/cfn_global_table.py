@@ -38,6 +38,8 @@ MOTO_TARGETS = (
     Target("moto.cloudformation.parsing", "get_model_map"),
     Target("moto.cloudformation.parsing", "get_name_type_map"),
     Target("moto.core.common_models", "CloudFormationModel"),
+    Target("moto.cloudformation.exceptions", "UnformattedGetAttTemplateException"),
+    Target("moto.dynamodb.models.table", "Table.describe", ("self", "base_key")),
     Target("moto.dynamodb.models", "dynamodb_backends"),
     Target(
         "moto.dynamodb.models",

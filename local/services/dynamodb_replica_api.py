@@ -60,6 +60,8 @@ _MODELS = "moto.dynamodb.models"
 MOTO_TARGETS = (
     Target("moto.dynamodb.responses", "DynamoHandler.update_table", ("self",)),
     Target("moto.dynamodb.responses", "DynamoResult"),
+    Target("moto.dynamodb.responses", "DynamoHandler.dynamodb_backend"),
+    Target(_MODELS, "DynamoDBBackend.get_table", ("self", "table_name")),
     Target(_MODELS, "DynamoDBBackend.delete_table", ("self", "name")),
     Target(_MODELS, "DynamoDBBackend.create_table", ("self", "name", "schema", "throughput", "attr")),
     Target(_MODELS, "DynamoDBBackend.update_time_to_live", ("self", "table_name", "ttl_spec")),
