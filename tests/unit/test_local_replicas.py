@@ -26,6 +26,7 @@ from local.runner import InvokeResult
 from local.services import cfn_global_table, mappings
 from local.services import dynamodb_replica_api as api
 from local.services import dynamodb_replicas as replicas
+from local.services.dynamodb import WRITE_LOCK
 from tests.support.localaws import wait_for
 from tests.unit.test_local_kinesis_destination import isolated_services
 
@@ -217,13 +218,15 @@ def test_a_failed_transaction_replicates_nothing(aws: Aws) -> None:
 
 
 def test_last_writer_wins_and_the_loser_leaves_no_record_where_it_lost(aws: Aws) -> None:
-    # GIVEN a global table in A and B, and a delay long enough for two writes to cross
+    # GIVEN a global table in A and B, and writes held back until the test lets them go
     _table(aws)
     _add(aws, B)
-    replicas.set_delay_ms(300)
+    replicas.set_delay_ms(60_000)
     # WHEN A writes the item and then B writes it, before either has replicated
     _put(aws, A, "k", "from-a")
     _put(aws, B, "k", "from-b")
+    assert (_value(aws, A, "k"), _value(aws, B, "k"), replicas.REGISTRY.pending()) == ("from-a", "from-b", 2)
+    replicas.REGISTRY.flush()
     # THEN both regions end with B's (the later) write
     wait_for(lambda: _value(aws, A, "k") == "from-b", timeout=10)
     wait_for(_settled, timeout=10)
@@ -252,7 +255,8 @@ def test_a_replicated_write_is_not_sent_back(aws: Aws) -> None:
     # WHEN A writes an item and it reaches B
     _put(aws, A, "k", "one")
     wait_for(lambda: _value(aws, B, "k") == "one", timeout=10)
-    wait_for(_settled, timeout=10)
+    with WRITE_LOCK:  # the replicated write's application (and anything it queued) is over
+        pass
     # THEN nothing is on its way back, and A's stream holds its own write only
     assert replicas.REGISTRY.pending() == 0
     assert _events(aws, A) == [("INSERT", None, "one")]
