@@ -18,6 +18,7 @@ local/services/dynamodb_replicas.py replicates the writes; this module is the AP
 from __future__ import annotations
 
 import copy
+import functools
 import time
 from typing import Any
 
@@ -78,11 +79,12 @@ def _validation(message: str) -> Exception:
     return MockValidationException(message)
 
 
-def supported_regions() -> list[str]:
+@functools.cache
+def supported_regions() -> tuple[str, ...]:
     """The regions DynamoDB (and so a replica) exists in, as botocore knows them."""
     import botocore.session
 
-    return list(botocore.session.get_session().get_available_regions("dynamodb"))
+    return tuple(botocore.session.get_session().get_available_regions("dynamodb"))
 
 
 # ------------------------------------------------------------------------------------------ ReplicaUpdates
