@@ -719,3 +719,28 @@ def test_a_retained_global_table_outlives_its_stack(aws: Aws) -> None:
     assert _regions_with(aws) == [A, B]
     aws.ddb(A).put_item(TableName="g", Item={"pk": {"S": "k"}, "v": {"S": "x"}})
     wait_for(lambda: _get(aws, B, "k", name="g") is not None, timeout=10)
+
+
+def test_a_protected_replica_is_not_removed(aws: Aws) -> None:
+    # GIVEN a global table in A and B, B's replica protected against deletion
+    _table(aws)
+    _add(aws, B)
+    aws.ddb(B).update_table(TableName="t", DeletionProtectionEnabled=True)
+    # WHEN A removes B's replica  THEN it is refused and B's table stays
+    code, message = _error(
+        aws.ddb(A).update_table, TableName="t", ReplicaUpdates=[{"Delete": {"RegionName": B}}]
+    )
+    assert (code, message) == ("ValidationException", api.PROTECTED.format(name="t", region=B))
+    assert aws.ddb(B).describe_table(TableName="t")["Table"]["Replicas"] == [
+        {"RegionName": A, "ReplicaStatus": "ACTIVE"}
+    ]
+
+
+def test_the_server_reads_the_delay_once_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN the setting in the server's environment  WHEN the server starts  THEN it is the delay
+    monkeypatch.setenv(replicas.DELAY_ENV, "120")
+    try:
+        replicas.start_from_env()
+        assert replicas.REGISTRY.delay == 0.12
+    finally:
+        replicas.set_delay_ms(replicas.DEFAULT_DELAY_MS)
