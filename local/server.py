@@ -139,7 +139,8 @@ class LocalAWS:
             self.directory / "lambda", self.url, ca_bundle=str(state.ca_bundle(self.directory))
         )
         runner.install(self.runner)
-        self.runner.provided_layers.update(seed.seed(state.ACCOUNT_ID, state.REGION))
+        for region in state.SEEDED_REGIONS:
+            self.runner.provided_layers.update(seed.seed(state.ACCOUNT_ID, region))
         principals.ensure_admin_deployer(services.iam.ensure_aws_managed_policy)
         _report_iam(enforced)
         for service in WARM_SERVICES:
