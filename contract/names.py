@@ -53,6 +53,9 @@ ENV_BLOB_KEY_REUSE = "BLOB_KEY_REUSE"
 ENV_TABLE_NAME = "TABLE_NAME"
 # The stack's environment: a metrics dimension beside the service and the table.
 ENV_ENVIRONMENT = "ENVIRONMENT"
+# off: the consumer logs what it receives and deletes nothing (a replica region's consumer; the home region's
+# consumer deletes, its stream carrying every change, local and replicated). Default on.
+ENV_BLOB_CLEANUP = "BLOB_CLEANUP"
 # The consumer's metrics dimensions besides Powertools' `service` (the alarms select each stack's own series).
 METRIC_DIMENSION_ENVIRONMENT = "environment"
 METRIC_DIMENSION_TABLE = "table"
