@@ -1069,7 +1069,18 @@ def _replica_rules(problems: Problems, values: dict[str, Any], region: str | Non
             )
 
 
+# CDK context that is not a knob: a JSON object of replica region -> that replica's stream ARN, which `doctable
+# deploy` looks up and passes (CloudFormation cannot give another region's stream ARN); infra/replica_stack.py.
+REPLICA_STREAMS_CONTEXT = "replica_streams"
+NON_KNOB_CONTEXT = frozenset({REPLICA_STREAMS_CONTEXT})
+
+
 def user_context(all_context: Mapping[str, Any]) -> dict[str, Any]:
     """The context entries a user could have meant as knobs: CDK's own keys (``@aws-cdk/...``, ``aws:cdk:...``)
-    are namespaced, a knob never is. Unknown names then fail in resolve_config."""
-    return {k: v for k, v in all_context.items() if ":" not in k and not k.startswith("@")}
+    are namespaced, a knob never is; the app's own (NON_KNOB_CONTEXT) are not knobs. Unknown names then fail in
+    resolve_config."""
+    return {
+        k: v
+        for k, v in all_context.items()
+        if ":" not in k and not k.startswith("@") and k not in NON_KNOB_CONTEXT
+    }

@@ -16,6 +16,7 @@ OUT_ALARM_TOPIC_ARN = "AlarmTopicArn"
 OUT_KMS_KEY_ARN = "KmsKeyArn"  # only with encryption=customer-managed
 OUT_KINESIS_STREAM_ARN = "KinesisStreamArn"  # with kinesis on or an ARN: where table changes go
 ID_KINESIS_STREAM = "ChangeStream"  # the Kinesis data stream the stack creates with kinesis=on
+OUT_REPLICA_REGIONS = "ReplicaRegions"  # with replicas: the global table's other regions, comma-separated
 OUT_KNOBS = "Knobs"  # the resolved knobs the stack was deployed with (DocTableConfig.deployed_record)
 
 # Construct ids.
