@@ -5,6 +5,7 @@ stream ARN ``doctable deploy`` passes); cfn-lint and cdk-nag clean on both."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -378,3 +379,41 @@ def test_cdk_nag_is_clean_on_both_stacks_with_a_reason_on_every_acknowledgement(
         ("AwsSolutions-IAM5[Resource::*]", f"{replica}/StreamConsumer/Role/DefaultPolicy/Resource"),
         ("AwsSolutions-L1", f"{replica}/StreamConsumer/Function/Resource"),
     } <= acknowledged
+
+
+# ---------------------------------------------------------------------------------------------- app.py itself
+def _run_app(tmp_path: Path, settings: str, context: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    """app.py in a process of its own, as the CDK CLI runs it (context in CDK_CONTEXT_JSON), with no region
+    but what ``settings`` binds."""
+    (tmp_path / "doctable.toml").write_text(settings)
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith(("DOCTABLE_", "CDK_", "AWS_"))}
+    environ = {
+        **inherited,
+        "PYTHONPATH": str(ROOT),
+        "DOCTABLE_CONFIG": str(tmp_path / "doctable.toml"),
+        "CDK_CONTEXT_JSON": json.dumps(context),
+        "CDK_OUTDIR": str(tmp_path / "cdk.out"),
+        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "1",
+    }
+    return subprocess.run(
+        [sys.executable, str(ROOT / "app.py")], cwd=tmp_path, env=environ, capture_output=True, text=True
+    )
+
+
+def test_app_py_refuses_replicas_without_a_region_in_one_message(tmp_path: Path) -> None:
+    # GIVEN replicas in the settings file, no region binding and no CDK_DEFAULT_REGION
+    result = _run_app(tmp_path, '[defaults]\nstream = "new-and-old"\nreplicas = ["us-west-2"]\n', {})
+    # THEN app.py exits 1 with the one problem, and no traceback
+    assert result.returncode == 1
+    assert "  - replicas='us-west-2' set but the stack has no region" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_app_py_takes_replica_streams_as_context_not_as_a_knob(tmp_path: Path) -> None:
+    # GIVEN the environment bound to its home region and replica_streams passed as CDK context
+    settings = f'[environments.dev]\nregion = "{HOME}"\nstream = "new-and-old"\nreplicas = ["us-west-2"]\n'
+    result = _run_app(tmp_path, settings, {"replica_streams": json.dumps({"us-west-2": STREAM_WEST})})
+    # THEN the synth succeeds with the home stack and the replica region's stack
+    assert result.returncode == 0, result.stderr
+    manifest = json.loads((tmp_path / "cdk.out" / "manifest.json").read_text())["artifacts"]
+    assert {"doctable-items-dev", "doctable-items-dev-us-west-2"} <= set(manifest)

@@ -189,3 +189,12 @@ def test_a_toml_string_is_not_an_array(tmp_path: Path) -> None:
         st.parse_settings('[defaults]\nreplicas = "us-west-2"\n', tmp_path / "doctable.toml")
     assert subjects(caught.value.problems) == [("replicas", "us-west-2")]
     assert "TOML array of strings" in caught.value.problems[0]
+
+
+def test_replica_streams_context_is_not_taken_for_a_knob() -> None:
+    # GIVEN the CDK context doctable deploy passes beside a knob  WHEN the app picks the knobs from it
+    from contract.knobs import user_context
+
+    context = {"replica_streams": '{"us-west-2": "arn:..."}', "gsi": "gsi1", "@aws-cdk/core:flag": True}
+    # THEN replica_streams is left to the stack, like CDK's own keys
+    assert user_context(context) == {"gsi": "gsi1"}
