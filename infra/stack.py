@@ -131,6 +131,13 @@ def create_stack(
                 "doctable.toml, or CDK_DEFAULT_REGION"
             ]
         )
+    if region in config.replicas:
+        raise ConfigError(
+            [
+                f"replicas={region!r} is the stack's own region (CDK_DEFAULT_REGION or the environment's region); "
+                "allowed: regions besides the environment's own"
+            ]
+        )
     streams = replica_streams(app.node.try_get_context(REPLICA_STREAMS_CONTEXT), config)
     synthesizer = (
         # The local AWS cannot evaluate the bootstrap-version rule on direct updates; AWS keeps the default.

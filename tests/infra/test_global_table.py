@@ -208,6 +208,16 @@ def test_replicas_without_a_region_are_one_config_error(monkeypatch: pytest.Monk
     assert problem.startswith("replicas='us-west-2' set but the stack has no region")
 
 
+def test_the_stacks_own_region_is_not_a_replica(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a replica in the region CDK_DEFAULT_REGION gives the stack (no region binding)
+    monkeypatch.setenv("CDK_DEFAULT_REGION", "us-west-2")
+    config = resolve_config(context={"stream": "new-and-old", "replicas": "us-west-2"}, environ={})
+    # WHEN the stack is created  THEN one problem names the knob and the region
+    with pytest.raises(ConfigError) as caught:
+        create_stack(cdk.App(), config)
+    assert [p.split(" ")[0] for p in caught.value.problems] == ["replicas='us-west-2'"]
+
+
 def test_without_replica_streams_the_home_stack_warns_who_deploys_the_replica_consumers() -> None:
     # GIVEN replicas and no replica_streams context  WHEN synthesized
     config, _, outdir = synth(region=HOME, stream="new-and-old", replicas="us-west-2")
