@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from aws_cdk import CfnOutput, Environment, RemovalPolicy, Stack, Tags
+from aws_cdk import CfnOutput, CfnResource, Environment, RemovalPolicy, Stack, Tags
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -23,6 +23,7 @@ from constructs import Construct
 from contract import names
 from contract.knobs import REGION_RE, REPLICA_STREAMS_CONTEXT, ConfigError, DocTableConfig
 from contract.shape import consumer_shape
+from infra.checkov import add_skip
 from infra.consumer_function import consumer_function, consumer_mapping
 from infra.nag import acknowledge
 
@@ -130,6 +131,15 @@ class ReplicaConsumerStack(Stack):
             },
             description=f"doctable stream consumer of {config.table_name} in {region}: record-level proof, "
             "blob cleanup off (the home region's consumer deletes)",
+        )
+        cfn_function = function.node.default_child
+        assert isinstance(cfn_function, CfnResource)
+        add_skip(
+            cfn_function,
+            "CKV_AWS_116",
+            "The consumer is invoked synchronously by its replica stream's event-source mapping, where a function "
+            "DLQ never applies; it deletes nothing, so a batch that exhausts its retries holds no cleanup to "
+            "replay (the home region's consumer keeps its own failed batches).",
         )
         # No failure destination: this consumer deletes nothing, so a batch that exhausts its retries holds no
         # cleanup to replay; the home region's mapping keeps its own failed batches.

@@ -44,10 +44,22 @@ KNOBS = dict(
 )
 STREAMS = {"replica_streams": {"us-west-2": STREAM_WEST}}
 POLICY = "examples/table-policy.json"
+# The global shapes cfn-lint and checkov (`make lint`, tests/infra/synth_matrix.py) scan: KNOBS with these.
+GLOBAL_SHAPES = [
+    {},
+    {"resource_policy": POLICY, "encryption": "aws-managed"},
+    {"pitr": "off", "pitr_days": "off"},
+]
 
 
 def _home(**extra: Any) -> tuple[Any, dict[str, Any], Path]:
     return synth(region=HOME, context=STREAMS, **{**KNOBS, **extra})
+
+
+def global_templates(extra: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The home stack's and the us-west-2 replica stack's templates of KNOBS with ``extra``."""
+    config, template, outdir = _home(**extra)
+    return template, stack_template(outdir, config.replica_stack_name("us-west-2"))
 
 
 def _global_table(template: dict[str, Any]) -> dict[str, Any]:
@@ -335,15 +347,26 @@ def test_the_replica_role_reads_that_stream_only_and_writes_its_own_logs() -> No
     assert resources(template, "AWS::S3::Bucket") == {}
 
 
+def test_checkov_skips_follow_the_global_table_and_the_replica_consumer() -> None:
+    # GIVEN PITR off (cdk-nag's DDB3 acknowledged) with replicas
+    home, replica = global_templates({"pitr": "off", "pitr_days": "off"})
+    table = only(home, "AWS::DynamoDB::GlobalTable")
+    # THEN checkov's global-table PITR check is skipped with the acknowledgement's reason
+    skips = {s["id"]: s["comment"] for s in table["Metadata"]["checkov"]["skip"]}
+    assert set(skips) == {"CKV_AWS_165"} and "PITR is the `pitr` knob" in skips["CKV_AWS_165"]
+    # AND the replica consumer's DLQ skip says why it has no failure destination, not the home consumer's reason
+    function = only(replica, "AWS::Lambda::Function")
+    reasons = {s["id"]: s["comment"] for s in function["Metadata"]["checkov"]["skip"]}
+    assert "holds no cleanup to replay" in reasons["CKV_AWS_116"]
+
+
 # ------------------------------------------------------------------------------------------ cfn-lint, cdk-nag
 def test_cfn_lint_is_clean_on_the_home_and_replica_templates(tmp_path: Path) -> None:
     # GIVEN the home and replica templates, with and without a resource policy and in prod
-    for i, extra in enumerate(
-        ({}, {"resource_policy": POLICY, "encryption": "aws-managed"}, {"pitr": "off", "pitr_days": "off"})
-    ):
-        config, template, outdir = _home(**extra)
-        (tmp_path / f"home{i}.template.json").write_text(json.dumps(template))
-        (tmp_path / f"replica{i}.template.json").write_text(json.dumps(_replica_template(config, outdir)))
+    for i, extra in enumerate(GLOBAL_SHAPES):
+        home, replica = global_templates(extra)
+        (tmp_path / f"home{i}.template.json").write_text(json.dumps(home))
+        (tmp_path / f"replica{i}.template.json").write_text(json.dumps(replica))
     # WHEN cfn-lint checks them with the project's configuration
     result = subprocess.run(
         [
