@@ -196,9 +196,27 @@ def test_the_runtime_policy_and_the_outputs_name_the_global_table() -> None:
     assert {"Fn::GetAtt": [table, "Arn"]} in [s["Resource"] for s in runtime]
     # AND the outputs name its stream and the replica regions, comma-separated
     outputs = template["Outputs"]
+    assert outputs[names.OUT_TABLE_NAME]["Value"] == {"Ref": table}
+    assert outputs[names.OUT_TABLE_ARN]["Value"] == {"Fn::GetAtt": [table, "Arn"]}
     assert outputs[names.OUT_STREAM_ARN]["Value"] == {"Fn::GetAtt": [table, "StreamArn"]}
     assert outputs[names.OUT_REPLICA_REGIONS]["Value"] == ",".join(REPLICAS)
     assert json.loads(outputs[names.OUT_KNOBS]["Value"])["replicas"] == ",".join(REPLICAS)
+
+
+def test_the_home_consumers_alarms_watch_its_function_and_mapping() -> None:
+    # GIVEN the global table's home stack  WHEN its alarms are read
+    _, template, _ = _home()
+    function = _logical(template, "AWS::Lambda::Function")
+    mapping = _logical(template, "AWS::Lambda::EventSourceMapping")
+    alarms = {
+        alarm["Properties"]["MetricName"]: alarm["Properties"]
+        for alarm in resources(template, "AWS::CloudWatch::Alarm").values()
+    }
+    # THEN the iterator age is the home function's, and dropped events the home mapping's
+    assert {"Name": "FunctionName", "Value": {"Ref": function}} in alarms["IteratorAge"]["Dimensions"]
+    assert alarms["DroppedEventCount"]["Dimensions"] == [
+        {"Name": "EventSourceMappingUUID", "Value": {"Ref": mapping}}
+    ]
 
 
 def test_without_replicas_the_table_is_the_single_region_table() -> None:
