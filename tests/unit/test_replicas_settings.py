@@ -165,6 +165,7 @@ def test_replicas_need_the_new_and_old_stream() -> None:
             {"kinesis": "on", "consumer_source": "kinesis"},
             [("kinesis", "on"), ("consumer_source", "kinesis")],
         ),
+        ({"deploy_target": "local"}, [("deploy_target", "local")]),
     ],
 )
 def test_what_a_global_table_does_not_support_yet_is_refused(
