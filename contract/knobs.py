@@ -1070,8 +1070,8 @@ def _replica_rules(problems: Problems, values: dict[str, Any], region: str | Non
             )
 
 
-# CDK context that is not a knob: a JSON object of replica region -> that replica's stream ARN, which `doctable
-# deploy` looks up and passes (CloudFormation cannot give another region's stream ARN); infra/replica_stack.py.
+# CDK context that is not a knob: a JSON object of replica region -> that replica's stream ARN, given to the app
+# because CloudFormation cannot give another region's stream ARN (infra/replica_stack.py).
 REPLICA_STREAMS_CONTEXT = "replica_streams"
 NON_KNOB_CONTEXT = frozenset({REPLICA_STREAMS_CONTEXT})
 

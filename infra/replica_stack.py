@@ -6,7 +6,8 @@ every change, local and replicated, so a replicated REMOVE and a local one are t
 consumer proves delivery in its region (``stream_records_received``) and makes no S3 or DynamoDB request.
 
 The replica's stream ARN cannot be had from CloudFormation in another region (aws-cdk issues #16179 and #31335):
-``doctable deploy`` looks it up and passes it in the ``replica_streams`` context, region -> stream ARN.
+it is given in the ``replica_streams`` context, region -> stream ARN, and a region it does not name gets no
+stack.
 """
 
 from __future__ import annotations

@@ -118,9 +118,11 @@ class DocTableStack(Stack):
 def create_stack(
     app: App, config: DocTableConfig, *, account: str | None = None, region: str | None = None
 ) -> DocTableStack:
-    """The app's only stack for `config`, with cdk-nag's AwsSolutions pack validating it at synth. ``account``
+    """The app's stack for `config`, with cdk-nag's AwsSolutions pack validating it at synth. ``account``
     and ``region`` bind it to where its environment runs (the CDK CLI then refuses other credentials); without
-    them it goes where the CLI's credentials point."""
+    them it goes where the CLI's credentials point. With replicas, also the consumer stack of each replica region
+    the ``replica_streams`` context names (infra/replica_stack.py); ConfigError when a global table has no
+    region or ``replica_streams`` is wrong."""
     account = account or os.environ.get("CDK_DEFAULT_ACCOUNT")
     region = region or os.environ.get("CDK_DEFAULT_REGION")
     if config.is_global and not region:
