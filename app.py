@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Resolve the environment's settings (doctable.toml, then -c and DOCTABLE_ overrides), then instantiate its one
-stack. Never calls AWS. With DOCTABLE_SYNTH_CACHE set, an assembly synthesized before from the same inputs is
+stack (and, for a global table, the consumer stack of each replica region ``replica_streams`` names). Never
+calls AWS. With DOCTABLE_SYNTH_CACHE set, an assembly synthesized before from the same inputs is
 copied out instead (infra/synth_cache.py)."""
 
 from __future__ import annotations
@@ -32,11 +33,13 @@ def synthesize() -> None:
         if step is not None:
             # One of `doctable deploy`'s successive index updates: the declared stack with this index set.
             config = with_index_step(config, step)
+        # A global table's stack needs a region, and the replica stacks their streams (replica_streams): both
+        # are checked before any construct exists.
+        create_stack(app, config, account=resolved.account, region=resolved.region)
     except ConfigError as exc:
-        # Before any construct exists: one message listing every problem, and a non-zero exit.
+        # One message listing every problem, and a non-zero exit.
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(1)
-    create_stack(app, config, account=resolved.account, region=resolved.region)
     app.synth()
 
 

@@ -84,6 +84,9 @@ KINESIS_STREAM_ARN_RE = re.compile(
 SOURCE_DYNAMODB, SOURCE_KINESIS = "dynamodb", "kinesis"  # consumer_source: what the mapping reads
 CONSUMER_SOURCES = (SOURCE_DYNAMODB, SOURCE_KINESIS)
 KINESIS_RETENTION_HOURS = 24  # the created stream's retention (Kinesis's minimum and default)
+# replicas: the regions besides the environment's own that hold a replica of the table (a global table, version
+# 2019.11.21). The settings file's `region` binding is checked against the same pattern.
+REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d{1,2}$")
 
 TABLE_BASE_RE = re.compile(r"^[a-z0-9-]+$")
 # DynamoDB allows 3..255 characters; the stack name (``doctable-<table>``) is the tighter bound: 128.
@@ -191,6 +194,7 @@ class ConfigError(ValueError):
 # value, appending one line per problem; ``allowed`` is what errors and the generated docs say is allowed, and
 # ``toml`` the TOML type the settings file writes it as.
 STRING, INTEGER, INTEGER_OR_OFF = "string", "integer", "integer or off"
+STRING_ARRAY = "array of strings"  # -c and DOCTABLE_ give it as comma-separated text
 Problems = list[str]
 
 
@@ -225,6 +229,32 @@ def optional_integer(bounds: tuple[int, int], unit: str = "") -> Parser:
         f"off|{bounds[0]}..{bounds[1]}{unit}",
         INTEGER_OR_OFF,
         lambda problems, name, value: _optional_int(problems, name, value, bounds, unit),
+    )
+
+
+def _regions(problems: Problems, name: str, value: str) -> tuple[str, ...]:
+    """Comma-separated region names (``none`` or empty: none), each once."""
+    if value in ("", NONE):
+        return ()
+    regions = tuple(part.strip() for part in value.split(","))
+    seen: set[str] = set()
+    for region in regions:
+        if not REGION_RE.match(region):
+            problems.append(
+                f"{name}={region!r} is not a region name; allowed: none or region names such as us-west-2"
+            )
+        elif region in seen:
+            problems.append(f"{name}={region!r} is listed twice; allowed: each region once")
+        seen.add(region)
+    return regions
+
+
+def region_list() -> Parser:
+    return Parser(
+        "none or region names besides the environment's own (in the file an array; -c and DOCTABLE_: "
+        "comma-separated)",
+        STRING_ARRAY,
+        _regions,
     )
 
 
@@ -552,6 +582,14 @@ class DocTableConfig:
         "what the mapping reads: the table's DynamoDB stream or the Kinesis data stream",
         "replaces the mapping",
     )  # fmt: skip
+    replicas: tuple[str, ...] = knob(
+        NONE,
+        region_list(),
+        "regions besides the environment's own holding a replica of the table (a global table, version "
+        "2019.11.21; needs stream=new-and-old)",
+        "adding a replica copies the table to the new region (online); removing one deletes that region's copy "
+        "(destructive)",
+    )
 
     # ---- derived facts: every downstream decision reads these, never the raw strings ----
     # The table's own secondary indexes: structured, so declared only in the settings file (contract/indexes.py),
@@ -565,6 +603,15 @@ class DocTableConfig:
     @property
     def stack_name(self) -> str:
         return f"{STACK_PREFIX}{self.table_name}"
+
+    @property
+    def is_global(self) -> bool:
+        """The table has replicas in other regions: an AWS::DynamoDB::GlobalTable."""
+        return bool(self.replicas)
+
+    def replica_stack_name(self, region: str) -> str:
+        """The stack of the consumer reading the replica in ``region``."""
+        return f"{self.stack_name}-{region}"
 
     @property
     def has_gsi(self) -> bool:
@@ -730,11 +777,7 @@ class DocTableConfig:
 
     def knob_values(self) -> dict[str, str]:
         """The knobs as resolve_config takes them: resolving these gives this config back."""
-        return {
-            name: (ON if value else OFF) if isinstance(value, bool) else OFF if value is None else str(value)
-            for name, value in asdict(self).items()
-            if name != INDEXES
-        }
+        return {name: _knob_text(value) for name, value in asdict(self).items() if name != INDEXES}
 
     def deployed_record(self) -> str:
         """The stack output that records the resolved knobs and the declared indexes (compact JSON), read back
@@ -748,6 +791,17 @@ class DocTableConfig:
     def index_declarations(self) -> dict[str, dict[str, Any]]:
         """The declared indexes as the settings file writes them (the gsi shorthand not included)."""
         return dict(index_specs.declarations(self.indexes))
+
+
+def _knob_text(value: Any) -> str:
+    """A resolved knob value as the text its parser takes back."""
+    if isinstance(value, bool):
+        return ON if value else OFF
+    if value is None:
+        return OFF
+    if isinstance(value, tuple):
+        return ",".join(value) or NONE
+    return str(value)
 
 
 def knobs_from_record(record: str) -> dict[str, str]:
@@ -842,10 +896,12 @@ def resolve_config(
     environ: Mapping[str, str] | None = None,
     defaults: Mapping[str, Any] | None = None,
     indexes: Mapping[str, Any] | None = None,
+    region: str | None = None,
 ) -> DocTableConfig:
     """Build the config from the overrides (``context``, DOCTABLE_ variables) over ``defaults`` (the settings
     file's values for the environment, as text) over the built-in defaults; ``indexes``: the environment's
-    index declarations (name -> table). ConfigError lists every problem."""
+    index declarations (name -> table); ``region``: the region the environment binds, if any.
+    ConfigError lists every problem."""
     context = context or {}
     environ = environ or {}
     defaults = defaults or {}
@@ -856,6 +912,7 @@ def resolve_config(
     _environment_rules(problems, raw, values)
     _consumer_rules(problems, raw, values)
     _option_rules(problems, raw, values)
+    _replica_rules(problems, values, region)
     specs = index_specs.parse_indexes(problems, "", dict(indexes or {}))
     index_specs.check_indexes(
         problems, specs, shorthand=GSI_SHORTHAND if values["gsi"] == names.GSI_NAME else ()
@@ -982,7 +1039,49 @@ def _option_rules(problems: Problems, raw: Mapping[str, str], values: dict[str, 
             )
 
 
+def _replica_rules(problems: Problems, values: dict[str, Any], region: str | None) -> None:
+    """What a global table needs, and what it does not support yet."""
+    replicas: tuple[str, ...] = values["replicas"]
+    if not replicas:
+        return
+    shown = ",".join(replicas)
+    if region is not None and region in replicas:
+        problems.append(
+            f"replicas={region!r} is the environment's own region (region = {region!r}); allowed: regions "
+            "besides the environment's own"
+        )
+    if values["stream"] != STREAM_NEW_AND_OLD:
+        problems.append(
+            f"replicas={shown!r} set but stream={values['stream']!r} — a global table replicates through its "
+            "NEW_AND_OLD_IMAGES stream: set stream=new-and-old, or replicas=none"
+        )
+    unsupported = (
+        ("encryption", ENCRYPTION_CUSTOMER_MANAGED, "a key per region is needed"),
+        ("kinesis", None, "Kinesis Data Streams for DynamoDB is set per replica"),
+        ("consumer_source", SOURCE_KINESIS, "the consumer reads each replica's DynamoDB stream"),
+        ("deploy_target", DEPLOY_LOCAL, "the local AWS has no global tables"),
+    )
+    for name, refused, why in unsupported:
+        value = values[name]
+        if (value != OFF) if refused is None else (value == refused):
+            problems.append(
+                f"{name}={value!r} is not supported with replicas yet ({why}); allowed with replicas={shown!r}: "
+                + ("kinesis=off" if refused is None else f"{name} other than {refused}")
+            )
+
+
+# CDK context that is not a knob: a JSON object of replica region -> that replica's stream ARN, given to the app
+# because CloudFormation cannot give another region's stream ARN (infra/replica_stack.py).
+REPLICA_STREAMS_CONTEXT = "replica_streams"
+NON_KNOB_CONTEXT = frozenset({REPLICA_STREAMS_CONTEXT})
+
+
 def user_context(all_context: Mapping[str, Any]) -> dict[str, Any]:
     """The context entries a user could have meant as knobs: CDK's own keys (``@aws-cdk/...``, ``aws:cdk:...``)
-    are namespaced, a knob never is. Unknown names then fail in resolve_config."""
-    return {k: v for k, v in all_context.items() if ":" not in k and not k.startswith("@")}
+    are namespaced, a knob never is; the app's own (NON_KNOB_CONTEXT) are not knobs. Unknown names then fail in
+    resolve_config."""
+    return {
+        k: v
+        for k, v in all_context.items()
+        if ":" not in k and not k.startswith("@") and k not in NON_KNOB_CONTEXT
+    }

@@ -16,6 +16,7 @@ OUT_ALARM_TOPIC_ARN = "AlarmTopicArn"
 OUT_KMS_KEY_ARN = "KmsKeyArn"  # only with encryption=customer-managed
 OUT_KINESIS_STREAM_ARN = "KinesisStreamArn"  # with kinesis on or an ARN: where table changes go
 ID_KINESIS_STREAM = "ChangeStream"  # the Kinesis data stream the stack creates with kinesis=on
+OUT_REPLICA_REGIONS = "ReplicaRegions"  # with replicas: the global table's other regions, comma-separated
 OUT_KNOBS = "Knobs"  # the resolved knobs the stack was deployed with (DocTableConfig.deployed_record)
 
 # Construct ids.
@@ -53,6 +54,9 @@ ENV_BLOB_KEY_REUSE = "BLOB_KEY_REUSE"
 ENV_TABLE_NAME = "TABLE_NAME"
 # The stack's environment: a metrics dimension beside the service and the table.
 ENV_ENVIRONMENT = "ENVIRONMENT"
+# off: the consumer logs what it receives and deletes nothing (a replica region's consumer; the home region's
+# consumer deletes, its stream carrying every change, local and replicated). Default on.
+ENV_BLOB_CLEANUP = "BLOB_CLEANUP"
 # The consumer's metrics dimensions besides Powertools' `service` (the alarms select each stack's own series).
 METRIC_DIMENSION_ENVIRONMENT = "environment"
 METRIC_DIMENSION_TABLE = "table"

@@ -25,9 +25,12 @@ from contract.knobs import (
     INTEGER_OR_OFF,
     KNOB_DEFAULTS,
     KNOBS,
+    NONE,
     OFF,
     PROJECT_ROOT,
+    REGION_RE,
     STRING,
+    STRING_ARRAY,
     ConfigError,
     DocTableConfig,
     knob_variable,
@@ -42,7 +45,6 @@ DEFAULT_ENV = KNOB_DEFAULTS["env"]
 # credentials resolve elsewhere stops before changing anything.
 BINDING_KEYS = ("account", "region")
 ACCOUNT_RE = re.compile(r"^\d{12}$")
-REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d{1,2}$")
 # Chosen per run, never written in the file: the environment (its table names it) and the deploy target
 # (`doctable local env` sets DOCTABLE_DEPLOY_TARGET=local for the local AWS).
 NOT_IN_FILE = tuple(name for name, declared in KNOBS.items() if declared.per_run)
@@ -88,6 +90,8 @@ def knob_text(name: str, value: Any) -> str | None:
         return str(value)
     if kind == INTEGER_OR_OFF and value == OFF:
         return OFF
+    if kind == STRING_ARRAY and isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return ",".join(value) or NONE
     return None
 
 
@@ -279,7 +283,9 @@ def resolve_settings(
     env = str(context.get("env") or environ.get(knob_variable("env")) or DEFAULT_ENV).strip()
     layer, file_sources, binding = _file_layer(settings, env)
     try:
-        config = resolve_config(context=context, environ=environ, defaults=layer, indexes=binding.indexes)
+        config = resolve_config(
+            context=context, environ=environ, defaults=layer, indexes=binding.indexes, region=binding.region
+        )
     except ConfigError as exc:
         from_file = {
             name: label
@@ -333,6 +339,8 @@ HEADER = """\
 
 
 def toml_value(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -354,6 +362,8 @@ def knob_comment(name: str) -> list[str]:
 def default_value(name: str) -> Any:
     """A knob's built-in default as the file writes it (an integer knob as an integer)."""
     text = KNOB_DEFAULTS[name]
+    if KNOBS[name].parser.toml == STRING_ARRAY:
+        return [] if text == NONE else text.split(",")
     if KNOBS[name].parser.toml in (INTEGER, INTEGER_OR_OFF) and text.lstrip("-").isdigit():
         return int(text)
     return text

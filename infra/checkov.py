@@ -24,6 +24,12 @@ NAG_EQUIVALENTS = {
     "AwsSolutions::AwsSolutions-DDB3": ("CKV_AWS_28",),  # DynamoDB point-in-time recovery
     "AwsSolutions::AwsSolutions-SNS2": ("CKV_AWS_26",),  # SNS encryption at rest
 }
+# The same finding on another resource type, where checkov reports it under another check.
+NAG_EQUIVALENTS_BY_TYPE = {
+    ("AwsSolutions::AwsSolutions-DDB3", "AWS::DynamoDB::GlobalTable"): (
+        "CKV_AWS_165",
+    ),  # a global table's PITR
+}
 
 
 def add_skip(resource: CfnResource, check_id: str, reason: str) -> None:
@@ -39,7 +45,10 @@ def skip_nag_equivalents(construct: IConstruct, rule_id: str, reason: str) -> No
     """The checkov checks equivalent to the acknowledged cdk-nag rule are skipped with the same reason."""
     resource = construct if isinstance(construct, CfnResource) else construct.node.default_child
     if isinstance(resource, CfnResource):
-        for check_id in NAG_EQUIVALENTS.get(rule_id, ()):
+        checks = NAG_EQUIVALENTS_BY_TYPE.get(
+            (rule_id, resource.cfn_resource_type), NAG_EQUIVALENTS.get(rule_id, ())
+        )
+        for check_id in checks:
             add_skip(resource, check_id, reason)
 
 
@@ -129,11 +138,17 @@ SKIPS = (
 
 @jsii.implements(IAspect)
 class CheckovSkips:
-    """Adds every skip of ``SKIPS`` whose resource type matches and whose condition holds."""
+    """Adds every skip of ``SKIPS`` whose resource type matches and whose condition holds; a skip a construct
+    already carries (with a reason of its own) is kept."""
 
     def visit(self, node: IConstruct) -> None:
         if not isinstance(node, CfnResource):
             return
+        present = {s["id"] for s in (node.get_metadata(METADATA_KEY) or {}).get("skip", [])}
         for skip in SKIPS:
-            if node.cfn_resource_type == skip.resource_type and skip.applies(node):
+            if (
+                node.cfn_resource_type == skip.resource_type
+                and skip.applies(node)
+                and skip.check_id not in present
+            ):
                 add_skip(node, skip.check_id, skip.reason)

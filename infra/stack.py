@@ -5,15 +5,26 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from aws_cdk import App, Aspects, CfnOutput, DefaultStackSynthesizer, Environment, Stack, Tags, Validations
+from aws_cdk import (
+    Annotations,
+    App,
+    Aspects,
+    CfnOutput,
+    DefaultStackSynthesizer,
+    Environment,
+    Stack,
+    Tags,
+    Validations,
+)
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
 from contract import names
-from contract.knobs import DocTableConfig
+from contract.knobs import ConfigError, DocTableConfig
 from infra.alarms import ConsumerAlarms
 from infra.checkov import CheckovSkips
 from infra.consumer import StreamConsumer
+from infra.replica_stack import REPLICA_STREAMS_CONTEXT, replica_stacks, replica_streams
 from infra.table import DocumentTable
 
 
@@ -45,6 +56,12 @@ class DocTableStack(Stack):
         if config.has_stream:
             assert table.table_stream_arn is not None
             self._output(names.OUT_STREAM_ARN, table.table_stream_arn, "The NEW_AND_OLD_IMAGES stream's ARN")
+        if config.is_global:
+            self._output(
+                names.OUT_REPLICA_REGIONS,
+                ",".join(config.replicas),
+                "The global table's replica regions besides this stack's",
+            )
         if doc_table.change_stream is not None:
             self._output(
                 names.OUT_KINESIS_STREAM_ARN,
@@ -101,9 +118,29 @@ class DocTableStack(Stack):
 def create_stack(
     app: App, config: DocTableConfig, *, account: str | None = None, region: str | None = None
 ) -> DocTableStack:
-    """The app's only stack for `config`, with cdk-nag's AwsSolutions pack validating it at synth. ``account``
+    """The app's stack for `config`, with cdk-nag's AwsSolutions pack validating it at synth. ``account``
     and ``region`` bind it to where its environment runs (the CDK CLI then refuses other credentials); without
-    them it goes where the CLI's credentials point."""
+    them it goes where the CLI's credentials point. With replicas, also the consumer stack of each replica region
+    the ``replica_streams`` context names (infra/replica_stack.py); ConfigError when a global table has no
+    region or ``replica_streams`` is wrong."""
+    account = account or os.environ.get("CDK_DEFAULT_ACCOUNT")
+    region = region or os.environ.get("CDK_DEFAULT_REGION")
+    if config.is_global and not region:
+        raise ConfigError(
+            [
+                f"replicas={','.join(config.replicas)!r} set but the stack has no region — a global table's "
+                'stack is bound to its home region: set region = "<region>" in the environment\'s table of '
+                "doctable.toml, or CDK_DEFAULT_REGION"
+            ]
+        )
+    if region in config.replicas:
+        raise ConfigError(
+            [
+                f"replicas={region!r} is the stack's own region (CDK_DEFAULT_REGION or the environment's region); "
+                "allowed: regions besides the environment's own"
+            ]
+        )
+    streams = replica_streams(app.node.try_get_context(REPLICA_STREAMS_CONTEXT), config)
     synthesizer = (
         # The local AWS cannot evaluate the bootstrap-version rule on direct updates; AWS keeps the default.
         DefaultStackSynthesizer(generate_bootstrap_version_rule=False) if config.is_local else None
@@ -114,11 +151,19 @@ def create_stack(
         config=config,
         stack_name=config.stack_name,
         synthesizer=synthesizer,
-        env=Environment(
-            account=account or os.environ.get("CDK_DEFAULT_ACCOUNT"),
-            region=region or os.environ.get("CDK_DEFAULT_REGION"),
-        ),
+        env=Environment(account=account, region=region),
     )
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     Aspects.of(stack).add(CheckovSkips())
+    if config.is_global and config.builtin_consumer:
+        local = DefaultStackSynthesizer(generate_bootstrap_version_rule=False) if config.is_local else None
+        for replica in replica_stacks(app, config, streams, account=account, synthesizer=local):
+            Aspects.of(replica).add(CheckovSkips())
+        missing = [r for r in config.replicas if r not in streams]
+        if missing:
+            Annotations.of(stack).add_warning_v2(
+                "doctable:replica-consumers",
+                f"the consumers of the replicas in {', '.join(missing)} are deployed by `doctable deploy`, which "
+                f"looks up each replica's stream ARN and passes it in the {REPLICA_STREAMS_CONTEXT} context",
+            )
     return stack

@@ -13,6 +13,7 @@ from contract import names
 from contract.knobs import DocTableConfig
 from contract.shape import TableShape, table_shape
 from infra import encryption, kinesis
+from infra.global_table import global_table
 from infra.nag import acknowledge
 
 ATTRIBUTE_TYPES = {
@@ -33,9 +34,19 @@ class DocumentTable(Construct):
         self._resource_policy = encryption.table_resource_policy(self, config)
         # Created before the table, which names it in its KinesisStreamSpecification.
         self.change_stream = kinesis.change_stream(self, config, self.encryption_key)
-        self.table = self._build_table(
-            self.shape, retain=config.retain_on_delete, env=config.env, pitr_by_default=config.pitr_by_default
-        )
+        self.table: dynamodb.Table | dynamodb.TableV2
+        if config.is_global:
+            self.table = global_table(
+                self, "Table", shape=self.shape, config=config, resource_policy=self._resource_policy
+            )
+            self._acknowledge_pitr(self.table, self.shape, config.env, config.pitr_by_default)
+        else:
+            self.table = self._build_table(
+                self.shape,
+                retain=config.retain_on_delete,
+                env=config.env,
+                pitr_by_default=config.pitr_by_default,
+            )
         for warning in config.warnings():
             Annotations.of(self).add_warning_v2("doctable:protection-off", warning)
         self.runtime_policy = self._build_runtime_policy(config.table_name)
@@ -43,7 +54,8 @@ class DocumentTable(Construct):
     def _build_table(
         self, shape: TableShape, *, retain: bool, env: str, pitr_by_default: bool
     ) -> dynamodb.Table:
-        # aws_dynamodb.Table, not TableV2: TableV2 synthesizes AWS::DynamoDB::GlobalTable, a distinct intent.
+        # aws_dynamodb.Table, not TableV2: TableV2 synthesizes AWS::DynamoDB::GlobalTable, the table with
+        # replicas only (infra/global_table.py).
         def attribute(key: Any) -> dynamodb.Attribute:
             return dynamodb.Attribute(name=key.name, type=ATTRIBUTE_TYPES[key.type])
 
@@ -108,6 +120,11 @@ class DocumentTable(Construct):
                 warm_throughput=_warm_throughput(index.warm_throughput),
             )
         Tags.of(table).add("Name", shape.name)
+        self._acknowledge_pitr(table, shape, env, pitr_by_default)
+        return table
+
+    @staticmethod
+    def _acknowledge_pitr(table: Construct, shape: TableShape, env: str, pitr_by_default: bool) -> None:
         if not shape.pitr:
             acknowledge(
                 table,
@@ -116,7 +133,6 @@ class DocumentTable(Construct):
                 if pitr_by_default
                 else f"PITR is the `pitr` knob, off by default outside the environments it protects (env={env})",
             )
-        return table
 
     def _build_runtime_policy(self, table_name: str) -> iam.ManagedPolicy:
         """The data-plane actions an application needs, on this table and Query on each index, nothing else."""

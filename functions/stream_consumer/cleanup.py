@@ -201,6 +201,9 @@ class BlobCleaner:
             )
 
     def _plan_and_delete(self, parsed: Sequence[ChangeRecord], outcome: BatchOutcome) -> None:
+        if not self.settings.blob_cleanup:
+            self._log_uncleaned(parsed)
+            return
         work = [
             self._plan(plan_cleanup(r, self.settings.blob_root, self.settings.prefix_cleanup), outcome)
             for r in parsed
@@ -227,6 +230,24 @@ class BlobCleaner:
         if dropped:
             outcome.key_errors, outcome.kept = self._delete_dropped(dropped)
         outcome.deleted = len(dropped) - len(outcome.key_errors) - len(outcome.kept)
+
+    def _log_uncleaned(self, parsed: Sequence[ChangeRecord]) -> None:
+        """BLOB_CLEANUP=off: one line per record that would need cleanup, no S3 or DynamoDB request."""
+        for record in parsed:
+            plan = plan_cleanup(record, self.settings.blob_root, self.settings.prefix_cleanup)
+            if plan.reason:
+                self.log.info(
+                    "record_not_cleaned",
+                    extra={
+                        "sequence_number": record.sequence_number,
+                        "event_name": record.event_name,
+                        "pk": record.pk,
+                        "sk": record.sk,
+                        "reason": plan.reason,
+                        "keys_dropped": len(plan.keys),
+                        "blob_cleanup": ENV_FLAG_OFF,
+                    },
+                )
 
     def _plan(self, plan: CleanupPlan, outcome: BatchOutcome) -> _Work:
         item = _Work(plan, list(plan.keys), list(plan.refused), etags=dict(plan.etags))

@@ -20,6 +20,9 @@ ENV_BLOB_PREFIX_CLEANUP = "BLOB_PREFIX_CLEANUP"
 ENV_BLOB_KEY_REUSE = "BLOB_KEY_REUSE"
 ENV_TABLE_NAME = "TABLE_NAME"
 ENV_ENVIRONMENT = "ENVIRONMENT"
+# off: the consumer logs what it receives and deletes nothing (a replica region's consumer; the home region's
+# consumer deletes, its stream carrying every change, local and replicated). Default on.
+ENV_BLOB_CLEANUP = "BLOB_CLEANUP"
 # How the stack writes a boolean into BLOB_PREFIX_CLEANUP (read case-insensitively).
 ENV_FLAG_ON, ENV_FLAG_OFF = "on", "off"
 

@@ -44,8 +44,9 @@ if os.environ.get(ENV_INITIALIZATION_TYPE) == INITIALIZATION_SNAPSTART:
     # are built now so the snapshot holds them (otherwise the first batch of each environment would build
     # them). Under SnapStart Lambda serves the role's credentials from its container credentials endpoint, not
     # environment variables; botocore refreshes those before they expire, so a restored copy renews them.
-    _ = store.client
-    if settings.guard_key_reuse:
+    if settings.blob_cleanup:
+        _ = store.client
+    if settings.blob_cleanup and settings.guard_key_reuse:
         live.prepare()
 
 

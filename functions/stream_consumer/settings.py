@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from .constants import (
     ENV_BLOB_BUCKET,
+    ENV_BLOB_CLEANUP,
     ENV_BLOB_KEY_REUSE,
     ENV_BLOB_PREFIX_CLEANUP,
     ENV_BLOB_ROOT,
@@ -43,17 +44,21 @@ class Settings:
     table_name: str = ""
     environment: str | None = None
     guard_key_reuse: bool = True  # BLOB_KEY_REUSE=guarded: observe, read the live items, delete conditionally
+    blob_cleanup: bool = True  # BLOB_CLEANUP=off: log what is received, delete nothing (BLOB_BUCKET optional)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if environ is None else environ
+        cleanup = _switch(env.get(ENV_BLOB_CLEANUP), ENV_BLOB_CLEANUP, default=ENV_FLAG_ON)
+        bucket = env.get(ENV_BLOB_BUCKET)
         return cls(
-            blob_bucket=_bucket(env.get(ENV_BLOB_BUCKET)),
+            blob_bucket=_bucket(bucket) if cleanup or bucket else "",
             blob_root=_root(env.get(ENV_BLOB_ROOT)),
-            prefix_cleanup=_switch(env.get(ENV_BLOB_PREFIX_CLEANUP)),
+            prefix_cleanup=_switch(env.get(ENV_BLOB_PREFIX_CLEANUP), ENV_BLOB_PREFIX_CLEANUP),
             table_name=_table(env.get(ENV_TABLE_NAME)),
             environment=(env.get(ENV_ENVIRONMENT) or "").strip() or None,
             guard_key_reuse=_key_reuse(env.get(ENV_BLOB_KEY_REUSE)),
+            blob_cleanup=cleanup,
         )
 
 
@@ -92,13 +97,13 @@ def _root(value: str | None) -> str:
     return value
 
 
-def _switch(value: str | None) -> bool:
-    normalized = (value or ENV_FLAG_OFF).strip().lower()
+def _switch(value: str | None, variable: str, default: str = ENV_FLAG_OFF) -> bool:
+    normalized = (value or default).strip().lower()
     if normalized not in (ENV_FLAG_ON, ENV_FLAG_OFF):
         raise SettingsError(
-            ENV_BLOB_PREFIX_CLEANUP,
+            variable,
             value,
-            f"allowed values are '{ENV_FLAG_ON}' or '{ENV_FLAG_OFF}' (default '{ENV_FLAG_OFF}')",
+            f"allowed values are '{ENV_FLAG_ON}' or '{ENV_FLAG_OFF}' (default '{default}')",
         )
     return normalized == ENV_FLAG_ON
 

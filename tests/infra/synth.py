@@ -15,30 +15,43 @@ import aws_cdk as cdk
 from contract.knobs import DocTableConfig, resolve_config
 from infra.stack import create_stack
 
-
 # Every cloud assembly of this process goes under one directory, removed when the process ends.
 _ROOT = tempfile.mkdtemp(prefix="doctable-synth-")
 atexit.register(shutil.rmtree, _ROOT, ignore_errors=True)
 
 
 @functools.cache
-def _synth(knobs: tuple[tuple[str, str], ...], indexes: str = "{}") -> tuple[dict[str, Any], str]:
+def _synth(
+    knobs: tuple[tuple[str, str], ...], indexes: str = "{}", region: str | None = None, context: str = "{}"
+) -> tuple[dict[str, Any], str]:
     config = resolve_config(context=dict(knobs), environ={}, indexes=json.loads(indexes))
     outdir = tempfile.mkdtemp(dir=_ROOT)
-    app = cdk.App(outdir=outdir)
-    create_stack(app, config)
+    app = cdk.App(outdir=outdir, context=json.loads(context))
+    create_stack(app, config, region=region)
     app.synth()  # raises on any unacknowledged cdk-nag finding
-    template = json.loads((Path(outdir) / f"{config.stack_name}.template.json").read_text())
-    return template, outdir
+    return stack_template(Path(outdir), config.stack_name), outdir
 
 
-def synth(indexes: dict[str, Any] | None = None, **knobs: str) -> tuple[DocTableConfig, dict[str, Any], Path]:
+def synth(
+    indexes: dict[str, Any] | None = None,
+    *,
+    region: str | None = None,
+    context: dict[str, Any] | None = None,
+    **knobs: str,
+) -> tuple[DocTableConfig, dict[str, Any], Path]:
     """(config, template, cloud-assembly dir) for these knobs and index declarations (as the settings file
-    writes them); knobs not given take their defaults."""
+    writes them); knobs not given take their defaults. ``region``: the environment's region binding;
+    ``context``: CDK context that is not a knob (``replica_streams``)."""
     key = tuple(sorted((k, str(v)) for k, v in knobs.items()))
     declared = json.dumps(indexes or {}, sort_keys=True)
-    template, outdir = _synth(key, declared)
+    template, outdir = _synth(key, declared, region, json.dumps(context or {}, sort_keys=True))
     return resolve_config(context=dict(key), environ={}, indexes=indexes), template, Path(outdir)
+
+
+def stack_template(outdir: Path, stack_name: str) -> dict[str, Any]:
+    """The template of ``stack_name`` in a cloud assembly (the home stack's, or a replica region's)."""
+    template: dict[str, Any] = json.loads((outdir / f"{stack_name}.template.json").read_text())
+    return template
 
 
 def resources(template: dict[str, Any], type_name: str) -> dict[str, dict[str, Any]]:

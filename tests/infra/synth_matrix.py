@@ -5,7 +5,8 @@
 The shapes are every ``MATRIX`` and ``VARIANTS`` list and ``ALL_OPTIONS`` knob set of the infra tests
 (tests/infra/test_*.py), so a shape added there is scanned too, reduced to the ones checkov can tell apart: ``gsi`` and ``ttl`` change only the
 table's index and TTL specification, which no checkov check reads, so shapes differing only in them are
-synthesized once. Synth raises on an unacknowledged cdk-nag finding, as in the infra tests.
+synthesized once. A global table's shapes (tests/infra/test_global_table.py's GLOBAL_SHAPES) add the home and a replica
+region's templates. Synth raises on an unacknowledged cdk-nag finding, as in the infra tests.
 """
 
 from __future__ import annotations
@@ -59,7 +60,13 @@ def main(argv: list[str]) -> int:
         _, template, _ = synth(**knobs)
         (out / f"shape{i:03d}.template.json").write_text(json.dumps(template))
         (out / f"shape{i:03d}.knobs").write_text(json.dumps(knobs) + "\n")
-    print(f"{len(shapes)} shapes synthesized into {out}")
+    # A global table's shapes: the home stack's and a replica region's templates (they need a region).
+    from tests.infra.test_global_table import GLOBAL_SHAPES, global_templates
+
+    for i, extra in enumerate(GLOBAL_SHAPES):
+        for which, template in zip(("home", "replica"), global_templates(extra), strict=True):
+            (out / f"global{i:03d}-{which}.template.json").write_text(json.dumps(template))
+    print(f"{len(shapes)} shapes and {len(GLOBAL_SHAPES)} global ones synthesized into {out}")
     return 0
 
 

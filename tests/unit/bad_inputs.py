@@ -252,6 +252,27 @@ for _knob, _value, _allowed in [
     ("contributor_insights", "on", "allowed values: off|throttled-keys|accessed-and-throttled-keys"),
 ]:
     knob_case(_knob, _value, [f"{_knob}={_value!r}", _allowed], context={"pitr": "on", _knob: _value})
+# replicas: region names, each once, and what a global table needs or does not support yet.
+knob_case(
+    "replicas", "us-west", ["replicas='us-west' is not a region name", "region names such as us-west-2"]
+)
+knob_case("replicas", "us-west-2,us-west-2", ["replicas='us-west-2' is listed twice", "each region once"])
+knob_case(
+    "replicas",
+    "us-west-2",
+    ["replicas='us-west-2' set but stream='none'", "NEW_AND_OLD_IMAGES stream"],
+    context={"replicas": "us-west-2"},
+    label="`replicas=us-west-2` without the stream",
+    id="knob-replicas-without-stream",
+)
+knob_case(
+    "replicas",
+    "us-west-2",
+    ["encryption='customer-managed' is not supported with replicas yet"],
+    context={"replicas": "us-west-2", "stream": "new-and-old", "encryption": "customer-managed"},
+    label="`replicas=us-west-2` with `encryption=customer-managed`",
+    id="knob-replicas-customer-managed",
+)
 knob_case(
     "pitr_days",
     "7",

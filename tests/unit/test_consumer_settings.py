@@ -114,3 +114,57 @@ def test_package_is_small_code_only_and_self_contained():
 def _allowed_import(module: str) -> bool:
     top = module.split(".")[0]
     return top in sys.stdlib_module_names or top in RUNTIME_PACKAGES
+
+
+@pytest.mark.parametrize(("value", "cleanup"), [(None, True), ("on", True), (" OFF ", False), ("off", False)])
+def test_blob_cleanup_is_on_unless_turned_off(value, cleanup):
+    # GIVEN BLOB_CLEANUP unset or set  WHEN loaded  THEN cleanup follows it, on by default
+    env = {"BLOB_BUCKET": "my-bucket", "TABLE_NAME": "items-dev"}
+    if value is not None:
+        env["BLOB_CLEANUP"] = value
+    assert Settings.from_env(env).blob_cleanup is cleanup
+
+
+def test_without_cleanup_the_bucket_is_optional_and_still_checked_when_given():
+    # GIVEN a replica region's consumer: cleanup off and no bucket  THEN it loads with no bucket
+    assert Settings.from_env({"BLOB_CLEANUP": "off", "TABLE_NAME": "items-dev"}).blob_bucket == ""
+    # AND a malformed bucket is still refused, naming the variable
+    with pytest.raises(SettingsError) as caught:
+        Settings.from_env({"BLOB_CLEANUP": "off", "BLOB_BUCKET": "arn:aws:s3:::b", "TABLE_NAME": "items-dev"})
+    assert (caught.value.variable, caught.value.value) == ("BLOB_BUCKET", "arn:aws:s3:::b")
+
+
+def test_a_malformed_blob_cleanup_names_the_variable():
+    with pytest.raises(SettingsError) as caught:
+        Settings.from_env({"BLOB_BUCKET": "my-bucket", "TABLE_NAME": "items-dev", "BLOB_CLEANUP": "no"})
+    assert (caught.value.variable, caught.value.value) == ("BLOB_CLEANUP", "no")
+
+
+def test_with_cleanup_off_a_remove_is_logged_and_no_s3_call_is_made(s3, load_consumer, stdout_json):
+    # GIVEN a replica region's consumer (BLOB_CLEANUP=off, no bucket) and blobs a deleted item listed
+    from tests.unit.events import FakeLambdaContext, insert, remove, stream_event
+
+    own = ["blobs/doc#1/v#1/a.pdf", "blobs/doc#1/v#1/b.pdf"]
+    s3.put(*own)
+    handler = load_consumer(BLOB_CLEANUP="off", BLOB_BUCKET=None, AWS_LAMBDA_INITIALIZATION_TYPE="snap-start")
+    # WHEN it receives the REMOVE beside an INSERT
+    response = handler.lambda_handler(
+        stream_event(remove(1, "doc#1", "v#1", own), insert(2, "doc#2", "v#1")), FakeLambdaContext()
+    )
+    # THEN every record succeeds and both blobs are still there
+    assert response == {"batchItemFailures": []}
+    assert s3.keys() == set(own)
+    # AND no S3 (nor DynamoDB) client was ever built, not even by the SnapStart init: no request was made
+    assert handler.cleaner.store._client is None and handler.cleaner.live._client is None
+    # AND the proof line counts both records, and the REMOVE has its own line naming its item and keys
+    lines = stdout_json()
+    (proof,) = [line for line in lines if line.get("message") == "stream_records_received"]
+    assert proof["record_count"] == 2
+    (uncleaned,) = [line for line in lines if line.get("message") == "record_not_cleaned"]
+    assert (uncleaned["pk"], uncleaned["sk"], uncleaned["reason"], uncleaned["keys_dropped"]) == (
+        "doc#1",
+        "v#1",
+        "deleted",
+        2,
+    )
+    assert not [line for line in lines if line.get("message") == "record_cleaned"]

@@ -1,0 +1,193 @@
+"""A replica region's stack of a global table: the built-in consumer reading that region's replica stream, with
+blob cleanup off (``BLOB_CLEANUP=off``).
+
+Blobs live in one bucket in the home region, and only the home region's consumer deletes: its stream carries
+every change, local and replicated, so a replicated REMOVE and a local one are treated alike. A replica region's
+consumer proves delivery in its region (``stream_records_received``) and makes no S3 or DynamoDB request.
+
+The replica's stream ARN cannot be had from CloudFormation in another region (aws-cdk issues #16179 and #31335):
+it is given in the ``replica_streams`` context, region -> stream ARN, and a region it does not name gets no
+stack.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from aws_cdk import CfnOutput, CfnResource, Environment, RemovalPolicy, Stack, Tags
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from contract import names
+from contract.knobs import REGION_RE, REPLICA_STREAMS_CONTEXT, ConfigError, DocTableConfig
+from contract.shape import consumer_shape
+from infra.checkov import add_skip
+from infra.consumer_function import consumer_function, consumer_mapping
+from infra.nag import acknowledge
+
+__all__ = ["REPLICA_STREAMS_CONTEXT", "ReplicaConsumerStack", "replica_stacks", "replica_streams"]
+STREAM_READ_ACTIONS = ("dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator")
+
+
+def replica_streams(value: Any, config: DocTableConfig) -> dict[str, str]:
+    """The ``replica_streams`` context (a JSON object, as text or parsed) for the replica regions it names;
+    ConfigError naming every problem."""
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ConfigError([f"{REPLICA_STREAMS_CONTEXT}: not JSON ({exc})"]) from None
+    if not isinstance(value, dict):
+        raise ConfigError([f"{REPLICA_STREAMS_CONTEXT}: expected a JSON object of region -> stream ARN"])
+    problems = []
+    streams: dict[str, str] = {}
+    for region, arn in value.items():
+        expected = f":dynamodb:{region}:"
+        prefix = f"table/{config.table_name}/stream/"
+        if region not in config.replicas:
+            problems.append(
+                f"{REPLICA_STREAMS_CONTEXT}={region!r} is not a replica region; allowed: "
+                f"{', '.join(config.replicas) or 'none (replicas is none)'}"
+            )
+        elif not (isinstance(arn, str) and REGION_RE.match(region) and expected in arn and prefix in arn):
+            problems.append(
+                f"{REPLICA_STREAMS_CONTEXT}={region!r} names {arn!r}; allowed: the stream ARN of the replica in "
+                f"{region}, arn:aws:dynamodb:{region}:<account>:{prefix}<label>"
+            )
+        else:
+            streams[region] = arn
+    if problems:
+        raise ConfigError(problems)
+    return streams
+
+
+class ReplicaConsumerStack(Stack):
+    """``doctable-<table_base>-<env>-<region>``: the consumer of the replica in ``region``."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: DocTableConfig,
+        region: str,
+        stream_arn: str,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            scope,
+            construct_id,
+            description=f"doctable {config.table_name}: the consumer of its replica in {region} (cleanup off)",
+            **kwargs,
+        )
+        removal = RemovalPolicy.RETAIN if config.retain_on_delete else RemovalPolicy.DESTROY
+        consumer = Construct(self, names.ID_CONSUMER)
+        log_group = logs.LogGroup(
+            consumer, "LogGroup", retention=logs.RetentionDays.ONE_MONTH, removal_policy=removal
+        )
+        role = iam.Role(
+            consumer,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"doctable stream consumer of {config.table_name}'s replica in {region}",
+        )
+        policy = iam.Policy(
+            consumer,
+            "RolePolicy",
+            roles=[role],
+            statements=[
+                iam.PolicyStatement(
+                    sid="WriteOwnLogs",
+                    actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                    resources=[log_group.log_group_arn],
+                ),
+                iam.PolicyStatement(
+                    sid="ReadReplicaStream", actions=list(STREAM_READ_ACTIONS), resources=[stream_arn]
+                ),
+                iam.PolicyStatement(sid="ListStreams", actions=["dynamodb:ListStreams"], resources=["*"]),
+            ],
+        )
+        acknowledge(
+            policy,
+            "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
+            "dynamodb:ListStreams has no resource type; every other stream action is on this replica's own "
+            "stream ARN, passed by doctable deploy.",
+        )
+        shape = consumer_shape(config)
+        assert shape is not None
+        function = consumer_function(
+            consumer,
+            config,
+            role=role,
+            log_group=log_group,
+            environment={
+                names.ENV_TABLE_NAME: config.table_name,
+                **shape.environment,
+                names.ENV_BLOB_CLEANUP: names.ENV_FLAG_OFF,
+            },
+            description=f"doctable stream consumer of {config.table_name} in {region}: record-level proof, "
+            "blob cleanup off (the home region's consumer deletes)",
+        )
+        cfn_function = function.node.default_child
+        assert isinstance(cfn_function, CfnResource)
+        add_skip(
+            cfn_function,
+            "CKV_AWS_116",
+            "The consumer is invoked synchronously by its replica stream's event-source mapping, where a function "
+            "DLQ never applies; it deletes nothing, so a batch that exhausts its retries holds no cleanup to "
+            "replay (the home region's consumer keeps its own failed batches).",
+        )
+        # No failure destination: this consumer deletes nothing, so a batch that exhausts its retries holds no
+        # cleanup to replay; the home region's mapping keeps its own failed batches.
+        mapping = consumer_mapping(
+            consumer,
+            config,
+            function=function,
+            function_name=function.function_name,
+            source_arn=stream_arn,
+            failure_destination=None,
+        )
+        # Without this edge CloudFormation may create the mapping before the role can read the stream.
+        mapping.node.add_dependency(policy)
+        CfnOutput(
+            self, names.OUT_CONSUMER_FUNCTION_NAME, value=function.function_name, description="Consumer"
+        )
+        CfnOutput(
+            self, names.OUT_CONSUMER_LOG_GROUP, value=log_group.log_group_name, description="Proof lines"
+        )
+        CfnOutput(
+            self, names.OUT_MAPPING_UUID, value=mapping.ref, description="The event-source mapping's UUID"
+        )
+        CfnOutput(self, names.OUT_STREAM_ARN, value=stream_arn, description="The replica's stream")
+        for key, value in config.tags().items():
+            Tags.of(self).add(key, value)
+
+
+def replica_stacks(
+    scope: Construct,
+    config: DocTableConfig,
+    streams: Mapping[str, str],
+    *,
+    account: str | None,
+    **kwargs: Any,
+) -> list[ReplicaConsumerStack]:
+    """One stack per replica region ``streams`` names, in the order of ``config.replicas``."""
+    return [
+        ReplicaConsumerStack(
+            scope,
+            config.replica_stack_name(region),
+            config=config,
+            region=region,
+            stream_arn=streams[region],
+            stack_name=config.replica_stack_name(region),
+            env=Environment(account=account, region=region),
+            **kwargs,
+        )
+        for region in config.replicas
+        if region in streams
+    ]
