@@ -1059,7 +1059,6 @@ def _replica_rules(problems: Problems, values: dict[str, Any], region: str | Non
         ("encryption", ENCRYPTION_CUSTOMER_MANAGED, "a key per region is needed"),
         ("kinesis", None, "Kinesis Data Streams for DynamoDB is set per replica"),
         ("consumer_source", SOURCE_KINESIS, "the consumer reads each replica's DynamoDB stream"),
-        ("deploy_target", DEPLOY_LOCAL, "the local AWS has no global tables"),
     )
     for name, refused, why in unsupported:
         value = values[name]

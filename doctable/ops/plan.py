@@ -17,6 +17,7 @@ from contract.shape import table_shape
 from doctable.errors import UserError
 from doctable.ops.command import print_json
 from doctable.ops.context import add_knob_arguments, resolve_knobs
+from doctable.ops.plan_global import limits, replica_monthly, replica_notes
 from doctable.ops.plan_model import ASSUMPTIONS, value
 
 PRICED_REGION = "us-east-1"  # the region every price in plan_model is for
@@ -54,6 +55,9 @@ class Plan:
     s3_prefix_use: float
     monthly_usd: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    replicas: tuple[str, ...] = ()
+    # per-region default quotas: {code, what, needed, quota, source, exceeded}
+    limits: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def monthly_total(self) -> float:
@@ -194,6 +198,32 @@ def build_plan(workload: Workload, config: DocTableConfig) -> Plan:
         notes.append(
             "KMS requests left out: DynamoDB caches the table key, and S3 HEAD/DeleteObjects decrypt nothing"
         )
+    replicas = tuple(config.replicas)
+    storage = sum(v for k, v in monthly.items() if k.endswith("storage"))
+    monthly.update(
+        replica_monthly(
+            replicas=replicas,
+            writes_per_second=w.writes_per_second,
+            item_kb=w.item_kb,
+            invocations_per_second=invocations,
+            records_per_invocation=batch,
+            memory_mb=config.memory,
+            gbs_price=gbs_price,
+            storage_usd=storage,
+            month_s=month_s,
+        )
+    )
+    notes += replica_notes(replicas)
+    write_units = w.writes_per_second * wcu_per_write + sum(
+        w.writes_per_second * w.index_share * max(1, math.ceil(index_item_kb(index, w.item_kb)))
+        for index in table_shape(config).indexes
+    )
+    read_units = deletes * max(1, math.ceil(w.item_kb / 4)) if guarded else 0.0
+    checked = limits(
+        write_units_per_second=write_units,
+        read_units_per_second=read_units,
+        concurrent_consumers=shards * factor,
+    )
     return Plan(
         workload=w,
         knobs={
@@ -222,6 +252,8 @@ def build_plan(workload: Workload, config: DocTableConfig) -> Plan:
         s3_prefix_use=prefix_use,
         monthly_usd=monthly,
         notes=notes,
+        replicas=replicas,
+        limits=[dict(asdict(limit), exceeded=limit.exceeded) for limit in checked],
     )
 
 
@@ -304,8 +336,16 @@ def render(plan: Plan) -> str:
         f"S3 requests             {plan.s3_head_per_second:,.1f} HEAD/s and {plan.s3_delete_keys_per_second:,.1f} "
         f"DELETE keys/s: {plan.s3_prefix_use:.1%} of one prefix's limit"
         + ("  (OVER: spread keys over prefixes)" if plan.s3_prefix_use > 1 else ""),
-        "monthly cost (USD, us-east-1 list prices, 730 h):",
     ]
+    lines.append(
+        "limits (per region" + (f", each of {len(plan.replicas) + 1} regions" if plan.replicas else "") + "):"
+    )
+    for limit in plan.limits:
+        mark = "  EXCEEDED: ask AWS to raise it, or spread the load" if limit["exceeded"] else ""
+        lines.append(
+            f"  {limit['code']:<26} {limit['needed']:>10,.0f} of {limit['quota']:,.0f}  {limit['what']}{mark}"
+        )
+    lines.append("monthly cost (USD, us-east-1 list prices, 730 h):")
     width = max(len(name) for name in plan.monthly_usd)
     for name, usd in plan.monthly_usd.items():
         lines.append(f"  {name.ljust(width)}  {usd:>12,.2f}")

@@ -169,6 +169,46 @@ ASSUMPTIONS: dict[str, tuple[float, str, str]] = {
         "GetRecords calls per second per shard (and 2 MB/s), shared by every shared-throughput reader",
         "Kinesis Data Streams developer guide, 'Quotas and limits'",
     ),
+    # Global tables (replicas) and the per-region default quotas plan checks for every table.
+    "price_ddb_replicated_write_per_m": (
+        0.625,
+        "USD per million on-demand replicated write request units (each replica region's copy of a write), "
+        "us-east-1; since November 2024 the same as a single-region write",
+        "aws.amazon.com/dynamodb/pricing/on-demand/ (Global tables)",
+    ),
+    "price_transfer_inter_region_gb": (
+        0.02,
+        "USD per GB sent from us-east-1 to another region (a global table's replication traffic)",
+        "aws.amazon.com/dynamodb/pricing/on-demand/ (Data transfer) and aws.amazon.com/ec2/pricing/on-demand/ "
+        "(data transfer to other AWS regions)",
+    ),
+    "cpu_s_per_record_proof": (
+        0.00015,
+        "consumer CPU seconds per record when it deletes nothing (a replica region's consumer parses, logs and "
+        "counts): bounded by the per-key cost of blob_key_reuse=never, which also sends DeleteObjects",
+        "this project's `make bench` (in-memory store), bench/results.json",
+    ),
+    "quota_table_write_units": (
+        40000,
+        "on-demand write request units per second per table, per region (default; raised on request)",
+        "DynamoDB developer guide, 'Quotas in Amazon DynamoDB' (Read/write throughput)",
+    ),
+    "quota_table_read_units": (
+        40000,
+        "on-demand read request units per second per table, per region (default; raised on request)",
+        "DynamoDB developer guide, 'Quotas in Amazon DynamoDB' (Read/write throughput)",
+    ),
+    "quota_lambda_concurrency": (
+        1000,
+        "concurrent Lambda executions per account per region (default; raised on request)",
+        "Lambda developer guide, 'Lambda quotas' (Concurrent executions)",
+    ),
+    "quota_stream_readers_per_shard": (
+        2,
+        "processes reading one DynamoDB stream shard at the same time before GetRecords is throttled",
+        "DynamoDB Streams API reference, LimitExceededException; DynamoDB developer guide, 'Quotas in Amazon "
+        "DynamoDB' (DynamoDB Streams)",
+    ),
 }
 
 

@@ -165,7 +165,6 @@ def test_replicas_need_the_new_and_old_stream() -> None:
             {"kinesis": "on", "consumer_source": "kinesis"},
             [("kinesis", "on"), ("consumer_source", "kinesis")],
         ),
-        ({"deploy_target": "local"}, [("deploy_target", "local")]),
     ],
 )
 def test_what_a_global_table_does_not_support_yet_is_refused(
@@ -175,6 +174,12 @@ def test_what_a_global_table_does_not_support_yet_is_refused(
     assert refused(**STREAM, replicas="us-west-2", **knobs) == expected
     # AND without replicas the same options resolve
     assert isinstance(resolve_config(context={**STREAM, **knobs}, environ={}), DocTableConfig)
+
+
+def test_the_local_aws_takes_a_global_table() -> None:
+    # GIVEN replicas deployed to the local AWS (which emulates global tables)  THEN they resolve
+    config = resolve_config(context={**STREAM, "replicas": "us-west-2", "deploy_target": "local"}, environ={})
+    assert config.replicas == ("us-west-2",)
 
 
 def test_the_aws_managed_key_is_allowed_with_replicas() -> None:
