@@ -22,7 +22,7 @@ from contract.settings import CONFIG_VARIABLE, Resolved
 from contract.shape import table_shape
 from doctable.aws import user_errors
 from doctable.errors import UserError
-from doctable.ops import index_deploy
+from doctable.ops import index_deploy, replica_deploy
 from doctable.ops.command import add_common_arguments, connect_aws, guarded, print_json, report_knobs, seconds
 from doctable.ops.context import describe_stack, resolve_run, use_deployed_knobs
 from doctable.ops.preflight import render_findings, run_preflight
@@ -194,6 +194,8 @@ def cmd_deploy(args: argparse.Namespace) -> int:
             f"deploy them deliberately with {ALLOW_FLAG} (make deploy ALLOW_DESTRUCTIVE=1)"
         )
         return _finish(args, report, EXIT_REFUSED, lines)
+    with user_errors(f"reading the replicas of {deployment.table_name}"):
+        live_replicas = replica_deploy.live_replica_regions(aws, deployment.table_name)
     with user_errors(f"reading the indexes of {deployment.table_name}"):
         plan = index_deploy.plan_indexes(aws, deployment, config)
     if plan is not None and plan.busy:
@@ -208,6 +210,9 @@ def cmd_deploy(args: argparse.Namespace) -> int:
         code = run_cdk_deploy(command, cdk_environment(resolved, args), to_stderr=args.json)
     if code != 0:
         return _finish(args, report, 1, [f"cdk deploy failed (exit {code}): its output above says why"])
+    code = _deploy_replicas(args, resolved, aws, live_replicas, progress, report)
+    if code != 0:
+        return _finish(args, report, 1, [f"cdk deploy of the replica stacks failed (exit {code})"])
     report["deployed"] = True
     if args.no_verify:
         return _finish(args, report, 0, [])
@@ -222,6 +227,32 @@ def cmd_deploy(args: argparse.Namespace) -> int:
         verified = verify_command.cmd_verify(verify_args(args, as_json=False))
     report["verified"] = verified == 0
     return _finish(args, report, 0 if verified == 0 else 1, [] if verified == 0 else ["verify failed"])
+
+
+def _deploy_replicas(
+    args: argparse.Namespace,
+    resolved: Resolved,
+    aws: Any,
+    live_before: Sequence[str],
+    progress: Progress,
+    report: dict[str, Any],
+) -> int:
+    """After the home stack: the consumer stack of each replica region (on the stream the replica now has), then
+    the removal of the consumer stack of each region the home stack's update took the replica out of."""
+    config = resolved.config
+    if config.replicas:
+        streams = replica_deploy.replica_streams(aws, config.table_name, config.replicas)
+        report["replica_streams"] = streams
+        command = replica_deploy.replica_deploy_command(cdk_command(config, args), config, streams)
+        progress.say("$ " + " ".join(command))
+        code = run_cdk_deploy(command, cdk_environment(resolved, args), to_stderr=args.json)
+        if code != 0:
+            return code
+    removed = replica_deploy.stale_replica_stacks(aws, config, live_before)
+    for region in removed:
+        replica_deploy.delete_replica_stack(aws, config, region, progress.say)
+    report["replica_stacks_deleted"] = removed
+    return 0
 
 
 def _deploy_index_steps(

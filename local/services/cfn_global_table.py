@@ -74,14 +74,14 @@ def _backend(account_id: str, region: str) -> Any:
 
 def replica_regions(properties: dict[str, Any], region: str) -> list[str]:
     """The template's replica regions, the stack's first; refused when the stack's region is not among them."""
-    regions = [str(r.get("RegionName")) for r in properties.get("Replicas") or [] if isinstance(r, dict)]
+    regions = [str(r.get("Region")) for r in properties.get("Replicas") or [] if isinstance(r, dict)]
     if region not in regions:
         raise TemplateRefusal(CURRENT_REGION_REQUIRED)
     return [region] + [r for r in dict.fromkeys(regions) if r != region]
 
 
 def replica_spec(properties: dict[str, Any], region: str) -> dict[str, Any]:
-    return next((r for r in properties.get("Replicas") or [] if r.get("RegionName") == region), {})
+    return next((r for r in properties.get("Replicas") or [] if r.get("Region") == region), {})
 
 
 def _indexes(specs: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:

@@ -602,9 +602,9 @@ def test_a_request_to_another_region_is_evaluated_in_that_region(aws: Aws) -> No
 
 # ------------------------------------------------------------------------------------------ CloudFormation
 def _global_template(*regions: str, retain: bool = False, outputs: bool = True, **extra: Any) -> str:
-    replicas: list[dict[str, Any]] = [{"RegionName": r} for r in regions]
+    replicas: list[dict[str, Any]] = [{"Region": r} for r in regions]
     for replica in replicas:
-        if replica["RegionName"] == B:
+        if replica["Region"] == B:
             replica.update(
                 DeletionProtectionEnabled=False,
                 TableClass="STANDARD_INFREQUENT_ACCESS",
