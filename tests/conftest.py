@@ -23,6 +23,7 @@ LONGEST_FIRST = (
     "test_day2_table",
     "test_day2_mapping",
     "test_table_options",
+    "test_global_tables",
     "test_packaging",
     "test_indexes",
     "test_kinesis",

@@ -129,7 +129,9 @@ def test_deploy_makes_a_replica_and_a_consumer_stack_in_each_region(
         assert streams[region] == table["LatestStreamArn"]
         assert f":{region}:" in streams[region]
         out = outputs(local_aws, f"{STACK}-{region}", region)
-        mapping = client(local_aws, "lambda", region).get_event_source_mapping(UUID=out["EventSourceMappingUuid"])
+        mapping = client(local_aws, "lambda", region).get_event_source_mapping(
+            UUID=out["EventSourceMappingUuid"]
+        )
         assert (mapping["EventSourceArn"], mapping["State"]) == (streams[region], "Enabled")
 
 
@@ -237,7 +239,7 @@ def test_a_removed_replica_waits_for_the_gate_then_goes_with_its_consumer_stack(
     # WHEN it is deployed without a yes  THEN the gate refuses and nothing changes
     refused = doctable("deploy", "--env", "dev", "--no-verify", "--json")
     assert refused.code == 3, refused.err[-2000:]
-    assert "REPLICA_REMOVED" in refused.json()["refused"]
+    assert "replica.removed" in refused.json()["refused"]
     assert replica_regions(local_aws, HOME) == {WEST, EU}
     # WHEN it is deployed with --allow-destructive
     done = doctable("deploy", "--env", "dev", "--no-verify", "--allow-destructive", "--json")
@@ -247,3 +249,26 @@ def test_a_removed_replica_waits_for_the_gate_then_goes_with_its_consumer_stack(
     assert done.json()["replica_stacks_deleted"] == [EU]
     stacks = client(local_aws, "cloudformation", EU).list_stacks()["StackSummaries"]
     assert all(s["StackStatus"] == "DELETE_COMPLETE" for s in stacks if s["StackName"] == f"{STACK}-{EU}")
+
+
+def test_a_replica_added_on_day_2_gets_the_items_and_its_consumer_stack(
+    local_aws: lt.LocalAWS, settings: Path, doctable: Callable[..., Result]
+) -> None:
+    # GIVEN an item written at home while eu-west-1 is not a replica
+    home = client(local_aws, "dynamodb", HOME)
+    item = {"pk": {"S": "before-eu"}, "sk": {"S": "1"}}
+    home.put_item(TableName=TABLE, Item=item)
+    # WHEN eu-west-1 is declared again and deployed (no yes needed: adding a replica destroys nothing)
+    settings.write_text(settings_text([WEST, EU]))
+    done = doctable("deploy", "--env", "dev", "--no-verify", "--json")
+    assert done.code == 0, done.err[-3000:]
+    assert done.json()["refused"] == []
+    # THEN eu-west-1 is a replica again, with the item copied
+    assert replica_regions(local_aws, HOME) == {WEST, EU}
+    eu = client(local_aws, "dynamodb", EU)
+    assert eu.get_item(TableName=TABLE, Key=item)["Item"] == item
+    # AND its consumer stack maps the new replica's stream
+    stream = eu.describe_table(TableName=TABLE)["Table"]["LatestStreamArn"]
+    out = outputs(local_aws, f"{STACK}-{EU}", EU)
+    mapping = client(local_aws, "lambda", EU).get_event_source_mapping(UUID=out["EventSourceMappingUuid"])
+    assert (mapping["EventSourceArn"], mapping["State"]) == (stream, "Enabled")
