@@ -16,6 +16,7 @@ from contract import names
 from contract.knobs import MANAGED_BY
 from doctable.aws import Aws, bucket_exists, call_or_none, is_not_found, user_errors
 from doctable.errors import RefusedError
+from doctable.ops.capability import TABLE_TYPES
 from doctable.ops.command import add_common_arguments, connect, guarded, print_json, seconds
 from doctable.ops.context import Deployment, describe_stack, is_ours, table_tags
 from doctable.ops.ledger import record_ledger
@@ -23,7 +24,7 @@ from doctable.ops.render import Progress, now_iso
 
 RETAIN_POLICIES = ("Retain", "RetainExceptOnCreate", "Snapshot")
 PROBED_TYPES = (
-    "AWS::DynamoDB::Table",
+    *TABLE_TYPES,
     "AWS::Lambda::EventSourceMapping",
     "AWS::Lambda::Function",
     "AWS::S3::Bucket",
@@ -55,6 +56,10 @@ class Plan:
 
     def of_type(self, type_: str) -> list[Resource]:
         return [r for r in self.resources if r.type == type_]
+
+    def tables(self) -> list[Resource]:
+        """The stack's table resources, single-region or global."""
+        return [r for r in self.resources if r.type in TABLE_TYPES]
 
 
 @dataclass
@@ -109,7 +114,7 @@ def plan_teardown(aws: Aws, deployment: Deployment) -> Plan:
                 policy = policies.get(logical)
                 retained = policy in RETAIN_POLICIES if logical in policies else config.retain_on_delete
                 plan.resources.append(Resource(logical, summary["ResourceType"], physical, retained))
-    tables = plan.of_type("AWS::DynamoDB::Table")
+    tables = plan.tables()
     table_name = tables[0].physical_id if tables else config.table_name
     plan.table_retained = tables[0].retained if tables else False
     plan.table = (call_or_none(ddb.describe_table, TableName=table_name) or {}).get("Table")
@@ -123,7 +128,7 @@ def plan_teardown(aws: Aws, deployment: Deployment) -> Plan:
 def check_ownership(aws: Aws, plan: Plan, lift: bool) -> None:
     """Refuse a table that is not ours, and a protected one unless the user lifts the protection explicitly."""
     table = plan.table
-    if table is None or not plan.of_type("AWS::DynamoDB::Table"):
+    if table is None or not plan.tables():
         return
     tags = table_tags(aws, table["TableArn"])
     if not is_ours(tags):
@@ -172,7 +177,7 @@ def describe_plan(plan: Plan) -> list[str]:
         lines.append(f"  {'untouched':<14} borrowed consumer {config.borrowed_consumer_arn}")
     if plan.table is not None:
         count = plan.table.get("ItemCount")
-        if not plan.table_retained and plan.of_type("AWS::DynamoDB::Table"):
+        if not plan.table_retained and plan.tables():
             lines.append(
                 f"  blast radius: every item in {plan.table['TableName']} (~{count} items) is destroyed"
             )
@@ -225,7 +230,7 @@ def _exists(aws: Aws, resource: Resource) -> bool | None:
     """True/False for the probed types; None when this type is not probed (CloudFormation's word holds)."""
     pid = resource.physical_id
     try:
-        if resource.type == "AWS::DynamoDB::Table":
+        if resource.type in TABLE_TYPES:
             table = call_or_none(aws.client("dynamodb").describe_table, TableName=pid)
             return table is not None and table["Table"].get("TableStatus") != "DELETING"
         if resource.type == "AWS::Lambda::EventSourceMapping":
@@ -311,7 +316,7 @@ def execute(aws: Aws, plan: Plan, *, timeout: float, progress: Progress) -> Outc
             outcome.still_present.append(resource.label)
         else:
             outcome.removed.append(resource.label)
-    if plan.table is not None and not plan.of_type("AWS::DynamoDB::Table"):
+    if plan.table is not None and not plan.tables():
         outcome.retained.append(
             f"AWS::DynamoDB::Table {plan.table['TableName']} (outside the stack, untouched)"
         )
@@ -343,7 +348,7 @@ def _retained_label(aws: Aws, resource: Resource) -> str:
         except ClientError:
             return label
         return f"{resource.label} (RETAIN, {count} objects kept)"
-    if resource.type == "AWS::DynamoDB::Table":
+    if resource.type in TABLE_TYPES:
         return f"{resource.label} (RETAIN with its data: env keeps it on delete)"
     return label
 
