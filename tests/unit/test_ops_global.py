@@ -1,0 +1,156 @@
+"""The operations commands on a global table (``replicas``): preflight's replica and table-type findings, verify's
+replica checks, teardown's replica stacks. moto in process with the local AWS's global tables
+(local/services/cfn_global_table.py, dynamodb_replica_api.py), the home region ``REGION`` and two replica regions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from moto import mock_aws
+
+from contract import names
+from contract.findings import Finding, Level
+from contract.knobs import DocTableConfig
+from contract.shape import GLOBAL_TABLE_TYPE, TABLE_TYPE, table_shape
+from doctable.aws import Aws
+from doctable.ops import preflight as p
+from doctable.ops.context import Deployment, describe_stack, use_deployed_knobs
+from doctable.ops.replicas import live_replica_regions
+from local.services import dynamodb_replicas
+from tests.support import ops as ot
+from tests.support.ops import REGION
+from tests.unit.test_local_kinesis_destination import isolated_services
+
+pytestmark = pytest.mark.unit
+
+B, C = "us-west-2", "us-east-1"  # the replica regions; REGION is the home one
+
+
+@pytest.fixture
+def global_env(ops_env: None) -> Iterator[Aws]:
+    """GIVEN ``ops_env`` with moto in process and the local AWS's global tables; the commands' Aws session."""
+    dynamodb_replicas.reset()
+    with isolated_services(), mock_aws():
+        try:
+            yield Aws.connect()
+        finally:
+            dynamodb_replicas.reset()
+
+
+def knobs(*replicas: str, **more: str) -> DocTableConfig:
+    return ot.config_of(stream="new-and-old", replicas=",".join(replicas) or "none", **more)
+
+
+def global_template(config: DocTableConfig) -> dict[str, Any]:
+    """The home stack with its AWS::DynamoDB::GlobalTable (a replica in REGION and each of ``config.replicas``)."""
+    properties = ot.table_properties(config, table_shape(config))
+    tags = properties.pop("Tags")
+    properties.pop("BillingMode")
+    properties["BillingMode"] = "PAY_PER_REQUEST"
+    properties["Replicas"] = [{"RegionName": r, "Tags": tags} for r in (REGION, *config.replicas)]
+    resource = {"Type": GLOBAL_TABLE_TYPE, "DeletionPolicy": "Delete", "Properties": properties}
+    outputs = {
+        names.OUT_TABLE_NAME: {"Value": {"Ref": names.ID_TABLE}},
+        names.OUT_TABLE_ARN: {"Value": {"Fn::GetAtt": [names.ID_TABLE, "Arn"]}},
+        names.OUT_STREAM_ARN: {"Value": {"Fn::GetAtt": [names.ID_TABLE, "StreamArn"]}},
+        names.OUT_KNOBS: {"Value": config.deployed_record()},
+    }
+    return {"Resources": {names.ID_TABLE: resource}, "Outputs": outputs}
+
+
+def deploy_global(aws: Aws, config: DocTableConfig) -> None:
+    """The home stack of ``config``'s global table, created in moto (the local AWS's GlobalTable handler)."""
+    cfn = aws.client("cloudformation")
+    cfn.create_stack(StackName=config.stack_name, TemplateBody=json.dumps(global_template(config)))
+    status = cfn.describe_stacks(StackName=config.stack_name)["Stacks"][0]["StackStatus"]
+    assert status == "CREATE_COMPLETE", status
+
+
+def deployment_of(aws: Aws, config: DocTableConfig) -> Deployment:
+    """The deployment as the commands read it: the stack's recorded knobs the truth, ``config`` the target."""
+    return use_deployed_knobs(describe_stack(aws, config))
+
+
+def by_code(findings: list[Finding]) -> dict[str, Finding]:
+    return {f.code: f for f in findings}
+
+
+# ------------------------------------------------------------------------------------------ preflight
+def test_the_live_replica_regions_are_the_home_tables_replicas_but_the_home_region(global_env: Aws) -> None:
+    # GIVEN a global table in REGION with replicas in B and C
+    deploy_global(global_env, knobs(B, C))
+    # WHEN the home table is described
+    table = global_env.client("dynamodb").describe_table(TableName="items-dev")["Table"]
+    # THEN its live replica regions are B and C
+    assert live_replica_regions(table, REGION) == tuple(sorted((B, C)))
+
+
+def test_a_replica_region_added_is_an_online_change(global_env: Aws) -> None:
+    # GIVEN a global table with a replica in B, and knobs that now declare B and C
+    deploy_global(global_env, knobs(B))
+    # WHEN preflight observes
+    findings = p.run_preflight(global_env, deployment_of(global_env, knobs(B, C)))
+    # THEN C is a replica added: a change, not destructive, its region as the value
+    added = by_code(findings)["replica.added"]
+    assert (added.level, added.destructive, added.before, added.after) == (Level.CHANGE, False, None, C)
+    assert [f.code for f in findings if f.level is not Level.OK] == ["replica.added"]
+
+
+def test_a_replica_region_removed_is_destructive(global_env: Aws) -> None:
+    # GIVEN a global table with replicas in B and C, and knobs that now declare B only
+    deploy_global(global_env, knobs(B, C))
+    # WHEN preflight observes
+    findings = p.run_preflight(global_env, deployment_of(global_env, knobs(B)))
+    # THEN C is a replica removed: destructive, so the deploy gate asks first
+    removed = by_code(findings)["replica.removed"]
+    assert (removed.level, removed.destructive, removed.before, removed.after) == (Level.CHANGE, True, C, None)
+    assert [f.code for f in p.destructive(findings)] == ["replica.removed"]
+
+
+def test_a_replica_added_behind_the_stack_is_drift(global_env: Aws) -> None:
+    # GIVEN a global table deployed with a replica in B, and C added by hand
+    deploy_global(global_env, knobs(B))
+    global_env.client("dynamodb").update_table(
+        TableName="items-dev", ReplicaUpdates=[{"Create": {"RegionName": C}}]
+    )
+    # WHEN preflight observes with the knobs unchanged
+    findings = p.run_preflight(global_env, deployment_of(global_env, knobs(B)))
+    # THEN C is drift the deploy leaves (its replicas knob does not change), not a change of the deploy
+    assert [(f.level, f.code, f.before) for f in findings if f.level is Level.DRIFT] == [
+        (Level.DRIFT, "drift.detected", C)
+    ]
+    assert not p.destructive(findings)
+
+
+def test_a_single_region_table_declared_global_is_refused(moto_env: Aws) -> None:
+    # GIVEN the stack's single-region table, and knobs that now declare a replica
+    ot.deploy(moto_env.client, knobs())
+    # WHEN preflight observes
+    findings = p.run_preflight(moto_env, deployment_of(moto_env, knobs(B)))
+    # THEN the type change stops the deploy, destructive, with both types as values
+    converted = by_code(findings)["table.to_global"]
+    assert (converted.level, converted.destructive) == (Level.STOP, True)
+    assert (converted.before, converted.after) == (TABLE_TYPE, GLOBAL_TABLE_TYPE)
+
+
+def test_a_global_table_declared_single_region_is_refused(global_env: Aws) -> None:
+    # GIVEN the stack's global table, and knobs that now declare no replica
+    deploy_global(global_env, knobs(B))
+    # WHEN preflight observes
+    findings = p.run_preflight(global_env, deployment_of(global_env, knobs()))
+    # THEN the type change stops the deploy, and no replica finding is given besides it
+    converted = by_code(findings)["table.to_single"]
+    assert (converted.level, converted.destructive) == (Level.STOP, True)
+    assert (converted.before, converted.after) == (GLOBAL_TABLE_TYPE, TABLE_TYPE)
+    assert not {"replica.added", "replica.removed"} & set(by_code(findings))
+
+
+def test_a_global_table_matching_its_knobs_is_unchanged(global_env: Aws) -> None:
+    # GIVEN a global table deployed with replicas in B and C, the knobs unchanged
+    deploy_global(global_env, knobs(B, C))
+    # WHEN preflight observes THEN the table is the stack's and nothing changes
+    findings = p.run_preflight(global_env, deployment_of(global_env, knobs(B, C)))
+    assert [(f.level, f.code) for f in findings] == [(Level.OK, "table.unchanged")]
