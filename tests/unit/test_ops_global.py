@@ -19,7 +19,12 @@ from doctable.aws import Aws
 from doctable.ops import preflight as p
 from doctable.ops.context import Deployment, describe_stack, use_deployed_knobs
 from doctable.ops.replicas import live_replica_regions
-from local.services import dynamodb_replicas
+from doctable.ops.verify.checks import Verifier
+from doctable.ops.verify.expect import Expectations
+from doctable.ops.verify.record import FAIL, PASS, Row
+from local import esm
+from local.runner import InvokeResult
+from local.services import dynamodb_replicas, mappings
 from tests.support import ops as ot
 from tests.support.ops import REGION
 from tests.unit.test_local_kinesis_destination import isolated_services
@@ -29,14 +34,31 @@ pytestmark = pytest.mark.unit
 B, C = "us-west-2", "us-east-1"  # the replica regions; REGION is the home one
 
 
+class NoRunner:
+    """A stand-in function runner: the mappings' functions run nothing."""
+
+    def invoke(self, fn: Any, event: Any, iterator_age_ms: float | None = None) -> InvokeResult:
+        return InvokeResult(b"null", None, "", "r", 1.0)
+
+    def prewarm(self, fn: Any) -> None:
+        return None
+
+
 @pytest.fixture
-def global_env(ops_env: None) -> Iterator[Aws]:
-    """GIVEN ``ops_env`` with moto in process and the local AWS's global tables; the commands' Aws session."""
+def global_env(ops_env: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
+    """GIVEN ``ops_env`` with moto in process and the local AWS's global tables and mappings; the commands' Aws
+    session."""
     dynamodb_replicas.reset()
+    runner = NoRunner()
+    monkeypatch.setattr(esm, "get_runner", lambda: runner)
+    monkeypatch.setattr(mappings, "get_runner", lambda: runner)
+    manager = esm.MappingManager()
+    monkeypatch.setattr(esm, "_MANAGER", manager)
     with isolated_services(), mock_aws():
         try:
             yield Aws.connect()
         finally:
+            manager.shutdown()
             dynamodb_replicas.reset()
 
 
@@ -154,3 +176,86 @@ def test_a_global_table_matching_its_knobs_is_unchanged(global_env: Aws) -> None
     # WHEN preflight observes THEN the table is the stack's and nothing changes
     findings = p.run_preflight(global_env, deployment_of(global_env, knobs(B, C)))
     assert [(f.level, f.code) for f in findings] == [(Level.OK, "table.unchanged")]
+
+
+# ------------------------------------------------------------------------------------------ verify
+def wire_replica_stack(aws: Aws, config: DocTableConfig, region: str, *, enabled: bool = True) -> str:
+    """In ``region``: a consumer function, its mapping on the replica's stream (``enabled`` or not), and the replica
+    stack ``config.replica_stack_name(region)`` whose outputs name them; return the mapping's UUID."""
+    import io
+    import zipfile
+
+    there = aws.in_region(region)
+    iam = there.client("iam")
+    role = iam.create_role(RoleName=f"consumer-{region}", AssumeRolePolicyDocument="{}")["Role"]
+    reads = ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"]
+    policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": reads, "Resource": "*"}]}
+    iam.put_role_policy(RoleName=role["RoleName"], PolicyName="streams", PolicyDocument=json.dumps(policy))
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("handler.py", "def handler(event, context):\n    return {}\n")
+    function = there.client("lambda").create_function(
+        FunctionName=f"consumer-{region}", Runtime=names.LAMBDA_RUNTIME, Role=role["Arn"],
+        Handler="handler.handler", Code={"ZipFile": buffer.getvalue()},
+    )  # fmt: skip
+    table = there.client("dynamodb").describe_table(TableName=config.table_name)["Table"]
+    mapping = there.client("lambda").create_event_source_mapping(
+        EventSourceArn=table["LatestStreamArn"],
+        FunctionName=function["FunctionArn"],
+        StartingPosition="TRIM_HORIZON",
+        Enabled=enabled,
+    )
+    outputs = {names.OUT_MAPPING_UUID: {"Value": mapping["UUID"]}}
+    template = {"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}, "Outputs": outputs}
+    there.client("cloudformation").create_stack(
+        StackName=config.replica_stack_name(region), TemplateBody=json.dumps(template)
+    )
+    return str(mapping["UUID"])
+
+
+def verify_rows(aws: Aws, config: DocTableConfig) -> dict[str, Row]:
+    """The rows of a read-only verify of ``config``'s deployment, by id."""
+    verifier = Verifier(aws, deployment_of(aws, config), read_only=True)
+    return {row.id: row for row in verifier.run()}
+
+
+def test_verify_checks_every_replica_region_and_its_consumer(global_env: Aws) -> None:
+    # GIVEN a global table with replicas in B and C, each region's replica stack with its mapping on its stream
+    config = knobs(B, C)
+    deploy_global(global_env, config)
+    for region in (B, C):
+        wire_replica_stack(global_env, config, region)
+    # WHEN verify runs read-only
+    rows = verify_rows(global_env, config)
+    # THEN the replicas row and each region's consumer row pass
+    ids = ["replicas", f"replica-consumer:{B}", f"replica-consumer:{C}"]
+    assert [rows[i].result for i in ids] == [PASS, PASS, PASS]
+
+
+def test_verify_fails_a_missing_replica_stack_and_an_undeclared_replica(global_env: Aws) -> None:
+    # GIVEN a global table deployed with a replica in B and no replica stack, then C added by hand
+    config = knobs(B)
+    deploy_global(global_env, config)
+    global_env.client("dynamodb").update_table(
+        TableName=config.table_name, ReplicaUpdates=[{"Create": {"RegionName": C}}]
+    )
+    # WHEN verify runs read-only
+    rows = verify_rows(global_env, config)
+    # THEN the replicas row fails (C is not declared) and B's consumer row fails (no stack there)
+    assert (rows["replicas"].result, rows[f"replica-consumer:{B}"].result) == (FAIL, FAIL)
+    assert f"replica-consumer:{C}" not in rows
+
+
+def test_verify_fails_a_disabled_replica_mapping(global_env: Aws) -> None:
+    # GIVEN a global table with a replica in B whose replica stack's mapping is disabled
+    config = knobs(B)
+    deploy_global(global_env, config)
+    wire_replica_stack(global_env, config, B, enabled=False)
+    # WHEN verify runs read-only THEN B's consumer row fails
+    assert verify_rows(global_env, config)[f"replica-consumer:{B}"].result == FAIL
+
+
+def test_a_single_region_table_has_no_replica_rows() -> None:
+    # GIVEN knobs without replicas THEN verify plans no replica row
+    planned = {row_id for row_id, _, _ in Expectations.of(knobs()).rows()}
+    assert not {i for i in planned if i.startswith("replica")}
