@@ -49,7 +49,9 @@ def _conversion(config: DocTableConfig, live_type: str, declared_type: str) -> F
     )  # fmt: skip
 
 
-def replica_findings(config: DocTableConfig, table: dict[str, Any], live_type: str, home: str) -> list[Finding]:
+def replica_findings(
+    config: DocTableConfig, table: dict[str, Any], live_type: str, home: str
+) -> list[Finding]:
     """The live table's type and replica regions against ``config``'s: a type change stops; each region added
     (an online copy) and each region removed (destructive)."""
     declared_type = table_shape(config).resource_type
@@ -60,22 +62,34 @@ def replica_findings(config: DocTableConfig, table: dict[str, Any], live_type: s
     live = set(live_replica_regions(table, home))
     findings = [
         Finding(
-            Level.CHANGE, "replica.added", f"replica {region}", "absent", region,
+            Level.CHANGE,
+            "replica.added",
+            f"replica {region}",
+            "absent",
+            region,
             f"adds a replica in {region}: an ONLINE copy of the table (no downtime). It costs replicated writes in "
             f"{region} (every write of every region), the table's storage there, and cross-region transfer of "
             f"each write; the stack {config.replica_stack_name(region)} adds the region's consumer",
-            False, None, region,
+            False,
+            None,
+            region,
         )  # fmt: skip
         for region in config.replicas
         if region not in live
     ]
     findings += [
         Finding(
-            Level.CHANGE, "replica.removed", f"replica {region}", region, "absent",
+            Level.CHANGE,
+            "replica.removed",
+            f"replica {region}",
+            region,
+            "absent",
             f"DELETES the replica in {region}: that region's copy of the table and the stack "
             f"{config.replica_stack_name(region)} (its consumer and mapping) are deleted; readers and writers "
             f"there lose their local table",
-            True, region, None,
+            True,
+            region,
+            None,
         )  # fmt: skip
         for region in sorted(live - set(config.replicas))
     ]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from moto import mock_aws
 
-from contract import names
+from contract import iam, names
 from contract.findings import Finding, Level
 from contract.knobs import DocTableConfig
 from contract.shape import GLOBAL_TABLE_TYPE, TABLE_TYPE, table_shape
@@ -128,7 +128,12 @@ def test_a_replica_region_removed_is_destructive(global_env: Aws) -> None:
     findings = p.run_preflight(global_env, deployment_of(global_env, knobs(B)))
     # THEN C is a replica removed: destructive, so the deploy gate asks first
     removed = by_code(findings)["replica.removed"]
-    assert (removed.level, removed.destructive, removed.before, removed.after) == (Level.CHANGE, True, C, None)
+    assert (removed.level, removed.destructive, removed.before, removed.after) == (
+        Level.CHANGE,
+        True,
+        C,
+        None,
+    )
     assert [f.code for f in p.destructive(findings)] == ["replica.removed"]
 
 
@@ -188,7 +193,12 @@ def wire_replica_stack(aws: Aws, config: DocTableConfig, region: str, *, enabled
     there = aws.in_region(region)
     iam = there.client("iam")
     role = iam.create_role(RoleName=f"consumer-{region}", AssumeRolePolicyDocument="{}")["Role"]
-    reads = ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"]
+    reads = [
+        "dynamodb:DescribeStream",
+        "dynamodb:GetRecords",
+        "dynamodb:GetShardIterator",
+        "dynamodb:ListStreams",
+    ]
     policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": reads, "Resource": "*"}]}
     iam.put_role_policy(RoleName=role["RoleName"], PolicyName="streams", PolicyDocument=json.dumps(policy))
     buffer = io.BytesIO()
@@ -259,3 +269,38 @@ def test_a_single_region_table_has_no_replica_rows() -> None:
     # GIVEN knobs without replicas THEN verify plans no replica row
     planned = {row_id for row_id, _, _ in Expectations.of(knobs()).rows()}
     assert not {i for i in planned if i.startswith("replica")}
+
+
+# ------------------------------------------------------------------------------------------ IAM
+ACCOUNT = "123456789012"
+
+
+def policy(role: str, command: str, config: DocTableConfig) -> dict[str, iam.Statement]:
+    return {s.sid: s for s in iam.role_statements(role, iam.Target(config, ACCOUNT, REGION), command)}
+
+
+def test_the_replica_checks_read_the_table_and_the_replica_stack_in_each_replica_region() -> None:
+    # GIVEN the reader's verify (read-only) of a global table with replicas in B and C
+    found = policy("reader", "verify", knobs(B, C))
+    # THEN it reads the table in each replica region, and each replica stack, nothing else there
+    assert found["ReadReplicaTables"].resources == tuple(
+        f"arn:aws:dynamodb:{r}:{ACCOUNT}:table/items-dev" for r in (B, C)
+    )
+    assert found["ReadReplicaStacks"].resources == tuple(
+        f"arn:aws:cloudformation:{r}:{ACCOUNT}:stack/doctable-items-dev-{r}/*" for r in (B, C)
+    )
+    assert found["ReadReplicaMappings"].actions == ("lambda:GetEventSourceMapping",)
+    replica_actions = {a for sid in ("ReadReplicaTables", "ReadReplicaStacks") for a in found[sid].actions}
+    assert replica_actions == {"dynamodb:DescribeTable", "cloudformation:DescribeStacks"}
+
+
+def test_teardown_may_delete_the_replica_stacks_and_a_single_region_table_has_no_replica_statement() -> None:
+    # GIVEN the operator's teardown of a global table, and of a single-region one
+    found = policy("operator", "teardown", knobs(B))
+    single = policy("operator", "teardown", knobs())
+    # THEN the global one deletes the replica stack in B; the single-region one names no replica
+    assert "cloudformation:DeleteStack" in found["DeleteReplicaStacks"].actions
+    assert found["DeleteReplicaStacks"].resources == (
+        f"arn:aws:cloudformation:{B}:{ACCOUNT}:stack/doctable-items-dev-{B}/*",
+    )
+    assert not {sid for sid in single if "Replica" in sid}

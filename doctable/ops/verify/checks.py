@@ -466,9 +466,7 @@ class Verifier:
                 f"no covering {names.PROOF_LOG_MESSAGE} line within {self.timeout:.0f}s ({settle})"
             )
         batch = f"[{line.get('first_sequence_number')}..{line.get('last_sequence_number')}]"
-        return (
-            f"{what} in batch {batch} of {line.get('record_count')} after {seconds:.1f}s ({settle})"
-        )
+        return f"{what} in batch {batch} of {line.get('record_count')} after {seconds:.1f}s ({settle})"
 
     def _check_cleanup(self) -> str:
         self._require_builtin("blob clean-up proof")

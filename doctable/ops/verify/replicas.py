@@ -104,9 +104,9 @@ def _consumer_check(there: Aws, config: DocTableConfig, region: str) -> Callable
         uuid = outputs.get(names.OUT_MAPPING_UUID)
         if not uuid:
             raise CheckFailed(f"stack {name} has no {names.OUT_MAPPING_UUID} output")
-        table = (call_or_none(there.client("dynamodb").describe_table, TableName=config.table_name) or {}).get(
-            "Table"
-        )
+        table = (
+            call_or_none(there.client("dynamodb").describe_table, TableName=config.table_name) or {}
+        ).get("Table")
         if table is None:
             raise CheckFailed(f"no replica of {config.table_name} in {region}")
         stream = table.get("LatestStreamArn")
