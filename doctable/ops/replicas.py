@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from contract.findings import Finding, Level
 from contract.knobs import DocTableConfig
 from contract.shape import GLOBAL_TABLE_TYPE, TABLE_TYPE, table_shape
+from doctable.aws import Aws, error_code
 from doctable.ops.capability import Observed
 
 REPLICA_ACTIVE = "ACTIVE"  # ReplicaStatus of a replica that takes reads and writes
@@ -31,6 +34,18 @@ def live_replicas(table: dict[str, Any], home: str) -> dict[str, str]:
 def live_replica_regions(table: dict[str, Any], home: str) -> tuple[str, ...]:
     """The regions besides ``home`` holding a replica of the described table, sorted."""
     return tuple(sorted(live_replicas(table, home)))
+
+
+def replica_stack(aws: Aws, stack_name: str) -> dict[str, Any] | None:
+    """DescribeStacks' answer for ``stack_name`` in ``aws``'s region; None when it does not exist."""
+    try:
+        stacks = aws.client("cloudformation").describe_stacks(StackName=stack_name)["Stacks"]
+    except ClientError as exc:
+        if error_code(exc) == "ValidationError" and "does not exist" in str(exc):
+            return None
+        raise
+    live = [s for s in stacks if s.get("StackStatus") != "DELETE_COMPLETE"]
+    return dict(live[0]) if live else None
 
 
 def _conversion(config: DocTableConfig, live_type: str, declared_type: str) -> Finding:

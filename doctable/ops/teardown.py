@@ -20,6 +20,7 @@ from doctable.ops.capability import TABLE_TYPES
 from doctable.ops.command import add_common_arguments, connect, guarded, print_json, seconds
 from doctable.ops.context import Deployment, describe_stack, is_ours, table_tags
 from doctable.ops.ledger import record_ledger
+from doctable.ops.replica_teardown import ReplicaStack, delete_replica_stacks, find_replica_stacks
 from doctable.ops.render import Progress, now_iso
 
 RETAIN_POLICIES = ("Retain", "RetainExceptOnCreate", "Snapshot")
@@ -53,6 +54,8 @@ class Plan:
     table: dict[str, Any] | None = None
     table_retained: bool = False
     notes: list[str] = field(default_factory=list)
+    # A global table's replica stacks: deleted before the home stack, whose table holds the streams they read.
+    replica_stacks: list[ReplicaStack] = field(default_factory=list)
 
     def of_type(self, type_: str) -> list[Resource]:
         return [r for r in self.resources if r.type == type_]
@@ -118,6 +121,7 @@ def plan_teardown(aws: Aws, deployment: Deployment) -> Plan:
     table_name = tables[0].physical_id if tables else config.table_name
     plan.table_retained = tables[0].retained if tables else False
     plan.table = (call_or_none(ddb.describe_table, TableName=table_name) or {}).get("Table")
+    plan.replica_stacks = find_replica_stacks(aws, config, plan.table if tables else None)
     if plan.table is not None and not tables:
         plan.notes.append(
             f"table {table_name} exists outside stack {config.stack_name} (not the stack's): left untouched"
@@ -170,6 +174,7 @@ def describe_plan(plan: Plan) -> list[str]:
     lines = [
         f"teardown of {config.stack_name} in {plan.deployment.region} (account {plan.deployment.account}):"
     ]
+    lines += [f"  {'delete first':<14} {stack.label}" for stack in plan.replica_stacks]
     for resource in plan.resources:
         verb = "keep (RETAIN)" if resource.retained else "delete"
         lines.append(f"  {verb:<14} {resource.label}")
@@ -268,6 +273,16 @@ def execute(aws: Aws, plan: Plan, *, timeout: float, progress: Progress) -> Outc
     outcome = Outcome()
     config = plan.deployment.config
     s3 = aws.client("s3")
+    replicas_gone, outcome.still_present = delete_replica_stacks(
+        aws, plan.replica_stacks, timeout=timeout, progress=progress
+    )
+    outcome.removed += replicas_gone
+    if outcome.still_present:
+        outcome.notes.append(
+            f"stack {config.stack_name} left as it is: its replica stacks are not all gone, and their consumers "
+            "read the streams of its table; run the teardown again"
+        )
+        return outcome
     if not plan.deployment.exists:
         outcome.notes.append(f"stack {config.stack_name} is not deployed: nothing to remove")
     else:
@@ -368,7 +383,7 @@ def run_teardown(
         check_ownership(aws, plan, lift)
     for line in describe_plan(plan):
         progress.say(line)
-    if deployment.exists:
+    if deployment.exists or plan.replica_stacks:
         confirm(plan, assume_yes, read)
     started = time.monotonic()
     with user_errors(f"tearing down {deployment.config.stack_name}"):

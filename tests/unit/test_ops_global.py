@@ -18,7 +18,9 @@ from contract.shape import GLOBAL_TABLE_TYPE, TABLE_TYPE, table_shape
 from doctable.aws import Aws
 from doctable.ops import preflight as p
 from doctable.ops.context import Deployment, describe_stack, use_deployed_knobs
-from doctable.ops.replicas import live_replica_regions
+from doctable.ops.render import Progress
+from doctable.ops.replicas import live_replica_regions, replica_stack
+from doctable.ops.teardown import plan_teardown, run_teardown
 from doctable.ops.verify.checks import Verifier
 from doctable.ops.verify.expect import Expectations
 from doctable.ops.verify.record import FAIL, PASS, Row
@@ -304,3 +306,50 @@ def test_teardown_may_delete_the_replica_stacks_and_a_single_region_table_has_no
         f"arn:aws:cloudformation:{B}:{ACCOUNT}:stack/doctable-items-dev-{B}/*",
     )
     assert not {sid for sid in single if "Replica" in sid}
+
+
+# ------------------------------------------------------------------------------------------ teardown
+def stack_exists(aws: Aws, name: str) -> bool:
+    return replica_stack(aws, name) is not None
+
+
+def test_teardown_deletes_the_replica_stacks_before_the_home_stack(global_env: Aws) -> None:
+    # GIVEN a global table with replicas in B and C, each region's replica stack deployed
+    config = knobs(B, C)
+    deploy_global(global_env, config)
+    for region in (B, C):
+        wire_replica_stack(global_env, config, region)
+    deployment = deployment_of(global_env, config)
+    # WHEN the environment is torn down
+    plan, outcome = run_teardown(
+        global_env, deployment, assume_yes=True, lift=False, timeout=30, progress=Progress("t", quiet=True)
+    )
+    # THEN the plan names both replica stacks, and they and the home stack are gone
+    assert [(s.region, s.name) for s in plan.replica_stacks] == [
+        (r, config.replica_stack_name(r)) for r in (B, C)
+    ]
+    assert outcome.clean and not outcome.still_present
+    assert [stack_exists(global_env.in_region(r), config.replica_stack_name(r)) for r in (B, C)] == [
+        False,
+        False,
+    ]
+    assert not stack_exists(global_env, config.stack_name)
+    # AND the replica stacks were removed before the home one
+    stacks = [r for r in outcome.removed if r.startswith("AWS::CloudFormation::Stack")]
+    assert stacks == [
+        *(f"AWS::CloudFormation::Stack {config.replica_stack_name(r)} ({r})" for r in (B, C)),
+        f"AWS::CloudFormation::Stack {config.stack_name}",
+    ]
+
+
+def test_teardown_finds_a_replica_stack_of_a_region_only_the_table_lists(global_env: Aws) -> None:
+    # GIVEN a global table deployed with B, a replica stack in C, and C added to the table by hand
+    config = knobs(B)
+    deploy_global(global_env, config)
+    global_env.client("dynamodb").update_table(
+        TableName=config.table_name, ReplicaUpdates=[{"Create": {"RegionName": C}}]
+    )
+    wire_replica_stack(global_env, config, C)
+    # WHEN the teardown is planned THEN C's stack is among those deleted first
+    plan = plan_teardown(global_env, deployment_of(global_env, config))
+    assert [s.region for s in plan.replica_stacks] == [C]

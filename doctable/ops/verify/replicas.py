@@ -8,14 +8,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from contract import names
 from contract.knobs import DocTableConfig
-from doctable.aws import Aws, call_or_none, error_code
+from doctable.aws import Aws, call_or_none
 from doctable.ops.context import Deployment
 from doctable.ops.ownership import SETTLED_STATES
-from doctable.ops.replicas import REPLICA_ACTIVE, live_replicas
+from doctable.ops.replicas import REPLICA_ACTIVE, live_replicas, replica_stack
 from doctable.ops.verify.record import CheckFailed
 
 REPLICAS_ROW = "replicas"
@@ -76,18 +74,6 @@ def replica_checks(
         for region in config.replicas:
             checks[replica_row_id(region)] = _consumer_check(aws.in_region(region), config, region)
     return checks
-
-
-def replica_stack(aws: Aws, stack_name: str) -> dict[str, Any] | None:
-    """DescribeStacks' answer for ``stack_name`` in ``aws``'s region; None when it does not exist."""
-    try:
-        stacks = aws.client("cloudformation").describe_stacks(StackName=stack_name)["Stacks"]
-    except ClientError as exc:
-        if error_code(exc) == "ValidationError" and "does not exist" in str(exc):
-            return None
-        raise
-    live = [s for s in stacks if s.get("StackStatus") != "DELETE_COMPLETE"]
-    return dict(live[0]) if live else None
 
 
 def _consumer_check(there: Aws, config: DocTableConfig, region: str) -> Callable[[], str]:

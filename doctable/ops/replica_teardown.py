@@ -1,0 +1,69 @@
+"""Teardown of a global table's replica stacks (``doctable-<table_base>-<env>-<region>``, one consumer per replica
+region): found in each region the knobs declare or the home table lists, and deleted before the home stack, whose
+deletion removes (or retains) the global table and so the streams the replica consumers read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import WaiterError
+
+from contract.knobs import DocTableConfig
+from doctable.aws import Aws
+from doctable.ops.render import Progress
+from doctable.ops.replicas import live_replica_regions, replica_stack
+
+
+@dataclass(frozen=True)
+class ReplicaStack:
+    """One replica region's stack as DescribeStacks reports it."""
+
+    region: str
+    name: str
+    stack_id: str
+    status: str
+
+    @property
+    def label(self) -> str:
+        return f"AWS::CloudFormation::Stack {self.name} ({self.region})"
+
+
+def replica_regions(config: DocTableConfig, table: dict[str, Any] | None, home: str) -> tuple[str, ...]:
+    """The regions that may hold a replica stack: those the knobs declare, then any other the home table lists."""
+    live = live_replica_regions(table, home) if table is not None else ()
+    return tuple(dict.fromkeys((*config.replicas, *live)))
+
+
+def find_replica_stacks(aws: Aws, config: DocTableConfig, table: dict[str, Any] | None) -> list[ReplicaStack]:
+    """Each replica stack that exists, in ``replica_regions`` order."""
+    found = []
+    for region in replica_regions(config, table, aws.region):
+        name = config.replica_stack_name(region)
+        stack = replica_stack(aws.in_region(region), name)
+        if stack is not None:
+            found.append(
+                ReplicaStack(region, name, str(stack.get("StackId") or name), str(stack["StackStatus"]))
+            )
+    return found
+
+
+def delete_replica_stacks(
+    aws: Aws, stacks: list[ReplicaStack], *, timeout: float, progress: Progress
+) -> tuple[list[str], list[str]]:
+    """Delete each stack and wait for it: (the labels of those gone, a line for each still present)."""
+    removed: list[str] = []
+    still: list[str] = []
+    for stack in stacks:
+        cfn = aws.in_region(stack.region).client("cloudformation")
+        progress.say(f"deleting replica stack {stack.name} in {stack.region}")
+        cfn.delete_stack(StackName=stack.stack_id)
+        try:
+            cfn.get_waiter("stack_delete_complete").wait(
+                StackName=stack.stack_id, WaiterConfig={"Delay": 5, "MaxAttempts": max(1, int(timeout // 5))}
+            )
+        except WaiterError as exc:
+            still.append(f"stack {stack.name} ({stack.region}): delete did not complete ({exc})")
+        else:
+            removed.append(stack.label)
+    return removed, still
