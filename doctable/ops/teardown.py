@@ -20,8 +20,8 @@ from doctable.ops.capability import TABLE_TYPES
 from doctable.ops.command import add_common_arguments, connect, guarded, print_json, seconds
 from doctable.ops.context import Deployment, describe_stack, is_ours, table_tags
 from doctable.ops.ledger import record_ledger
-from doctable.ops.replica_teardown import ReplicaStack, delete_replica_stacks, find_replica_stacks
 from doctable.ops.render import Progress, now_iso
+from doctable.ops.replica_teardown import ReplicaStack, delete_replica_stacks, find_replica_stacks
 
 RETAIN_POLICIES = ("Retain", "RetainExceptOnCreate", "Snapshot")
 PROBED_TYPES = (
