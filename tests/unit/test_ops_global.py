@@ -17,7 +17,11 @@ from contract.knobs import DocTableConfig
 from contract.shape import GLOBAL_TABLE_TYPE, TABLE_TYPE, table_shape
 from doctable.aws import Aws
 from doctable.ops import preflight as p
+from doctable.ops.capability import observe_table
 from doctable.ops.context import Deployment, describe_stack, use_deployed_knobs
+from doctable.ops.deploy import gate
+from doctable.ops.drift import detect
+from doctable.ops.ownership import require_owned_table
 from doctable.ops.render import Progress
 from doctable.ops.replicas import live_replica_regions, replica_stack
 from doctable.ops.teardown import plan_teardown, run_teardown
@@ -353,3 +357,25 @@ def test_teardown_finds_a_replica_stack_of_a_region_only_the_table_lists(global_
     # WHEN the teardown is planned THEN C's stack is among those deleted first
     plan = plan_teardown(global_env, deployment_of(global_env, config))
     assert [s.region for s in plan.replica_stacks] == [C]
+
+
+# ------------------------------------------------------------------------------------------ the gate, reconcile
+def test_the_deploy_gate_refuses_a_replica_removed_without_a_yes(global_env: Aws) -> None:
+    # GIVEN preflight's findings for a replica region removed (C) and one added (B)
+    deploy_global(global_env, knobs(C))
+    findings = p.run_preflight(global_env, deployment_of(global_env, knobs(B)))
+    # WHEN the deploy gate runs without a terminal THEN only the removal blocks it
+    blocked = gate(findings, allow=False, interactive=False)
+    assert [(f.code, f.before) for f in blocked] == [("replica.removed", C)]
+
+
+def test_the_stacks_global_table_is_owned_and_has_no_drift(global_env: Aws) -> None:
+    # GIVEN a global table deployed as its knobs declare
+    config = knobs(B)
+    deploy_global(global_env, config)
+    deployment = deployment_of(global_env, config)
+    # WHEN reconcile reads it THEN the stack owns it (a GlobalTable resource) and nothing drifted
+    table = require_owned_table(global_env, deployment, doing="reconcile it")
+    observed = observe_table(global_env, deployment, table)
+    assert observed.table_type == GLOBAL_TABLE_TYPE
+    assert detect(observed) == []
