@@ -4,7 +4,8 @@ in each replica region and to the replica stacks ``<stack>-<region>``.
 
 - verify (full and read-only, doctable/ops/verify/replicas.py): each replica stack's status and outputs, the
   replica's description (its stream), the replica stack's mapping (scoped by the function it invokes).
-- teardown (doctable/ops/teardown.py): each replica stack read, deleted and watched until it is gone.
+- teardown (doctable/ops/teardown.py, replica_teardown.py): each replica stack read, deleted and watched until it
+  is gone; with deletion protection, each replica's lifted.
 
 Standard library only, as contract/iam.py."""
 
@@ -68,5 +69,12 @@ def replica_parts(command: str, config: DocTableConfig, account: str, partition:
             "cloudformation:DescribeStackEvents",
             "cloudformation:DeleteStack",
         )
-        return [("DeleteReplicaStacks", actions, stacks, None)]
+        found = [("DeleteReplicaStacks", actions, stacks, None)]
+        if config.deletion_protection:
+            # --lift-deletion-protection: each replica's protection is its own.
+            lift = ("dynamodb:DescribeTable", "dynamodb:UpdateTable")
+            found.append(
+                ("LiftReplicaDeletionProtection", lift, replica_table_arns(config, account, partition), None)
+            )
+        return found
     return []

@@ -4,6 +4,7 @@ deletion removes (or retains) the global table and so the streams the replica co
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,3 +68,29 @@ def delete_replica_stacks(
         else:
             removed.append(stack.label)
     return removed, still
+
+
+def lift_replica_protection(aws: Aws, table: dict[str, Any], progress: Progress) -> list[str]:
+    """Lift the deletion protection of each replica of the described (home) table that has it (a per-replica
+    setting: the home stack's deletion deletes every replica); the regions lifted."""
+    lifted = []
+    name = table["TableName"]
+    for region in live_replica_regions(table, aws.region):
+        ddb = aws.in_region(region).client("dynamodb")
+        if not ddb.describe_table(TableName=name)["Table"].get("DeletionProtectionEnabled"):
+            continue
+        ddb.update_table(TableName=name, DeletionProtectionEnabled=False)
+        progress.wait(
+            f"the replica of {name} in {region} to be ACTIVE after lifting deletion protection",
+            _active(ddb, name),
+            300,
+        )
+        lifted.append(region)
+    return lifted
+
+
+def _active(ddb: Any, name: str) -> Callable[[], bool | None]:
+    """A probe: True once the table ``name`` is ACTIVE, else None."""
+    return lambda: (
+        True if ddb.describe_table(TableName=name)["Table"].get("TableStatus") == "ACTIVE" else None
+    )

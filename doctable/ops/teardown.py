@@ -21,7 +21,12 @@ from doctable.ops.command import add_common_arguments, connect, guarded, print_j
 from doctable.ops.context import Deployment, describe_stack, is_ours, table_tags
 from doctable.ops.ledger import record_ledger
 from doctable.ops.render import Progress, now_iso
-from doctable.ops.replica_teardown import ReplicaStack, delete_replica_stacks, find_replica_stacks
+from doctable.ops.replica_teardown import (
+    ReplicaStack,
+    delete_replica_stacks,
+    find_replica_stacks,
+    lift_replica_protection,
+)
 
 RETAIN_POLICIES = ("Retain", "RetainExceptOnCreate", "Snapshot")
 PROBED_TYPES = (
@@ -166,7 +171,9 @@ def lift_protection(aws: Aws, plan: Plan, progress: Progress) -> str | None:
         lambda: True if ddb.describe_table(TableName=name)["Table"].get("TableStatus") == "ACTIVE" else None,
         300,
     )
-    return f"deletion protection lifted on {name} (--lift-deletion-protection)"
+    regions = lift_replica_protection(aws, table, progress)
+    where = f" and its replicas in {', '.join(regions)}" if regions else ""
+    return f"deletion protection lifted on {name}{where} (--lift-deletion-protection)"
 
 
 def describe_plan(plan: Plan) -> list[str]:

@@ -16,6 +16,7 @@ from contract.findings import Finding, Level
 from contract.knobs import DocTableConfig
 from contract.shape import GLOBAL_TABLE_TYPE, TABLE_TYPE, table_shape
 from doctable.aws import Aws
+from doctable.errors import RefusedError
 from doctable.ops import preflight as p
 from doctable.ops.capability import observe_table
 from doctable.ops.context import Deployment, describe_stack, use_deployed_knobs
@@ -68,6 +69,9 @@ def global_env(ops_env: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
             dynamodb_replicas.reset()
 
 
+QUIET = Progress("doctable teardown", quiet=True)
+
+
 def knobs(*replicas: str, **more: str) -> DocTableConfig:
     return ot.config_of(stream="new-and-old", replicas=",".join(replicas) or "none", **more)
 
@@ -78,7 +82,11 @@ def global_template(config: DocTableConfig) -> dict[str, Any]:
     tags = properties.pop("Tags")
     properties.pop("BillingMode")
     properties["BillingMode"] = "PAY_PER_REQUEST"
-    properties["Replicas"] = [{"RegionName": r, "Tags": tags} for r in (REGION, *config.replicas)]
+    protection = table_shape(config).deletion_protection
+    properties["Replicas"] = [
+        {"RegionName": r, "Tags": tags, "DeletionProtectionEnabled": protection}
+        for r in (REGION, *config.replicas)
+    ]
     resource = {"Type": GLOBAL_TABLE_TYPE, "DeletionPolicy": "Delete", "Properties": properties}
     outputs = {
         names.OUT_TABLE_NAME: {"Value": {"Ref": names.ID_TABLE}},
@@ -379,3 +387,25 @@ def test_the_stacks_global_table_is_owned_and_has_no_drift(global_env: Aws) -> N
     observed = observe_table(global_env, deployment, table)
     assert observed.table_type == GLOBAL_TABLE_TYPE
     assert detect(observed) == []
+
+
+def test_teardown_lifts_every_replicas_deletion_protection_when_told(global_env: Aws) -> None:
+    # GIVEN a protected global table with a replica in B (each replica protected)
+    config = knobs(B, deletion_protection="on")
+    deploy_global(global_env, config)
+    deployment = deployment_of(global_env, config)
+    # WHEN it is torn down without --lift-deletion-protection THEN it is refused, the stack kept
+    with pytest.raises(RefusedError):
+        run_teardown(global_env, deployment, assume_yes=True, lift=False, timeout=30, progress=QUIET)
+    assert stack_exists(global_env, config.stack_name)
+    # WHEN it is torn down with it THEN every replica's protection is lifted and everything is gone
+    _, outcome = run_teardown(global_env, deployment, assume_yes=True, lift=True, timeout=30, progress=QUIET)
+    assert outcome.clean and not stack_exists(global_env, config.stack_name)
+    assert config.table_name not in global_env.in_region(B).client("dynamodb").list_tables()["TableNames"]
+
+
+def test_teardown_of_a_protected_global_table_may_lift_each_replicas_protection() -> None:
+    found = policy("operator", "teardown", knobs(B, deletion_protection="on"))
+    assert found["LiftReplicaDeletionProtection"].resources == (
+        f"arn:aws:dynamodb:{B}:{ACCOUNT}:table/items-dev",
+    )
