@@ -8,10 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import WaiterError
+from botocore.exceptions import ClientError, WaiterError
 
 from contract.knobs import DocTableConfig
-from doctable.aws import Aws
+from doctable.aws import Aws, error_code
 from doctable.ops.render import Progress
 from doctable.ops.replicas import live_replica_regions, replica_stack
 
@@ -36,17 +36,30 @@ def replica_regions(config: DocTableConfig, table: dict[str, Any] | None, home: 
     return tuple(dict.fromkeys((*config.replicas, *live)))
 
 
-def find_replica_stacks(aws: Aws, config: DocTableConfig, table: dict[str, Any] | None) -> list[ReplicaStack]:
-    """Each replica stack that exists, in ``replica_regions`` order."""
-    found = []
+def find_replica_stacks(
+    aws: Aws, config: DocTableConfig, table: dict[str, Any] | None
+) -> tuple[list[ReplicaStack], list[str]]:
+    """Each replica stack that exists, in ``replica_regions`` order, and a note for each region whose stack could
+    not be read (a region only the table lists, outside the policy's declared regions)."""
+    found: list[ReplicaStack] = []
+    notes: list[str] = []
     for region in replica_regions(config, table, aws.region):
         name = config.replica_stack_name(region)
-        stack = replica_stack(aws.in_region(region), name)
+        try:
+            stack = replica_stack(aws.in_region(region), name)
+        except ClientError as exc:
+            if region in config.replicas:
+                raise
+            notes.append(
+                f"replica region {region} (the table lists it, the knobs do not): stack {name} could not be read "
+                f"({error_code(exc)}): check it by hand, its consumer reads a stream this teardown deletes"
+            )
+            continue
         if stack is not None:
             found.append(
                 ReplicaStack(region, name, str(stack.get("StackId") or name), str(stack["StackStatus"]))
             )
-    return found
+    return found, notes
 
 
 def delete_replica_stacks(

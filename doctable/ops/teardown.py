@@ -126,7 +126,8 @@ def plan_teardown(aws: Aws, deployment: Deployment) -> Plan:
     table_name = tables[0].physical_id if tables else config.table_name
     plan.table_retained = tables[0].retained if tables else False
     plan.table = (call_or_none(ddb.describe_table, TableName=table_name) or {}).get("Table")
-    plan.replica_stacks = find_replica_stacks(aws, config, plan.table if tables else None)
+    plan.replica_stacks, unread = find_replica_stacks(aws, config, plan.table if tables else None)
+    plan.notes += unread
     if plan.table is not None and not tables:
         plan.notes.append(
             f"table {table_name} exists outside stack {config.stack_name} (not the stack's): left untouched"

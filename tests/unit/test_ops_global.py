@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from contract import iam, names
@@ -18,6 +19,7 @@ from contract.shape import GLOBAL_TABLE_TYPE, TABLE_TYPE, table_shape
 from doctable.aws import Aws
 from doctable.errors import RefusedError
 from doctable.ops import preflight as p
+from doctable.ops import replica_teardown
 from doctable.ops.capability import observe_table
 from doctable.ops.context import Deployment, describe_stack, use_deployed_knobs
 from doctable.ops.deploy import gate
@@ -409,3 +411,24 @@ def test_teardown_of_a_protected_global_table_may_lift_each_replicas_protection(
     assert found["LiftReplicaDeletionProtection"].resources == (
         f"arn:aws:dynamodb:{B}:{ACCOUNT}:table/items-dev",
     )
+
+
+def test_a_replica_stack_teardown_cannot_read_is_named_not_skipped_silently(
+    global_env: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a global table deployed with B, C added by hand, and C's stacks unreadable (AccessDenied)
+    config = knobs(B)
+    deploy_global(global_env, config)
+    global_env.client("dynamodb").update_table(
+        TableName=config.table_name, ReplicaUpdates=[{"Create": {"RegionName": C}}]
+    )
+
+    def denied_in_c(aws: Aws, name: str) -> dict[str, Any] | None:
+        if aws.region == C:
+            raise ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "DescribeStacks")
+        return replica_stack(aws, name)
+
+    monkeypatch.setattr(replica_teardown, "replica_stack", denied_in_c)
+    # WHEN the teardown is planned THEN the plan carries one note naming C's region
+    plan = plan_teardown(global_env, deployment_of(global_env, config))
+    assert [C in note for note in plan.notes] == [True]
