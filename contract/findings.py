@@ -46,6 +46,7 @@ CODES: dict[str, str] = {
     # a global table's replica regions
     "replica.added": "a replica region is added: an online copy, billed per region (writes, storage, transfer)",
     "replica.removed": "a replica region is removed: that region's copy and its consumer stack are deleted",
+    "replica.busy": "a replica is not ACTIVE: another replica change is refused until it is",
     # indexes
     "index.added": "a global secondary index is added: an online backfill",
     "index.removed": "a global secondary index is deleted: queries on it fail",

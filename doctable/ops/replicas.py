@@ -74,8 +74,25 @@ def replica_findings(
         return [_conversion(config, live_type, declared_type)]
     if live_type != GLOBAL_TABLE_TYPE:
         return []
-    live = set(live_replica_regions(table, home))
+    statuses = live_replicas(table, home)
+    live = set(statuses)
     findings = [
+        Finding(
+            Level.WARN,
+            "replica.busy",
+            f"replica {region}",
+            status,
+            REPLICA_ACTIVE,
+            f"the replica in {region} is {status}: DynamoDB refuses another replica change until every replica is "
+            f"{REPLICA_ACTIVE}",
+            False,
+            status,
+            REPLICA_ACTIVE,
+        )  # fmt: skip
+        for region, status in sorted(statuses.items())
+        if status != REPLICA_ACTIVE
+    ]
+    findings += [
         Finding(
             Level.CHANGE,
             "replica.added",
@@ -116,7 +133,9 @@ class ReplicasCapability:
 
     name = "replicas"
     compares_live = True
-    codes = frozenset({"replica.added", "replica.removed", "table.to_global", "table.to_single"})
+    codes = frozenset(
+        {"replica.added", "replica.removed", "replica.busy", "table.to_global", "table.to_single"}
+    )
 
     def findings(self, observed: Observed) -> list[Finding]:
         if not observed.compared:

@@ -221,10 +221,12 @@ def test_the_gate_ignores_drift_even_when_flagged() -> None:
 
 
 # ------------------------------------------------------------------------------------ a global table
-def replica_codes(knobs: dict[str, str], live_type: str, *regions: str) -> dict[str, bool]:
+def replica_codes(
+    knobs: dict[str, str], live_type: str, *regions: str, status: str = "ACTIVE"
+) -> dict[str, bool]:
     """Code -> destructive flag of each replica finding for a deploy of ``knobs`` over a table of ``live_type``
-    whose home (eu-west-1) DescribeTable lists ``regions``."""
-    table = ot.live_table(Replicas=[{"RegionName": r, "ReplicaStatus": "ACTIVE"} for r in regions])
+    whose home (eu-west-1) DescribeTable lists ``regions``, each with ``status``."""
+    table = ot.live_table(Replicas=[{"RegionName": r, "ReplicaStatus": status} for r in regions])
     return {
         f.code: f.destructive for f in replica_findings(ot.config_of(**knobs), table, live_type, ot.REGION)
     }
@@ -242,3 +244,12 @@ def test_a_change_of_the_tables_type_is_destructive() -> None:
     assert replica_codes({**STREAM, "replicas": "us-east-1"}, TABLE_TYPE) == {"table.to_global": True}
     # AND a global table whose knobs drop every replica likewise
     assert replica_codes(STREAM, GLOBAL_TABLE_TYPE, "us-east-1") == {"table.to_single": True}
+
+
+def test_a_replica_not_active_is_a_warning_not_a_destructive_change() -> None:
+    # GIVEN a global table whose replica in us-west-2 is still CREATING  WHEN the knobs keep it
+    codes = replica_codes(
+        {**STREAM, "replicas": "us-west-2"}, GLOBAL_TABLE_TYPE, "us-west-2", status="CREATING"
+    )
+    # THEN it is a busy replica, not destructive
+    assert codes == {"replica.busy": False}
