@@ -41,6 +41,12 @@ CODES: dict[str, str] = {
     "table.no_template_change": "the deploy changes nothing of the table; drift is listed apart",
     "table.replaced": "the key schema changes, or an LSI is added, removed or changed: a new table and a data copy",
     "table.billing_mode_changed": "the billing mode changes",
+    "table.to_global": "replicas are declared for a single-region table: the type changes, refused (a replacement)",
+    "table.to_single": "replicas are dropped from a global table: the type changes, refused (a replacement)",
+    # a global table's replica regions
+    "replica.added": "a replica region is added: an online copy, billed per region (writes, storage, transfer)",
+    "replica.removed": "a replica region is removed: that region's copy and its consumer stack are deleted",
+    "replica.busy": "a replica is not ACTIVE: another replica change is refused until it is",
     # indexes
     "index.added": "a global secondary index is added: an online backfill",
     "index.removed": "a global secondary index is deleted: queries on it fail",

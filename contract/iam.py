@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from contract.iam_replicas import replica_parts
 from contract.knobs import DocTableConfig
 from contract.trust import PolicyError, ci_trust_policy
 
@@ -288,13 +289,8 @@ def _verify(t: Target) -> list[Statement]:
                 {"StringLike": {"s3:prefix": [f"{c.blob_root}{VERIFY_KEY_PREFIX}*"]}},
             )
         )
-        found.append(
-            Statement(
-                "WriteVerifyBlobs",
-                ("s3:PutObject", "s3:DeleteObject"),
-                (t.bucket_arn(bucket, f"{c.blob_root}{VERIFY_KEY_PREFIX}*"),),
-            )
-        )
+        blobs = (t.bucket_arn(bucket, f"{c.blob_root}{VERIFY_KEY_PREFIX}*"),)
+        found.append(Statement("WriteVerifyBlobs", ("s3:PutObject", "s3:DeleteObject"), blobs))
     if c.customer_managed_key or c.aws_managed_key:
         found += _kms_reads(t, "DescribeKey", "GetKeyRotationStatus")
         # A read of a table under a KMS key decrypts through DynamoDB as the caller.
@@ -443,7 +439,8 @@ def command_statements(command: str, target: Target) -> list[Statement]:
     """The statements one command needs for ``target``; [] for a command that calls no AWS API."""
     if command not in _PARTS:
         raise PolicyError(f"unknown command {command!r}; allowed: {'|'.join(COMMANDS)}")
-    return merge(_PARTS[command](target))
+    extra = [Statement(*s) for s in replica_parts(command, target.config, target.account, target.partition)]
+    return merge(_PARTS[command](target) + extra)
 
 
 def role_commands(role: str, command: str | None = None) -> tuple[str, ...]:

@@ -18,6 +18,8 @@ HASH, RANGE = "HASH", "RANGE"
 PROJECTION_ALL = "ALL"
 BILLING_MODE = "PAY_PER_REQUEST"
 PITR_DEFAULT_DAYS = 35  # what AWS keeps when RecoveryPeriodInDays is not given
+# The CloudFormation type of the table: a single-region table, or a global table (``replicas`` set).
+TABLE_TYPE, GLOBAL_TABLE_TYPE = "AWS::DynamoDB::Table", "AWS::DynamoDB::GlobalTable"
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,12 @@ class TableShape:
     warm_throughput: dict[str, int] | None = None  # WarmThroughput; None: left to DynamoDB
     pitr_days: int | None = None  # RecoveryPeriodInDays; None: AWS's default (35) when PITR is on
     contributor_insights_mode: str | None = None  # ContributorInsightsSpecification.Mode; None: disabled
+    replicas: tuple[str, ...] = ()  # the regions besides the home one holding a replica (a global table)
+
+    @property
+    def resource_type(self) -> str:
+        """The CloudFormation type of the table: a global table once it has replicas."""
+        return GLOBAL_TABLE_TYPE if self.replicas else TABLE_TYPE
 
     @property
     def partition_key(self) -> KeyAttribute:
@@ -262,6 +270,7 @@ def table_shape(config: DocTableConfig) -> TableShape:
         warm_throughput=config.warm_throughput,
         pitr_days=config.pitr_days,
         contributor_insights_mode=config.contributor_insights_mode,
+        replicas=config.replicas,
     )
 
 

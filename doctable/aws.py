@@ -202,6 +202,12 @@ class Aws:
             )
         return self._clients[service]
 
+    def in_region(self, region: str) -> Aws:
+        """The same session and identity with clients in ``region`` (a global table's replica region)."""
+        if region == self.region:
+            return self
+        return Aws(region=region, session=self.session, _identity=self._identity)
+
     def identity(self) -> dict[str, str]:
         """Who we are (STS): the first call every command makes, so missing credentials fail fast and clearly."""
         if self._identity is None:

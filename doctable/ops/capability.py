@@ -11,11 +11,13 @@ from typing import Any, Protocol, TypeVar
 from contract import names
 from contract.findings import Finding
 from contract.knobs import DocTableConfig
+from contract.shape import GLOBAL_TABLE_TYPE, TABLE_TYPE
 from doctable.aws import Aws, call_or_none
 from doctable.ops.context import Deployment
 from doctable.ops.live import pitr_status
 
-TABLE_TYPE = "AWS::DynamoDB::Table"
+# The resource types a stack's table has: a single-region table, or a global table (the same name in every region).
+TABLE_TYPES = (TABLE_TYPE, GLOBAL_TABLE_TYPE)
 T = TypeVar("T")
 
 
@@ -32,6 +34,18 @@ def stack_physical_ids(aws: Aws, deployment: Deployment) -> dict[str, set[str]]:
     return found
 
 
+def stack_table_type(found: dict[str, set[str]], name: str) -> str | None:
+    """The resource type under which the stack lists the table ``name`` (``found``: ``stack_physical_ids``'s
+    answer); None when the stack does not list it."""
+    return next((type_ for type_ in TABLE_TYPES if name in found.get(type_, set())), None)
+
+
+def stack_table_ids(aws: Aws, deployment: Deployment) -> set[str]:
+    """The physical ids (table names) of the stack's tables, single-region or global."""
+    found = stack_physical_ids(aws, deployment)
+    return set().union(*(found.get(type_, set()) for type_ in TABLE_TYPES))
+
+
 @dataclass(frozen=True)
 class Observed:
     """One look at a deployment and its live table, shared by every capability of one command run."""
@@ -42,6 +56,7 @@ class Observed:
     in_stack: bool  # the stack's resources list the table
     ttl: dict[str, Any]  # DescribeTimeToLive's TimeToLiveDescription ({} unless ``compared``)
     backups: dict[str, Any]  # DescribeContinuousBackups' reply ({} unless ``compared``)
+    table_type: str | None = None  # the stack's resource type of the table (TABLE_TYPES); None: not listed
     _reads: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -81,23 +96,32 @@ class Observed:
 
 
 def observe_table(
-    aws: Aws, deployment: Deployment, table: dict[str, Any] | None, *, in_stack: bool = True
+    aws: Aws,
+    deployment: Deployment,
+    table: dict[str, Any] | None,
+    *,
+    in_stack: bool = True,
+    table_type: str | None = None,
 ) -> Observed:
-    """The observation of an already described table: its TTL and PITR are read when it is the stack's."""
+    """The observation of an already described table: its TTL and PITR are read when it is the stack's.
+    ``table_type`` None with ``in_stack``: the type the table's description implies (a global table version)."""
     if table is None or not in_stack:
         return Observed(aws, deployment, table, in_stack, {}, {})
+    if table_type is None:
+        table_type = GLOBAL_TABLE_TYPE if table.get("GlobalTableVersion") else TABLE_TYPE
     ddb = aws.client("dynamodb")
     ttl = ddb.describe_time_to_live(TableName=table["TableName"]).get("TimeToLiveDescription", {})
     backups = ddb.describe_continuous_backups(TableName=table["TableName"])
-    return Observed(aws, deployment, table, in_stack, ttl, backups)
+    return Observed(aws, deployment, table, in_stack, ttl, backups, table_type)
 
 
 def observe(aws: Aws, deployment: Deployment) -> Observed:
-    """Describe the target's table, whether the stack holds it, and when it does, its TTL and PITR."""
+    """Describe the target's table, whether the stack holds it (and as which type), and when it does, its TTL and
+    PITR."""
     name = deployment.target.table_name
     table = (call_or_none(aws.client("dynamodb").describe_table, TableName=name) or {}).get("Table")
-    in_stack = name in stack_physical_ids(aws, deployment).get(TABLE_TYPE, set())
-    return observe_table(aws, deployment, table, in_stack=in_stack)
+    table_type = stack_table_type(stack_physical_ids(aws, deployment), name)
+    return observe_table(aws, deployment, table, in_stack=table_type is not None, table_type=table_type)
 
 
 @dataclass

@@ -10,7 +10,7 @@ from contract.findings import Finding, Level
 from contract.knobs import MANAGED_BY, DocTableConfig
 from doctable.aws import Aws, call_or_none
 from doctable.errors import RefusedError
-from doctable.ops.capability import TABLE_TYPE, Drift, Observed, stack_physical_ids
+from doctable.ops.capability import Drift, Observed, stack_table_ids
 from doctable.ops.context import STABLE_STACK_STATES, Deployment, is_ours, require_deployed, table_tags
 
 TABLE_TAGS = "TagResource (table)"  # the repair of the provenance tags
@@ -88,7 +88,7 @@ def require_owned_table(aws: Aws, deployment: Deployment, *, doing: str) -> dict
         raise RefusedError(
             f"table {name} not found (deleted behind stack {config.stack_name}?): refusing to {doing}"
         )
-    if name not in stack_physical_ids(aws, deployment).get(TABLE_TYPE, set()):
+    if name not in stack_table_ids(aws, deployment):
         raise RefusedError(
             f"table {name} is not stack {config.stack_name}'s (retained by an earlier stack or made outside it): "
             f"refusing to {doing}"

@@ -17,8 +17,8 @@ from doctable.ops.registry import REGISTRY
 from doctable.ops.render import now_iso, text_table
 
 # Finding code -> the property drift and a deploy's changes are compared by (drift.changed_by_deploy's names,
-# "stream", which only its knob changes, and "index", each index's declaration). Codes not listed (key schema,
-# billing mode): no knob does.
+# "stream" and "replicas", which only their knobs change, and "index", each index's declaration). Codes not
+# listed (key schema, billing mode): no knob does.
 CODE_PROPS = {
     # per index: "index:<name>" (split_drift adds the finding's subject, the index's name)
     **dict.fromkeys(("index.added", "index.removed", "index.replaced", "index.throughput_changed"), "index"),
@@ -33,6 +33,7 @@ CODE_PROPS = {
     "contributor_insights.changed": "contributor_insights",
     "key.changed": table_security.ENCRYPTION,
     "resource_policy.changed": table_security.RESOURCE_POLICY,
+    **dict.fromkeys(("replica.added", "replica.removed"), "replicas"),
 }
 # The properties reconcile restores itself: drift.detect reports them, with the call. (Warm throughput only
 # rises; the indexes and the stream are CloudFormation's alone.)
@@ -119,6 +120,8 @@ def _override_findings(deployment: Deployment) -> list[Finding]:
 def _deploy_changes(prop: str | None, deployed: DocTableConfig, target: DocTableConfig) -> bool:
     if prop == "stream":
         return deployed.stream_view_type != target.stream_view_type
+    if prop == "replicas":
+        return set(deployed.replicas) != set(target.replicas)
     return prop is not None and drift.changed_by_deploy(prop, deployed, target)
 
 

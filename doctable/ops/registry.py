@@ -9,6 +9,7 @@ from doctable.ops.consumer_plan import CONSUMER
 from doctable.ops.kinesis import KINESIS
 from doctable.ops.mapping_plan import MAPPING
 from doctable.ops.ownership import OWNERSHIP
+from doctable.ops.replicas import REPLICAS
 from doctable.ops.table_options import TABLE_OPTIONS
 from doctable.ops.table_security import TABLE_SECURITY
 from doctable.ops.table_shape import TABLE_SHAPE
@@ -19,6 +20,7 @@ REGISTRY: tuple[Capability, ...] = (
     TABLE_SHAPE,
     TABLE_OPTIONS,
     TABLE_SECURITY,
+    REPLICAS,
     MAPPING,
     KINESIS,
     CONSUMER,

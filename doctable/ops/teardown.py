@@ -16,14 +16,21 @@ from contract import names
 from contract.knobs import MANAGED_BY
 from doctable.aws import Aws, bucket_exists, call_or_none, is_not_found, user_errors
 from doctable.errors import RefusedError
+from doctable.ops.capability import TABLE_TYPES
 from doctable.ops.command import add_common_arguments, connect, guarded, print_json, seconds
 from doctable.ops.context import Deployment, describe_stack, is_ours, table_tags
 from doctable.ops.ledger import record_ledger
 from doctable.ops.render import Progress, now_iso
+from doctable.ops.replica_teardown import (
+    ReplicaStack,
+    delete_replica_stacks,
+    find_replica_stacks,
+    lift_replica_protection,
+)
 
 RETAIN_POLICIES = ("Retain", "RetainExceptOnCreate", "Snapshot")
 PROBED_TYPES = (
-    "AWS::DynamoDB::Table",
+    *TABLE_TYPES,
     "AWS::Lambda::EventSourceMapping",
     "AWS::Lambda::Function",
     "AWS::S3::Bucket",
@@ -52,9 +59,15 @@ class Plan:
     table: dict[str, Any] | None = None
     table_retained: bool = False
     notes: list[str] = field(default_factory=list)
+    # A global table's replica stacks: deleted before the home stack, whose table holds the streams they read.
+    replica_stacks: list[ReplicaStack] = field(default_factory=list)
 
     def of_type(self, type_: str) -> list[Resource]:
         return [r for r in self.resources if r.type == type_]
+
+    def tables(self) -> list[Resource]:
+        """The stack's table resources, single-region or global."""
+        return [r for r in self.resources if r.type in TABLE_TYPES]
 
 
 @dataclass
@@ -109,10 +122,12 @@ def plan_teardown(aws: Aws, deployment: Deployment) -> Plan:
                 policy = policies.get(logical)
                 retained = policy in RETAIN_POLICIES if logical in policies else config.retain_on_delete
                 plan.resources.append(Resource(logical, summary["ResourceType"], physical, retained))
-    tables = plan.of_type("AWS::DynamoDB::Table")
+    tables = plan.tables()
     table_name = tables[0].physical_id if tables else config.table_name
     plan.table_retained = tables[0].retained if tables else False
     plan.table = (call_or_none(ddb.describe_table, TableName=table_name) or {}).get("Table")
+    plan.replica_stacks, unread = find_replica_stacks(aws, config, plan.table if tables else None)
+    plan.notes += unread
     if plan.table is not None and not tables:
         plan.notes.append(
             f"table {table_name} exists outside stack {config.stack_name} (not the stack's): left untouched"
@@ -123,7 +138,7 @@ def plan_teardown(aws: Aws, deployment: Deployment) -> Plan:
 def check_ownership(aws: Aws, plan: Plan, lift: bool) -> None:
     """Refuse a table that is not ours, and a protected one unless the user lifts the protection explicitly."""
     table = plan.table
-    if table is None or not plan.of_type("AWS::DynamoDB::Table"):
+    if table is None or not plan.tables():
         return
     tags = table_tags(aws, table["TableArn"])
     if not is_ours(tags):
@@ -157,7 +172,9 @@ def lift_protection(aws: Aws, plan: Plan, progress: Progress) -> str | None:
         lambda: True if ddb.describe_table(TableName=name)["Table"].get("TableStatus") == "ACTIVE" else None,
         300,
     )
-    return f"deletion protection lifted on {name} (--lift-deletion-protection)"
+    regions = lift_replica_protection(aws, table, progress)
+    where = f" and its replicas in {', '.join(regions)}" if regions else ""
+    return f"deletion protection lifted on {name}{where} (--lift-deletion-protection)"
 
 
 def describe_plan(plan: Plan) -> list[str]:
@@ -165,6 +182,7 @@ def describe_plan(plan: Plan) -> list[str]:
     lines = [
         f"teardown of {config.stack_name} in {plan.deployment.region} (account {plan.deployment.account}):"
     ]
+    lines += [f"  {'delete first':<14} {stack.label}" for stack in plan.replica_stacks]
     for resource in plan.resources:
         verb = "keep (RETAIN)" if resource.retained else "delete"
         lines.append(f"  {verb:<14} {resource.label}")
@@ -172,7 +190,7 @@ def describe_plan(plan: Plan) -> list[str]:
         lines.append(f"  {'untouched':<14} borrowed consumer {config.borrowed_consumer_arn}")
     if plan.table is not None:
         count = plan.table.get("ItemCount")
-        if not plan.table_retained and plan.of_type("AWS::DynamoDB::Table"):
+        if not plan.table_retained and plan.tables():
             lines.append(
                 f"  blast radius: every item in {plan.table['TableName']} (~{count} items) is destroyed"
             )
@@ -225,7 +243,7 @@ def _exists(aws: Aws, resource: Resource) -> bool | None:
     """True/False for the probed types; None when this type is not probed (CloudFormation's word holds)."""
     pid = resource.physical_id
     try:
-        if resource.type == "AWS::DynamoDB::Table":
+        if resource.type in TABLE_TYPES:
             table = call_or_none(aws.client("dynamodb").describe_table, TableName=pid)
             return table is not None and table["Table"].get("TableStatus") != "DELETING"
         if resource.type == "AWS::Lambda::EventSourceMapping":
@@ -263,6 +281,16 @@ def execute(aws: Aws, plan: Plan, *, timeout: float, progress: Progress) -> Outc
     outcome = Outcome()
     config = plan.deployment.config
     s3 = aws.client("s3")
+    replicas_gone, outcome.still_present = delete_replica_stacks(
+        aws, plan.replica_stacks, timeout=timeout, progress=progress
+    )
+    outcome.removed += replicas_gone
+    if outcome.still_present:
+        outcome.notes.append(
+            f"stack {config.stack_name} left as it is: its replica stacks are not all gone, and their consumers "
+            "read the streams of its table; run the teardown again"
+        )
+        return outcome
     if not plan.deployment.exists:
         outcome.notes.append(f"stack {config.stack_name} is not deployed: nothing to remove")
     else:
@@ -311,7 +339,7 @@ def execute(aws: Aws, plan: Plan, *, timeout: float, progress: Progress) -> Outc
             outcome.still_present.append(resource.label)
         else:
             outcome.removed.append(resource.label)
-    if plan.table is not None and not plan.of_type("AWS::DynamoDB::Table"):
+    if plan.table is not None and not plan.tables():
         outcome.retained.append(
             f"AWS::DynamoDB::Table {plan.table['TableName']} (outside the stack, untouched)"
         )
@@ -343,7 +371,7 @@ def _retained_label(aws: Aws, resource: Resource) -> str:
         except ClientError:
             return label
         return f"{resource.label} (RETAIN, {count} objects kept)"
-    if resource.type == "AWS::DynamoDB::Table":
+    if resource.type in TABLE_TYPES:
         return f"{resource.label} (RETAIN with its data: env keeps it on delete)"
     return label
 
@@ -363,7 +391,7 @@ def run_teardown(
         check_ownership(aws, plan, lift)
     for line in describe_plan(plan):
         progress.say(line)
-    if deployment.exists:
+    if deployment.exists or plan.replica_stacks:
         confirm(plan, assume_yes, read)
     started = time.monotonic()
     with user_errors(f"tearing down {deployment.config.stack_name}"):

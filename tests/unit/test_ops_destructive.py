@@ -9,10 +9,11 @@ import pytest
 
 from contract import names
 from contract.findings import Finding, Level, destructive
-from contract.shape import table_shape
+from contract.shape import GLOBAL_TABLE_TYPE, TABLE_TYPE, table_shape
 from doctable.aws import Aws
 from doctable.ops import consumer_plan, kinesis, table_options, table_security
 from doctable.ops.mapping_plan import mapping_change
+from doctable.ops.replicas import replica_findings
 from doctable.ops.table_shape import shape_findings
 from tests.support import ops as ot
 
@@ -217,3 +218,38 @@ def test_the_gate_ignores_drift_even_when_flagged() -> None:
     change = Finding(Level.CHANGE, "index.removed", "gsi1", "present", "none", "", True, "gsi1", None)
     drifted = Finding(Level.DRIFT, "drift.detected", "gsi1", "present", "none", "", True, "gsi1", None)
     assert destructive([change, drifted]) == [change]
+
+
+# ------------------------------------------------------------------------------------ a global table
+def replica_codes(
+    knobs: dict[str, str], live_type: str, *regions: str, status: str = "ACTIVE"
+) -> dict[str, bool]:
+    """Code -> destructive flag of each replica finding for a deploy of ``knobs`` over a table of ``live_type``
+    whose home (eu-west-1) DescribeTable lists ``regions``, each with ``status``."""
+    table = ot.live_table(Replicas=[{"RegionName": r, "ReplicaStatus": status} for r in regions])
+    return {
+        f.code: f.destructive for f in replica_findings(ot.config_of(**knobs), table, live_type, ot.REGION)
+    }
+
+
+def test_a_replica_region_removed_is_destructive_and_one_added_is_not() -> None:
+    # GIVEN a global table with a replica in us-west-2  WHEN the knobs move it to us-east-1
+    codes = replica_codes({**STREAM, "replicas": "us-east-1"}, GLOBAL_TABLE_TYPE, "us-west-2")
+    # THEN the removal is destructive, the addition is not
+    assert codes == {"replica.added": False, "replica.removed": True}
+
+
+def test_a_change_of_the_tables_type_is_destructive() -> None:
+    # GIVEN a single-region table  WHEN the knobs declare a replica  THEN the conversion is destructive (a STOP)
+    assert replica_codes({**STREAM, "replicas": "us-east-1"}, TABLE_TYPE) == {"table.to_global": True}
+    # AND a global table whose knobs drop every replica likewise
+    assert replica_codes(STREAM, GLOBAL_TABLE_TYPE, "us-east-1") == {"table.to_single": True}
+
+
+def test_a_replica_not_active_is_a_warning_not_a_destructive_change() -> None:
+    # GIVEN a global table whose replica in us-west-2 is still CREATING  WHEN the knobs keep it
+    codes = replica_codes(
+        {**STREAM, "replicas": "us-west-2"}, GLOBAL_TABLE_TYPE, "us-west-2", status="CREATING"
+    )
+    # THEN it is a busy replica, not destructive
+    assert codes == {"replica.busy": False}

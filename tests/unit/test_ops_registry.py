@@ -38,6 +38,7 @@ def test_the_registry_order_is_stable() -> None:
         "table shape",
         "table options",
         "table security",
+        "replicas",
         "mapping",
         "kinesis",
         "consumer",

@@ -40,16 +40,13 @@ from doctable.ops.verify.items import Scratch, item_differences, test_item
 from doctable.ops.verify.kinesis import capture_kinesis_sequence, kinesis_checks
 from doctable.ops.verify.proof import SEQUENCE_LOOKUP_BOUND, capture_sequence, find_proof
 from doctable.ops.verify.record import FAIL, PASS, SKIP, CheckFailed, Row, Skip
+from doctable.ops.verify.replicas import replica_checks
 from doctable.ops.verify.security import security_checks
 
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_SETTLE = 120.0  # a fresh LATEST poller takes one to two minutes to settle
 TRANSITIONAL_MAPPING_STATES = ("Creating", "Enabling", "Updating")
 MAPPING_ENABLED = "Enabled"
-
-
-def _fmt_seconds(seconds: float) -> str:
-    return f"{seconds:.1f}s"
 
 
 # ----------------------------------------------------------------------------------------------- runner
@@ -116,6 +113,7 @@ class Verifier:
             "mapping": self._check_mapping,
             "mapping-tags": self._check_mapping_tags,
             **consumer_checks(self.aws, self.deployment),
+            **replica_checks(self.aws, self.deployment, self._describe),
             "stream-delivery": self._check_delivery,
             "blob-cleanup": self._check_cleanup,
         }
@@ -253,10 +251,10 @@ class Verifier:
         )
         if found is None:
             raise CheckFailed(
-                f"{index.name}: count 0 after {attempts} attempts / {_fmt_seconds(seconds)} — replication lag "
+                f"{index.name}: count 0 after {attempts} attempts / {seconds:.1f}s — replication lag "
                 "or an unfinished backfill (index added to a live table)"
             )
-        return f"{index.name} count 1 (attempt {attempts}, {_fmt_seconds(seconds)})"
+        return f"{index.name} count 1 (attempt {attempts}, {seconds:.1f}s)"
 
     def _check_ttl(self) -> str:
         self._describe()
@@ -468,9 +466,7 @@ class Verifier:
                 f"no covering {names.PROOF_LOG_MESSAGE} line within {self.timeout:.0f}s ({settle})"
             )
         batch = f"[{line.get('first_sequence_number')}..{line.get('last_sequence_number')}]"
-        return (
-            f"{what} in batch {batch} of {line.get('record_count')} after {_fmt_seconds(seconds)} ({settle})"
-        )
+        return f"{what} in batch {batch} of {line.get('record_count')} after {seconds:.1f}s ({settle})"
 
     def _check_cleanup(self) -> str:
         self._require_builtin("blob clean-up proof")
@@ -497,4 +493,4 @@ class Verifier:
         if gone is None:
             left = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix=prefix).get("Contents", [])]
             raise CheckFailed(f"{len(left)} of {len(keys)} blobs still present after {self.timeout:.0f}s")
-        return f"{len(keys)} blobs gone after {_fmt_seconds(seconds)}"
+        return f"{len(keys)} blobs gone after {seconds:.1f}s"

@@ -23,6 +23,7 @@ from doctable.ops.live import ACTIVE, PITR_DISABLED, PITR_ENABLED, TTL_ON_STATES
 from doctable.ops.verify.consumer import consumer_rows
 from doctable.ops.verify.kinesis import kinesis_rows
 from doctable.ops.verify.options import option_checks, option_rows
+from doctable.ops.verify.replicas import replica_rows
 from doctable.ops.verify.security import security_rows
 
 # A LATEST mapping misses writes made right after it reports Enabled: verify waits for it to settle first.
@@ -41,6 +42,7 @@ class Expectations:
     security: EncryptionShape | None = None
     kinesis: tuple[tuple[str, str, str], ...] = ()  # the Kinesis rows (verify/kinesis.py)
     consumer: tuple[tuple[str, str, str], ...] = ()  # the consumer function's row (verify/consumer.py)
+    replicas: tuple[tuple[str, str, str], ...] = ()  # a global table's rows (verify/replicas.py)
 
     @classmethod
     def of(cls, config: DocTableConfig) -> Expectations:
@@ -51,6 +53,7 @@ class Expectations:
             security=encryption_shape(config),
             kinesis=tuple(kinesis_rows(config)),
             consumer=tuple(consumer_rows(config)),
+            replicas=tuple(replica_rows(config)),
         )
 
     def rows(self) -> list[tuple[str, str, str]]:
@@ -79,6 +82,7 @@ class Expectations:
             ("mapping", "mapping enabled", "Enabled, on its declared source, → the consumer"),
             ("mapping-tags", "mapping tags", self.tags_text),
             *self.consumer,
+            *self.replicas,
             (
                 "stream-delivery",
                 "stream delivers (record-level)",

@@ -1,0 +1,80 @@
+"""The IAM statements a command needs in a global table's replica regions (the ``replicas`` knob), as
+(Sid, actions, resources, condition) for contract/iam.py to add to the command's part: each scoped to the table's ARN
+in each replica region and to the replica stacks ``<stack>-<region>``.
+
+- verify (full and read-only, doctable/ops/verify/replicas.py): each replica stack's status and outputs, the
+  replica's description (its stream), the replica stack's mapping (scoped by the function it invokes).
+- teardown (doctable/ops/teardown.py, replica_teardown.py): each replica stack read, deleted and watched until it
+  is gone; with deletion protection, each replica's lifted.
+
+Standard library only, as contract/iam.py."""
+
+from __future__ import annotations
+
+from contract.knobs import DocTableConfig
+
+Condition = dict[str, dict[str, list[str]]]
+Part = tuple[str, tuple[str, ...], tuple[str, ...], Condition | None]  # (Sid, actions, resources, condition)
+VERIFY_PARTS = ("verify", "verify-read-only")
+
+
+def _arn(partition: str, service: str, region: str, account: str, resource: str) -> str:
+    return f"arn:{partition}:{service}:{region}:{account}:{resource}"
+
+
+def replica_stack_arns(config: DocTableConfig, account: str, partition: str) -> tuple[str, ...]:
+    """The ARN of each replica region's stack (any of its ids)."""
+    return tuple(
+        _arn(partition, "cloudformation", r, account, f"stack/{config.replica_stack_name(r)}/*")
+        for r in config.replicas
+    )
+
+
+def replica_table_arns(config: DocTableConfig, account: str, partition: str) -> tuple[str, ...]:
+    """The table's ARN in each replica region (a global table has one name in every region)."""
+    return tuple(
+        _arn(partition, "dynamodb", r, account, f"table/{config.table_name}") for r in config.replicas
+    )
+
+
+def replica_parts(command: str, config: DocTableConfig, account: str, partition: str) -> list[Part]:
+    """The statements ``command``'s part adds for the replica regions; [] for a single-region table."""
+    if not config.replicas:
+        return []
+    stacks = replica_stack_arns(config, account, partition)
+    if command in VERIFY_PARTS:
+        found: list[Part] = [
+            ("ReadReplicaStacks", ("cloudformation:DescribeStacks",), stacks, None),
+            (
+                "ReadReplicaTables",
+                ("dynamodb:DescribeTable",),
+                replica_table_arns(config, account, partition),
+                None,
+            ),
+        ]
+        if config.builtin_consumer:
+            mappings = tuple(
+                _arn(partition, "lambda", r, account, "event-source-mapping:*") for r in config.replicas
+            )
+            functions = [
+                _arn(partition, "lambda", r, account, f"function:{config.replica_stack_name(r)}-*")
+                for r in config.replicas
+            ]
+            condition = {"ArnLike": {"lambda:FunctionArn": functions}}
+            found.append(("ReadReplicaMappings", ("lambda:GetEventSourceMapping",), mappings, condition))
+        return found
+    if command == "teardown":
+        actions = (
+            "cloudformation:DescribeStacks",
+            "cloudformation:DescribeStackEvents",
+            "cloudformation:DeleteStack",
+        )
+        found = [("DeleteReplicaStacks", actions, stacks, None)]
+        if config.deletion_protection:
+            # --lift-deletion-protection: each replica's protection is its own.
+            lift = ("dynamodb:DescribeTable", "dynamodb:UpdateTable")
+            found.append(
+                ("LiftReplicaDeletionProtection", lift, replica_table_arns(config, account, partition), None)
+            )
+        return found
+    return []

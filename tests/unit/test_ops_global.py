@@ -1,0 +1,434 @@
+"""The operations commands on a global table (``replicas``): preflight's replica and table-type findings, verify's
+replica checks, teardown's replica stacks. moto in process with the local AWS's global tables
+(local/services/cfn_global_table.py, dynamodb_replica_api.py), the home region ``REGION`` and two replica regions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+from moto import mock_aws
+
+from contract import iam, names
+from contract.findings import Finding, Level
+from contract.knobs import DocTableConfig
+from contract.shape import GLOBAL_TABLE_TYPE, TABLE_TYPE, table_shape
+from doctable.aws import Aws
+from doctable.errors import RefusedError
+from doctable.ops import preflight as p
+from doctable.ops import replica_teardown
+from doctable.ops.capability import observe_table
+from doctable.ops.context import Deployment, describe_stack, use_deployed_knobs
+from doctable.ops.deploy import gate
+from doctable.ops.drift import detect
+from doctable.ops.ownership import require_owned_table
+from doctable.ops.render import Progress
+from doctable.ops.replicas import live_replica_regions, replica_stack
+from doctable.ops.teardown import plan_teardown, run_teardown
+from doctable.ops.verify.checks import Verifier
+from doctable.ops.verify.expect import Expectations
+from doctable.ops.verify.record import FAIL, PASS, Row
+from local import esm
+from local.runner import InvokeResult
+from local.services import dynamodb_replicas, mappings
+from tests.support import ops as ot
+from tests.support.ops import REGION
+from tests.unit.test_local_kinesis_destination import isolated_services
+
+pytestmark = pytest.mark.unit
+
+B, C = "us-west-2", "us-east-1"  # the replica regions; REGION is the home one
+
+
+class NoRunner:
+    """A stand-in function runner: the mappings' functions run nothing."""
+
+    def invoke(self, fn: Any, event: Any, iterator_age_ms: float | None = None) -> InvokeResult:
+        return InvokeResult(b"null", None, "", "r", 1.0)
+
+    def prewarm(self, fn: Any) -> None:
+        return None
+
+
+@pytest.fixture
+def global_env(ops_env: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
+    """GIVEN ``ops_env`` with moto in process and the local AWS's global tables and mappings; the commands' Aws
+    session."""
+    dynamodb_replicas.reset()
+    runner = NoRunner()
+    monkeypatch.setattr(esm, "get_runner", lambda: runner)
+    monkeypatch.setattr(mappings, "get_runner", lambda: runner)
+    manager = esm.MappingManager()
+    monkeypatch.setattr(esm, "_MANAGER", manager)
+    with isolated_services(), mock_aws():
+        try:
+            yield Aws.connect()
+        finally:
+            manager.shutdown()
+            dynamodb_replicas.reset()
+
+
+QUIET = Progress("doctable teardown", quiet=True)
+
+
+def knobs(*replicas: str, **more: str) -> DocTableConfig:
+    return ot.config_of(stream="new-and-old", replicas=",".join(replicas) or "none", **more)
+
+
+def global_template(config: DocTableConfig) -> dict[str, Any]:
+    """The home stack with its AWS::DynamoDB::GlobalTable (a replica in REGION and each of ``config.replicas``)."""
+    properties = ot.table_properties(config, table_shape(config))
+    tags = properties.pop("Tags")
+    properties.pop("BillingMode")
+    properties["BillingMode"] = "PAY_PER_REQUEST"
+    protection = table_shape(config).deletion_protection
+    properties["Replicas"] = [
+        {"RegionName": r, "Tags": tags, "DeletionProtectionEnabled": protection}
+        for r in (REGION, *config.replicas)
+    ]
+    resource = {"Type": GLOBAL_TABLE_TYPE, "DeletionPolicy": "Delete", "Properties": properties}
+    outputs = {
+        names.OUT_TABLE_NAME: {"Value": {"Ref": names.ID_TABLE}},
+        names.OUT_TABLE_ARN: {"Value": {"Fn::GetAtt": [names.ID_TABLE, "Arn"]}},
+        names.OUT_STREAM_ARN: {"Value": {"Fn::GetAtt": [names.ID_TABLE, "StreamArn"]}},
+        names.OUT_KNOBS: {"Value": config.deployed_record()},
+    }
+    return {"Resources": {names.ID_TABLE: resource}, "Outputs": outputs}
+
+
+def deploy_global(aws: Aws, config: DocTableConfig) -> None:
+    """The home stack of ``config``'s global table, created in moto (the local AWS's GlobalTable handler)."""
+    cfn = aws.client("cloudformation")
+    cfn.create_stack(StackName=config.stack_name, TemplateBody=json.dumps(global_template(config)))
+    status = cfn.describe_stacks(StackName=config.stack_name)["Stacks"][0]["StackStatus"]
+    assert status == "CREATE_COMPLETE", status
+
+
+def deployment_of(aws: Aws, config: DocTableConfig) -> Deployment:
+    """The deployment as the commands read it: the stack's recorded knobs the truth, ``config`` the target."""
+    return use_deployed_knobs(describe_stack(aws, config))
+
+
+def by_code(findings: list[Finding]) -> dict[str, Finding]:
+    return {f.code: f for f in findings}
+
+
+# ------------------------------------------------------------------------------------------ preflight
+def test_the_live_replica_regions_are_the_home_tables_replicas_but_the_home_region(global_env: Aws) -> None:
+    # GIVEN a global table in REGION with replicas in B and C
+    deploy_global(global_env, knobs(B, C))
+    # WHEN the home table is described
+    table = global_env.client("dynamodb").describe_table(TableName="items-dev")["Table"]
+    # THEN its live replica regions are B and C
+    assert live_replica_regions(table, REGION) == tuple(sorted((B, C)))
+
+
+def test_a_replica_region_added_is_an_online_change(global_env: Aws) -> None:
+    # GIVEN a global table with a replica in B, and knobs that now declare B and C
+    deploy_global(global_env, knobs(B))
+    # WHEN preflight observes
+    findings = p.run_preflight(global_env, deployment_of(global_env, knobs(B, C)))
+    # THEN C is a replica added: a change, not destructive, its region as the value
+    added = by_code(findings)["replica.added"]
+    assert (added.level, added.destructive, added.before, added.after) == (Level.CHANGE, False, None, C)
+    assert [f.code for f in findings if f.level is not Level.OK] == ["replica.added"]
+
+
+def test_a_replica_region_removed_is_destructive(global_env: Aws) -> None:
+    # GIVEN a global table with replicas in B and C, and knobs that now declare B only
+    deploy_global(global_env, knobs(B, C))
+    # WHEN preflight observes
+    findings = p.run_preflight(global_env, deployment_of(global_env, knobs(B)))
+    # THEN C is a replica removed: destructive, so the deploy gate asks first
+    removed = by_code(findings)["replica.removed"]
+    assert (removed.level, removed.destructive, removed.before, removed.after) == (
+        Level.CHANGE,
+        True,
+        C,
+        None,
+    )
+    assert [f.code for f in p.destructive(findings)] == ["replica.removed"]
+
+
+def test_a_replica_added_behind_the_stack_is_drift(global_env: Aws) -> None:
+    # GIVEN a global table deployed with a replica in B, and C added by hand
+    deploy_global(global_env, knobs(B))
+    global_env.client("dynamodb").update_table(
+        TableName="items-dev", ReplicaUpdates=[{"Create": {"RegionName": C}}]
+    )
+    # WHEN preflight observes with the knobs unchanged
+    findings = p.run_preflight(global_env, deployment_of(global_env, knobs(B)))
+    # THEN C is drift the deploy leaves (its replicas knob does not change), not a change of the deploy
+    assert [(f.level, f.code, f.before) for f in findings if f.level is Level.DRIFT] == [
+        (Level.DRIFT, "drift.detected", C)
+    ]
+    assert not p.destructive(findings)
+
+
+def test_a_single_region_table_declared_global_is_refused(moto_env: Aws) -> None:
+    # GIVEN the stack's single-region table, and knobs that now declare a replica
+    ot.deploy(moto_env.client, knobs())
+    # WHEN preflight observes
+    findings = p.run_preflight(moto_env, deployment_of(moto_env, knobs(B)))
+    # THEN the type change stops the deploy, destructive, with both types as values
+    converted = by_code(findings)["table.to_global"]
+    assert (converted.level, converted.destructive) == (Level.STOP, True)
+    assert (converted.before, converted.after) == (TABLE_TYPE, GLOBAL_TABLE_TYPE)
+
+
+def test_a_global_table_declared_single_region_is_refused(global_env: Aws) -> None:
+    # GIVEN the stack's global table, and knobs that now declare no replica
+    deploy_global(global_env, knobs(B))
+    # WHEN preflight observes
+    findings = p.run_preflight(global_env, deployment_of(global_env, knobs()))
+    # THEN the type change stops the deploy, and no replica finding is given besides it
+    converted = by_code(findings)["table.to_single"]
+    assert (converted.level, converted.destructive) == (Level.STOP, True)
+    assert (converted.before, converted.after) == (GLOBAL_TABLE_TYPE, TABLE_TYPE)
+    assert not {"replica.added", "replica.removed"} & set(by_code(findings))
+
+
+def test_a_global_table_matching_its_knobs_is_unchanged(global_env: Aws) -> None:
+    # GIVEN a global table deployed with replicas in B and C, the knobs unchanged
+    deploy_global(global_env, knobs(B, C))
+    # WHEN preflight observes THEN the table is the stack's and nothing changes
+    findings = p.run_preflight(global_env, deployment_of(global_env, knobs(B, C)))
+    assert [(f.level, f.code) for f in findings] == [(Level.OK, "table.unchanged")]
+
+
+# ------------------------------------------------------------------------------------------ verify
+def wire_replica_stack(aws: Aws, config: DocTableConfig, region: str, *, enabled: bool = True) -> str:
+    """In ``region``: a consumer function, its mapping on the replica's stream (``enabled`` or not), and the replica
+    stack ``config.replica_stack_name(region)`` whose outputs name them; return the mapping's UUID."""
+    import io
+    import zipfile
+
+    there = aws.in_region(region)
+    iam = there.client("iam")
+    role = iam.create_role(RoleName=f"consumer-{region}", AssumeRolePolicyDocument="{}")["Role"]
+    reads = [
+        "dynamodb:DescribeStream",
+        "dynamodb:GetRecords",
+        "dynamodb:GetShardIterator",
+        "dynamodb:ListStreams",
+    ]
+    policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": reads, "Resource": "*"}]}
+    iam.put_role_policy(RoleName=role["RoleName"], PolicyName="streams", PolicyDocument=json.dumps(policy))
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("handler.py", "def handler(event, context):\n    return {}\n")
+    function = there.client("lambda").create_function(
+        FunctionName=f"consumer-{region}", Runtime=names.LAMBDA_RUNTIME, Role=role["Arn"],
+        Handler="handler.handler", Code={"ZipFile": buffer.getvalue()},
+    )  # fmt: skip
+    table = there.client("dynamodb").describe_table(TableName=config.table_name)["Table"]
+    mapping = there.client("lambda").create_event_source_mapping(
+        EventSourceArn=table["LatestStreamArn"],
+        FunctionName=function["FunctionArn"],
+        StartingPosition="TRIM_HORIZON",
+        Enabled=enabled,
+    )
+    outputs = {names.OUT_MAPPING_UUID: {"Value": mapping["UUID"]}}
+    template = {"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}, "Outputs": outputs}
+    there.client("cloudformation").create_stack(
+        StackName=config.replica_stack_name(region), TemplateBody=json.dumps(template)
+    )
+    return str(mapping["UUID"])
+
+
+def verify_rows(aws: Aws, config: DocTableConfig) -> dict[str, Row]:
+    """The rows of a read-only verify of ``config``'s deployment, by id."""
+    verifier = Verifier(aws, deployment_of(aws, config), read_only=True)
+    return {row.id: row for row in verifier.run()}
+
+
+def test_verify_checks_every_replica_region_and_its_consumer(global_env: Aws) -> None:
+    # GIVEN a global table with replicas in B and C, each region's replica stack with its mapping on its stream
+    config = knobs(B, C)
+    deploy_global(global_env, config)
+    for region in (B, C):
+        wire_replica_stack(global_env, config, region)
+    # WHEN verify runs read-only
+    rows = verify_rows(global_env, config)
+    # THEN the replicas row and each region's consumer row pass
+    ids = ["replicas", f"replica-consumer:{B}", f"replica-consumer:{C}"]
+    assert [rows[i].result for i in ids] == [PASS, PASS, PASS]
+
+
+def test_verify_fails_a_missing_replica_stack_and_an_undeclared_replica(global_env: Aws) -> None:
+    # GIVEN a global table deployed with a replica in B and no replica stack, then C added by hand
+    config = knobs(B)
+    deploy_global(global_env, config)
+    global_env.client("dynamodb").update_table(
+        TableName=config.table_name, ReplicaUpdates=[{"Create": {"RegionName": C}}]
+    )
+    # WHEN verify runs read-only
+    rows = verify_rows(global_env, config)
+    # THEN the replicas row fails (C is not declared) and B's consumer row fails (no stack there)
+    assert (rows["replicas"].result, rows[f"replica-consumer:{B}"].result) == (FAIL, FAIL)
+    assert f"replica-consumer:{C}" not in rows
+
+
+def test_verify_fails_a_disabled_replica_mapping(global_env: Aws) -> None:
+    # GIVEN a global table with a replica in B whose replica stack's mapping is disabled
+    config = knobs(B)
+    deploy_global(global_env, config)
+    wire_replica_stack(global_env, config, B, enabled=False)
+    # WHEN verify runs read-only THEN B's consumer row fails
+    assert verify_rows(global_env, config)[f"replica-consumer:{B}"].result == FAIL
+
+
+def test_a_single_region_table_has_no_replica_rows() -> None:
+    # GIVEN knobs without replicas THEN verify plans no replica row
+    planned = {row_id for row_id, _, _ in Expectations.of(knobs()).rows()}
+    assert not {i for i in planned if i.startswith("replica")}
+
+
+# ------------------------------------------------------------------------------------------ IAM
+ACCOUNT = "123456789012"
+
+
+def policy(role: str, command: str, config: DocTableConfig) -> dict[str, iam.Statement]:
+    return {s.sid: s for s in iam.role_statements(role, iam.Target(config, ACCOUNT, REGION), command)}
+
+
+def test_the_replica_checks_read_the_table_and_the_replica_stack_in_each_replica_region() -> None:
+    # GIVEN the reader's verify (read-only) of a global table with replicas in B and C
+    found = policy("reader", "verify", knobs(B, C))
+    # THEN it reads the table in each replica region, and each replica stack, nothing else there
+    assert found["ReadReplicaTables"].resources == tuple(
+        f"arn:aws:dynamodb:{r}:{ACCOUNT}:table/items-dev" for r in (B, C)
+    )
+    assert found["ReadReplicaStacks"].resources == tuple(
+        f"arn:aws:cloudformation:{r}:{ACCOUNT}:stack/doctable-items-dev-{r}/*" for r in (B, C)
+    )
+    assert found["ReadReplicaMappings"].actions == ("lambda:GetEventSourceMapping",)
+    replica_actions = {a for sid in ("ReadReplicaTables", "ReadReplicaStacks") for a in found[sid].actions}
+    assert replica_actions == {"dynamodb:DescribeTable", "cloudformation:DescribeStacks"}
+
+
+def test_teardown_may_delete_the_replica_stacks_and_a_single_region_table_has_no_replica_statement() -> None:
+    # GIVEN the operator's teardown of a global table, and of a single-region one
+    found = policy("operator", "teardown", knobs(B))
+    single = policy("operator", "teardown", knobs())
+    # THEN the global one deletes the replica stack in B; the single-region one names no replica
+    assert "cloudformation:DeleteStack" in found["DeleteReplicaStacks"].actions
+    assert found["DeleteReplicaStacks"].resources == (
+        f"arn:aws:cloudformation:{B}:{ACCOUNT}:stack/doctable-items-dev-{B}/*",
+    )
+    assert not {sid for sid in single if "Replica" in sid}
+
+
+# ------------------------------------------------------------------------------------------ teardown
+def stack_exists(aws: Aws, name: str) -> bool:
+    return replica_stack(aws, name) is not None
+
+
+def test_teardown_deletes_the_replica_stacks_before_the_home_stack(global_env: Aws) -> None:
+    # GIVEN a global table with replicas in B and C, each region's replica stack deployed
+    config = knobs(B, C)
+    deploy_global(global_env, config)
+    for region in (B, C):
+        wire_replica_stack(global_env, config, region)
+    deployment = deployment_of(global_env, config)
+    # WHEN the environment is torn down
+    plan, outcome = run_teardown(
+        global_env, deployment, assume_yes=True, lift=False, timeout=30, progress=Progress("t", quiet=True)
+    )
+    # THEN the plan names both replica stacks, and they and the home stack are gone
+    assert [(s.region, s.name) for s in plan.replica_stacks] == [
+        (r, config.replica_stack_name(r)) for r in (B, C)
+    ]
+    assert outcome.clean and not outcome.still_present
+    assert [stack_exists(global_env.in_region(r), config.replica_stack_name(r)) for r in (B, C)] == [
+        False,
+        False,
+    ]
+    assert not stack_exists(global_env, config.stack_name)
+    # AND the replica stacks were removed before the home one
+    stacks = [r for r in outcome.removed if r.startswith("AWS::CloudFormation::Stack")]
+    assert stacks == [
+        *(f"AWS::CloudFormation::Stack {config.replica_stack_name(r)} ({r})" for r in (B, C)),
+        f"AWS::CloudFormation::Stack {config.stack_name}",
+    ]
+
+
+def test_teardown_finds_a_replica_stack_of_a_region_only_the_table_lists(global_env: Aws) -> None:
+    # GIVEN a global table deployed with B, a replica stack in C, and C added to the table by hand
+    config = knobs(B)
+    deploy_global(global_env, config)
+    global_env.client("dynamodb").update_table(
+        TableName=config.table_name, ReplicaUpdates=[{"Create": {"RegionName": C}}]
+    )
+    wire_replica_stack(global_env, config, C)
+    # WHEN the teardown is planned THEN C's stack is among those deleted first
+    plan = plan_teardown(global_env, deployment_of(global_env, config))
+    assert [s.region for s in plan.replica_stacks] == [C]
+
+
+# ------------------------------------------------------------------------------------------ the gate, reconcile
+def test_the_deploy_gate_refuses_a_replica_removed_without_a_yes(global_env: Aws) -> None:
+    # GIVEN preflight's findings for a replica region removed (C) and one added (B)
+    deploy_global(global_env, knobs(C))
+    findings = p.run_preflight(global_env, deployment_of(global_env, knobs(B)))
+    # WHEN the deploy gate runs without a terminal THEN only the removal blocks it
+    blocked = gate(findings, allow=False, interactive=False)
+    assert [(f.code, f.before) for f in blocked] == [("replica.removed", C)]
+
+
+def test_the_stacks_global_table_is_owned_and_has_no_drift(global_env: Aws) -> None:
+    # GIVEN a global table deployed as its knobs declare
+    config = knobs(B)
+    deploy_global(global_env, config)
+    deployment = deployment_of(global_env, config)
+    # WHEN reconcile reads it THEN the stack owns it (a GlobalTable resource) and nothing drifted
+    table = require_owned_table(global_env, deployment, doing="reconcile it")
+    observed = observe_table(global_env, deployment, table)
+    assert observed.table_type == GLOBAL_TABLE_TYPE
+    assert detect(observed) == []
+
+
+def test_teardown_lifts_every_replicas_deletion_protection_when_told(global_env: Aws) -> None:
+    # GIVEN a protected global table with a replica in B (each replica protected)
+    config = knobs(B, deletion_protection="on")
+    deploy_global(global_env, config)
+    deployment = deployment_of(global_env, config)
+    # WHEN it is torn down without --lift-deletion-protection THEN it is refused, the stack kept
+    with pytest.raises(RefusedError):
+        run_teardown(global_env, deployment, assume_yes=True, lift=False, timeout=30, progress=QUIET)
+    assert stack_exists(global_env, config.stack_name)
+    # WHEN it is torn down with it THEN every replica's protection is lifted and everything is gone
+    _, outcome = run_teardown(global_env, deployment, assume_yes=True, lift=True, timeout=30, progress=QUIET)
+    assert outcome.clean and not stack_exists(global_env, config.stack_name)
+    assert config.table_name not in global_env.in_region(B).client("dynamodb").list_tables()["TableNames"]
+
+
+def test_teardown_of_a_protected_global_table_may_lift_each_replicas_protection() -> None:
+    found = policy("operator", "teardown", knobs(B, deletion_protection="on"))
+    assert found["LiftReplicaDeletionProtection"].resources == (
+        f"arn:aws:dynamodb:{B}:{ACCOUNT}:table/items-dev",
+    )
+
+
+def test_a_replica_stack_teardown_cannot_read_is_named_not_skipped_silently(
+    global_env: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a global table deployed with B, C added by hand, and C's stacks unreadable (AccessDenied)
+    config = knobs(B)
+    deploy_global(global_env, config)
+    global_env.client("dynamodb").update_table(
+        TableName=config.table_name, ReplicaUpdates=[{"Create": {"RegionName": C}}]
+    )
+
+    def denied_in_c(aws: Aws, name: str) -> dict[str, Any] | None:
+        if aws.region == C:
+            raise ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "DescribeStacks")
+        return replica_stack(aws, name)
+
+    monkeypatch.setattr(replica_teardown, "replica_stack", denied_in_c)
+    # WHEN the teardown is planned THEN the plan carries one note naming C's region
+    plan = plan_teardown(global_env, deployment_of(global_env, config))
+    assert [C in note for note in plan.notes] == [True]
