@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from contract.bootstrap import DEPLOYER_BOOTSTRAP_ROLES, bootstrap_role_arn
 from contract.iam_replicas import replica_parts
 from contract.knobs import DocTableConfig
 from contract.trust import PolicyError, ci_trust_policy
@@ -39,10 +40,6 @@ ROLE_PARTS: dict[tuple[str, str], str] = {(READER, "verify"): VERIFY_READ_ONLY}
 ROLES = tuple(ROLE_COMMANDS)
 COMMANDS = tuple(dict.fromkeys(c for commands in ROLE_COMMANDS.values() for c in commands))
 
-# The CDK bootstrap (the default qualifier): the CLI assumes these roles; they hold the deploy's own rights.
-BOOTSTRAP_QUALIFIER = "hnb659fds"
-# deploy, file-publishing and lookup; not image-publishing: the stack has no container image assets.
-DEPLOYER_BOOTSTRAP_ROLES = ("deploy", "file-publishing", "lookup")
 
 # CloudFormation names a resource it names itself ``<stack>-<logical id>-<random>``; for a bucket lower case and
 # within S3's 63 characters, so the stack name is cut to what is left: 14 characters for this stack's longest
@@ -157,8 +154,8 @@ class Target:
         return (borrowed,) if borrowed else (self.arn("kms", "key/*"),)
 
     def bootstrap_role(self, kind: str) -> str:
-        name = f"cdk-{BOOTSTRAP_QUALIFIER}-{kind}-role-{self.account}-{self.region}"
-        return self.arn("iam", f"role/{name}", region=False)
+        # The CLI assumes these roles; they hold the deploy's own rights.
+        return bootstrap_role_arn(self.partition, self.account, self.region, kind)
 
     @property
     def stack_roles(self) -> tuple[str, ...]:

@@ -4,6 +4,10 @@ in each replica region and to the replica stacks ``<stack>-<region>``.
 
 - verify (full and read-only, doctable/ops/verify/replicas.py): each replica stack's status and outputs, the
   replica's description (its stream), the replica stack's mapping (scoped by the function it invokes).
+- deploy (doctable/ops/replica_deploy.py): each replica's description (its stream ARN), the bootstrap roles of
+  each replica region (the CLI deploys the replica stacks there), and the removal of the replica stack of a
+  region the settings no longer name (which the settings cannot list: any region, this environment's replica
+  stack names only).
 - teardown (doctable/ops/teardown.py, replica_teardown.py): each replica stack read, deleted and watched until it
   is gone; with deletion protection, each replica's lifted.
 
@@ -11,6 +15,7 @@ Standard library only, as contract/iam.py."""
 
 from __future__ import annotations
 
+from contract.bootstrap import DEPLOYER_BOOTSTRAP_ROLES, bootstrap_role_arn
 from contract.knobs import DocTableConfig
 
 Condition = dict[str, dict[str, list[str]]]
@@ -63,6 +68,28 @@ def replica_parts(command: str, config: DocTableConfig, account: str, partition:
             condition = {"ArnLike": {"lambda:FunctionArn": functions}}
             found.append(("ReadReplicaMappings", ("lambda:GetEventSourceMapping",), mappings, condition))
         return found
+    if command == "deploy":
+        roles = tuple(
+            bootstrap_role_arn(partition, account, region, kind)
+            for region in config.replicas
+            for kind in DEPLOYER_BOOTSTRAP_ROLES
+        )
+        removed = (_arn(partition, "cloudformation", "*", account, f"stack/{config.stack_name}-*/*"),)
+        return [
+            (
+                "ReadReplicaStreams",
+                ("dynamodb:DescribeTable",),
+                replica_table_arns(config, account, partition),
+                None,
+            ),
+            ("AssumeReplicaBootstrapRoles", ("sts:AssumeRole",), roles, None),
+            (
+                "DeleteRemovedReplicaStacks",
+                ("cloudformation:DescribeStacks", "cloudformation:DeleteStack"),
+                removed,
+                None,
+            ),
+        ]
     if command == "teardown":
         actions = (
             "cloudformation:DescribeStacks",

@@ -16,7 +16,15 @@ ACCOUNT_ID = "123456789012"
 REGION = "us-east-1"
 # The regions where the server publishes the stand-in Powertools layer and its SSM parameters at start (a stack
 # resolving the layer in a region not listed finds no parameter): the default region and common replica regions.
-SEEDED_REGIONS = (REGION, "us-east-2", "us-west-2", "eu-west-1", "eu-central-1", "ap-southeast-2", "ap-northeast-1")
+SEEDED_REGIONS = (
+    REGION,
+    "us-east-2",
+    "us-west-2",
+    "eu-west-1",
+    "eu-central-1",
+    "ap-southeast-2",
+    "ap-northeast-1",
+)
 # The admin deployer's key (an IAM user the server creates at start, with AdministratorAccess).
 ACCESS_KEY_ID = "AKIALOCALDEPLOYER000"
 SECRET_ACCESS_KEY = "doctable-local-deployer-secret-key-000000"  # noqa: S105 - a local-only, published key

@@ -109,7 +109,8 @@ def doctable(
 
 @pytest.fixture(scope="module")
 def deployed(doctable: Callable[..., Result]) -> dict[str, Any]:
-    result = doctable("deploy", "--env", "dev", "--no-verify", "--json")
+    # the deploy's verify runs the whole contract at home and the replica rows in every region
+    result = doctable("deploy", "--env", "dev", "--json")
     assert result.code == 0, result.err[-3000:]
     return result.json()
 
@@ -117,7 +118,12 @@ def deployed(doctable: Callable[..., Result]) -> dict[str, Any]:
 def test_deploy_makes_a_replica_and_a_consumer_stack_in_each_region(
     local_aws: lt.LocalAWS, deployed: dict[str, Any]
 ) -> None:
-    # THEN the home table is a global table with a replica in each declared region, and each replica lists the
+    # THEN verify passed, its replica rows among its checks
+    rows = {check["id"]: check for check in deployed["verify"]["rows"]}
+    assert deployed["verified"] is True
+    for row in ("replicas", f"replica-consumer:{WEST}", f"replica-consumer:{EU}"):
+        assert rows[row]["result"] == "PASS", rows[row]
+    # AND the home table is a global table with a replica in each declared region, and each replica lists the
     # others
     assert replica_regions(local_aws, HOME) == {WEST, EU}
     assert replica_regions(local_aws, WEST) == {HOME, EU}

@@ -86,7 +86,7 @@ def global_template(config: DocTableConfig) -> dict[str, Any]:
     properties["BillingMode"] = "PAY_PER_REQUEST"
     protection = table_shape(config).deletion_protection
     properties["Replicas"] = [
-        {"RegionName": r, "Tags": tags, "DeletionProtectionEnabled": protection}
+        {"Region": r, "Tags": tags, "DeletionProtectionEnabled": protection}
         for r in (REGION, *config.replicas)
     ]
     resource = {"Type": GLOBAL_TABLE_TYPE, "DeletionPolicy": "Delete", "Properties": properties}

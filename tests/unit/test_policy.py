@@ -401,3 +401,29 @@ def test_ci_trust_of_an_unbound_environment_takes_account_and_region_given(
     assert code == 0
     condition = json.loads(out)["Statement"][0]["Condition"]["StringEquals"]
     assert condition["token.actions.githubusercontent.com:sub"][1] == "repo:octo/doctable:environment:dev"
+
+
+def test_a_global_tables_deploy_reads_each_replica_and_assumes_each_regions_bootstrap_roles() -> None:
+    # GIVEN an environment with two replica regions
+    statements = {
+        s.sid: s
+        for s in iam.command_statements(
+            "deploy", target(stream="new-and-old", replicas="us-west-2,eu-west-1")
+        )
+    }
+    # THEN the deploy reads each replica's stream ARN from that region's table
+    assert statements["ReadReplicaStreams"].resources == (
+        f"arn:aws:dynamodb:us-west-2:{ACCOUNT}:table/items-dev",
+        f"arn:aws:dynamodb:eu-west-1:{ACCOUNT}:table/items-dev",
+    )
+    # AND assumes the bootstrap roles of each replica region (the CLI deploys the replica stacks there)
+    roles = statements["AssumeReplicaBootstrapRoles"].resources
+    assert f"arn:aws:iam::{ACCOUNT}:role/cdk-hnb659fds-deploy-role-{ACCOUNT}-eu-west-1" in roles
+    assert len(roles) == 6
+    # AND may delete only this environment's replica stacks, in whichever region the settings dropped
+    assert statements["DeleteRemovedReplicaStacks"].resources == (
+        f"arn:aws:cloudformation:*:{ACCOUNT}:stack/doctable-items-dev-*/*",
+    )
+    # AND a single-region table's deploy has none of them
+    single = {s.sid for s in iam.command_statements("deploy", target())}
+    assert not single & {"ReadReplicaStreams", "AssumeReplicaBootstrapRoles", "DeleteRemovedReplicaStacks"}
