@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from contract.bootstrap import DEPLOYER_BOOTSTRAP_ROLES, bootstrap_role_arn
-from contract.iam_replicas import replica_parts
+from contract.iam_replicas import VERIFY_KEY_PREFIX, replica_parts
 from contract.knobs import DocTableConfig
 from contract.trust import PolicyError, ci_trust_policy
 
@@ -45,7 +45,6 @@ COMMANDS = tuple(dict.fromkeys(c for commands in ROLE_COMMANDS.values() for c in
 # within S3's 63 characters, so the stack name is cut to what is left: 14 characters for this stack's longest
 # bucket logical id (StreamConsumerFailureBucket + its 8-character hash, 35 characters, + 2 dashes + 12).
 GENERATED_BUCKET_STACK_CHARS = 14
-VERIFY_KEY_PREFIX = "doctable-verify-"  # verify's test items and blobs (doctable/ops/verify/checks.py)
 FAILURE_PREFIX = "aws/lambda/"  # where Lambda's S3 on-failure destination writes (doctable/ops/replay.py)
 
 # A customer managed policy's limit, counted without whitespace.

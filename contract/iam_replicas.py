@@ -3,7 +3,10 @@
 in each replica region and to the replica stacks ``<stack>-<region>``.
 
 - verify (full and read-only, doctable/ops/verify/replicas.py): each replica stack's status and outputs, the
-  replica's description (its stream), the replica stack's mapping (scoped by the function it invokes).
+  replica's description (its stream), the replica stack's mapping (scoped by the function it invokes); the full
+  verify's nudges (doctable/ops/verify/replica_delivery.py) also write, read and delete test items in each replica
+  (verify's own partition keys only, as its home test items), read each replica's stream for the nudge's record,
+  and read each replica stack consumer's proof lines.
 - deploy (doctable/ops/replica_deploy.py): each replica's description (its stream ARN), the bootstrap roles of
   each replica region (the CLI deploys the replica stacks there), and the removal of the replica stack of a
   region the settings no longer name (which the settings cannot list: any region, this environment's replica
@@ -19,6 +22,7 @@ from contract.bootstrap import DEPLOYER_BOOTSTRAP_ROLES, bootstrap_role_arn
 from contract.knobs import DocTableConfig
 
 Condition = dict[str, dict[str, list[str]]]
+VERIFY_KEY_PREFIX = "doctable-verify-"  # verify's test items and blobs (doctable/ops/verify/checks.py)
 Part = tuple[str, tuple[str, ...], tuple[str, ...], Condition | None]  # (Sid, actions, resources, condition)
 VERIFY_PARTS = ("verify", "verify-read-only")
 
@@ -40,6 +44,24 @@ def replica_table_arns(config: DocTableConfig, account: str, partition: str) -> 
     return tuple(
         _arn(partition, "dynamodb", r, account, f"table/{config.table_name}") for r in config.replicas
     )
+
+
+def _nudge_parts(config: DocTableConfig, account: str, partition: str) -> list[Part]:
+    """The full verify's nudge in each region (``replica-delivery:<region>``): its test item in each replica, the
+    item's stream record there and the replica consumer's proof lines."""
+    tables = replica_table_arns(config, account, partition)
+    items = tuple(f"dynamodb:{a}" for a in ("PutItem", "GetItem", "DeleteItem"))
+    only_verify_keys = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{VERIFY_KEY_PREFIX}*"]}}
+    reads = tuple(f"dynamodb:{a}" for a in ("DescribeStream", "GetShardIterator", "GetRecords"))
+    groups = tuple(
+        _arn(partition, "logs", r, account, f"log-group:{config.replica_stack_name(r)}-*")
+        for r in config.replicas
+    )
+    return [
+        ("VerifyReplicaTestItemsOnly", items, tables, only_verify_keys),
+        ("ReadReplicaStreamRecord", reads, tuple(f"{t}/stream/*" for t in tables), None),
+        ("ReadReplicaProofLines", ("logs:FilterLogEvents",), groups, None),
+    ]
 
 
 def replica_parts(command: str, config: DocTableConfig, account: str, partition: str) -> list[Part]:
@@ -67,6 +89,8 @@ def replica_parts(command: str, config: DocTableConfig, account: str, partition:
             ]
             condition = {"ArnLike": {"lambda:FunctionArn": functions}}
             found.append(("ReadReplicaMappings", ("lambda:GetEventSourceMapping",), mappings, condition))
+            if command == "verify":  # the nudges write: the read-only verify skips them
+                found += _nudge_parts(config, account, partition)
         return found
     if command == "deploy":
         roles = tuple(

@@ -109,7 +109,7 @@ def doctable(
 
 @pytest.fixture(scope="module")
 def deployed(doctable: Callable[..., Result]) -> dict[str, Any]:
-    # the deploy's verify runs the whole contract at home and the replica rows in every region
+    # the deploy's verify runs the whole contract at home, the replica rows in every region and a nudge in each
     result = doctable("deploy", "--env", "dev", "--json")
     assert result.code == 0, result.err[-3000:]
     return result.json()
@@ -123,6 +123,10 @@ def test_deploy_makes_a_replica_and_a_consumer_stack_in_each_region(
     assert deployed["verified"] is True
     for row in ("replicas", f"replica-consumer:{WEST}", f"replica-consumer:{EU}"):
         assert rows[row]["result"] == "PASS", rows[row]
+    # AND a nudge written in each region reached every other region and was proven by every region's consumer
+    for region in (HOME, WEST, EU):
+        row = rows[f"replica-delivery:{region}"]
+        assert row["result"] == "PASS", row
     # AND the home table is a global table with a replica in each declared region, and each replica lists the
     # others
     assert replica_regions(local_aws, HOME) == {WEST, EU}

@@ -5,7 +5,9 @@ replica checks, teardown's replica stacks. moto in process with the local AWS's 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -29,8 +31,10 @@ from doctable.ops.render import Progress
 from doctable.ops.replicas import live_replica_regions, replica_stack
 from doctable.ops.teardown import plan_teardown, run_teardown
 from doctable.ops.verify.checks import Verifier
-from doctable.ops.verify.expect import Expectations
-from doctable.ops.verify.record import FAIL, PASS, Row
+from doctable.ops.verify.expect import Expectations, writes
+from doctable.ops.verify.items import Scratch
+from doctable.ops.verify.record import FAIL, PASS, CheckFailed, Row
+from doctable.ops.verify.replica_delivery import delivery_checks
 from local import esm
 from local.runner import InvokeResult
 from local.services import dynamodb_replicas, mappings
@@ -231,7 +235,10 @@ def wire_replica_stack(aws: Aws, config: DocTableConfig, region: str, *, enabled
         StartingPosition="TRIM_HORIZON",
         Enabled=enabled,
     )
-    outputs = {names.OUT_MAPPING_UUID: {"Value": mapping["UUID"]}}
+    outputs = {
+        names.OUT_MAPPING_UUID: {"Value": mapping["UUID"]},
+        names.OUT_CONSUMER_LOG_GROUP: {"Value": f"consumer-{region}-logs"},
+    }
     template = {"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}, "Outputs": outputs}
     there.client("cloudformation").create_stack(
         StackName=config.replica_stack_name(region), TemplateBody=json.dumps(template)
@@ -287,6 +294,117 @@ def test_a_single_region_table_has_no_replica_rows() -> None:
     assert not {i for i in planned if i.startswith("replica")}
 
 
+DELIVERY = [f"replica-delivery:{r}" for r in (REGION, B, C)]
+
+
+def test_a_global_table_plans_a_writing_nudge_row_per_region() -> None:
+    # GIVEN a global table in REGION with replicas in B and C, its consumer built in
+    expect = Expectations.of(knobs(B, C), REGION)
+    # THEN verify plans one replica-delivery row per region, home first, after every other row
+    ids = [row_id for row_id, _, _ in expect.rows()]
+    assert ids[-3:] == DELIVERY
+    # AND each writes: a read-only run skips them all
+    checked, skipped = expect.split(read_only=True)
+    assert all(writes(i) for i in DELIVERY)
+    assert [r[0] for r in skipped][-3:] == DELIVERY and not {r[0] for r in checked} & set(DELIVERY)
+
+
+@pytest.mark.parametrize(
+    ("config", "home"),
+    [(knobs(), REGION), (knobs(B, consumer="none"), REGION), (knobs(B), None)],
+    ids=["single-region", "no-consumer", "home-unknown"],
+)
+def test_no_nudge_row_without_replicas_a_built_in_consumer_or_a_home_region(
+    config: DocTableConfig, home: str | None
+) -> None:
+    planned = [row_id for row_id, _, _ in Expectations.of(config, home).rows()]
+    assert not [i for i in planned if i.startswith("replica-delivery:")]
+
+
+def test_a_read_only_verify_lists_the_nudge_rows_as_skipped(global_env: Aws) -> None:
+    # GIVEN a deployed global table with its replica stacks
+    config = knobs(B, C)
+    deploy_global(global_env, config)
+    for region in (B, C):
+        wire_replica_stack(global_env, config, region)
+    # WHEN verify runs read-only THEN it runs no nudge, and lists each as skipped
+    verifier = Verifier(global_env, deployment_of(global_env, config), read_only=True)
+    rows = {row.id for row in verifier.run()}
+    assert not rows & set(DELIVERY)
+    assert [row_id for row_id, _, _ in verifier.skipped][-3:] == DELIVERY
+
+
+@dataclass
+class NudgeRun:
+    """The part of a verify run the nudges take (replica_delivery.VerifyRun)."""
+
+    aws: Aws
+    deployment: Deployment
+    pk: str = "doctable-verify-test"
+    scratch: Scratch = field(default_factory=Scratch)
+    progress: Progress = field(default_factory=lambda: Progress("doctable verify", quiet=True))
+    timeout: float = 3.0
+    settle: float = 0.0
+    wall: Callable[[], float] = time.time
+
+
+def proof_line(aws: Aws, group: str, table: str) -> None:
+    """A consumer's proof line in ``group`` (``aws``'s region), stamped a minute ahead: after any nudge."""
+    logs = aws.client("logs")
+    logs.create_log_group(logGroupName=group)
+    logs.create_log_stream(logGroupName=group, logStreamName="s")
+    line = {"message": names.PROOF_LOG_MESSAGE, "table_name": table, "record_count": 1}
+    event = {"timestamp": int((time.time() + 60) * 1000), "message": json.dumps(line)}
+    logs.put_log_events(logGroupName=group, logStreamName="s", logEvents=[event])
+
+
+def nudged(aws: Aws, proven: tuple[str, ...]) -> dict[str, Row]:
+    """The nudge rows of a global table in REGION, B and C whose consumers in ``proven`` logged a proof line."""
+    config = knobs(B, C)
+    deploy_global(aws, config)
+    for region in (B, C):
+        wire_replica_stack(aws, config, region)
+    deployment = deployment_of(aws, config)
+    deployment.outputs[names.OUT_CONSUMER_LOG_GROUP] = "consumer-home-logs"
+    groups = {REGION: "consumer-home-logs", B: f"consumer-{B}-logs", C: f"consumer-{C}-logs"}
+    for region in proven:
+        proof_line(aws.in_region(region), groups[region], config.table_name)
+    run = NudgeRun(aws, deployment)
+    rows = {}
+    for row_id, check in delivery_checks(run).items():
+        try:
+            rows[row_id] = Row(row_id, row_id, "", check(), PASS)
+        except CheckFailed as exc:
+            rows[row_id] = Row(row_id, row_id, "", str(exc), FAIL)
+    # every nudge is gone from every region once replication has caught up
+    for region in (REGION, B, C):
+        ddb = aws.in_region(region).client("dynamodb")
+
+        def empty(ddb: Any = ddb) -> bool | None:
+            return True if not ddb.scan(TableName=config.table_name).get("Items") else None
+
+        assert run.progress.wait("the nudges to go", empty, 5.0)[0], region
+    return rows
+
+
+def test_a_nudge_written_in_each_region_reaches_and_is_proven_in_every_region(global_env: Aws) -> None:
+    # GIVEN every region's consumer has logged a proof line after the nudges
+    # WHEN the nudge rows run
+    rows = nudged(global_env, (REGION, B, C))
+    # THEN each passes, and says for every region how long it took
+    assert [rows[i].result for i in DELIVERY] == [PASS, PASS, PASS], rows
+    for row in rows.values():
+        assert all(f"{r}: " in row.observed for r in (REGION, B, C))
+
+
+def test_a_region_whose_consumer_proves_nothing_fails_every_nudge_naming_it(global_env: Aws) -> None:
+    # GIVEN C's consumer logged no proof line
+    rows = nudged(global_env, (REGION, B))
+    # THEN every nudge row fails, naming C and no other region
+    assert [rows[i].result for i in DELIVERY] == [FAIL, FAIL, FAIL]
+    assert all(C in rows[i].observed and B not in rows[i].observed for i in DELIVERY)
+
+
 # ------------------------------------------------------------------------------------------ IAM
 ACCOUNT = "123456789012"
 
@@ -308,6 +426,29 @@ def test_the_replica_checks_read_the_table_and_the_replica_stack_in_each_replica
     assert found["ReadReplicaMappings"].actions == ("lambda:GetEventSourceMapping",)
     replica_actions = {a for sid in ("ReadReplicaTables", "ReadReplicaStacks") for a in found[sid].actions}
     assert replica_actions == {"dynamodb:DescribeTable", "cloudformation:DescribeStacks"}
+
+
+def test_the_full_verify_may_write_verify_test_items_and_read_proof_lines_in_each_replica_region() -> None:
+    # GIVEN the operator's verify of a global table with replicas in B and C, and the reader's (read-only)
+    found = policy("operator", "verify", knobs(B, C))
+    reader = policy("reader", "verify", knobs(B, C))
+    # THEN it puts, gets and deletes items in each replica, under verify's own partition keys only
+    items = found["VerifyReplicaTestItemsOnly"]
+    assert set(items.actions) == {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:DeleteItem"}
+    assert items.resources == tuple(f"arn:aws:dynamodb:{r}:{ACCOUNT}:table/items-dev" for r in (B, C))
+    assert items.condition == found["VerifyTestItemsOnly"].condition
+    # AND reads each replica stream's records and each replica stack consumer's log group
+    assert found["ReadReplicaStreamRecord"].resources == tuple(
+        f"arn:aws:dynamodb:{r}:{ACCOUNT}:table/items-dev/stream/*" for r in (B, C)
+    )
+    assert found["ReadReplicaProofLines"].actions == ("logs:FilterLogEvents",)
+    assert found["ReadReplicaProofLines"].resources == tuple(
+        f"arn:aws:logs:{r}:{ACCOUNT}:log-group:doctable-items-dev-{r}-*" for r in (B, C)
+    )
+    # AND the read-only verify has none of them
+    assert not {"VerifyReplicaTestItemsOnly", "ReadReplicaStreamRecord", "ReadReplicaProofLines"} & set(
+        reader
+    )
 
 
 def test_teardown_may_delete_the_replica_stacks_and_a_single_region_table_has_no_replica_statement() -> None:

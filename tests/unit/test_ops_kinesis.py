@@ -128,7 +128,7 @@ def created_stream(
 
 
 def deployment_of(config: DocTableConfig, outputs: dict[str, str]) -> Any:
-    return SimpleNamespace(config=config, out=outputs.get, table_name=TABLE)
+    return SimpleNamespace(config=config, out=outputs.get, table_name=TABLE, region=REGION)
 
 
 # ------------------------------------------------------------------------------------------- preflight
@@ -386,7 +386,7 @@ def verifier(config: DocTableConfig, mapping: dict[str, Any], outputs: dict[str,
     }
     aws = SimpleNamespace(client=clients.__getitem__, partition="aws", region=REGION, account=ACCOUNT)
     outputs = {names.OUT_MAPPING_UUID: "u-1", names.OUT_FAILURE_BUCKET: ot.FAILURE_BUCKET, **outputs}
-    deployment = SimpleNamespace(config=config, out=outputs.get, table_name=TABLE)
+    deployment = SimpleNamespace(config=config, out=outputs.get, table_name=TABLE, region=REGION)
     return Verifier(aws, deployment, progress=QUIET)  # type: ignore[arg-type]
 
 

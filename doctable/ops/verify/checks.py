@@ -40,6 +40,7 @@ from doctable.ops.verify.items import Scratch, item_differences, test_item
 from doctable.ops.verify.kinesis import capture_kinesis_sequence, kinesis_checks
 from doctable.ops.verify.proof import SEQUENCE_LOOKUP_BOUND, capture_sequence, find_proof
 from doctable.ops.verify.record import FAIL, PASS, SKIP, CheckFailed, Row, Skip
+from doctable.ops.verify.replica_delivery import delivery_checks
 from doctable.ops.verify.replicas import replica_checks
 from doctable.ops.verify.security import security_checks
 
@@ -68,7 +69,7 @@ class Verifier:
         self.aws = aws
         self.deployment = deployment
         self.config: DocTableConfig = deployment.config
-        self.expect = Expectations.of(self.config)
+        self.expect = Expectations.of(self.config, deployment.region)
         self.planned, self.skipped = self.expect.split(read_only)  # read-only: skip the checks that write
         self.timeout = timeout
         self.settle = settle
@@ -116,6 +117,7 @@ class Verifier:
             **replica_checks(self.aws, self.deployment, self._describe),
             "stream-delivery": self._check_delivery,
             "blob-cleanup": self._check_cleanup,
+            **delivery_checks(self),  # a global table's nudge in each region
         }
         for row_id, label, expected in self.planned:
             yield functools.partial(self._run_check, row_id, label, expected, checks[row_id])

@@ -15,6 +15,7 @@ from doctable.ops.render import Progress, now_iso
 from doctable.ops.verify.checks import DEFAULT_SETTLE, DEFAULT_TIMEOUT, Verifier
 from doctable.ops.verify.expect import LATEST, WRITING_CHECKS
 from doctable.ops.verify.record import render_rows, skipped_lines, summary_line, verify_record
+from doctable.ops.verify.replica_delivery import DELIVERY_PREFIX
 
 READ_ONLY_LEDGER = (
     "--read-only with --ledger: the ledger records full runs only (a read-only run skips the checks that write); "
@@ -92,7 +93,8 @@ def register(sub: Any) -> None:
         "--read-only",
         action="store_true",
         help="write nothing: run only the checks that read (stack, shape, configuration, tags, mapping, "
-        f"consumer) and skip each check that writes ({', '.join(WRITING_CHECKS)}), listing them (--json: "
+        f"consumer) and skip each check that writes ({', '.join(WRITING_CHECKS)}; a global table's "
+        f"{DELIVERY_PREFIX}<region>), listing them (--json: "
         "`skipped`); skipped checks do not fail the run. Not recorded: its rows are not kept for "
         "`doctable ledger`, and --ledger with it is refused (exit 2)",
     )

@@ -23,6 +23,7 @@ from doctable.ops.live import ACTIVE, PITR_DISABLED, PITR_ENABLED, TTL_ON_STATES
 from doctable.ops.verify.consumer import consumer_rows
 from doctable.ops.verify.kinesis import kinesis_rows
 from doctable.ops.verify.options import option_checks, option_rows
+from doctable.ops.verify.replica_delivery import delivery_rows, is_delivery_row
 from doctable.ops.verify.replicas import replica_rows
 from doctable.ops.verify.security import security_rows
 
@@ -34,6 +35,12 @@ STABLE_STACK_TEXT = "CREATE_COMPLETE | UPDATE_COMPLETE | UPDATE_ROLLBACK_COMPLET
 WRITING_CHECKS = ("round-trip", "query", "gsi-query", "negative", "stream-delivery", "blob-cleanup")
 
 
+def writes(row_id: str) -> bool:
+    """The check writes: one of ``WRITING_CHECKS``, or a global table's nudge in a region (``replica-delivery:<region>``,
+    verify/replica_delivery.py)."""
+    return row_id in WRITING_CHECKS or is_delivery_row(row_id)
+
+
 @dataclass(frozen=True)
 class Expectations:
     table: TableShape
@@ -43,9 +50,11 @@ class Expectations:
     kinesis: tuple[tuple[str, str, str], ...] = ()  # the Kinesis rows (verify/kinesis.py)
     consumer: tuple[tuple[str, str, str], ...] = ()  # the consumer function's row (verify/consumer.py)
     replicas: tuple[tuple[str, str, str], ...] = ()  # a global table's rows (verify/replicas.py)
+    delivery: tuple[tuple[str, str, str], ...] = ()  # a global table's nudges (verify/replica_delivery.py)
 
     @classmethod
-    def of(cls, config: DocTableConfig) -> Expectations:
+    def of(cls, config: DocTableConfig, home_region: str | None = None) -> Expectations:
+        """The expectations of ``config``; a global table's nudges need its ``home_region``."""
         return cls(
             table=table_shape(config),
             mapping=mapping_shape(config),
@@ -54,6 +63,7 @@ class Expectations:
             kinesis=tuple(kinesis_rows(config)),
             consumer=tuple(consumer_rows(config)),
             replicas=tuple(replica_rows(config)),
+            delivery=tuple(delivery_rows(config, home_region)),
         )
 
     def rows(self) -> list[tuple[str, str, str]]:
@@ -94,6 +104,7 @@ class Expectations:
                 ),
             ),
             ("blob-cleanup", "deleted item's blobs removed", "blobs under <pk>/<sk>/ gone"),
+            *self.delivery,
         ]
 
     def split(self, read_only: bool) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
@@ -102,7 +113,7 @@ class Expectations:
         rows = self.rows()
         if not read_only:
             return rows, []
-        return [r for r in rows if r[0] not in WRITING_CHECKS], [r for r in rows if r[0] in WRITING_CHECKS]
+        return [r for r in rows if not writes(r[0])], [r for r in rows if writes(r[0])]
 
     def option_checks(self, ddb: Any, describe: Callable[[], dict[str, Any]]) -> dict[str, Callable[[], str]]:
         """The checks of the table options' rows (``options.option_checks``) against this table shape."""

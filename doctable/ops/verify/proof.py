@@ -58,7 +58,7 @@ def covers(line: Mapping[str, Any], table: str, sequence: str | None, event_ms: 
     return event_ms >= write_ms - CLOCK_SKEW_MS and int(line.get("record_count") or 0) > 0
 
 
-def _open_shard_iterators(streams: Any, stream_arn: str) -> list[str]:
+def open_shard_iterators(streams: Any, stream_arn: str) -> list[str]:
     """A LATEST iterator on each open shard (none when there are too many shards to follow)."""
     shards: list[dict[str, Any]] = []
     kwargs: dict[str, Any] = {"StreamArn": stream_arn}
@@ -100,7 +100,7 @@ def capture_sequence(
         return str(record["dynamodb"]["SequenceNumber"])
 
     return follow_shards(
-        (lambda: _open_shard_iterators(streams, stream_arn)) if stream_arn else None,
+        (lambda: open_shard_iterators(streams, stream_arn)) if stream_arn else None,
         lambda iterator: streams.get_records(ShardIterator=iterator, Limit=1000),
         sequence_of,
         write,
