@@ -8,7 +8,8 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 from botocore.exceptions import ClientError
@@ -34,7 +35,7 @@ from doctable.ops.verify.checks import Verifier
 from doctable.ops.verify.expect import Expectations, writes
 from doctable.ops.verify.items import Scratch
 from doctable.ops.verify.record import FAIL, PASS, CheckFailed, Row
-from doctable.ops.verify.replica_delivery import delivery_checks
+from doctable.ops.verify.replica_delivery import Region, delivery_checks
 from local import esm
 from local.runner import InvokeResult
 from local.services import dynamodb_replicas, mappings
@@ -358,7 +359,7 @@ def proof_line(aws: Aws, group: str, table: str) -> None:
     logs.put_log_events(logGroupName=group, logStreamName="s", logEvents=[event])
 
 
-def nudged(aws: Aws, proven: tuple[str, ...]) -> dict[str, Row]:
+def nudged(aws: Aws, proven: tuple[str, ...], timeout: float = 3.0) -> dict[str, Row]:
     """The nudge rows of a global table in REGION, B and C whose consumers in ``proven`` logged a proof line."""
     config = knobs(B, C)
     deploy_global(aws, config)
@@ -369,7 +370,7 @@ def nudged(aws: Aws, proven: tuple[str, ...]) -> dict[str, Row]:
     groups = {REGION: "consumer-home-logs", B: f"consumer-{B}-logs", C: f"consumer-{C}-logs"}
     for region in proven:
         proof_line(aws.in_region(region), groups[region], config.table_name)
-    run = NudgeRun(aws, deployment)
+    run = NudgeRun(aws, deployment, timeout=timeout)
     rows = {}
     for row_id, check in delivery_checks(run).items():
         try:
@@ -383,7 +384,7 @@ def nudged(aws: Aws, proven: tuple[str, ...]) -> dict[str, Row]:
         def empty(ddb: Any = ddb) -> bool | None:
             return True if not ddb.scan(TableName=config.table_name).get("Items") else None
 
-        assert run.progress.wait("the nudges to go", empty, 5.0)[0], region
+        assert run.progress.wait("the nudges to go", empty, 15.0)[0], region
     return rows
 
 
@@ -403,6 +404,48 @@ def test_a_region_whose_consumer_proves_nothing_fails_every_nudge_naming_it(glob
     # THEN every nudge row fails, naming C and no other region
     assert [rows[i].result for i in DELIVERY] == [FAIL, FAIL, FAIL]
     assert all(C in rows[i].observed and B not in rows[i].observed for i in DELIVERY)
+
+
+def test_a_nudge_not_replicated_in_time_fails_naming_the_regions_without_it(global_env: Aws) -> None:
+    # GIVEN replication slower than verify's bound
+    before = dynamodb_replicas.REGISTRY.delay * 1000
+    dynamodb_replicas.set_delay_ms(4_000)
+    try:
+        rows = nudged(global_env, (REGION, B, C), timeout=1.0)
+    finally:
+        dynamodb_replicas.set_delay_ms(before)
+    # THEN each nudge row fails, naming the two regions that did not return it
+    for origin in (REGION, B, C):
+        row = rows[f"replica-delivery:{origin}"]
+        others = [r for r in (REGION, B, C) if r != origin]
+        assert row.result == FAIL and all(r in row.observed for r in others) and origin not in row.observed
+
+
+def test_the_nudges_record_is_found_on_a_regions_stream_by_its_key_and_event() -> None:
+    # GIVEN a region following one shard whose records are another item's, then the nudge's INSERT
+    key = {names.PARTITION_KEY: "doctable-verify-x", names.SORT_KEY: "delivery-a"}
+    typed = {k: {"S": v} for k, v in key.items()}
+    other = {
+        "eventName": "INSERT",
+        "dynamodb": {"Keys": {**typed, names.SORT_KEY: {"S": "other"}}, "SequenceNumber": "1"},
+    }
+    ours = {"eventName": "INSERT", "dynamodb": {"Keys": typed, "SequenceNumber": "7"}}
+    pages = {
+        "it0": {"Records": [other], "NextShardIterator": "it1"},
+        "it1": {"Records": [ours], "NextShardIterator": "it2"},
+    }
+    streams = SimpleNamespace(get_records=lambda ShardIterator, Limit: pages[ShardIterator])
+    region = Region("a", cast(Aws, SimpleNamespace(client=lambda name: streams)), "group", "arn", ["it0"])
+    # WHEN it reads forward THEN the first read moves on, the second notes the nudge's sequence number and stops
+    region.read_stream(key, "INSERT")
+    assert (region.sequence, region.iterators) == (None, ["it1"])
+    region.read_stream(key, "INSERT")
+    assert (region.sequence, region.iterators) == ("7", [])
+    # AND a REMOVE-filtered mapping's nudge is not its INSERT
+    region.iterators = ["it1"]
+    region.sequence = None
+    region.read_stream(key, "REMOVE")
+    assert region.sequence is None
 
 
 # ------------------------------------------------------------------------------------------ IAM
