@@ -195,7 +195,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
         )
         return _finish(args, report, EXIT_REFUSED, lines)
     with user_errors(f"reading the replicas of {deployment.table_name}"):
-        live_replicas = replica_deploy.live_replica_regions(aws, deployment.table_name)
+        live_replicas = replica_deploy.live_replica_regions_of(aws, deployment.table_name)
     with user_errors(f"reading the indexes of {deployment.table_name}"):
         plan = index_deploy.plan_indexes(aws, deployment, config)
     if plan is not None and plan.busy:
@@ -248,10 +248,9 @@ def _deploy_replicas(
         code = run_cdk_deploy(command, cdk_environment(resolved, args), to_stderr=args.json)
         if code != 0:
             return code
-    removed = replica_deploy.stale_replica_stacks(aws, config, live_before)
-    for region in removed:
-        replica_deploy.delete_replica_stack(aws, config, region, progress.say)
-    report["replica_stacks_deleted"] = removed
+    report["replica_stacks_deleted"] = replica_deploy.remove_stale_replica_stacks(
+        aws, config, live_before, progress
+    )
     return 0
 
 

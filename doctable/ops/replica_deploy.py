@@ -8,22 +8,16 @@ replica's ``LatestStreamArn`` in its own region and hands the map to the app as 
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from contract.knobs import REPLICA_STREAMS_CONTEXT, DocTableConfig
-from doctable.aws import Aws, is_not_found, retry_config, user_errors
+from doctable.aws import Aws, is_not_found, user_errors
 from doctable.errors import UserError
+from doctable.ops.render import Progress
+from doctable.ops.replica_teardown import ReplicaStack, delete_replica_stacks
+from doctable.ops.replicas import live_replica_regions, replica_stack
 
 STACK_GONE_TIMEOUT = 1800.0
-GONE_STATUSES = frozenset({"DELETE_COMPLETE"})
-FAILED_DELETE = "DELETE_FAILED"
-
-
-def regional_client(aws: Aws, service: str, region: str) -> Any:
-    """A client of ``service`` in ``region``, from the deploy's own session and credentials."""
-    return aws.session.client(service, region_name=region, config=retry_config())
 
 
 def replica_streams(aws: Aws, table_name: str, regions: Sequence[str]) -> dict[str, str]:
@@ -31,7 +25,7 @@ def replica_streams(aws: Aws, table_name: str, regions: Sequence[str]) -> dict[s
     has no stream (the home stack's update did not make it)."""
     streams: dict[str, str] = {}
     for region in regions:
-        ddb = regional_client(aws, "dynamodb", region)
+        ddb = aws.in_region(region).client("dynamodb")
         with user_errors(f"reading the replica of {table_name} in {region}"):
             try:
                 table = ddb.describe_table(TableName=table_name)["Table"]
@@ -59,69 +53,36 @@ def replica_deploy_command(base: Sequence[str], config: DocTableConfig, streams:
     return [*command, "-c", f"{REPLICA_STREAMS_CONTEXT}={json.dumps(streams, sort_keys=True)}"]
 
 
-def stale_replica_stacks(aws: Aws, config: DocTableConfig, regions: Sequence[str]) -> list[str]:
-    """The regions among ``regions`` (not declared) that still hold this environment's replica consumer stack."""
-    found = []
+def remove_stale_replica_stacks(
+    aws: Aws, config: DocTableConfig, regions: Sequence[str], progress: Progress
+) -> list[str]:
+    """Delete this environment's consumer stack in each of ``regions`` the settings no longer declare (the home
+    stack's update took the replica out), waiting until each is gone; the regions whose stack was deleted."""
+    stale: list[ReplicaStack] = []
     for region in regions:
         if region in config.replicas:
             continue
-        cfn = regional_client(aws, "cloudformation", region)
-        with user_errors(f"looking for {config.replica_stack_name(region)} in {region}"):
-            try:
-                stacks = cfn.describe_stacks(StackName=config.replica_stack_name(region))["Stacks"]
-            except Exception as exc:
-                if "does not exist" in str(exc):
-                    continue
-                raise
-        if stacks and stacks[0]["StackStatus"] not in GONE_STATUSES:
-            found.append(region)
-    return found
+        name = config.replica_stack_name(region)
+        with user_errors(f"looking for {name} in {region}"):
+            stack = replica_stack(aws.in_region(region), name)
+        if stack is not None:
+            stale.append(
+                ReplicaStack(region, name, str(stack.get("StackId") or name), str(stack["StackStatus"]))
+            )
+    with user_errors("deleting the consumer stacks of the regions no longer replicas"):
+        _, still = delete_replica_stacks(aws, stale, timeout=STACK_GONE_TIMEOUT, progress=progress)
+    if still:
+        raise UserError("; ".join(still))
+    return [stack.region for stack in stale]
 
 
-def delete_replica_stack(
-    aws: Aws,
-    config: DocTableConfig,
-    region: str,
-    say: Callable[[str], None],
-    *,
-    timeout: float = STACK_GONE_TIMEOUT,
-) -> None:
-    """Delete the consumer stack of a region that is no longer a replica, and wait until it is gone."""
-    name = config.replica_stack_name(region)
-    cfn = regional_client(aws, "cloudformation", region)
-    say(f"deleting {name} in {region}: {region} is no longer a replica")
-    with user_errors(f"deleting {name} in {region}"):
-        cfn.delete_stack(StackName=name)
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                status = cfn.describe_stacks(StackName=name)["Stacks"][0]["StackStatus"]
-            except Exception as exc:
-                if "does not exist" in str(exc):
-                    return
-                raise
-            if status in GONE_STATUSES:
-                return
-            if status == FAILED_DELETE:
-                raise UserError(
-                    f"{name} in {region} could not be deleted (DELETE_FAILED): its events say why"
-                )
-            if time.monotonic() > deadline:
-                raise UserError(f"{name} in {region} was not deleted within {timeout:.0f}s (now {status})")
-            time.sleep(2.0)
-
-
-def live_replica_regions(aws: Aws, table_name: str) -> list[str]:
-    """The regions of the live table's replicas besides the home region (DescribeTable's ``Replicas``), none for
-    a table that does not exist yet or is not global."""
+def live_replica_regions_of(aws: Aws, table_name: str) -> tuple[str, ...]:
+    """The regions of the live table's replicas besides the home region, none for a table that does not exist
+    yet or is not global."""
     try:
         table = aws.client("dynamodb").describe_table(TableName=table_name)["Table"]
     except Exception as exc:
         if is_not_found(exc):
-            return []
+            return ()
         raise
-    return [
-        replica["RegionName"]
-        for replica in table.get("Replicas", [])
-        if replica.get("RegionName") != aws.region
-    ]
+    return live_replica_regions(table, aws.region)
