@@ -11,6 +11,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
+from local import clock
 from local.faults.spec import PATH, FaultSpecError
 
 
@@ -55,9 +56,10 @@ class FaultClient:
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _call(self, method: str, body: Any = None, query: str = "") -> dict[str, Any]:
+    def _call(self, method: str, body: Any = None, query: str = "", path: str = PATH) -> dict[str, Any]:
         data = None if body is None else json.dumps(body).encode("utf-8")
-        status, raw = self._exchange(method, self._parts.path + query, data)
+        target = self._parts.path.removesuffix(PATH) + path + query
+        status, raw = self._exchange(method, target, data)
         if status >= 400:
             detail = raw.decode("utf-8", "replace")
             with contextlib.suppress(ValueError):
@@ -87,3 +89,8 @@ class FaultClient:
 
     def mappings(self) -> dict[str, Any]:
         return dict(self.status(events=0)["mappings"])
+
+    def ttl_interval_elapsed(self, table_name: str) -> list[str]:
+        """The clock control (local/clock.py): UpdateTimeToLive's change interval has passed for the table; the
+        regions holding it."""
+        return list(self._call("POST", {"ttl_interval_elapsed": table_name}, path=clock.PATH)["tables"])

@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import parse_qs
 from xml.sax.saxutils import escape, unescape
 
+from local import clock
 from local.faults.spec import PATH, STATE, WHOLE_REQUEST, FaultSpecError, FaultState, Rule
 
 
@@ -32,6 +33,8 @@ class FaultMiddleware:
         path = environ.get("PATH_INFO", "")
         if path == PATH:
             return self._control(environ, start_response)
+        if path == clock.PATH:
+            return clock.handle(environ, start_response, _read_body(environ))
         if self.state.rules and _is_delete_objects(environ):
             rules = self.state.active("s3:DeleteObjects")
             if rules:

@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from local import clock
 from local.esm import get_manager
 from local.patching import Target, replace, truthy
 from local.services import dynamodb_index_rules, dynamodb_indexes, dynamodb_options, dynamodb_security
@@ -407,11 +408,11 @@ def update_time_to_live(self: Any, table_name: str, ttl_spec: dict[str, Any]) ->
     wanted = truthy(ttl_spec.get("Enabled"))
     if wanted == (table.ttl.get("TimeToLiveStatus") == "ENABLED"):
         raise _validation(f"TimeToLive is already {'enabled' if wanted else 'disabled'}")
-    changed = getattr(table, "doctable_ttl_changed", None)
+    changed = getattr(table, clock.TTL_CHANGED_ATTRIBUTE, None)
     if changed is not None and time.monotonic() - changed < _seconds(TTL_CHANGE_INTERVAL_ENV, 3600.0):
         raise _validation(TTL_RATE_LIMITED)
     _ORIGINAL["update_time_to_live"](self, table_name, ttl_spec)
-    table.doctable_ttl_changed = time.monotonic()
+    setattr(table, clock.TTL_CHANGED_ATTRIBUTE, time.monotonic())
 
 
 def _patch_update_constraints() -> None:

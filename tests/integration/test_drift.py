@@ -150,11 +150,7 @@ def test_ttl_disabled_behind_the_stack_is_drift_and_reconcile_respects_the_rate_
 ) -> None:
     # GIVEN TTL disabled behind the stack (the deploy enabled it: this is the table's second TTL change, refused
     # by DynamoDB's rate limit until its interval has passed since the deploy's change)
-    if not ot.change_ttl_when_allowed(local_aws.client("dynamodb"), TABLE, enabled=False):
-        pytest.skip(
-            f"the local AWS's TTL change interval outlasts {ot.TTL_INTERVAL_BOUND:.0f}s (it is "
-            "DOCTABLE_LOCAL_TTL_CHANGE_INTERVAL_SECONDS, default 3600): TTL cannot be disabled behind the stack"
-        )
+    ot.change_ttl_now(local_aws, TABLE, enabled=False)
     # THEN preflight reports drift (never "enables TTL"), reconcile lists UpdateTimeToLive
     assert_reported_as_drift(doctable, {"ttl"})
     applied = doctable("reconcile", "--apply", "--json")
@@ -162,7 +158,9 @@ def test_ttl_disabled_behind_the_stack_is_drift_and_reconcile_respects_the_rate_
         # WHEN the repair is the third TTL change within the interval THEN one line saying when to retry
         lines = applied.err.strip().splitlines()
         assert ot.TTL_RATE_LIMITED in lines[-1] and "retry `doctable reconcile --apply` after" in lines[-1]
-        return
+        # WHEN the interval has passed (the local AWS's clock control) THEN the retry repairs it
+        assert local_aws.faults.ttl_interval_elapsed(TABLE)
+        applied = doctable("reconcile", "--apply", "--json")
     assert applied.code == 0, applied.out + applied.err
     assert applied.json()["restored"] == ["ttl"]
     verify = doctable("verify", "--json", "-q", "--timeout", "60")

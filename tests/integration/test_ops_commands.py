@@ -144,19 +144,15 @@ def test_verify_table_output_and_exit_code(doctable: Callable[..., Result], flat
 def test_ttl_disabled_behind_the_stack_fails_naming_ttl(
     local_aws: lt.LocalAWS, doctable: Callable[..., Result], full: Outputs
 ) -> None:
-    ddb = local_aws.client("dynamodb")
     table = full["TableName"]
-    # The deploy enabled TTL: disabling it is the table's next TTL change, allowed once DynamoDB's interval passed.
-    if not ot.change_ttl_when_allowed(ddb, table, enabled=False):
-        pytest.skip(f"the local AWS's TTL change interval outlasts {ot.TTL_INTERVAL_BOUND:.0f}s")
+    # The deploy enabled TTL: disabling it is the table's next TTL change (the clock control passes its interval).
+    ot.change_ttl_now(local_aws, table, enabled=False)
     try:
         result = doctable("verify", "--json", *VERIFY_BOUND, knobs=FULL)
         assert result.code == 1
         assert set(failing(result)) == {"ttl"}
     finally:
-        assert ot.change_ttl_when_allowed(ddb, table, enabled=True), (
-            "TTL could not be restored within the bound"
-        )
+        ot.change_ttl_now(local_aws, table, enabled=True)
 
 
 def test_a_removed_tag_fails_naming_the_tags(

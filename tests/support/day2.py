@@ -1,9 +1,9 @@
 """Day 2 on live stacks: the machinery of tests/integration/test_day2_*.py.
 
 Each test there is a chain of flips on a stack of its own, so a failing flip hides only the rest of its own
-chain, and the two modules run in parallel under pytest-xdist. Each module's local AWS shortens the TTL change
-interval to ``TTL_INTERVAL`` seconds (AWS: about an hour), so TTL can be toggled within a test and the limit hit
-once on purpose. Items and blobs written after a chain's first deploy must survive every flip that keeps the
+chain, and the two modules run in parallel under pytest-xdist. Each module's local AWS keeps AWS's TTL change
+interval (an hour): the limit is hit once on purpose, then the local AWS's clock control (local/clock.py) says the
+interval has passed, so TTL is toggled again without waiting an hour. Items and blobs written after a chain's first deploy must survive every flip that keeps the
 table (and the blob bucket); a failed update (the rate limit, then a resource that cannot be created) rolls
 back, verify passes right after it (against the knobs the stack holds, saying the last update rolled back), and
 the next deploy succeeds.
@@ -29,9 +29,6 @@ import pytest
 from tests.support import localaws as lt
 from tests.support.cli import context_args, run_doctable
 
-# Long enough for a preflight and a deploy's synth on a busy machine to fit inside it.
-TTL_INTERVAL = 120
-TTL_ENV = "DOCTABLE_LOCAL_TTL_CHANGE_INTERVAL_SECONDS"
 RATE_LIMITED = "Time to live has been modified multiple times within a fixed interval"
 BASE = {"env": "dev", "table_base": "daytwo", "stream": "new-and-old"}
 KEPT = [(f"kept-{n}", "doc") for n in range(3)]
@@ -264,29 +261,17 @@ class Day2:
 
 @contextmanager
 def day2_local_aws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[lt.LocalAWS]:
-    """A local AWS with the TTL change interval shortened to ``TTL_INTERVAL``, bootstrapped; each chain of flips
-    deploys a stack of its own into it."""
+    """A local AWS with AWS's TTL change interval, bootstrapped; each chain of flips deploys a stack of its own
+    into it."""
     if not lt.CDK_BIN.exists():
         if os.environ.get("CI"):
             pytest.fail("the CDK CLI is not installed: run `npm ci` in the project root")
         pytest.skip("the CDK CLI is not installed: run `npm ci` in the project root")
-    previous = os.environ.get(TTL_ENV)
-    os.environ[TTL_ENV] = str(TTL_INTERVAL)  # read by the server process when it starts
-    try:
-        context = lt.private_local_aws(tmp_path_factory.mktemp("day2-aws"))
-        aws = context.__enter__()
-    finally:
-        if previous is None:
-            os.environ.pop(TTL_ENV, None)
-        else:
-            os.environ[TTL_ENV] = previous
-    try:
+    with lt.private_local_aws(tmp_path_factory.mktemp("day2-aws")) as aws:
         lt.run_cdk(
             aws, ["bootstrap", f"aws://{lt.ACCOUNT}/{lt.REGION}"], tmp_path_factory.mktemp("day2-boot")
         )
         yield aws
-    finally:
-        context.__exit__(None, None, None)
 
 
 @contextmanager

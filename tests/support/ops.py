@@ -184,32 +184,23 @@ def deploy_with_mapping(clients: Callable[[str], Any], config: DocTableConfig) -
 
 
 TTL_RATE_LIMITED = "Time to live has been modified multiple times within a fixed interval"
-TTL_INTERVAL_BOUND = 30.0  # how long a test waits for the local AWS's (shortened) TTL change interval
 
 
-def change_ttl_when_allowed(
-    ddb: Any, table: str, *, enabled: bool, bound: float = TTL_INTERVAL_BOUND
-) -> bool:
-    """UpdateTimeToLive, retried while DynamoDB refuses it as a change within its interval (AWS's message);
-    False when the refusal outlasts ``bound`` (the local AWS's DOCTABLE_LOCAL_TTL_CHANGE_INTERVAL_SECONDS, default
-    3600, is longer than the test can wait)."""
-    import time
-
+def change_ttl_now(aws: Any, table: str, *, enabled: bool) -> None:
+    """UpdateTimeToLive on the local AWS ``aws``; when DynamoDB refuses it as a second change within its interval
+    (AWS's message: an hour on AWS, DOCTABLE_LOCAL_TTL_CHANGE_INTERVAL_SECONDS locally), the local AWS's clock
+    control says the interval has passed (local/clock.py) and the change is made again, which must then succeed."""
     from botocore.exceptions import ClientError
 
-    deadline = time.monotonic() + bound
-    while True:
-        try:
-            ddb.update_time_to_live(
-                TableName=table,
-                TimeToLiveSpecification={"Enabled": enabled, "AttributeName": names.TTL_ATTRIBUTE},
-            )
-            return True
-        except ClientError as exc:
-            assert TTL_RATE_LIMITED in str(exc), exc
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.5)  # the refusal above is the condition waited on; this paces the retries
+    ddb = aws.client("dynamodb")
+    spec = {"Enabled": enabled, "AttributeName": names.TTL_ATTRIBUTE}
+    try:
+        ddb.update_time_to_live(TableName=table, TimeToLiveSpecification=spec)
+        return
+    except ClientError as exc:
+        assert TTL_RATE_LIMITED in str(exc), exc
+    assert aws.faults.ttl_interval_elapsed(table)
+    ddb.update_time_to_live(TableName=table, TimeToLiveSpecification=spec)
 
 
 def write_settings(path: Path, env: str = "dev", **knobs: str) -> Path:
