@@ -1,7 +1,8 @@
 """A live single-region table converted to a global table by `doctable deploy`, its items kept: on the local AWS
 with the real CDK CLI, the stack's AWS::DynamoDB::Table is retained, taken out of the stack and imported as
 AWS::DynamoDB::GlobalTable (`cdk import`), then the deploy adds the replica and its consumer stack, and verify
-passes in both regions.
+passes in both regions. The first conversion's import is refused once (fault injection): that deploy stops naming
+the step, and the next one continues from the live state, at the import.
 
 One environment (table_base ``conv``, env dev, home us-east-1, replica us-west-2), deployed once per module.
 """
@@ -76,23 +77,44 @@ def converted(
         )
     stream = ddb.describe_table(TableName=TABLE)["Table"]["LatestStreamArn"]
     settings.write_text(settings_text([WEST]))
+    # The import refused once (fault injection): the conversion stops after taking the table out of the stack.
+    rule = {"id": "import", "on": "cloudformation:CreateChangeSet", "action": "validation-error", "limit": 1}
+    local_aws.faults.set([{**rule, "stack": STACK, "change_set_type": "IMPORT"}])
+    try:
+        stopped = doctable("deploy", "--env", "dev", "--json")
+    finally:
+        local_aws.faults.clear()
+    after_stop = {"resources": table_resources(local_aws), "items": items(local_aws, HOME)}
     result = doctable("deploy", "--env", "dev", "--json")
     assert result.code == 0, result.err[-4000:]
     report: dict[str, Any] = result.json()
     report["stream_before"] = stream
+    report["stopped"] = {"code": stopped.code, "report": stopped.json(), **after_stop}
     return report
 
 
-def test_the_deploy_converts_the_table_in_three_recorded_steps(converted: dict[str, Any]) -> None:
-    # THEN preflight warned of the conversion (not a STOP, not destructive) and the deploy ran its three steps
-    finding = next(f for f in converted["findings"] if f["code"] == "table.to_global")
+def test_a_failed_import_stops_the_deploy_naming_the_step(converted: dict[str, Any]) -> None:
+    stopped = converted["stopped"]
+    report = stopped["report"]
+    # THEN preflight warned of the conversion (not a STOP, not destructive)
+    finding = next(f for f in report["findings"] if f["code"] == "table.to_global")
     assert (finding["level"], finding["destructive"]) == ("WARN", False)
-    assert [(s["step"], s["exit"]) for s in converted["conversion"]] == [
-        ("retain", 0),
-        ("detached", 0),
-        ("import", 0),
-    ]
-    assert converted["conversion"][2]["command"][3] == "import"
+    # AND the deploy ran retain and detached, then stopped at the refused import: exit 1, the step named
+    assert stopped["code"] == 1 and report["exit"] == 1 and report["deployed"] is False
+    steps = [(s["step"], s["exit"] == 0) for s in report["conversion"]]
+    assert steps == [("retain", True), ("detached", True), ("import", False)]
+    assert report["conversion"][2]["command"][3] == "import"
+    assert any("conversion step import failed" in line for line in report["messages"])
+    # AND the table was out of the stack, its items kept
+    assert stopped["resources"] == []
+    assert set(stopped["items"]) >= set(KEYS)
+
+
+def test_the_next_deploy_continues_at_the_import(converted: dict[str, Any]) -> None:
+    # THEN preflight found the stopped conversion (not a foreign or unmanaged table) and the deploy imported it
+    codes = {f["code"]: f["level"] for f in converted["findings"]}
+    assert codes.get("table.handover") == "WARN" and "table.unmanaged" not in codes
+    assert [(s["step"], s["exit"]) for s in converted["conversion"]] == [("import", 0)]
     assert converted["deployed"] is True
 
 
