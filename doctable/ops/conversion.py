@@ -56,14 +56,14 @@ def import_command(deploy_command: Sequence[str], mapping_file: str) -> list[str
     """``cdk import`` of the stack ``deploy_command`` deploys, with its context and output directory."""
     command: list[str] = []
     skip = False
-    for number, part in enumerate(deploy_command):
+    for part in deploy_command:
         if skip:
             skip = False
-            continue
-        if part in ("--require-approval", "--outputs-file"):
-            skip = True
-            continue
-        command.append("import" if part == "deploy" and number == 3 else part)
+        elif part in ("--require-approval", "--outputs-file"):
+            skip = True  # deploy's options, with their value
+        else:
+            command.append(part)
+    command[command.index("deploy")] = "import"  # the CDK CLI's command word (the first "deploy")
     return command + ["--resource-mapping", mapping_file, "--force"]
 
 
