@@ -41,7 +41,8 @@ CODES: dict[str, str] = {
     "table.no_template_change": "the deploy changes nothing of the table; drift is listed apart",
     "table.replaced": "the key schema changes, or an LSI is added, removed or changed: a new table and a data copy",
     "table.billing_mode_changed": "the billing mode changes",
-    "table.to_global": "replicas are declared for a single-region table: the type changes, refused (a replacement)",
+    "table.to_global": "replicas are declared for a single-region table: doctable deploy converts it, items kept",
+    "table.handover": "a conversion to a global table stopped with the table out of the stack: deploy continues it",
     "table.to_single": "replicas are dropped from a global table: the type changes, refused (a replacement)",
     # a global table's replica regions
     "replica.added": "a replica region is added: an online copy, billed per region (writes, storage, transfer)",

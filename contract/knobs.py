@@ -1072,7 +1072,11 @@ def _replica_rules(problems: Problems, values: dict[str, Any], region: str | Non
 # CDK context that is not a knob: a JSON object of replica region -> that replica's stream ARN, given to the app
 # because CloudFormation cannot give another region's stream ARN (infra/replica_stack.py).
 REPLICA_STREAMS_CONTEXT = "replica_streams"
-NON_KNOB_CONTEXT = frozenset({REPLICA_STREAMS_CONTEXT})
+# CDK context that is not a knob: a step of converting a single-region table to a global table (``retain``,
+# ``detached``, ``import``; infra/handover.py), and the live table's stream ARN the detached steps reference.
+TABLE_HANDOVER_CONTEXT = "table_handover"
+TABLE_STREAM_CONTEXT = "table_stream_arn"
+NON_KNOB_CONTEXT = frozenset({REPLICA_STREAMS_CONTEXT, TABLE_HANDOVER_CONTEXT, TABLE_STREAM_CONTEXT})
 
 
 def user_context(all_context: Mapping[str, Any]) -> dict[str, Any]:

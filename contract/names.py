@@ -17,6 +17,8 @@ OUT_KMS_KEY_ARN = "KmsKeyArn"  # only with encryption=customer-managed
 OUT_KINESIS_STREAM_ARN = "KinesisStreamArn"  # with kinesis on or an ARN: where table changes go
 ID_KINESIS_STREAM = "ChangeStream"  # the Kinesis data stream the stack creates with kinesis=on
 OUT_REPLICA_REGIONS = "ReplicaRegions"  # with replicas: the global table's other regions, comma-separated
+# while a single-region table is converted to a global table: the step the stack is at (infra/handover.py)
+OUT_TABLE_HANDOVER = "TableHandover"
 OUT_KNOBS = "Knobs"  # the resolved knobs the stack was deployed with (DocTableConfig.deployed_record)
 
 # Construct ids.
@@ -25,6 +27,30 @@ ID_RUNTIME_POLICY = "RuntimePolicy"
 ID_CONSUMER = "StreamConsumer"
 ID_BLOB_BUCKET = "BlobBucket"
 ID_ALARMS = "Alarms"
+ID_TABLE_RESOURCE = "Table"  # the table's construct in ID_TABLE, single-region (Table) or global (TableV2)
+
+
+def cdk_logical_id(*path: str) -> str:
+    """The logical id the CDK gives the resource at construct ``path`` below its stack (aws-cdk-lib's
+    makeUniqueId: the path's components, consecutive repeats and ``Resource`` left out, then the first 8 hex
+    digits of the MD5 of the whole path)."""
+    import hashlib
+
+    components = [c for c in path if c != "Default"]
+    digest = hashlib.md5("/".join(components).encode(), usedforsecurity=False).hexdigest()[:8].upper()
+    human: list[str] = []
+    for component in components:
+        if not human or not human[-1].endswith(component):
+            human.append(component)
+    text = "".join("".join(ch for ch in c if ch.isalnum()) for c in human if c != "Resource")
+    return text[:240] + digest
+
+
+def table_logical_id() -> str:
+    """The table's logical id, the same for AWS::DynamoDB::Table and AWS::DynamoDB::GlobalTable (one construct
+    path): the import of a converted table adopts it under this id."""
+    return cdk_logical_id(ID_TABLE, ID_TABLE_RESOURCE, "Resource")
+
 
 # Table shape: a single-table design; the gsi knob adds the generic overloaded index, the settings file others.
 PARTITION_KEY = "pk"

@@ -9,6 +9,7 @@ alike; the resource policy names the home table's ARN, so only the home replica 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from aws_cdk import CfnTag, RemovalPolicy
@@ -88,8 +89,13 @@ def global_table(
     shape: TableShape,
     config: DocTableConfig,
     resource_policy: iam.PolicyDocument | None,
+    replica_regions: Sequence[str] | None = None,
+    retain: bool | None = None,
 ) -> dynamodb.TableV2:
-    """The global table of ``shape`` with a replica in each of ``config.replicas`` besides the stack's region."""
+    """The global table of ``shape`` with a replica in each of ``replica_regions`` (default ``config.replicas``)
+    besides the stack's region; ``retain`` (default ``config.retain_on_delete``): DeletionPolicy Retain."""
+    regions = list(config.replicas if replica_regions is None else replica_regions)
+    retained = config.retain_on_delete if retain is None else retain
     caps = shape.on_demand_throughput or {}
     global_indexes, local_indexes = _indexes(shape)
     # AWS::DynamoDB::GlobalTable has no table-level Tags: each replica carries them (the stack's Tags aspect does
@@ -129,8 +135,8 @@ def global_table(
         local_secondary_indexes=local_indexes or None,
         encryption=_encryption(config),
         resource_policy=resource_policy,
-        replicas=[dynamodb.ReplicaTableProps(region=region, **replica_options) for region in config.replicas],
-        removal_policy=RemovalPolicy.RETAIN if config.retain_on_delete else RemovalPolicy.DESTROY,
+        replicas=[dynamodb.ReplicaTableProps(region=region, **replica_options) for region in regions],
+        removal_policy=RemovalPolicy.RETAIN if retained else RemovalPolicy.DESTROY,
         **replica_options,
     )
     if resource_policy is not None:
@@ -139,6 +145,6 @@ def global_table(
         # in their order, and the stack region's replica last.
         cfn = table.node.default_child
         assert isinstance(cfn, dynamodb.CfnGlobalTable)
-        for number in range(len(config.replicas)):
+        for number in range(len(regions)):
             cfn.add_property_deletion_override(f"Replicas.{number}.ResourcePolicy")
     return table

@@ -56,6 +56,12 @@ class DocTableStack(Stack):
         if config.has_stream:
             assert table.table_stream_arn is not None
             self._output(names.OUT_STREAM_ARN, table.table_stream_arn, "The NEW_AND_OLD_IMAGES stream's ARN")
+        if doc_table.handover is not None and doc_table.handover.detached:
+            self._output(
+                names.OUT_TABLE_HANDOVER,
+                doc_table.handover.step,
+                "The step of the table's conversion to a global table (retained, out of the stack, imported)",
+            )
         if config.is_global:
             self._output(
                 names.OUT_REPLICA_REGIONS,

@@ -10,10 +10,11 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from contract import names
-from contract.knobs import DocTableConfig
+from contract.knobs import TABLE_HANDOVER_CONTEXT, TABLE_STREAM_CONTEXT, DocTableConfig
 from contract.shape import TableShape, table_shape
 from infra import encryption, kinesis
 from infra.global_table import global_table
+from infra.handover import IMPORT, RETAIN, table_handover
 from infra.nag import acknowledge
 
 ATTRIBUTE_TYPES = {
@@ -34,8 +35,28 @@ class DocumentTable(Construct):
         self._resource_policy = encryption.table_resource_policy(self, config)
         # Created before the table, which names it in its KinesisStreamSpecification.
         self.change_stream = kinesis.change_stream(self, config, self.encryption_key)
-        self.table: dynamodb.Table | dynamodb.TableV2
-        if config.is_global:
+        self.table: dynamodb.ITable
+        # Converting a live single-region table to a global table, one step per deploy (infra/handover.py).
+        self.handover = table_handover(
+            self.node.try_get_context(TABLE_HANDOVER_CONTEXT),
+            self.node.try_get_context(TABLE_STREAM_CONTEXT),
+            config,
+        )
+        if self.handover is not None and self.handover.step == RETAIN:
+            self.table = self._build_table(
+                self.shape, retain=True, env=config.env, pitr_by_default=config.pitr_by_default
+            )
+        elif self.handover is not None:
+            if self.handover.step == IMPORT:
+                imported = global_table(
+                    self, "Table", shape=self.shape, config=config, resource_policy=self._resource_policy,
+                    replica_regions=(), retain=True,
+                )  # fmt: skip
+                self._acknowledge_pitr(imported, self.shape, config.env, config.pitr_by_default)
+            self.table = dynamodb.Table.from_table_attributes(
+                self, "RetainedTable", table_name=self.shape.name, table_stream_arn=self.handover.stream_arn
+            )
+        elif config.is_global:
             self.table = global_table(
                 self, "Table", shape=self.shape, config=config, resource_policy=self._resource_policy
             )

@@ -24,6 +24,7 @@ LONGEST_FIRST = (
     "test_day2_mapping",
     "test_table_options",
     "test_global_tables",
+    "test_global_conversion",
     "test_packaging",
     "test_indexes",
     "test_kinesis",

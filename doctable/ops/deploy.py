@@ -22,7 +22,7 @@ from contract.settings import CONFIG_VARIABLE, Resolved
 from contract.shape import table_shape
 from doctable.aws import user_errors
 from doctable.errors import UserError
-from doctable.ops import index_deploy, replica_deploy
+from doctable.ops import conversion, index_deploy, replica_deploy
 from doctable.ops.command import add_common_arguments, connect_aws, guarded, print_json, report_knobs, seconds
 from doctable.ops.context import describe_stack, resolve_run, use_deployed_knobs
 from doctable.ops.preflight import render_findings, run_preflight
@@ -194,6 +194,15 @@ def cmd_deploy(args: argparse.Namespace) -> int:
             f"deploy them deliberately with {ALLOW_FLAG} (make deploy ALLOW_DESTRUCTIVE=1)"
         )
         return _finish(args, report, EXIT_REFUSED, lines)
+    start = conversion.start_step(findings)
+    if start is not None:
+        code, failed = _convert(args, resolved, aws, start, progress, report)
+        if code != 0:
+            return _finish(
+                args, report, 1,
+                [f"conversion step {failed} failed (exit {code}): its output above says why; the table keeps its "
+                 "items, and the next doctable deploy continues the conversion from where it stopped"],
+            )  # fmt: skip
     with user_errors(f"reading the replicas of {deployment.table_name}"):
         live_replicas = replica_deploy.live_replica_regions_of(aws, deployment.table_name)
     with user_errors(f"reading the indexes of {deployment.table_name}"):
@@ -227,6 +236,28 @@ def cmd_deploy(args: argparse.Namespace) -> int:
         verified = verify_command.cmd_verify(verify_args(args, as_json=False))
     report["verified"] = verified == 0
     return _finish(args, report, 0 if verified == 0 else 1, [] if verified == 0 else ["verify failed"])
+
+
+def _convert(
+    args: argparse.Namespace,
+    resolved: Resolved,
+    aws: Any,
+    start: str,
+    progress: Progress,
+    report: dict[str, Any],
+) -> tuple[int, str | None]:
+    """The single-region table converted to a global table before the deploy (doctable/ops/conversion.py)."""
+    environment = cdk_environment(resolved, args)
+    with user_errors(f"converting {resolved.config.table_name} to a global table"):
+        return conversion.convert(
+            aws,
+            resolved.config,
+            start,
+            cdk_command(resolved.config, args),
+            lambda command: run_cdk_deploy(command, environment, to_stderr=args.json),
+            progress.say,
+            report.setdefault("conversion", []),
+        )
 
 
 def _deploy_replicas(

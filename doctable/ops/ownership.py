@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from contract import names
 from contract.findings import Finding, Level
 from contract.knobs import MANAGED_BY, DocTableConfig
+from contract.shape import GLOBAL_TABLE_TYPE
 from doctable.aws import Aws, call_or_none
 from doctable.errors import RefusedError
 from doctable.ops.capability import Drift, Observed, stack_table_ids
@@ -119,6 +121,15 @@ def _table_outside(deployment: Deployment, tags: dict[str, str]) -> Finding:
     config = deployment.target
     shown = ", ".join(f"{k}={v}" for k, v in tags.items()) or "no tags"
     where = f"outside stack {config.stack_name}" + ("" if deployment.exists else " (not deployed)")
+    handover = deployment.out(names.OUT_TABLE_HANDOVER)
+    if handover and is_ours(tags) and config.is_global and deployment.exists:
+        return Finding(
+            Level.WARN, "table.handover", "table", f"exists {where} (conversion step {handover})",
+            f"in stack {config.stack_name} as {GLOBAL_TABLE_TYPE}",
+            "a conversion to a global table stopped after the retained table was taken out of the stack: this "
+            "deploy continues it, importing the table as a global table with its items, then adds the replicas",
+            before=handover, after=GLOBAL_TABLE_TYPE,
+        )  # fmt: skip
     if not is_ours(tags):
         return Finding(
             Level.STOP, "table.foreign", "table", f"exists {where}; {shown}", f"ManagedBy={MANAGED_BY}",
@@ -140,7 +151,9 @@ class OwnershipCapability:
 
     name = "ownership"
     compares_live = True
-    codes = frozenset({"table.created", "table.missing", "table.foreign", "table.unmanaged"})
+    codes = frozenset(
+        {"table.created", "table.missing", "table.foreign", "table.unmanaged", "table.handover"}
+    )
     calls = (TABLE_TAGS,)
 
     def _tags(self, observed: Observed) -> dict[str, str]:

@@ -4,8 +4,8 @@ teardown read too.
 
 A table's resource type is fixed by its knobs: ``AWS::DynamoDB::Table`` without replicas,
 ``AWS::DynamoDB::GlobalTable`` with them. A change of type is a new resource for CloudFormation, which would
-replace the table: preflight refuses it (STOP) until the conversion (a resource import of the retained table) is
-automated."""
+replace the table: a single-region table becoming global is converted by ``doctable deploy`` (a resource import
+of the retained table, doctable/ops/conversion.py); a global table becoming single-region is refused (STOP)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ from doctable.aws import Aws, error_code
 from doctable.ops.capability import Observed
 
 REPLICA_ACTIVE = "ACTIVE"  # ReplicaStatus of a replica that takes reads and writes
+# A conversion to a global table (doctable/ops/conversion.py): retain, take out, import, then the deploy.
+CONVERSION_UPDATES = 4
 
 
 def live_replicas(table: dict[str, Any], home: str) -> dict[str, str]:
@@ -49,17 +51,21 @@ def replica_stack(aws: Aws, stack_name: str) -> dict[str, Any] | None:
 
 
 def _conversion(config: DocTableConfig, live_type: str, declared_type: str) -> Finding:
-    code = "table.to_global" if declared_type == GLOBAL_TABLE_TYPE else "table.to_single"
-    what = (
-        f"replicas={','.join(config.replicas)} makes the table a global table"
-        if declared_type == GLOBAL_TABLE_TYPE
-        else "replicas=none makes the global table a single-region table"
-    )
+    if declared_type == GLOBAL_TABLE_TYPE:
+        return Finding(
+            Level.WARN, "table.to_global", "table type", live_type, declared_type,
+            f"replicas={','.join(config.replicas)} makes the table a global table: the resource type changes "
+            f"({live_type} -> {declared_type}), which CloudFormation cannot do in place. `doctable deploy` converts "
+            f"it with its items kept, by resource import, in {CONVERSION_UPDATES} CloudFormation operations: the "
+            "table retained, taken out of the stack, imported as a global table, then the update that adds the "
+            "replicas (an online copy to each region); a failed step stops and the next deploy continues from it",
+            False, live_type, declared_type,
+        )  # fmt: skip
     return Finding(
-        Level.STOP, code, "table type", live_type, declared_type,
-        f"{what}: the resource type changes ({live_type} -> {declared_type}), so CloudFormation would REPLACE the "
-        "table (a new, empty one under a fixed name fails). The conversion (CloudFormation resource import of the "
-        "retained table) is not automated yet: refused",
+        Level.STOP, "table.to_single", "table type", live_type, declared_type,
+        "replicas=none makes the global table a single-region table: the resource type changes "
+        f"({live_type} -> {declared_type}), so CloudFormation would REPLACE the table (a new, empty one under a "
+        "fixed name fails). Converting a global table back is not automated: refused",
         True, live_type, declared_type,
     )  # fmt: skip
 

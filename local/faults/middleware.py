@@ -1,4 +1,5 @@
-"""The fault-injection WSGI middleware: the control endpoint, and S3 DeleteObjects answered with injected faults."""
+"""The fault-injection WSGI middleware: the control endpoint, S3 DeleteObjects answered with injected faults, and
+CloudFormation CreateChangeSet refused."""
 
 from __future__ import annotations
 
@@ -39,7 +40,34 @@ class FaultMiddleware:
             rules = self.state.active("s3:DeleteObjects")
             if rules:
                 return self._delete_objects(environ, start_response, rules)
+        if self.state.rules and _is_cloudformation(environ):
+            rules = self.state.active("cloudformation:CreateChangeSet")
+            if rules:
+                body = _read_body(environ)
+                environ["wsgi.input"] = io.BytesIO(body)
+                environ["CONTENT_LENGTH"] = str(len(body))
+                refused = self._create_change_set(environ, body, rules)
+                if refused is not None:
+                    return _cloudformation_error(start_response, environ, refused)
         return self.app(environ, start_response)
+
+    # ---- CloudFormation CreateChangeSet ----
+    def _create_change_set(self, environ: dict[str, Any], body: bytes, rules: list[Rule]) -> str | None:
+        """The message of the refusal of a CreateChangeSet a rule matches and fires for; None otherwise."""
+        operation, params = _cloudformation_call(environ, body)
+        if operation != "CreateChangeSet":
+            return None
+        stack, change_set_type = str(params.get("StackName", "")), str(params.get("ChangeSetType", "CREATE"))
+        with self.state.lock:
+            for rule in rules:
+                if rule.options.get("stack") not in (None, stack):
+                    continue
+                if rule.options.get("change_set_type") not in (None, change_set_type):
+                    continue
+                if rule.draw():
+                    self.state.record(rule, {"stack": stack, "change_set_type": change_set_type})
+                    return f"Change set of type {change_set_type} for stack {stack} refused (fault injection)"
+        return None
 
     # ---- the control endpoint ----
     def _control(self, environ: dict[str, Any], start_response: Any) -> Any:
@@ -250,3 +278,47 @@ def _delete_result(start_response: Any, moto_xml: str, failed: dict[str, str]) -
     body = xml.encode("utf-8")
     start_response("200 OK", [("Content-Type", "application/xml"), ("Content-Length", str(len(body)))])
     return [body]
+
+
+def _is_cloudformation(environ: dict[str, Any]) -> bool:
+    return environ.get("REQUEST_METHOD") == "POST" and "/cloudformation/aws4_request" in environ.get(
+        "HTTP_AUTHORIZATION", ""
+    )
+
+
+def _cloudformation_call(environ: dict[str, Any], body: bytes) -> tuple[str, dict[str, Any]]:
+    """(operation, parameters) of a CloudFormation request, in the JSON or the query protocol."""
+    target = environ.get("HTTP_X_AMZ_TARGET")
+    if target:
+        try:
+            data = json.loads(body or b"{}")
+        except ValueError:
+            data = {}
+        return target.rsplit(".", 1)[-1], data if isinstance(data, dict) else {}
+    params = {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
+    params.update({k: v[0] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()})
+    return params.get("Action", ""), params
+
+
+def _cloudformation_error(start_response: Any, environ: dict[str, Any], message: str) -> list[bytes]:
+    """CloudFormation's ValidationError, in the protocol of the request."""
+    request_id = str(uuid.uuid4())
+    if environ.get("HTTP_X_AMZ_TARGET"):
+        data = json.dumps({"__type": "ValidationError", "message": message}).encode()
+        content_type = "application/x-amz-json-1.0"
+    else:
+        data = (
+            '<ErrorResponse xmlns="http://cloudformation.amazonaws.com/doc/2010-05-15/"><Error>'
+            f"<Type>Sender</Type><Code>ValidationError</Code><Message>{escape(message)}</Message></Error>"
+            f"<RequestId>{request_id}</RequestId></ErrorResponse>"
+        ).encode()
+        content_type = "text/xml"
+    start_response(
+        "400 Bad Request",
+        [
+            ("Content-Type", content_type),
+            ("Content-Length", str(len(data))),
+            ("x-amzn-RequestId", request_id),
+        ],
+    )
+    return [data]

@@ -17,11 +17,14 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "s3:DeleteObjects": ("slowdown", "internal-error", "access-denied", "key-errors", "delay"),
     "lambda:Invoke": ("crash", "timeout"),
     "esm:Deliver": ("duplicate",),
+    # A CreateChangeSet refused as CloudFormation refuses one (ValidationError): a deploy step that fails.
+    "cloudformation:CreateChangeSet": ("validation-error",),
 }
 OPTIONS: dict[str, tuple[str, ...]] = {
     "s3:DeleteObjects": ("bucket", "match", "keys", "code", "phase", "delay_ms"),
     "lambda:Invoke": ("function", "after_ms"),
     "esm:Deliver": ("mapping",),
+    "cloudformation:CreateChangeSet": ("stack", "change_set_type"),
 }
 COMMON = ("id", "on", "action", "rate", "limit")
 WHOLE_REQUEST = ("slowdown", "internal-error", "access-denied")
@@ -124,7 +127,7 @@ def parse_spec(spec: Any) -> tuple[int, list[Rule]]:
 
 def _option_problems(where: str, on: str, action: str, options: dict[str, Any]) -> list[str]:
     problems = []
-    for name in ("bucket", "match", "function", "mapping", "code"):
+    for name in ("bucket", "match", "function", "mapping", "code", "stack", "change_set_type"):
         if name in options and not (isinstance(options[name], str) and options[name]):
             problems.append(f"{where}.{name} must be a non-empty string")
     if "keys" in options and options["keys"] != "all":

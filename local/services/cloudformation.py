@@ -8,7 +8,8 @@
 - a modified resource whose type has no update support keeps its resource instead of becoming ``None``;
 - a failing deployment is rolled back and ends in ``*_ROLLBACK_COMPLETE`` (``UPDATE_ROLLBACK_FAILED`` when
   the rollback fails) / ``DELETE_FAILED`` with the reason, as on AWS, instead of a 500 the CLI cannot explain;
-- ListStackResources lists the resources the stack has (moto created missing ones lazily while listing).
+- ListStackResources lists the resources the stack has (moto created missing ones lazily while listing);
+- an IMPORT change set (``ResourcesToImport``) adopts existing resources (local/services/cfn_import.py).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import logging
 from typing import Any
 
 from local.patching import Target, replace, truthy
-from local.services import cfn_update
+from local.services import cfn_import, cfn_update
 
 log = logging.getLogger("doctable.local.cloudformation")
 
@@ -56,6 +57,7 @@ MOTO_TARGETS = (
     Target("moto.cloudformation.exceptions", "ValidationError"),
     Target("moto.cloudformation.exceptions", "CloudFormationError"),
     *cfn_update.MOTO_TARGETS,
+    *cfn_import.MOTO_TARGETS,
 )
 
 
@@ -150,6 +152,9 @@ def apply() -> None:
         if change_set is None:
             raise _change_set_not_found(change_set_name)
         stack = self.stacks[change_set.stack_id]
+        if change_set.change_set_type == "IMPORT":
+            cfn_import.execute(self, change_set)
+            return
         creating = change_set.change_set_type == "CREATE"
         verb = "CREATE" if creating else "UPDATE"
         stack._add_stack_event(f"{verb}_IN_PROGRESS", resource_status_reason="User Initiated")
@@ -298,6 +303,8 @@ def apply() -> None:
         stack_body = self._get_param("TemplateBody")
         template_url = self._get_param("TemplateURL")
         change_set_type = self._get_param("ChangeSetType", "CREATE")
+        if change_set_type == "IMPORT":
+            return _import_change_set(self)
         stack = None
         if change_set_type == "UPDATE":
             stack = self.cloudformation_backend.get_stack(stack_name)
@@ -339,6 +346,41 @@ def apply() -> None:
 
     # Reasons are reported like AWS does, in DescribeStacks.
     replace(cm.Stack, "status_reason", None)
+
+
+def _import_change_set(response: Any) -> Any:
+    """CreateChangeSet with ChangeSetType=IMPORT into an existing stack (local/services/cfn_import.py)."""
+    from moto.cloudformation import responses as cr
+    from moto.cloudformation.exceptions import ValidationError
+
+    backend = response.cloudformation_backend
+    stack_name = response._get_param("StackName")
+    body = response._get_param("TemplateBody")
+    if response._get_param("TemplateURL"):
+        body = response._get_stack_from_s3_url(response._get_param("TemplateURL"))
+    stack = backend.get_stack(stack_name)
+    parameters: dict[str, Any] = {}
+    for param in response._get_param("Parameters", []):
+        key = param["ParameterKey"]
+        if truthy(param.get("UsePreviousValue", False)):
+            if key in stack.parameters:
+                parameters[key] = stack.parameters[key]
+        elif "ParameterValue" in param:
+            parameters[key] = param["ParameterValue"]
+    try:
+        change_set_id, stack_id = cfn_import.create_change_set(
+            backend,
+            stack_name=stack_name,
+            change_set_name=response._get_param("ChangeSetName"),
+            template_body=body,
+            parameters=parameters,
+            resources_to_import=response._get_param("ResourcesToImport", []),
+            description=response._get_param("Description"),
+            role_arn=response._get_param("RoleARN"),
+        )
+    except cfn_import.ImportRefused as exc:
+        raise ValidationError(stack_name, message=str(exc)) from None
+    return cr.ActionResult({"Id": change_set_id, "StackId": stack_id})
 
 
 def _change_set_not_found(name: str) -> Exception:

@@ -239,10 +239,11 @@ def test_a_replica_region_removed_is_destructive_and_one_added_is_not() -> None:
     assert codes == {"replica.added": False, "replica.removed": True}
 
 
-def test_a_change_of_the_tables_type_is_destructive() -> None:
-    # GIVEN a single-region table  WHEN the knobs declare a replica  THEN the conversion is destructive (a STOP)
-    assert replica_codes({**STREAM, "replicas": "us-east-1"}, TABLE_TYPE) == {"table.to_global": True}
-    # AND a global table whose knobs drop every replica likewise
+def test_a_conversion_to_global_is_not_destructive_and_one_back_is() -> None:
+    # GIVEN a single-region table  WHEN the knobs declare a replica  THEN the conversion keeps the items: not
+    # destructive (doctable deploy converts it by resource import)
+    assert replica_codes({**STREAM, "replicas": "us-east-1"}, TABLE_TYPE) == {"table.to_global": False}
+    # AND a global table whose knobs drop every replica is destructive (a STOP: it would be replaced)
     assert replica_codes(STREAM, GLOBAL_TABLE_TYPE, "us-east-1") == {"table.to_single": True}
 
 

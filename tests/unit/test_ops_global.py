@@ -21,8 +21,8 @@ from contract.knobs import DocTableConfig
 from contract.shape import GLOBAL_TABLE_TYPE, TABLE_TYPE, table_shape
 from doctable.aws import Aws
 from doctable.errors import RefusedError
+from doctable.ops import conversion, replica_teardown
 from doctable.ops import preflight as p
-from doctable.ops import replica_teardown
 from doctable.ops.capability import observe_table
 from doctable.ops.context import Deployment, describe_stack, use_deployed_knobs
 from doctable.ops.deploy import gate
@@ -173,15 +173,19 @@ def test_a_replica_added_behind_the_stack_is_drift(global_env: Aws) -> None:
     assert not p.destructive(findings)
 
 
-def test_a_single_region_table_declared_global_is_refused(moto_env: Aws) -> None:
+def test_a_single_region_table_declared_global_is_converted(moto_env: Aws) -> None:
     # GIVEN the stack's single-region table, and knobs that now declare a replica
     ot.deploy(moto_env.client, knobs())
     # WHEN preflight observes
     findings = p.run_preflight(moto_env, deployment_of(moto_env, knobs(B)))
-    # THEN the type change stops the deploy, destructive, with both types as values
+    # THEN the type change is a warning, not destructive, with both types as values: the deploy converts it
     converted = by_code(findings)["table.to_global"]
-    assert (converted.level, converted.destructive) == (Level.STOP, True)
+    assert (converted.level, converted.destructive) == (Level.WARN, False)
     assert (converted.before, converted.after) == (TABLE_TYPE, GLOBAL_TABLE_TYPE)
+    assert "items kept" in converted.effect and "4 CloudFormation operations" in converted.effect
+    assert not [f for f in findings if f.level is Level.STOP]
+    # AND the deploy starts the conversion at its first step
+    assert conversion.start_step(findings) == "retain"
 
 
 def test_a_global_table_declared_single_region_is_refused(global_env: Aws) -> None:
