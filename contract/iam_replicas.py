@@ -74,7 +74,7 @@ def replica_parts(command: str, config: DocTableConfig, account: str, partition:
             ("ReadReplicaStacks", ("cloudformation:DescribeStacks",), stacks, None),
             (
                 "ReadReplicaTables",
-                ("dynamodb:DescribeTable",),
+                ("dynamodb:DescribeTable", "dynamodb:DescribeContinuousBackups"),
                 replica_table_arns(config, account, partition),
                 None,
             ),

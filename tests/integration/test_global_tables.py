@@ -32,7 +32,10 @@ PROOF = "stream_records_received"
 
 def settings_text(replicas: list[str]) -> str:
     shown = ", ".join(f'"{r}"' for r in replicas)
-    return f'[defaults]\ntable_base = "glob"\nstream = "new-and-old"\n\n[environments.dev]\nreplicas = [{shown}]\n'
+    return (
+        f'[defaults]\ntable_base = "glob"\nstream = "new-and-old"\npitr = "on"\n\n'
+        f"[environments.dev]\nreplicas = [{shown}]\n"
+    )
 
 
 def client(aws: lt.LocalAWS, service: str, region: str) -> Any:
@@ -121,7 +124,8 @@ def test_deploy_makes_a_replica_and_a_consumer_stack_in_each_region(
     # THEN verify passed, its replica rows among its checks
     rows = {check["id"]: check for check in deployed["verify"]["rows"]}
     assert deployed["verified"] is True
-    for row in ("replicas", f"replica-consumer:{WEST}", f"replica-consumer:{EU}"):
+    replica_rows = [f"replica-{what}:{r}" for what in ("options", "consumer") for r in (WEST, EU)]
+    for row in ("replicas", *replica_rows):
         assert rows[row]["result"] == "PASS", rows[row]
     # AND a nudge written in each region reached every other region and was proven by every region's consumer
     for region in (HOME, WEST, EU):

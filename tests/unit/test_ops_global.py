@@ -270,6 +270,34 @@ def test_verify_checks_every_replica_region_and_its_consumer(global_env: Aws) ->
     assert [rows[i].result for i in ids] == [PASS, PASS, PASS]
 
 
+def test_each_replica_has_the_declared_class_protection_and_pitr_or_its_row_fails(global_env: Aws) -> None:
+    # GIVEN a global table declared with PITR (35 days) and deletion protection, replicas in B and C
+    config = knobs(B, C, pitr="on", deletion_protection="on")
+    deploy_global(global_env, config)
+    ddb = {r: global_env.in_region(r).client("dynamodb") for r in (REGION, B, C)}
+    for region in (REGION, B, C):
+        ddb[region].update_continuous_backups(
+            TableName=config.table_name,
+            PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True},
+        )
+    declared = "class STANDARD; deletion protection on; PITR on (35 days)"
+    rows = verify_rows(global_env, config)
+    assert [(rows[f"replica-options:{r}"].result, rows[f"replica-options:{r}"].observed) for r in (B, C)] == [
+        (PASS, declared),
+        (PASS, declared),
+    ]
+    # WHEN PITR is turned off on C's replica and its deletion protection lifted, behind the stack
+    ddb[C].update_continuous_backups(
+        TableName=config.table_name,
+        PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": False},
+    )
+    ddb[C].update_table(TableName=config.table_name, DeletionProtectionEnabled=False)
+    rows = verify_rows(global_env, config)
+    # THEN C's row fails showing what it found, and B's still passes
+    assert (rows[f"replica-options:{B}"].result, rows[f"replica-options:{C}"].result) == (PASS, FAIL)
+    assert rows[f"replica-options:{C}"].observed == "class STANDARD; deletion protection off; PITR off"
+
+
 def test_verify_fails_a_missing_replica_stack_and_an_undeclared_replica(global_env: Aws) -> None:
     # GIVEN a global table deployed with a replica in B and no replica stack, then C added by hand
     config = knobs(B)
@@ -463,7 +491,8 @@ def policy(role: str, command: str, config: DocTableConfig) -> dict[str, iam.Sta
 def test_the_replica_checks_read_the_table_and_the_replica_stack_in_each_replica_region() -> None:
     # GIVEN the reader's verify (read-only) of a global table with replicas in B and C
     found = policy("reader", "verify", knobs(B, C))
-    # THEN it reads the table in each replica region, and each replica stack, nothing else there
+    # THEN it reads the table (its description and its PITR) in each replica region, and each replica stack,
+    # nothing else there
     assert found["ReadReplicaTables"].resources == tuple(
         f"arn:aws:dynamodb:{r}:{ACCOUNT}:table/items-dev" for r in (B, C)
     )
@@ -472,7 +501,11 @@ def test_the_replica_checks_read_the_table_and_the_replica_stack_in_each_replica
     )
     assert found["ReadReplicaMappings"].actions == ("lambda:GetEventSourceMapping",)
     replica_actions = {a for sid in ("ReadReplicaTables", "ReadReplicaStacks") for a in found[sid].actions}
-    assert replica_actions == {"dynamodb:DescribeTable", "cloudformation:DescribeStacks"}
+    assert replica_actions == {
+        "dynamodb:DescribeTable",
+        "dynamodb:DescribeContinuousBackups",
+        "cloudformation:DescribeStacks",
+    }
 
 
 def test_the_full_verify_may_write_verify_test_items_and_read_proof_lines_in_each_replica_region() -> None:

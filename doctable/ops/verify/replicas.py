@@ -1,5 +1,6 @@
 """verify's rows for a global table (``replicas``), each read-only: the home table's replica regions (every
-declared one ACTIVE, no other), and per replica region its stack ``doctable-<table_base>-<env>-<region>``, settled,
+declared one ACTIVE, no other); per replica region the replica's options (``replica-options:<region>``: table
+class, deletion protection, PITR and its period as declared), and its stack ``doctable-<table_base>-<env>-<region>``, settled,
 whose event-source mapping is Enabled on that region's replica stream (DescribeTable there: ``LatestStreamArn``).
 Clients for a replica region come from ``Aws.in_region``."""
 
@@ -9,7 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 from contract import names
-from contract.knobs import DocTableConfig
+from contract.knobs import TABLE_CLASS_DEFAULT_CFN, DocTableConfig
+from contract.shape import PITR_DEFAULT_DAYS, table_shape
 from doctable.aws import Aws, call_or_none
 from doctable.ops.context import Deployment
 from doctable.ops.ownership import SETTLED_STATES
@@ -36,6 +38,10 @@ def replica_rows(config: DocTableConfig) -> list[tuple[str, str, str]]:
             "replica regions as declared",
             f"{', '.join(f'{r} {REPLICA_ACTIVE}' for r in config.replicas)}; no other region",
         )
+    ]
+    rows += [
+        (replica_options_row_id(region), f"replica options in {region}", declared_options(config))
+        for region in config.replicas
     ]
     if config.builtin_consumer:
         rows += [
@@ -70,6 +76,8 @@ def replica_checks(
         return observed
 
     checks: dict[str, Callable[[], str]] = {REPLICAS_ROW: check_replicas}
+    for region in config.replicas:
+        checks[replica_options_row_id(region)] = _options_check(aws.in_region(region), config, region)
     if config.builtin_consumer:
         for region in config.replicas:
             checks[replica_row_id(region)] = _consumer_check(aws.in_region(region), config, region)
@@ -106,5 +114,48 @@ def _consumer_check(there: Aws, config: DocTableConfig, region: str) -> Callable
         if problems:
             raise CheckFailed("; ".join(problems))
         return f"{status}; mapping {uuid} {state} on {stream}"
+
+    return check
+
+
+def replica_options_row_id(region: str) -> str:
+    """The row id of a replica's options check."""
+    return f"replica-options:{region}"
+
+
+def options_text(table_class: str, protected: bool, pitr_days: int | None) -> str:
+    """A replica's options as verify says them, declared and observed alike."""
+    pitr = f"PITR on ({pitr_days} days)" if pitr_days is not None else "PITR off"
+    return f"class {table_class}; deletion protection {'on' if protected else 'off'}; {pitr}"
+
+
+def declared_options(config: DocTableConfig) -> str:
+    """What every replica must have: the table class, deletion protection and PITR (with its recovery period) the
+    knobs declare for the home table; contributor insights is checked at home only."""
+    shape = table_shape(config)
+    days = (shape.pitr_days or PITR_DEFAULT_DAYS) if shape.pitr else None
+    return options_text(shape.table_class, shape.deletion_protection, days)
+
+
+def _options_check(there: Aws, config: DocTableConfig, region: str) -> Callable[[], str]:
+    def check() -> str:
+        ddb = there.client("dynamodb")
+        table = (call_or_none(ddb.describe_table, TableName=config.table_name) or {}).get("Table")
+        if table is None:
+            raise CheckFailed(f"no replica of {config.table_name} in {region}")
+        recovery = (
+            ddb.describe_continuous_backups(TableName=config.table_name)
+            .get("ContinuousBackupsDescription", {})
+            .get("PointInTimeRecoveryDescription", {})
+        )
+        days = recovery.get("RecoveryPeriodInDays", PITR_DEFAULT_DAYS)
+        observed = options_text(
+            (table.get("TableClassSummary") or {}).get("TableClass", TABLE_CLASS_DEFAULT_CFN),
+            bool(table.get("DeletionProtectionEnabled")),
+            int(days) if recovery.get("PointInTimeRecoveryStatus") == "ENABLED" else None,
+        )
+        if observed != declared_options(config):
+            raise CheckFailed(observed)
+        return observed
 
     return check
