@@ -176,6 +176,8 @@ class Deployment:
             "stack_status": self.stack_status,
             "table": self.out(names.OUT_TABLE_NAME),
             "table_arn": self.out(names.OUT_TABLE_ARN),
+            # a global table's other regions, comma-separated, as the stack recorded them
+            "replica_regions": self.out(names.OUT_REPLICA_REGIONS),
             "stream_arn": self.out(names.OUT_STREAM_ARN),
             "kinesis_stream_arn": self.out(names.OUT_KINESIS_STREAM_ARN) or self.config.borrowed_kinesis_arn,
             "mapping_uuid": self.out(names.OUT_MAPPING_UUID),

@@ -27,6 +27,7 @@ from doctable.ops.capability import observe_table
 from doctable.ops.context import Deployment, describe_stack, use_deployed_knobs
 from doctable.ops.deploy import gate
 from doctable.ops.drift import detect
+from doctable.ops.ledger import build_ledger
 from doctable.ops.ownership import require_owned_table
 from doctable.ops.render import Progress
 from doctable.ops.replicas import live_replica_regions, replica_stack
@@ -100,6 +101,7 @@ def global_template(config: DocTableConfig) -> dict[str, Any]:
         names.OUT_TABLE_ARN: {"Value": {"Fn::GetAtt": [names.ID_TABLE, "Arn"]}},
         names.OUT_STREAM_ARN: {"Value": {"Fn::GetAtt": [names.ID_TABLE, "StreamArn"]}},
         names.OUT_KNOBS: {"Value": config.deployed_record()},
+        names.OUT_REPLICA_REGIONS: {"Value": ",".join(config.replicas)},
     }
     return {"Resources": {names.ID_TABLE: resource}, "Outputs": outputs}
 
@@ -296,6 +298,30 @@ def test_each_replica_has_the_declared_class_protection_and_pitr_or_its_row_fail
     # THEN C's row fails showing what it found, and B's still passes
     assert (rows[f"replica-options:{B}"].result, rows[f"replica-options:{C}"].result) == (PASS, FAIL)
     assert rows[f"replica-options:{C}"].observed == "class STANDARD; deletion protection off; PITR off"
+
+
+def test_the_ledger_records_the_replica_regions_and_the_replica_rows_of_the_last_verify(
+    global_env: Aws,
+) -> None:
+    # GIVEN a global table with replicas in B and C, verified read-only
+    config = knobs(B, C)
+    deploy_global(global_env, config)
+    deployment = deployment_of(global_env, config)
+    rows = Verifier(global_env, deployment, read_only=True).run()
+    record = {
+        "region": deployment.region,
+        "account": deployment.account,
+        "stack_id": deployment.stack_id,
+        "knobs": config.as_knobs(),
+        "passed": False,
+        "rows": [r.as_dict() for r in rows],
+    }
+    # WHEN the ledger is built from the deployment and that verify
+    entry = build_ledger(deployment, record, None, resolved_by="test")
+    # THEN it names the replica regions the stack recorded, and keeps each replica region's rows
+    assert entry["realized"]["replica_regions"] == f"{B},{C}"
+    kept = {row["id"] for row in entry["last_verified"]["rows"]}
+    assert {f"replica-options:{B}", f"replica-options:{C}", "replicas"} <= kept
 
 
 def test_verify_fails_a_missing_replica_stack_and_an_undeclared_replica(global_env: Aws) -> None:
