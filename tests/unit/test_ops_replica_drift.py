@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from contract import iam
 from contract.findings import Level
 from doctable.aws import Aws
 from doctable.ops import preflight as p
@@ -20,7 +21,7 @@ from doctable.ops.render import Progress
 from doctable.ops.verify.record import FAIL, PASS
 from tests.support.ops import REGION
 from tests.unit import test_ops_global
-from tests.unit.test_ops_global import B, C, deploy_global, deployment_of, knobs, verify_rows
+from tests.unit.test_ops_global import ACCOUNT, B, C, deploy_global, deployment_of, knobs, verify_rows
 
 pytestmark = pytest.mark.unit
 global_env = test_ops_global.global_env  # the fixture: moto in process with the local AWS's global tables
@@ -154,3 +155,32 @@ def test_preflight_tells_a_replicas_drift_apart_unless_the_deploy_changes_its_kn
     assert changed_by_deploy(f"replica:{C}:pitr", config, knobs(B, C, deletion_protection="on"))
     assert changed_by_deploy(f"replica:{C}:pitr", config, knobs(B, **DECLARED))
     assert not changed_by_deploy(f"replica:{C}:pitr", config, config)
+
+
+def test_reconcile_may_read_and_repair_each_replica_table_and_preflight_read_them() -> None:
+    # GIVEN the operator's reconcile and the deployer's preflight and deploy of a global table (B and C)
+    statements = {
+        s.sid: s
+        for s in iam.role_statements("operator", iam.Target(knobs(B, C), ACCOUNT, REGION), "reconcile")
+    }
+    tables = tuple(f"arn:aws:dynamodb:{r}:{ACCOUNT}:table/items-dev" for r in (B, C))
+    # THEN reconcile reads and repairs the table in each replica region, nothing else there
+    assert statements["RepairReplicaTables"].resources == tables
+    assert set(statements["RepairReplicaTables"].actions) == {
+        "dynamodb:DescribeTable",
+        "dynamodb:DescribeContinuousBackups",
+        "dynamodb:UpdateContinuousBackups",
+        "dynamodb:UpdateTable",
+    }
+    assert not {sid for sid in statements if "Replica" in sid} - {"RepairReplicaTables"}
+    # AND preflight (also the deploy's gate) reads each replica's table and PITR
+    for command in ("preflight", "deploy"):
+        found = {s.sid: s for s in iam.command_statements(command, iam.Target(knobs(B, C), ACCOUNT, REGION))}
+        assert found["ReadReplicaTables"].resources == tables
+        assert set(found["ReadReplicaTables"].actions) == {
+            "dynamodb:DescribeTable",
+            "dynamodb:DescribeContinuousBackups",
+        }
+    # AND a single-region table's reconcile names no replica
+    single = iam.role_statements("operator", iam.Target(knobs(), ACCOUNT, REGION), "reconcile")
+    assert not {s.sid for s in single if "Replica" in s.sid}
