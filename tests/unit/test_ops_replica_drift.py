@@ -11,6 +11,7 @@ import pytest
 
 from contract import iam
 from contract.findings import Level
+from contract.knobs import DocTableConfig
 from doctable.aws import Aws
 from doctable.ops import preflight as p
 from doctable.ops.capability import Drift, observe_table
@@ -30,7 +31,7 @@ QUIET = Progress("doctable reconcile", quiet=True)
 DECLARED = {"pitr": "on", "deletion_protection": "on"}
 
 
-def deployed_with_pitr(aws: Aws, **more: str) -> Any:
+def deployed_with_pitr(aws: Aws, **more: str) -> DocTableConfig:
     """GIVEN a global table in REGION with replicas B and C, declared with PITR (35 days) and deletion protection,
     PITR on in every region as the stack's deploy leaves it; the config."""
     config = knobs(B, C, **(DECLARED | more))
@@ -43,7 +44,7 @@ def deployed_with_pitr(aws: Aws, **more: str) -> Any:
     return config
 
 
-def drifted_in_c(aws: Aws, config: Any) -> None:
+def drifted_in_c(aws: Aws, config: DocTableConfig) -> None:
     """C's replica's PITR off and its deletion protection lifted, behind the stack."""
     ddb = aws.in_region(C).client("dynamodb")
     ddb.update_continuous_backups(
@@ -52,7 +53,7 @@ def drifted_in_c(aws: Aws, config: Any) -> None:
     ddb.update_table(TableName=config.table_name, DeletionProtectionEnabled=False)
 
 
-def drift_of(aws: Aws, config: Any) -> tuple[dict[str, Any], list[Drift]]:
+def drift_of(aws: Aws, config: DocTableConfig) -> tuple[dict[str, Any], list[Drift]]:
     deployment = deployment_of(aws, config)
     table = require_owned_table(aws, deployment, doing="reconcile it")
     return table, detect(observe_table(aws, deployment, table))
