@@ -11,6 +11,8 @@ in each replica region and to the replica stacks ``<stack>-<region>``.
   each replica region (the CLI deploys the replica stacks there), and the removal of the replica stack of a
   region the settings no longer name (which the settings cannot list: any region, this environment's replica
   stack names only).
+- preflight (and the deploy's gate, which runs it) and reconcile (doctable/ops/replica_drift.py): each replica's
+  description and PITR, read for its drift; reconcile restores PITR and deletion protection there.
 - teardown (doctable/ops/teardown.py, replica_teardown.py): each replica stack read, deleted and watched until it
   is gone; with deletion protection, each replica's lifted.
 
@@ -69,6 +71,13 @@ def replica_parts(command: str, config: DocTableConfig, account: str, partition:
     if not config.replicas:
         return []
     stacks = replica_stack_arns(config, account, partition)
+    tables = replica_table_arns(config, account, partition)
+    drift_reads = ("dynamodb:DescribeTable", "dynamodb:DescribeContinuousBackups")
+    if command == "preflight":
+        return [("ReadReplicaTables", drift_reads, tables, None)]
+    if command == "reconcile":
+        repairs = ("dynamodb:UpdateContinuousBackups", "dynamodb:UpdateTable")
+        return [("RepairReplicaTables", drift_reads + repairs, tables, None)]
     if command in VERIFY_PARTS:
         found: list[Part] = [
             ("ReadReplicaStacks", ("cloudformation:DescribeStacks",), stacks, None),
@@ -100,12 +109,8 @@ def replica_parts(command: str, config: DocTableConfig, account: str, partition:
         )
         removed = (_arn(partition, "cloudformation", "*", account, f"stack/{config.stack_name}-*/*"),)
         return [
-            (
-                "ReadReplicaStreams",
-                ("dynamodb:DescribeTable",),
-                replica_table_arns(config, account, partition),
-                None,
-            ),
+            ("ReadReplicaStreams", ("dynamodb:DescribeTable",), tables, None),
+            ("ReadReplicaTables", drift_reads, tables, None),  # the gate's preflight: each replica's drift
             ("AssumeReplicaBootstrapRoles", ("sts:AssumeRole",), roles, None),
             (
                 "DeleteRemovedReplicaStacks",

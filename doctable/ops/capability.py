@@ -130,7 +130,7 @@ class Drift:
 
     ``prop`` names the property for comparison with a deploy's changes (``ttl``, ``mapping:BatchSize``,
     ``table-tag:Owner``); ``op``/``params`` are the repair (op None: reconcile cannot repair it; ``how`` says
-    what can).
+    what can); ``region`` is the replica region it was read in and is repaired in (None: the home table's).
     """
 
     prop: str
@@ -140,13 +140,15 @@ class Drift:
     op: str | None
     params: dict[str, Any] = field(default_factory=dict)
     how: str = ""
+    region: str | None = None
 
     @property
     def action(self) -> str:
         if self.op is None:
             return f"not repairable by reconcile: {self.how}"
         shown = ", ".join(f"{k}={v}" for k, v in self.params.items())
-        return f"{self.op} {shown}"
+        where = f" in {self.region}:" if self.region else ""
+        return f"{self.op}{where} {shown}"
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "action": self.action}

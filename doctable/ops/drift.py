@@ -10,7 +10,7 @@ from typing import Any
 from contract.knobs import DocTableConfig
 from contract.shape import mapping_shape, table_shape
 from doctable.aws import Aws
-from doctable.ops import kinesis, table_options, table_security
+from doctable.ops import kinesis, replica_drift, table_options, table_security
 from doctable.ops.capability import Drift, Observed
 from doctable.ops.context import Deployment
 from doctable.ops.mapping_plan import TAG_MAPPING, UPDATE_MAPPING
@@ -34,13 +34,19 @@ REPAIR_ORDER = (
 
 def detect(observed: Observed) -> list[Drift]:
     """Every drift of the deployed configuration (``observed.deployed``) on the stack's live table and what
-    hangs off it, capability by capability."""
-    return [found for capability in DRIFTING for found in capability.drift(observed)]
+    hangs off it, capability by capability, then each replica region's (a global table's)."""
+    found = [found for capability in DRIFTING for found in capability.drift(observed)]
+    return found + replica_drift.replica_drifts(observed)
 
 
 def changed_by_deploy(prop: str, deployed: DocTableConfig, target: DocTableConfig) -> bool:
     """Whether a deploy from ``deployed`` to ``target`` rewrites ``prop`` (then CloudFormation sets it, and its
     live value is the deploy's business, not drift)."""
+    replica = replica_drift.split_prop(prop)
+    if replica is not None:  # a replica's option: the deploy sets it when it sets the home table's
+        region, base = replica
+        gone = region not in deployed.replicas or region not in target.replicas
+        return gone or changed_by_deploy(base, deployed, target)
     if prop.startswith("table-tag:") or prop.startswith("mapping-tag:"):
         key = prop.split(":", 1)[1]
         return deployed.tags().get(key) != target.tags().get(key)
@@ -74,26 +80,35 @@ def changed_by_deploy(prop: str, deployed: DocTableConfig, target: DocTableConfi
 # ---------------------------------------------------------------------------------------------- repairs
 @dataclass
 class Repair:
-    """One service call restoring one or more drifted properties."""
+    """One service call restoring one or more drifted properties (in ``region``: a replica's; None: at home)."""
 
     op: str
     params: dict[str, Any]
     subjects: list[str]
+    region: str | None = None
 
 
 def plan_repairs(drifts: list[Drift]) -> list[Repair]:
-    """The repairable drifts merged into one call per operation, in REPAIR_ORDER."""
-    repairs: dict[str, Repair] = {}
+    """The repairable drifts merged into one call per operation and region, in REPAIR_ORDER (each call at home
+    before the replicas', in the order the drifts name their regions)."""
+    repairs: dict[tuple[str, str | None], Repair] = {}
     for drift in drifts:
         if drift.op is None:
             continue
-        repair = repairs.setdefault(drift.op, Repair(drift.op, {}, []))
+        repair = repairs.setdefault((drift.op, drift.region), Repair(drift.op, {}, [], drift.region))
         repair.params.update(drift.params)
         repair.subjects.append(drift.subject)
-    return [repairs[op] for op in REPAIR_ORDER if op in repairs]
+    regions = list(dict.fromkeys([None, *(region for _, region in repairs)]))
+    return [
+        repairs[key] for key in sorted(repairs, key=lambda k: (REPAIR_ORDER.index(k[0]), regions.index(k[1])))
+    ]
 
 
 def apply_repair(aws: Aws, deployment: Deployment, table: dict[str, Any], repair: Repair) -> None:
-    """Make the call, through the first capability that makes it; ClientErrors propagate (the caller words them)."""
+    """Make the call, in the replica's region or through the first capability that makes it; ClientErrors
+    propagate (the caller words them)."""
+    if repair.region is not None:
+        replica_drift.apply(aws.in_region(repair.region), table["TableName"], repair.op, repair.params)
+        return
     owner = next(c for c in DRIFTING if repair.op in c.calls)
     owner.apply(aws, deployment, table, repair.op, repair.params)

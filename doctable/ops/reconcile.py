@@ -1,6 +1,7 @@
 """``doctable reconcile``: restore, through the service APIs, each property drifted from the configuration the
-stack was deployed with (CloudFormation will not: it only updates what its template changes). A dry run by
-default; ``--apply`` acts, then re-reads and reports what is left."""
+stack was deployed with (CloudFormation will not: it only updates what its template changes), on the home table
+and, for a global table, on each replica in its region (doctable/ops/replica_drift.py). A dry run by default;
+``--apply`` acts, then re-reads and reports what is left."""
 
 from __future__ import annotations
 
@@ -149,10 +150,10 @@ def register(sub: Any) -> None:
     reconcile = sub.add_parser(
         "reconcile",
         help="restore settings changed behind the stack (TTL, PITR, tags, deletion protection, mapping, Kinesis "
-        "destination); "
+        "destination; each replica's PITR and deletion protection); "
         "dry run unless --apply",
-        description="Compare the live table and mapping with the knobs the stack was deployed with and restore "
-        "each drifted property through the service APIs. Exit 0: nothing drifted (after --apply: nothing left); "
+        description="Compare the live table (and each replica of a global table, in its region) and mapping with "
+        "the knobs the stack was deployed with and restore each drifted property through the service APIs. Exit 0: nothing drifted (after --apply: nothing left); "
         "1: drift remains (always after a dry run with drift); 2 bad input, 4 AWS refused (as `doctable --help` says).",
     )
     add_common_arguments(reconcile, json_help="print the drift and what was restored as JSON on stdout")

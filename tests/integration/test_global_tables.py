@@ -245,6 +245,34 @@ def test_a_key_reused_in_another_region_keeps_its_live_blob(
     assert eu.get_item(TableName=TABLE, Key={"pk": item["pk"], "sk": item["sk"]}).get("Item") == item
 
 
+def pitr_of(aws: lt.LocalAWS, region: str) -> str:
+    backups = client(aws, "dynamodb", region).describe_continuous_backups(TableName=TABLE)
+    return str(
+        backups["ContinuousBackupsDescription"]["PointInTimeRecoveryDescription"]["PointInTimeRecoveryStatus"]
+    )
+
+
+def test_reconcile_restores_a_replicas_pitr_turned_off_behind_the_stack(
+    local_aws: lt.LocalAWS, deployed: dict[str, Any], doctable: Callable[..., Result]
+) -> None:
+    # GIVEN PITR (declared on) turned off on the eu-west-1 replica, behind the stack
+    client(local_aws, "dynamodb", EU).update_continuous_backups(
+        TableName=TABLE, PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": False}
+    )
+    # WHEN reconcile runs dry THEN it lists that drift alone, named by its region, with the call in eu-west-1
+    dry = doctable("reconcile", "--json", "--env", "dev")
+    assert dry.code == 1, dry.err[-2000:]
+    assert [(d["subject"], d["region"], d["op"]) for d in dry.json()["drift"]] == [
+        (f"pitr ({EU})", EU, "UpdateContinuousBackups")
+    ]
+    assert pitr_of(local_aws, EU) == "DISABLED"
+    # WHEN it applies THEN it restored it, the re-read finds nothing left, and the replica's PITR is on again
+    done = doctable("reconcile", "--apply", "--json", "--env", "dev")
+    assert done.code == 0, done.err[-2000:]
+    assert (done.json()["restored"], done.json()["remaining"]) == ([f"pitr ({EU})"], [])
+    assert pitr_of(local_aws, EU) == "ENABLED"
+
+
 def test_a_removed_replica_waits_for_the_gate_then_goes_with_its_consumer_stack(
     local_aws: lt.LocalAWS, deployed: dict[str, Any], settings: Path, doctable: Callable[..., Result]
 ) -> None:

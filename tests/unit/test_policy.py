@@ -416,6 +416,12 @@ def test_a_global_tables_deploy_reads_each_replica_and_assumes_each_regions_boot
         f"arn:aws:dynamodb:us-west-2:{ACCOUNT}:table/items-dev",
         f"arn:aws:dynamodb:eu-west-1:{ACCOUNT}:table/items-dev",
     )
+    # AND, for its gate's preflight, each replica's description and PITR (their drift)
+    assert statements["ReadReplicaTables"].resources == statements["ReadReplicaStreams"].resources
+    assert statements["ReadReplicaTables"].actions == (
+        "dynamodb:DescribeTable",
+        "dynamodb:DescribeContinuousBackups",
+    )
     # AND assumes the bootstrap roles of each replica region (the CLI deploys the replica stacks there)
     roles = statements["AssumeReplicaBootstrapRoles"].resources
     assert f"arn:aws:iam::{ACCOUNT}:role/cdk-hnb659fds-deploy-role-{ACCOUNT}-eu-west-1" in roles
@@ -426,4 +432,9 @@ def test_a_global_tables_deploy_reads_each_replica_and_assumes_each_regions_boot
     )
     # AND a single-region table's deploy has none of them
     single = {s.sid for s in iam.command_statements("deploy", target())}
-    assert not single & {"ReadReplicaStreams", "AssumeReplicaBootstrapRoles", "DeleteRemovedReplicaStacks"}
+    assert not single & {
+        "ReadReplicaStreams",
+        "ReadReplicaTables",
+        "AssumeReplicaBootstrapRoles",
+        "DeleteRemovedReplicaStacks",
+    }
