@@ -18,6 +18,7 @@ from doctable.aws import Aws, call_or_none
 from doctable.ops.capability import Drift, Observed, drift_text
 from doctable.ops.live import PITR_ENABLED, pitr_declared, pitr_status
 from doctable.ops.table_options import PITR_CALL, UPDATE_TABLE, period_text
+from doctable.ops.table_shape import restore_setting
 
 PREFIX = "replica:"
 CALLS = (UPDATE_TABLE, PITR_CALL)
@@ -92,11 +93,7 @@ def _region_drifts(there: Aws, observed: Observed, region: str) -> list[Drift]:
 
 
 def apply(there: Aws, table_name: str, call: str, params: dict[str, Any]) -> None:
-    """Make ``call`` on the replica in ``there``'s region; ClientErrors propagate."""
-    ddb = there.client("dynamodb")
-    if call == PITR_CALL:
-        ddb.update_continuous_backups(TableName=table_name, PointInTimeRecoverySpecification=params)
-    elif call == UPDATE_TABLE:
-        ddb.update_table(TableName=table_name, **params)
-    else:  # pragma: no cover - CALLS only
+    """Make ``call`` (one of ``CALLS``) on the replica in ``there``'s region; ClientErrors propagate."""
+    if call not in CALLS:  # pragma: no cover - CALLS only
         raise ValueError(call)
+    restore_setting(there.client("dynamodb"), table_name, call, params)

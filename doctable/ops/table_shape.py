@@ -346,15 +346,20 @@ class TableShapeCapability:
     def apply(
         self, aws: Aws, deployment: Deployment, table: dict[str, Any], call: str, params: dict[str, Any]
     ) -> None:
-        ddb, name = aws.client("dynamodb"), table["TableName"]
-        if call == TTL:
-            ddb.update_time_to_live(TableName=name, TimeToLiveSpecification=params)
-        elif call == PITR_CALL:
-            ddb.update_continuous_backups(TableName=name, PointInTimeRecoverySpecification=params)
-        elif call == UPDATE_TABLE:
-            ddb.update_table(TableName=name, **params)
-        else:  # pragma: no cover - calls only
-            raise ValueError(call)
+        restore_setting(aws.client("dynamodb"), table["TableName"], call, params)
+
+
+def restore_setting(ddb: Any, name: str, call: str, params: dict[str, Any]) -> None:
+    """One repair call on the table ``name`` through the DynamoDB client ``ddb`` (the home table's or, for a
+    replica's drift, the client of its region); ClientErrors propagate."""
+    if call == TTL:
+        ddb.update_time_to_live(TableName=name, TimeToLiveSpecification=params)
+    elif call == PITR_CALL:
+        ddb.update_continuous_backups(TableName=name, PointInTimeRecoverySpecification=params)
+    elif call == UPDATE_TABLE:
+        ddb.update_table(TableName=name, **params)
+    else:  # pragma: no cover - calls only
+        raise ValueError(call)
 
 
 TABLE_SHAPE = TableShapeCapability()
