@@ -117,32 +117,24 @@ class VerifyRun(Protocol):
 
 def delivery_checks(run: VerifyRun) -> dict[str, Callable[[], str]]:
     """Row id -> its check, one per region of ``delivery_regions``."""
-    return DeliveryRun(
-        run.aws, run.deployment, run.pk, run.scratch, run.progress, run.timeout, run.settle, run.wall
-    ).checks()
+    return DeliveryRun(run).checks()
 
 
 @dataclass
 class DeliveryRun:
-    """What the nudges share: the deployment, the run's key, the scratch list, the waits' bound and progress."""
+    """The nudges of one verify run (its deployment, key, scratch list, waits' bound and progress), and the
+    regions they have reached."""
 
-    aws: Aws
-    deployment: Deployment
-    pk: str
-    scratch: Scratch
-    progress: Progress
-    timeout: float
-    settle: float
-    wall: Callable[[], float]
+    run: VerifyRun
     _regions: dict[str, Region] = field(default_factory=dict)
 
     @property
     def table(self) -> str:
-        return self.deployment.table_name
+        return self.run.deployment.table_name
 
     def checks(self) -> dict[str, Callable[[], str]]:
         """Row id -> its check, one per region of ``delivery_regions``."""
-        regions = delivery_regions(self.deployment.config, self.deployment.region)
+        regions = delivery_regions(self.run.deployment.config, self.run.deployment.region)
         return {delivery_row_id(r): functools.partial(self.check, r, regions) for r in regions}
 
     # ------------------------------------------------------------------------------------------ the regions
@@ -150,10 +142,10 @@ class DeliveryRun:
         """The region's stream and consumer log group (the home stack's outputs, or the replica stack's there)."""
         if name in self._regions:
             return self._regions[name]
-        config = self.deployment.config
-        there = self.aws.in_region(name)
-        if name == self.deployment.region:
-            group = self.deployment.out(names.OUT_CONSUMER_LOG_GROUP)
+        config = self.run.deployment.config
+        there = self.run.aws.in_region(name)
+        if name == self.run.deployment.region:
+            group = self.run.deployment.out(names.OUT_CONSUMER_LOG_GROUP)
             where = f"the stack {config.stack_name}"
         else:
             stack = replica_stack(there, config.replica_stack_name(name))
@@ -180,16 +172,16 @@ class DeliveryRun:
         if not mapping or mapping.get("StartingPosition") != LATEST:
             return
         last = mapping.get("LastModified")
-        age = max(0.0, self.wall() - last.timestamp()) if isinstance(last, datetime) else 0.0
-        if self.settle - age > 0:
-            self.progress.countdown(f"the {LATEST} poller in {name} to settle", self.settle - age)
+        age = max(0.0, self.run.wall() - last.timestamp()) if isinstance(last, datetime) else 0.0
+        if self.run.settle - age > 0:
+            self.run.progress.countdown(f"the {LATEST} poller in {name} to settle", self.run.settle - age)
 
     # ------------------------------------------------------------------------------------------- the check
     def check(self, origin: str, every: list[str]) -> str:
         regions = [self.region(r) for r in every]
-        key = {names.PARTITION_KEY: self.pk, names.SORT_KEY: f"delivery-{origin}"}
+        key = {names.PARTITION_KEY: self.run.pk, names.SORT_KEY: f"delivery-{origin}"}
         typed_key = {k: {"S": v} for k, v in key.items()}
-        shape = mapping_shape(self.deployment.config)
+        shape = mapping_shape(self.run.deployment.config)
         event_name = shape.nudge_event if shape else EVENT_INSERT
         for region in regions:
             try:
@@ -202,9 +194,9 @@ class DeliveryRun:
             region.sequence, region.seen, region.proven = None, None, None
         writer = next(r for r in regions if r.name == origin)
         ddb = writer.aws.client("dynamodb")
-        write_ms = int(self.wall() * 1000)
-        self.scratch.items.append((key[names.PARTITION_KEY], key[names.SORT_KEY]))
-        started = self.progress.clock()
+        write_ms = int(self.run.wall() * 1000)
+        self.run.scratch.items.append((key[names.PARTITION_KEY], key[names.SORT_KEY]))
+        started = self.run.progress.clock()
         try:
             item = {
                 **typed_key,
@@ -219,7 +211,7 @@ class DeliveryRun:
             try:
                 ddb.delete_item(TableName=self.table, Key=typed_key)
             except (ClientError, BotoCoreError) as exc:
-                self.progress.say(f"clean-up could not remove the nudge in {origin}: {exc}")
+                self.run.progress.say(f"clean-up could not remove the nudge in {origin}: {exc}")
 
     def _observe(
         self,
@@ -239,24 +231,24 @@ class DeliveryRun:
                         TableName=self.table, Key=typed_key, ConsistentRead=True
                     )
                     if "Item" in got:
-                        region.seen = self.progress.clock() - started
+                        region.seen = self.run.progress.clock() - started
             return True if all(r.seen is not None for r in regions) else None
 
-        done, _ = self.progress.wait(
-            f"the nudge written in {origin} to reach every region", replicated, self.timeout
+        done, _ = self.run.progress.wait(
+            f"the nudge written in {origin} to reach every region", replicated, self.run.timeout
         )
         if done is None:
             missing = [r.name for r in regions if r.seen is None]
-            raise CheckFailed(f"not replicated to {', '.join(missing)} within {self.timeout:.0f}s")
+            raise CheckFailed(f"not replicated to {', '.join(missing)} within {self.run.timeout:.0f}s")
         if event_name != EVENT_INSERT:  # the mapping's filter passes the REMOVE only
             ddb.delete_item(TableName=self.table, Key=typed_key)
-        elapsed = self.progress.clock() - started
+        elapsed = self.run.progress.clock() - started
 
         def proven() -> bool | None:
             for region in regions:
                 if region.proven is not None:
                     continue
-                if region.iterators and self.progress.clock() - started > elapsed + SEQUENCE_LOOKUP_BOUND:
+                if region.iterators and self.run.progress.clock() - started > elapsed + SEQUENCE_LOOKUP_BOUND:
                     region.iterators = []  # the record was not found in the stream: fall back to time
                 if region.iterators:
                     region.read_stream(key, event_name)
@@ -265,13 +257,13 @@ class DeliveryRun:
                 # without the record's sequence number, a line written after the nudge (none before it)
                 after = write_ms if region.sequence else write_ms + CLOCK_SKEW_MS
                 if _in(region.name, find_proof)(region.aws, region.group, self.table, region.sequence, after):
-                    region.proven = self.progress.clock() - started
+                    region.proven = self.run.progress.clock() - started
             return True if all(r.proven is not None for r in regions) else None
 
-        done, _ = self.progress.wait(
+        done, _ = self.run.progress.wait(
             f"a {names.PROOF_LOG_MESSAGE} line covering the nudge written in {origin} in every region",
             proven,
-            max(1.0, self.timeout - elapsed),
+            max(1.0, self.run.timeout - elapsed),
             interval=1.0,
             max_interval=5.0,
         )
@@ -279,7 +271,7 @@ class DeliveryRun:
             missing = [r.name for r in regions if r.proven is None]
             raise CheckFailed(
                 f"no {names.PROOF_LOG_MESSAGE} line covering the nudge in {', '.join(missing)} within "
-                f"{self.timeout:.0f}s"
+                f"{self.run.timeout:.0f}s"
             )
         return "; ".join(
             f"{r.name}: {'written' if r.name == origin else f'replicated {r.seen:.1f}s'}, "
