@@ -1,0 +1,126 @@
+"""Where a doctable IAM policy applies (one environment's knobs in one account and region) and the ARNs of what
+its stack creates, named as CloudFormation names them; and one Allow statement. Standard library only, as
+contract/iam.py, which builds each command's statements from these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from contract.bootstrap import bootstrap_role_arn
+from contract.knobs import DocTableConfig
+
+# CloudFormation names a resource it names itself ``<stack>-<logical id>-<random>``; for a bucket lower case and
+# within S3's 63 characters, so the stack name is cut to what is left: 14 characters for this stack's longest
+# bucket logical id (StreamConsumerFailureBucket + its 8-character hash, 35 characters, + 2 dashes + 12).
+GENERATED_BUCKET_STACK_CHARS = 14
+FAILURE_PREFIX = "aws/lambda/"  # where Lambda's S3 on-failure destination writes (doctable/ops/replay.py)
+
+
+def partition_of(region: str) -> str:
+    """The ARN partition of a region."""
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One Allow statement: its Sid says what it is for (and, for ``"*"``, why AWS allows no resource)."""
+
+    sid: str
+    actions: tuple[str, ...]
+    resources: tuple[str, ...]
+    condition: dict[str, dict[str, list[str]]] | None = None
+
+    def document(self) -> dict[str, Any]:
+        statement: dict[str, Any] = {
+            "Sid": self.sid,
+            "Effect": "Allow",
+            "Action": sorted(self.actions),
+            "Resource": list(self.resources),
+        }
+        if self.condition:
+            statement["Condition"] = self.condition
+        return statement
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the policies apply: one environment's knobs in one account and region."""
+
+    config: DocTableConfig
+    account: str
+    region: str
+    partition: str = field(default="")
+
+    def __post_init__(self) -> None:
+        if not self.partition:
+            object.__setattr__(self, "partition", partition_of(self.region))
+
+    def arn(self, service: str, resource: str, *, region: bool = True, account: bool = True) -> str:
+        where = f"{self.region if region else ''}:{self.account if account else ''}"
+        return f"arn:{self.partition}:{service}:{where}:{resource}"
+
+    # ---- the stack's names
+    @property
+    def stack(self) -> str:
+        return self.config.stack_name
+
+    @property
+    def stack_arn(self) -> str:
+        return self.arn("cloudformation", f"stack/{self.stack}/*")
+
+    @property
+    def table_arn(self) -> str:
+        return self.arn("dynamodb", f"table/{self.config.table_name}")
+
+    @property
+    def functions(self) -> tuple[str, ...]:
+        """The consumer the mapping invokes: the stack's (any of its versions and aliases), or the borrowed one."""
+        borrowed = self.config.borrowed_consumer_arn
+        if borrowed:
+            return (borrowed, f"{borrowed}:*")
+        return (self.arn("lambda", f"function:{self.stack}-*"),)
+
+    @property
+    def log_groups(self) -> tuple[str, ...]:
+        return (self.arn("logs", f"log-group:{self.stack}-*"),)
+
+    @property
+    def mappings(self) -> tuple[str, ...]:
+        # A mapping's ARN ends in a UUID known only once CloudFormation made it: any mapping of the account and
+        # region, narrowed by the function it invokes where Lambda offers that key.
+        return (self.arn("lambda", "event-source-mapping:*"),)
+
+    @property
+    def generated_buckets(self) -> str:
+        return self.stack.lower()[:GENERATED_BUCKET_STACK_CHARS] + "*"
+
+    @property
+    def blob_bucket(self) -> str:
+        return self.config.blob_bucket or self.generated_buckets
+
+    def bucket_arn(self, bucket: str, key: str | None = None) -> str:
+        return f"arn:{self.partition}:s3:::{bucket}" + (f"/{key}" if key is not None else "")
+
+    @property
+    def kinesis_streams(self) -> tuple[str, ...]:
+        borrowed = self.config.borrowed_kinesis_arn
+        return (borrowed,) if borrowed else (self.arn("kinesis", f"stream/{self.stack}-*"),)
+
+    @property
+    def kms_keys(self) -> tuple[str, ...]:
+        borrowed = self.config.borrowed_kms_key_arn
+        # A key the stack creates (or AWS's aws/dynamodb key) is named by an id known only once it exists.
+        return (borrowed,) if borrowed else (self.arn("kms", "key/*"),)
+
+    def bootstrap_role(self, kind: str) -> str:
+        # The CLI assumes these roles; they hold the deploy's own rights.
+        return bootstrap_role_arn(self.partition, self.account, self.region, kind)
+
+    @property
+    def stack_roles(self) -> tuple[str, ...]:
+        return (self.arn("iam", f"role/{self.stack}-*", region=False),)
