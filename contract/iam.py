@@ -45,7 +45,7 @@ ROLE_COMMANDS: dict[str, tuple[str, ...]] = {
     # deploy: the reads of preflight and the gate, then `cdk deploy` through the bootstrap roles; the verify that
     # closes a deploy is the operator's (a pipeline's role holds both).
     DEPLOYER: ("deploy",),
-    OPERATOR: ("verify", "reconcile", "replay", "teardown", "ledger", "plan"),
+    OPERATOR: ("verify", "reconcile", "replay", "teardown", "ledger", "plan", "logs", "invoke"),
     # The reader's verify is `doctable verify --read-only` (ROLE_PARTS): it writes nothing.
     READER: ("preflight", "ledger", "verify"),
 }
@@ -53,6 +53,11 @@ VERIFY_READ_ONLY = "verify-read-only"
 # A role's command whose part is not the command's own: the reader runs verify read-only.
 ROLE_PARTS: dict[tuple[str, str], str] = {(READER, "verify"): VERIFY_READ_ONLY}
 ROLES = tuple(ROLE_COMMANDS)
+# Commands that have no policy part, and why (`doctable policy ... --command` says so instead of "unknown").
+NO_PART: dict[str, str] = {
+    "watch": "watch runs on the local AWS only (it updates the consumer's code behind the stack); on AWS the "
+    "consumer's code changes with `doctable deploy`, whose part is the deployer's",
+}
 COMMANDS = tuple(dict.fromkeys(c for commands in ROLE_COMMANDS.values() for c in commands))
 
 
@@ -102,11 +107,29 @@ def _kms_reads(t: Target, *actions: str) -> list[Statement]:
     return [Statement("ReadTableKey", tuple(f"kms:{a}" for a in actions), t.kms_keys)]
 
 
+def _decrypt_reads(t: Target) -> list[Statement]:
+    """A read of the table's items or stream records under a KMS key decrypts through DynamoDB as the caller."""
+    if not (t.config.customer_managed_key or t.config.aws_managed_key):
+        return []
+    via = {"StringEquals": {"kms:ViaService": [f"dynamodb.{t.region}.amazonaws.com"]}}
+    return [Statement("DecryptTableReads", ("kms:Decrypt",), t.kms_keys, via)]
+
+
+def _describe_kinesis(t: Target) -> list[Statement]:
+    """DescribeKinesisStreamingDestination (in TABLE_OBSERVE) also reads, as the caller, each stream the table
+    streams to (DynamoDB's guide lists both reads)."""
+    if not t.config.has_kinesis:
+        return []
+    actions = ("kinesis:DescribeStreamSummary", "kinesis:DescribeStream")
+    return [Statement("DescribeKinesisDestination", actions, t.kinesis_streams)]
+
+
 def _observe(t: Target) -> list[Statement]:
     """What preflight, the deploy gate and reconcile read of the stack, its table and what hangs off it."""
     return [
         _read_stack(t, "DescribeStacks", "ListStackResources"),
         _read_table(t, *TABLE_OBSERVE),
+        *_describe_kinesis(t),
         *_read_mapping(t),
         *_kms_reads(t, "DescribeKey"),
     ]
@@ -126,10 +149,7 @@ def _borrowed(t: Target) -> list[Statement]:
                 (t.arn("iam", "role/*", region=False),),
             )
         )
-    if t.config.borrowed_kinesis_arn:
-        found.append(
-            Statement("ReadBorrowedKinesisStream", ("kinesis:DescribeStreamSummary",), t.kinesis_streams)
-        )
+    # A borrowed Kinesis stream's summary is read by DescribeKinesisDestination's grant (the same stream).
     return found
 
 
@@ -154,6 +174,7 @@ def _verify(t: Target) -> list[Statement]:
     found = [
         _read_stack(t, "DescribeStacks", "ListStackResources"),
         _read_table(t, *TABLE_OBSERVE),
+        *_describe_kinesis(t),
         Statement(
             "VerifyTestItemsOnly",
             tuple(f"dynamodb:{a}" for a in ("PutItem", "GetItem", "DeleteItem", "Query")),
@@ -167,7 +188,8 @@ def _verify(t: Target) -> list[Statement]:
         reads = ("DescribeStream", "GetShardIterator", "GetRecords")
         stream = (f"{t.table_arn}/stream/*",)
         found.append(Statement("ReadStreamRecord", tuple(f"dynamodb:{a}" for a in reads), stream))
-    if c.has_kinesis:
+    if c.reads_kinesis:
+        # the nudge's record read off the Kinesis stream, when the mapping reads that stream
         kinesis_reads = ("DescribeStreamSummary", "ListShards", "GetShardIterator", "GetRecords")
         found.append(
             Statement("ReadKinesisRecord", tuple(f"kinesis:{a}" for a in kinesis_reads), t.kinesis_streams)
@@ -189,16 +211,7 @@ def _verify(t: Target) -> list[Statement]:
         found.append(Statement("WriteVerifyBlobs", ("s3:PutObject", "s3:DeleteObject"), blobs))
     if c.customer_managed_key or c.aws_managed_key:
         found += _kms_reads(t, "DescribeKey", "GetKeyRotationStatus")
-        # A read of a table under a KMS key decrypts through DynamoDB as the caller.
-        found.append(
-            Statement(
-                "DecryptTableReads",
-                ("kms:Decrypt",),
-                t.kms_keys,
-                {"StringEquals": {"kms:ViaService": [f"dynamodb.{t.region}.amazonaws.com"]}},
-            )
-        )
-    return found
+    return found + _decrypt_reads(t)
 
 
 def _verify_read_only(t: Target) -> list[Statement]:
@@ -206,11 +219,12 @@ def _verify_read_only(t: Target) -> list[Statement]:
     configuration, the Kinesis stream, the mapping and its tags, the consumer's configuration, the table's key. No
     item, stream record, proof line or blob: those are the checks that write."""
     c = t.config
-    found = [_read_stack(t, "DescribeStacks", "ListStackResources"), _read_table(t, *TABLE_OBSERVE)]
-    if c.has_kinesis:
-        # One statement with preflight's look at a borrowed stream (the same call on the same stream).
-        sid = "ReadBorrowedKinesisStream" if c.borrowed_kinesis_arn else "ReadKinesisStream"
-        found.append(Statement(sid, ("kinesis:DescribeStreamSummary",), t.kinesis_streams))
+    # The Kinesis row reads the stream's summary: one of DescribeKinesisDestination's reads.
+    found = [
+        _read_stack(t, "DescribeStacks", "ListStackResources"),
+        _read_table(t, *TABLE_OBSERVE),
+        *_describe_kinesis(t),
+    ]
     found += _read_mapping(t)
     if c.builtin_consumer:
         found.append(Statement("ReadConsumer", ("lambda:GetFunctionConfiguration",), t.functions))
@@ -239,9 +253,11 @@ def _reconcile(t: Target) -> list[Statement]:
         repairs += ["EnableKinesisStreamingDestination", "UpdateKinesisStreamingDestination"]
     found = [*_observe(t), Statement("RepairTable", tuple(f"dynamodb:{a}" for a in repairs), (t.table_arn,))]
     if c.has_kinesis:
-        # Enabling a destination checks that the caller may write the stream.
-        actions = ("kinesis:DescribeStream", "kinesis:PutRecord", "kinesis:PutRecords")
+        # Enabling a destination checks that the caller may describe and write the stream, and list streams
+        # (DynamoDB's guide); ListStreams is authorized on no resource.
+        actions = ("kinesis:DescribeStream", "kinesis:PutRecords")
         found.append(Statement("StreamTableToKinesis", actions, t.kinesis_streams))
+        found.append(Statement("ListKinesisStreamsAcceptsNoResource", ("kinesis:ListStreams",), ("*",)))
     if c.has_mapping:
         found.append(
             Statement(
@@ -279,6 +295,7 @@ def _replay(t: Target) -> list[Statement]:
             ("dynamodb:GetShardIterator", "dynamodb:GetRecords"),
             (f"{t.table_arn}/stream/*",),
         ),
+        *_decrypt_reads(t),
     ]
 
 
@@ -317,6 +334,28 @@ def _teardown(t: Target) -> list[Statement]:
     return found
 
 
+def _logs(t: Target) -> list[Statement]:
+    """doctable/ops/logs.py: the consumer's log group named by the stack's output, read (and followed)."""
+    found = [_read_stack(t, "DescribeStacks")]
+    if t.config.builtin_consumer:
+        found.append(Statement("ReadProofLines", ("logs:FilterLogEvents",), t.log_groups))
+    return found
+
+
+def _invoke(t: Target) -> list[Statement]:
+    """doctable/ops/invoke.py: what the mapping invokes (its FunctionArn: the alias with snapstart), invoked with
+    one event; without a mapping, the consumer replay invokes."""
+    c = t.config
+    found = [_read_stack(t, "DescribeStacks")]
+    if not c.has_mapping:  # nothing to invoke: the command says so after reading the stack
+        return found
+    return [
+        *found,
+        Statement("ReadMapping", ("lambda:GetEventSourceMapping",), t.mappings, _mapping_condition(t)),
+        Statement("InvokeConsumer", ("lambda:InvokeFunction",), t.functions),
+    ]
+
+
 _PARTS = {
     "preflight": _preflight,
     "deploy": _deploy,
@@ -327,12 +366,16 @@ _PARTS = {
     "replay": _replay,
     "teardown": _teardown,
     "plan": lambda t: [],
+    "logs": _logs,
+    "invoke": _invoke,
 }
 
 
 # ---------------------------------------------------------------------------------------- policies
 def command_statements(command: str, target: Target) -> list[Statement]:
     """The statements one command needs for ``target``; [] for a command that calls no AWS API."""
+    if command in NO_PART:
+        raise PolicyError(f"{command} has no policy: {NO_PART[command]}")
     if command not in _PARTS:
         raise PolicyError(f"unknown command {command!r}; allowed: {'|'.join(COMMANDS)}")
     extra = [Statement(*s) for s in replica_parts(command, target.config, target.account, target.partition)]
@@ -346,6 +389,8 @@ def role_commands(role: str, command: str | None = None) -> tuple[str, ...]:
     commands = ROLE_COMMANDS[role]
     if command is None:
         return commands
+    if command in NO_PART:
+        raise PolicyError(f"{command} has no policy: {NO_PART[command]}")
     if command not in commands:
         raise PolicyError(f"the {role} does not run {command!r}; allowed: {'|'.join(commands)}")
     return (command,)

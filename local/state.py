@@ -25,6 +25,9 @@ SEEDED_REGIONS = (
     "ap-southeast-2",
     "ap-northeast-1",
 )
+# The attribute of moto's table model where the local AWS keeps the table's Kinesis streaming destinations
+# (services/dynamodb_kinesis.py writes them, auth/table_access.py reads them).
+KINESIS_DESTINATIONS_ATTR = "doctable_kinesis"
 # The admin deployer's key (an IAM user the server creates at start, with AdministratorAccess).
 ACCESS_KEY_ID = "AKIALOCALDEPLOYER000"
 SECRET_ACCESS_KEY = "doctable-local-deployer-secret-key-000000"  # noqa: S105 - a local-only, published key

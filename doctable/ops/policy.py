@@ -160,7 +160,7 @@ def register(sub: Any) -> None:
         "trust policy of a CI role (GitHub OIDC)",
         description="Print an IAM policy document computed from the environment's settings: deployer (doctable "
         "deploy: preflight's reads and the CDK bootstrap roles), operator (verify, reconcile, replay, teardown, "
-        "ledger, plan), reader (preflight, ledger, verify --read-only), or ci-trust (who may assume the CI "
+        "ledger, plan, logs, invoke), reader (preflight, ledger, verify --read-only), or ci-trust (who may assume the CI "
         "role). The account and region are the environment's binding, else --account/--region, else the "
         "credentials'.",
     )

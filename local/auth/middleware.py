@@ -70,6 +70,7 @@ class AuthMiddleware:
             return self._delete_objects(environ, start_response, parsed, principal, resource_policy, body)
         if parsed.service == "dynamodb":
             parsed.checks += table_access.key_checks(parsed.checks)
+            parsed.checks += table_access.destination_checks(parsed.checks)
         for check in parsed.checks:
             if parsed.service == "dynamodb":  # a table's (and its indexes') resource-based policy
                 resource_policy = table_access.resource_policy(check.resource)

@@ -3,7 +3,8 @@
 JSON-protocol services (DynamoDB, DynamoDB Streams, Kinesis, CloudWatch Logs, SSM) name their operation in
 X-Amz-Target; query-protocol ones (CloudFormation, STS, IAM) in ``Action``; REST ones (Lambda, S3) are matched
 against botocore's own service model (method, path template, required query parameters). Resources are taken from
-the request as AWS takes them: table, index and stream ARNs; Kinesis stream and consumer ARNs; bucket and object
+the request as AWS takes them: table, index and stream ARNs; Kinesis stream and consumer ARNs; KMS key ARNs (an
+alias resolved to its key); bucket and object
 ARNs; function, mapping and layer ARNs (a call on one mapping with ``lambda:FunctionArn``, lambda_access.py); log
 group and stream ARNs; parameter ARNs; stack ARNs.
 """
@@ -113,6 +114,8 @@ def _json_checks(service: str, prefix: str, op: str, data: dict[str, Any], regio
         return _dynamodb_checks(op, data, region)
     if service == "kinesis":
         return [Check(action, _kinesis_resource(data, region))]
+    if service == "kms":
+        return [Check(action, kms_resource(data, region))]
     if service == "logs":
         group = data.get("logGroupName") or data.get("logGroupIdentifier")
         if group and str(group).startswith("arn:"):
@@ -152,10 +155,25 @@ def _dynamodb_checks(op: str, data: dict[str, Any], region: str) -> list[Check]:
         resource = _table(str(data["TableName"]), region)
         if data.get("IndexName"):
             resource += f"/index/{data['IndexName']}"
-        return [Check(action, resource)]
+        return [Check(action, resource), *kinesis_destination_checks(op, data)]
     if "ResourceArn" in data:
         return [Check(action, str(data["ResourceArn"]))]
     return [Check(action, "*")]
+
+
+def kinesis_destination_checks(op: str, data: dict[str, Any]) -> list[Check]:
+    """What enabling a table's Kinesis streaming destination also needs of the caller, as DynamoDB's guide lists
+    it: kinesis:DescribeStream and kinesis:PutRecords on the stream, and kinesis:ListStreams (which Kinesis
+    authorizes on no resource). Describing the destinations needs reads of the streams they name, which the
+    request does not carry (auth/table_access.py destination_checks)."""
+    stream = str(data.get("StreamArn") or "")
+    if op != "EnableKinesisStreamingDestination" or not stream:
+        return []
+    return [
+        Check("kinesis:DescribeStream", stream),
+        Check("kinesis:PutRecords", stream),
+        Check("kinesis:ListStreams", "*"),
+    ]
 
 
 def _kinesis_resource(data: dict[str, Any], region: str) -> str:
@@ -171,6 +189,25 @@ def _kinesis_resource(data: dict[str, Any], region: str) -> str:
         except (ValueError, UnicodeDecodeError):
             name = None
     return _arn("kinesis", region, f"stream/{name}") if name else "*"
+
+
+def kms_resource(data: dict[str, Any], region: str) -> str:
+    """A KMS call's resource, as KMS authorizes it: the key its ``KeyId`` names (a key id, a key ARN, or an alias
+    name or ARN, which names the key it points to); ``*`` for a call on no key (CreateKey, ListKeys,
+    ListAliases) or an alias that points to none (KMS then answers NotFoundException)."""
+    key_id = str(data.get("KeyId") or data.get("TargetKeyId") or "")
+    if not key_id:
+        return "*"
+    if key_id.startswith("arn:") and ":key/" in key_id:
+        return key_id
+    if key_id.startswith("alias/") or ":alias/" in key_id:
+        key_region = key_id.split(":")[3] if key_id.startswith("arn:") else region
+        from moto.kms.models import kms_backends
+
+        backend = kms_backends[state.ACCOUNT_ID][key_region]
+        found = backend.get_key_id_from_alias(backend.get_alias_name(key_id))
+        return _arn("kms", key_region, f"key/{found}") if found else "*"
+    return _arn("kms", region, f"key/{key_id}")
 
 
 # ---- query protocol ----

@@ -4,7 +4,9 @@ A table's (or its index's) request is evaluated with the table's resource policy
 policy (an explicit Deny there denies; an Allow there for the caller allows). A read of a table encrypted with a
 customer managed key (items, index queries, stream records) also needs ``kms:Decrypt`` on that key for the caller,
 evaluated with ``kms:ViaService`` naming DynamoDB, as DynamoDB asks KMS on the caller's behalf; a refusal names
-kms:Decrypt and the key. Writes are not checked against the key (README: differences).
+kms:Decrypt and the key. Writes are not checked against the key (README: differences). Describing a table's
+Kinesis streaming destinations also needs kinesis:DescribeStreamSummary and kinesis:DescribeStream on each stream the
+table streams to, as DynamoDB's guide lists them.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ MOTO_TARGETS = (
     Target("moto.dynamodb.models", "dynamodb_backends"),
     Target("moto.kms.models", "kms_backends"),
 )
+# A destination DynamoDB writes to (a disabled one is listed but no longer streamed to).
+STREAMING = frozenset({"ENABLING", "ACTIVE", "UPDATING"})
 # The actions that return item data or stream records: each decrypts under the table's key.
 READ_ACTIONS = frozenset(
     f"dynamodb:{op}"
@@ -83,3 +87,31 @@ def key_checks(checks: list[Check]) -> list[Check]:
             context["kms:ViaService"] = [f"dynamodb.{_region(table_arn or '')}.amazonaws.com"]
             found[key] = Check("kms:Decrypt", key, context)
     return list(found.values())
+
+
+def listed(table: Any) -> list[dict[str, Any]]:
+    """The Kinesis streaming destinations the local AWS keeps on a table (services/dynamodb_kinesis.py)."""
+    return list(getattr(table, state.KINESIS_DESTINATIONS_ATTR, None) or [])
+
+
+def destination_checks(checks: list[Check]) -> list[Check]:
+    """kinesis:DescribeStreamSummary and kinesis:DescribeStream on each stream a DescribeKinesisStreamingDestination
+    among ``checks`` lists as streaming (the caller's reads of the streams it is told about)."""
+    from moto.dynamodb.models import dynamodb_backends
+
+    found: list[Check] = []
+    for check in checks:
+        if check.action != "dynamodb:DescribeKinesisStreamingDestination":
+            continue
+        table_arn = _table_arn(check.resource) or ""
+        region = _region(table_arn)
+        table = dynamodb_backends[state.ACCOUNT_ID][region].tables.get(table_arn.rsplit("/", 1)[-1])
+        streams = (
+            {d["StreamArn"] for d in listed(table) if d["DestinationStatus"] in STREAMING} if table else set()
+        )
+        for stream in sorted(streams):
+            found += [
+                Check(f"kinesis:{a}", stream, dict(check.context))
+                for a in ("DescribeStreamSummary", "DescribeStream")
+            ]
+    return found

@@ -26,6 +26,7 @@ import time
 import uuid
 from typing import Any
 
+from local import state
 from local.patching import Target, replace
 from local.services.dynamodb import TEMPLATE_HANDLERS, WRITE_LOCK, in_ttl_deletion
 
@@ -96,8 +97,8 @@ def _not_found(message: str) -> Exception:
 # ------------------------------------------------------------------------------------- the destinations
 def destinations(table: Any) -> list[dict[str, Any]]:
     """The table's destinations (every stream ever enabled, as DescribeKinesisStreamingDestination lists them)."""
-    found: list[dict[str, Any]] = getattr(table, "doctable_kinesis", None) or []
-    table.doctable_kinesis = found
+    found: list[dict[str, Any]] = getattr(table, state.KINESIS_DESTINATIONS_ATTR, None) or []
+    setattr(table, state.KINESIS_DESTINATIONS_ATTR, found)
     return found
 
 

@@ -61,7 +61,7 @@ def test_every_statement_names_its_resources_and_star_only_where_aws_takes_none(
         for resource in statement["Resource"]:
             if resource == "*":
                 # only a list call, in a statement that says AWS authorizes it on no resource
-                assert statement["Action"] == ["logs:DescribeLogGroups"]
+                assert statement["Action"] in (["logs:DescribeLogGroups"], ["kinesis:ListStreams"])
                 assert "AcceptsNoResource" in statement["Sid"]
                 continue
             assert resource.startswith("arn:aws:"), resource
@@ -128,7 +128,12 @@ def test_statements_scope_to_the_environments_stack_and_table() -> None:
         (FULL, "QueryIndexes", True),
         ({"stream": "new-and-old"}, "QueryIndexes", False),
         (FULL, "ReadKinesisRecord", False),
-        ({**FULL, "kinesis": "on"}, "ReadKinesisRecord", True),
+        # the Kinesis stream's records are read when the mapping reads that stream, not when the table only
+        # streams to it
+        ({**FULL, "kinesis": "on"}, "ReadKinesisRecord", False),
+        ({**FULL, "kinesis": "on", "consumer_source": "kinesis"}, "ReadKinesisRecord", True),
+        ({**FULL, "kinesis": "on"}, "DescribeKinesisDestination", True),
+        (FULL, "DescribeKinesisDestination", False),
         (FULL, "DecryptTableReads", False),
         ({**FULL, "encryption": "customer-managed"}, "DecryptTableReads", True),
         ({"stream": "new-and-old", "consumer": "none"}, "ReadConsumer", False),
@@ -175,6 +180,33 @@ def test_reconcile_repairs_the_table_and_the_mapping_and_nothing_else() -> None:
     assert "dynamodb:PutResourcePolicy" not in found["RepairTable"].actions
     kinesis = statements("operator", "reconcile", **{**FULL, "kinesis": "on"})
     assert "dynamodb:EnableKinesisStreamingDestination" in kinesis["RepairTable"].actions
+
+
+def test_logs_reads_the_consumers_log_group_and_invoke_invokes_what_the_mapping_invokes() -> None:
+    logs = statements("operator", "logs", **FULL)
+    assert {sid: s.actions for sid, s in logs.items()} == {
+        "ReadStack": ("cloudformation:DescribeStacks",),
+        "ReadProofLines": ("logs:FilterLogEvents",),
+    }
+    assert logs["ReadProofLines"].resources == (
+        f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:doctable-items-dev-*",
+    )
+    invoke = statements("operator", "invoke", **FULL)
+    assert {sid: s.actions for sid, s in invoke.items()} == {
+        "ReadStack": ("cloudformation:DescribeStacks",),
+        "ReadMapping": ("lambda:GetEventSourceMapping",),
+        "InvokeConsumer": ("lambda:InvokeFunction",),
+    }
+    function = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:doctable-items-dev-*"
+    assert invoke["InvokeConsumer"].resources == (function,)
+    assert invoke["ReadMapping"].condition == {"ArnLike": {"lambda:FunctionArn": [function]}}
+    # a stack without a consumer: the stack is read, then the command says there is nothing to invoke or read
+    assert set(statements("operator", "invoke")) == set(statements("operator", "logs")) == {"ReadStack"}
+    # a borrowed consumer: invoked by its own ARN, and it has no log group of the stack's
+    arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:their-consumer"
+    borrowed = statements("operator", "invoke", stream="new-and-old", consumer=arn)
+    assert borrowed["InvokeConsumer"].resources == (arn, f"{arn}:*")
+    assert set(statements("operator", "logs", stream="new-and-old", consumer=arn)) == {"ReadStack"}
 
 
 def test_a_borrowed_consumer_is_named_exactly() -> None:
@@ -244,12 +276,13 @@ def test_the_readers_verify_is_the_read_only_verify_and_writes_nothing(
 
 def test_the_read_only_verify_reads_exactly_what_its_checks_read() -> None:
     assert actions(statements("reader", "verify", **FULL)) == READ_ONLY_VERIFY
-    # the knobs that add a check add only its reads: the stream's summary, the key and its rotation
+    # the knobs that add a check add only its reads: the stream's, the key and its rotation
     kitchen = actions(
         statements("reader", "verify", **{**FULL, "kinesis": "on", "encryption": "customer-managed"})
     )
     assert kitchen - READ_ONLY_VERIFY == {
         "kinesis:DescribeStreamSummary",
+        "kinesis:DescribeStream",  # DescribeKinesisStreamingDestination's own read of the stream
         "kms:DescribeKey",
         "kms:GetKeyRotationStatus",
     }
@@ -363,7 +396,11 @@ def test_plan_needs_no_policy(settings: Path, capsys: pytest.CaptureFixture[str]
         (["reader", "--env", "stg", "--command", "reconcile"], "allowed: preflight|ledger|verify"),
         (
             ["operator", "--env", "stg", "--command", "deploy"],
-            "allowed: verify|reconcile|replay|teardown|ledger|plan",
+            "allowed: verify|reconcile|replay|teardown|ledger|plan|logs|invoke",
+        ),
+        (
+            ["operator", "--env", "stg", "--command", "watch"],
+            "watch has no policy: watch runs on the local AWS",
         ),
         (["operator", "--env", "stg", "--account", "42"], "expected the 12 digits"),
         (["operator", "--env", "stg", "--account", "999999999999"], "account mismatch"),

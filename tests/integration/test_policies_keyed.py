@@ -1,0 +1,112 @@
+"""`doctable policy` proven by behaviour for the statements a customer managed key and Kinesis add (the keyed shape,
+tests/support/policies.py KEYED: ``encryption=customer-managed``, ``kinesis=on``), as test_policies.py proves the
+plain shape's: each command that reads or changes the key, the table's items, its stream or the Kinesis stream
+runs to success holding only its policy; the sweep (``make test-policies``) removes each statement this shape adds
+to a command's policy, or changes, and the command then fails naming the refused action.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from tests.support import localaws as lt
+from tests.support import policies as pol
+from tests.support.policies import KEYED, PLAIN, Context, Principal, refusals
+
+pytestmark = [pytest.mark.timeout(1800)]
+
+sweep = pytest.mark.skipif(
+    os.environ.get(pol.SWEEP_VARIABLE) != "1",
+    reason=f"the one-statement-removed sweep runs in `make test-policies` ({pol.SWEEP_VARIABLE}=1)",
+)
+# The commands whose calls meet the key, the items, a stream or Kinesis (ledger and logs read neither).
+RUN = ("preflight", "deploy", "verify", "verify-read-only", "reconcile", "replay", "teardown", "invoke")
+# What the sweep of this shape proves beyond the plain shape's: the statements it adds or changes.
+ADDED = {scenario: pol.statements_added(scenario, KEYED, PLAIN) for scenario in RUN}
+SWEPT = tuple(scenario for scenario in RUN if ADDED[scenario])
+
+
+@pytest.fixture(scope="module", autouse=True)
+def enforced(local_aws: lt.LocalAWS) -> None:
+    if (lt.api.health(local_aws.info.port) or {}).get("iam") != "enforced":
+        pytest.skip("the local AWS runs without IAM enforcement (DOCTABLE_LOCAL_IAM=off)")
+
+
+@pytest.fixture(scope="module")
+def ctx(
+    local_aws: lt.LocalAWS, deploy: Callable[..., lt.Deployed], tmp_path_factory: pytest.TempPathFactory
+) -> Context:
+    admin_env = pol.settings_env(local_aws, tmp_path_factory.mktemp("policies-keyed"), KEYED)
+    return Context(local_aws, deploy({"env": KEYED.env, **KEYED.knobs}), admin_env, KEYED)
+
+
+@pytest.fixture(scope="module")
+def principals(local_aws: lt.LocalAWS) -> Iterator[Callable[[str], Principal]]:
+    made: dict[str, Principal] = {}
+
+    def get(name: str) -> Principal:
+        if name not in made:
+            made[name] = Principal(local_aws, f"{KEYED.base}-{name}")
+        return made[name]
+
+    yield get
+    for principal in made.values():
+        principal.delete()
+
+
+def test_the_keyed_shape_adds_the_key_and_kinesis_statements() -> None:
+    # what this module's sweep covers: each statement the key and Kinesis bring, in the command that calls it
+    assert {s: sorted(a) for s, a in ADDED.items() if a} == {
+        "preflight": ["DescribeKinesisDestination", "ReadTableKey"],
+        "deploy": ["DescribeKinesisDestination", "ReadTableKey"],
+        "verify": ["DecryptTableReads", "DescribeKinesisDestination", "ReadTableKey"],
+        "verify-read-only": ["DescribeKinesisDestination", "ReadTableKey"],
+        "reconcile": [
+            "DescribeKinesisDestination",
+            "ListKinesisStreamsAcceptsNoResource",
+            "ReadTableKey",
+            "RepairTable",
+            "StreamTableToKinesis",
+        ],
+        "replay": ["DecryptTableReads"],
+        "teardown": ["ProbeKinesisStream"],
+    }
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("scenario", RUN)
+def test_each_command_succeeds_with_exactly_its_policy(
+    scenario: str, ctx: Context, principals: Callable[[str], Principal]
+) -> None:
+    # GIVEN a principal holding only the command's policy for a table under a customer managed key that streams to
+    # Kinesis
+    principal = principals(scenario)
+    principal.allow(pol.scenario_policy(ctx, scenario))
+    # WHEN it runs the command
+    results = pol.SCENARIOS[scenario][2](principal.env(ctx.admin_env), ctx)
+    # THEN it succeeds, refused nothing
+    for result in results:
+        assert result.code == 0, f"{scenario}: exit {result.code}\n{result.out[-3000:]}\n{result.err[-3000:]}"
+        assert refusals(result) == []
+    if scenario == "verify":
+        rows = {row["id"]: row for row in results[0].json()["rows"]}
+        assert {r["result"] for r in rows.values()} == {"PASS"}
+    if scenario == "reconcile":
+        # the Kinesis destination disabled behind the stack is streaming again
+        assert ctx.seen["drifted"] == [], results[0].out + results[0].err
+    if scenario == "replay":
+        assert "2 replayed and removed, 0 kept" in results[0].out, results[0].out
+
+
+@pytest.mark.policies
+@sweep
+@pytest.mark.parametrize("scenario", SWEPT)
+def test_every_statement_the_key_and_kinesis_add_is_needed(
+    scenario: str, ctx: Context, principals: Callable[[str], Principal]
+) -> None:
+    unneeded, misreported = pol.sweep(scenario, ctx, principals(f"sweep-{scenario}"), only=ADDED[scenario])
+    assert misreported == [], f"{scenario}: " + "\n".join(misreported)
+    assert unneeded == [], f"{scenario}: the policy holds statements the command runs without: {unneeded}"

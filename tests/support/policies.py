@@ -1,0 +1,455 @@
+"""The harness of the policy tests (tests/integration/test_policies*.py): a principal holding one policy, the
+commands run as that principal through the console script, each command's scenario on a deployed stack, and the
+one-statement-removed sweep.
+
+A :class:`Shape` is what a module deploys: its knobs for the environment whose stack the commands run against,
+and those of a second environment whose stack exists only while the teardown scenario runs (deployed by the
+administrator, torn down by the principal). The scenarios read the shape, so one module per shape proves the
+statements that shape's knobs add (a customer managed key, Kinesis) by the same runs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from contract import iam
+from contract.knobs import resolve_config
+from contract.settings import CONFIG_VARIABLE, Section, default_settings, render_settings
+from tests.support import localaws as lt
+from tests.support.cli import Result, run_doctable
+
+REFUSAL = re.compile(r"is not authorized to perform: (\S+) on resource: \"?([^\s\"]+)")
+CDK_OUT = lt.ROOT / "cdk.out"
+VERIFY_BOUND = ("--timeout", "60")
+SWEEP_VARIABLE = "SWEEP_POLICIES"
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The stacks a policy module deploys: ``knobs`` for ``env``, ``other`` for ``other_env``."""
+
+    knobs: dict[str, str]
+    other: dict[str, str]
+    env: str = "dev"
+    other_env: str = "stg"
+
+    @property
+    def base(self) -> str:
+        return self.knobs["table_base"]
+
+    @property
+    def kinesis(self) -> bool:
+        return self.knobs.get("kinesis", "off") != "off"
+
+
+# The plain shape: the stream, the built-in consumer, an index, TTL and PITR; its second environment has the
+# stream and the consumer, so the teardown it sweeps has buckets, a role, a log group and a mapping to empty and
+# probe.
+PLAIN = Shape(
+    knobs={
+        "table_base": "itpol",
+        "gsi": "gsi1",
+        "ttl": "on",
+        "pitr": "on",
+        "stream": "new-and-old",
+        "blob_root": "blobs/",
+    },
+    other={"table_base": "itpol", "stream": "new-and-old"},
+)
+# The keyed shape adds what adds statements: a customer managed key and the table streaming to Kinesis (the
+# consumer still reads the DynamoDB stream). Its stack names share no 14-character prefix with the plain shape's,
+# so their generated bucket names differ (contract/iam_target.py GENERATED_BUCKET_STACK_CHARS).
+KEYED_KNOBS = {"encryption": "customer-managed", "kinesis": "on"}
+KEYED = Shape(
+    knobs={**PLAIN.knobs, "table_base": "itkms", **KEYED_KNOBS},
+    other={"table_base": "itkms", "stream": "new-and-old", **KEYED_KNOBS},
+)
+
+
+# ---------------------------------------------------------------------------------------------- harness
+class Principal:
+    """An IAM user holding one inline policy, made through the IAM API as an administrator would."""
+
+    def __init__(self, aws: lt.LocalAWS, name: str) -> None:
+        self.iam = aws.client("iam")
+        self.name = name
+        self.iam.create_user(UserName=name)
+        key = self.iam.create_access_key(UserName=name)["AccessKey"]
+        self.key = {"AWS_ACCESS_KEY_ID": key["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"]}
+
+    def allow(self, document: dict[str, Any]) -> None:
+        self.iam.put_user_policy(
+            UserName=self.name, PolicyName="doctable", PolicyDocument=json.dumps(document)
+        )
+
+    def env(self, base: dict[str, str]) -> dict[str, str]:
+        return {**base, **self.key}
+
+    def delete(self) -> None:
+        self.iam.delete_user_policy(UserName=self.name, PolicyName="doctable")
+        self.iam.delete_access_key(UserName=self.name, AccessKeyId=self.key["AWS_ACCESS_KEY_ID"])
+        self.iam.delete_user(UserName=self.name)
+
+
+def settings_env(aws: lt.LocalAWS, directory: Path, shape: Shape) -> dict[str, str]:
+    """The environment `doctable local env` gives, with a settings file binding the shape's two environments to
+    the local account and region (as doctable.toml binds an environment), and state directories of its own."""
+    path = directory / "doctable.toml"
+    settings = default_settings(path)
+    for env, knobs in ((shape.env, shape.knobs), (shape.other_env, shape.other)):
+        settings.environments[env] = Section(values=dict(knobs), account=lt.ACCOUNT, region=lt.REGION)
+    path.write_text(render_settings(settings))
+    return {
+        **aws.env,
+        CONFIG_VARIABLE: str(path),
+        "DOCTABLE_STATE_DIR": str(directory / "state"),
+        "DOCTABLE_LEDGER_DIR": str(directory / "ledger"),
+    }
+
+
+def doctable(env: dict[str, str], *args: str, timeout: float = 600) -> Result:
+    """``doctable ARGS`` as the console script; a deploy first waits until no other CDK CLI holds the project's
+    cdk.out (the CLI refuses to share it, and a working tree may be shared with other runs)."""
+    if args and args[0] == "deploy":
+        lt.wait_for(lambda: not list(CDK_OUT.glob("*.lock")), timeout=300, what="cdk.out to be free")
+    return run_doctable(list(args), env=env, timeout=timeout)
+
+
+def policy_of(admin_env: dict[str, str], role: str, command: str | None, env: str) -> dict[str, Any]:
+    """`doctable policy ROLE --env ENV [--command CMD] --json`'s document."""
+    args = ["policy", role, "--env", env, "--json", *(["--command", command] if command else [])]
+    result = doctable(admin_env, *args)
+    assert result.code == 0, result.err
+    document: dict[str, Any] = result.json()["policy"]
+    return document
+
+
+def union(*documents: dict[str, Any]) -> dict[str, Any]:
+    """Several policies as one principal holds them (Sids kept apart)."""
+    statements = [
+        {**s, "Sid": f"{s['Sid']}{number}"} for number, d in enumerate(documents) for s in d["Statement"]
+    ]
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
+def without(document: dict[str, Any], sid: str) -> dict[str, Any]:
+    kept = [s for s in document["Statement"] if s["Sid"] != sid]
+    assert len(kept) == len(document["Statement"]) - 1
+    return {**document, "Statement": kept}
+
+
+def refusals(result: Result) -> list[tuple[str, str]]:
+    """(action, resource) of every refusal the command printed, each on one line."""
+    return [
+        (m.group(1), m.group(2))
+        for line in (result.out + result.err).splitlines()
+        for m in [REFUSAL.search(line)]
+        if m
+    ]
+
+
+# ---------------------------------------------------------------------------------------------- scenarios
+@dataclass
+class Context:
+    aws: lt.LocalAWS
+    stack: lt.Deployed
+    admin_env: dict[str, str]
+    shape: Shape
+    # what a scenario's last run observed, for the success test's own assertions
+    seen: dict[str, Any] = field(default_factory=dict)
+
+
+# Each runs one command as the principal (its environment variables) and returns what it said.
+def run_preflight(env: dict[str, str], ctx: Context) -> list[Result]:
+    return [doctable(env, "preflight", "--env", ctx.shape.env)]
+
+
+def run_ledger(env: dict[str, str], ctx: Context) -> list[Result]:
+    return [doctable(env, "ledger", "--env", ctx.shape.env)]
+
+
+def run_other_ledger(env: dict[str, str], ctx: Context) -> list[Result]:
+    # an environment whose stack does not exist: the ledger looks for a table retained without it
+    return [doctable(env, "ledger", "--env", ctx.shape.other_env)]
+
+
+def run_verify(env: dict[str, str], ctx: Context) -> list[Result]:
+    return [doctable(env, "verify", "--env", ctx.shape.env, "--json", *VERIFY_BOUND)]
+
+
+def run_verify_read_only(env: dict[str, str], ctx: Context) -> list[Result]:
+    return [doctable(env, "verify", "--env", ctx.shape.env, "--json", "--read-only", *VERIFY_BOUND)]
+
+
+def _kinesis_destination(aws: lt.LocalAWS, table: str) -> dict[str, Any]:
+    found = aws.client("dynamodb").describe_kinesis_streaming_destination(TableName=table)
+    destinations: list[dict[str, Any]] = found["KinesisDataStreamDestinations"]
+    return destinations[0] if destinations else {}
+
+
+def drift(ctx: Context) -> None:
+    """Change behind the stack what reconcile restores: PITR, a table tag, the mapping's batch size (declared + 1),
+    a mapping tag; with Kinesis, the table's streaming to it (disabled)."""
+    aws, outputs = ctx.aws, ctx.stack.outputs
+    ddb, lam = aws.client("dynamodb"), aws.client("lambda")
+    table, uuid = outputs["TableName"], outputs["EventSourceMappingUuid"]
+    ddb.update_continuous_backups(
+        TableName=table, PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": False}
+    )
+    ddb.untag_resource(ResourceArn=outputs["TableArn"], TagKeys=["Environment"])
+    declared = lam.get_event_source_mapping(UUID=uuid)["BatchSize"]
+    mapping = lam.update_event_source_mapping(UUID=uuid, BatchSize=declared + 1)
+    lam.untag_resource(Resource=mapping["EventSourceMappingArn"], TagKeys=["Environment"])
+    if ctx.shape.kinesis:
+        stream = _kinesis_destination(aws, table)["StreamArn"]
+        ddb.disable_kinesis_streaming_destination(TableName=table, StreamArn=stream)
+        lt.wait_for(
+            lambda: _kinesis_destination(aws, table).get("DestinationStatus") == "DISABLED",
+            timeout=60,
+            what="the Kinesis destination disabled",
+        )
+
+
+def drifted(ctx: Context) -> list[str]:
+    """What of :func:`drift` is drifted now."""
+    aws, outputs, env = ctx.aws, ctx.stack.outputs, ctx.shape.env
+    ddb, lam = aws.client("dynamodb"), aws.client("lambda")
+    table, uuid = outputs["TableName"], outputs["EventSourceMappingUuid"]
+    left = []
+    backups = ddb.describe_continuous_backups(TableName=table)["ContinuousBackupsDescription"]
+    if backups["PointInTimeRecoveryDescription"]["PointInTimeRecoveryStatus"] != "ENABLED":
+        left.append("pitr")
+    tags = ddb.list_tags_of_resource(ResourceArn=outputs["TableArn"])["Tags"]
+    if {t["Key"]: t["Value"] for t in tags}.get("Environment") != env:
+        left.append("table tag")
+    mapping = lam.get_event_source_mapping(UUID=uuid)
+    declared = json.loads(lt.stack_outputs(aws, ctx.stack.name)["Knobs"])["batch_size"]  # as last deployed
+    if mapping["BatchSize"] != int(declared):
+        left.append("batch size")
+    if lam.list_tags(Resource=mapping["EventSourceMappingArn"])["Tags"].get("Environment") != env:
+        left.append("mapping tag")
+    if ctx.shape.kinesis and _kinesis_destination(aws, table).get("DestinationStatus") not in (
+        "ACTIVE",
+        "ENABLING",
+    ):
+        left.append("kinesis destination")
+    return left
+
+
+def run_reconcile(env: dict[str, str], ctx: Context) -> list[Result]:
+    drift(ctx)
+    result = doctable(env, "reconcile", "--env", ctx.shape.env, "--apply")
+    ctx.seen["drifted"] = drifted(ctx)
+    if ctx.seen["drifted"]:  # leave the stack as deployed for the next run
+        restored = doctable(ctx.admin_env, "reconcile", "--env", ctx.shape.env, "--apply")
+        assert restored.code == 0, restored.err
+    return [result]
+
+
+def _keep(ctx: Context, key: str, body: dict[str, Any]) -> None:
+    ctx.aws.client("s3").put_object(
+        Bucket=ctx.stack.outputs["FailureBucketName"],
+        Key=f"aws/lambda/{ctx.shape.base}/{key}.json",
+        Body=json.dumps(body).encode(),
+    )
+
+
+def kept_batch(ctx: Context, key: str) -> None:
+    """A batch kept on the failure bucket with its payload (one REMOVE that listed a blob)."""
+    outputs, blob_root = ctx.stack.outputs, ctx.shape.knobs["blob_root"]
+    record = {
+        "eventID": "replayed-1",
+        "eventName": "REMOVE",
+        "eventSource": "aws:dynamodb",
+        "eventSourceARN": outputs["StreamArn"],
+        "awsRegion": lt.REGION,
+        "dynamodb": {
+            "Keys": {"pk": {"S": "replayed"}, "sk": {"S": key}},
+            "OldImage": {
+                "pk": {"S": "replayed"},
+                "sk": {"S": key},
+                "blobs": {"L": [{"S": f"{blob_root}replayed/{key}.bin"}]},
+            },
+            "SequenceNumber": "1",
+            "ApproximateCreationDateTime": 1_700_000_000,
+            "StreamViewType": "NEW_AND_OLD_IMAGES",
+        },
+    }
+    payload = json.dumps({"Records": [record]})
+    _keep(ctx, key, {"requestContext": {"condition": "RetryAttemptsExhausted"}, "payload": payload})
+
+
+def kept_batch_info(ctx: Context, key: str) -> None:
+    """A batch kept without its payload (Lambda keeps only DDBStreamBatchInfo then): the stream range of one
+    INSERT written now, which replay re-reads from the stream."""
+    outputs = ctx.stack.outputs
+    ddb, streams = ctx.aws.client("dynamodb"), ctx.aws.client("dynamodbstreams")
+    ddb.put_item(TableName=outputs["TableName"], Item={"pk": {"S": "replayed"}, "sk": {"S": key}})
+    shard = streams.describe_stream(StreamArn=outputs["StreamArn"])["StreamDescription"]["Shards"][-1]
+    iterator = streams.get_shard_iterator(
+        StreamArn=outputs["StreamArn"], ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+    )["ShardIterator"]
+    records = streams.get_records(ShardIterator=iterator, Limit=1000)["Records"]
+    sequence = records[-1]["dynamodb"]["SequenceNumber"]
+    info = {
+        "streamArn": outputs["StreamArn"],
+        "shardId": shard["ShardId"],
+        "startSequenceNumber": sequence,
+        "endSequenceNumber": sequence,
+        "batchSize": 1,
+    }
+    _keep(ctx, key, {"requestContext": {"condition": "RetryAttemptsExhausted"}, "DDBStreamBatchInfo": info})
+
+
+def run_replay(env: dict[str, str], ctx: Context) -> list[Result]:
+    kept_batch(ctx, "one")
+    kept_batch_info(ctx, "two")  # the stream read: RereadStreamRecords
+    result = doctable(env, "replay", "--env", ctx.shape.env)
+    lt.empty_bucket(ctx.aws, ctx.stack.outputs["FailureBucketName"])  # what a refused replay left
+    return [result]
+
+
+def run_teardown(env: dict[str, str], ctx: Context) -> list[Result]:
+    # The other environment's stack, deployed by the administrator for each run and torn down by the principal;
+    # whatever a refused teardown left is removed by the administrator, so it has no stack between runs.
+    other = ctx.shape.other_env
+    deployed = doctable(ctx.admin_env, "deploy", "--env", other, "--json", "--no-verify", timeout=900)
+    assert deployed.code == 0, deployed.err[-3000:]
+    result = doctable(env, "teardown", "--env", other, "--yes")
+    if result.code != 0:
+        cleaned = doctable(ctx.admin_env, "teardown", "--env", other, "--yes")
+        assert cleaned.code == 0, cleaned.err[-3000:]
+    return [result]
+
+
+def run_deploy(env: dict[str, str], ctx: Context) -> list[Result]:
+    # the deployer's part alone: preflight, the gate and cdk deploy (verify is the operator's)
+    return [doctable(env, "deploy", "--env", ctx.shape.env, "--json", "--no-verify", timeout=900)]
+
+
+def run_logs(env: dict[str, str], ctx: Context) -> list[Result]:
+    # a proof line to read: the administrator invokes the consumer once first
+    sent = doctable(
+        ctx.admin_env,
+        "invoke",
+        "--env",
+        ctx.shape.env,
+        "--event",
+        "insert",
+        "--pk",
+        "policies",
+        "--sk",
+        "logs",
+        "--json",
+    )
+    assert sent.code == 0, sent.err
+    return [doctable(env, "logs", "--env", ctx.shape.env, "--since", "1h", "--json")]
+
+
+def run_invoke(env: dict[str, str], ctx: Context) -> list[Result]:
+    return [
+        doctable(
+            env,
+            "invoke",
+            "--env",
+            ctx.shape.env,
+            "--event",
+            "insert",
+            "--pk",
+            "policies",
+            "--sk",
+            "invoke",
+            "--json",
+        )
+    ]
+
+
+Scenario = Callable[[dict[str, str], Context], list[Result]]
+# scenario -> (the role whose part it is, whether it runs on the other environment, the run)
+SCENARIOS: dict[str, tuple[str, bool, Scenario]] = {
+    "preflight": ("reader", False, run_preflight),
+    "deploy": ("deployer", False, run_deploy),
+    "ledger": ("reader", False, run_ledger),
+    "ledger-of-a-stack-gone": ("reader", True, run_other_ledger),
+    "verify": ("operator", False, run_verify),
+    "verify-read-only": ("reader", False, run_verify_read_only),
+    "reconcile": ("operator", False, run_reconcile),
+    "replay": ("operator", False, run_replay),
+    "teardown": ("operator", True, run_teardown),
+    "logs": ("operator", False, run_logs),
+    "invoke": ("operator", False, run_invoke),
+}
+# A statement whose refusal verify survives by design, and what it then loses: without the stream read, the
+# proof line is matched by time instead of by the write's sequence number.
+DEGRADED = {("verify", "ReadStreamRecord"): "sequence number unavailable"}
+# A refusal the command reports in another's name: without the bootstrap roles, the CDK CLI falls back to the
+# caller's own credentials (it says so only with --verbose), whose first call, the bootstrap version's SSM
+# parameter, is then refused.
+REFUSED_INSTEAD = {("deploy", "AssumeCdkBootstrapRoles"): "ssm:getparameter"}
+
+
+def command_of(scenario: str) -> str:
+    return scenario.split("-", 1)[0]
+
+
+def scenario_policy(ctx: Context, scenario: str) -> dict[str, Any]:
+    """The policy `doctable policy` prints for the scenario's command, role and environment."""
+    role, other, _ = SCENARIOS[scenario]
+    env = ctx.shape.other_env if other else ctx.shape.env
+    return policy_of(ctx.admin_env, role, command_of(scenario), env)
+
+
+def sweep(
+    scenario: str, ctx: Context, principal: Principal, only: set[str] | None = None
+) -> tuple[list[str], list[str]]:
+    """Run the scenario once per statement of its policy (of ``only``'s Sids, when given), that statement
+    removed. Returns the statements the command ran without (unneeded) and, for each other one, a line where the
+    command failed without naming one of that statement's actions (wrongly reported)."""
+    run = SCENARIOS[scenario][2]
+    command = command_of(scenario)
+    document = scenario_policy(ctx, scenario)
+    unneeded: list[str] = []
+    misreported: list[str] = []
+    swept = [s for s in document["Statement"] if only is None or s["Sid"] in only]
+    assert only is None or {s["Sid"] for s in swept} == only, f"{scenario}: {only} not all in its policy"
+    for statement in swept:
+        sid = statement["Sid"]
+        principal.allow(without(document, sid))
+        results = run(principal.env(ctx.admin_env), ctx)
+        if (command, sid) in DEGRADED:
+            if DEGRADED[command, sid] not in "".join(r.out for r in results):
+                unneeded.append(sid)
+            continue
+        if all(r.code == 0 for r in results):
+            unneeded.append(sid)
+            continue
+        refused = [action.lower() for r in results for action, _ in refusals(r)]
+        actions = {a.lower() for a in statement["Action"]}
+        if (command, sid) in REFUSED_INSTEAD:
+            actions = {REFUSED_INSTEAD[command, sid]}
+        if not actions & set(refused):
+            said = "\n".join(r.out[-1500:] + r.err[-1500:] for r in results)
+            misreported.append(f"without {sid} it failed naming none of {sorted(actions)}: {refused}\n{said}")
+    return unneeded, misreported
+
+
+def statements_added(scenario: str, shape: Shape, than: Shape) -> set[str]:
+    """The Sids of the scenario's policy for ``shape`` that ``than``'s has not, or has with other actions: what a
+    sweep of ``shape`` proves that one of ``than`` does not."""
+    role, other, _ = SCENARIOS[scenario]
+    part = iam.part_of(role, command_of(scenario))
+
+    def sids(of: Shape) -> dict[str, tuple[str, ...]]:
+        env = of.other_env if other else of.env
+        knobs = of.other if other else of.knobs
+        config = resolve_config(context={"env": env, **knobs}, environ={}, defaults={})
+        target = iam.Target(config, lt.ACCOUNT, lt.REGION)
+        return {s.sid: s.actions for s in iam.command_statements(part, target)}
+
+    found, base = sids(shape), sids(than)
+    return {sid for sid, actions in found.items() if base.get(sid) != actions}
