@@ -100,8 +100,9 @@ integration: setup
 
 # Each command's IAM policy with one statement removed in turn, on the local AWS: the command must then fail
 # naming the refused action (`make test` skips this sweep; the policies' success runs are in the integration tier).
+# Each module (the plain shape, the keyed shape) goes whole to a worker of its own.
 test-policies: setup ## every statement of each command's policy (doctable policy) shown needed, on the local AWS
-	SWEEP_POLICIES=1 $(BIN)/pytest -m policies $(PYTEST_ARGS)
+	SWEEP_POLICIES=1 $(BIN)/pytest -m policies $(PARALLEL) $(PYTEST_ARGS)
 
 soak: setup ## the full fault-injection soak on the local AWS
 	$(BIN)/pytest -m soak $(PYTEST_ARGS)

@@ -7,7 +7,7 @@ in each replica region and to the replica stacks ``<stack>-<region>``.
   verify's nudges (doctable/ops/verify/replica_delivery.py) also write, read and delete test items in each replica
   (verify's own partition keys only, as its home test items), read each replica's stream for the nudge's record,
   and read each replica stack consumer's proof lines.
-- deploy (doctable/ops/replica_deploy.py): each replica's description (its stream ARN), the bootstrap roles of
+- deploy (doctable/ops/replica_deploy.py): each replica's description (its drift, and its stream ARN), the bootstrap roles of
   each replica region (the CLI deploys the replica stacks there), and the removal of the replica stack of a
   region the settings no longer name (which the settings cannot list: any region, this environment's replica
   stack names only).
@@ -109,8 +109,9 @@ def replica_parts(command: str, config: DocTableConfig, account: str, partition:
         )
         removed = (_arn(partition, "cloudformation", "*", account, f"stack/{config.stack_name}-*/*"),)
         return [
-            ("ReadReplicaStreams", ("dynamodb:DescribeTable",), tables, None),
-            ("ReadReplicaTables", drift_reads, tables, None),  # the gate's preflight: each replica's drift
+            # The gate's preflight reads each replica's drift; the same DescribeTable gives the deploy each
+            # replica's stream ARN for the replica stacks.
+            ("ReadReplicaTables", drift_reads, tables, None),
             ("AssumeReplicaBootstrapRoles", ("sts:AssumeRole",), roles, None),
             (
                 "DeleteRemovedReplicaStacks",

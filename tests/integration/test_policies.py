@@ -48,7 +48,8 @@ def admin_env(local_aws: lt.LocalAWS, tmp_path_factory: pytest.TempPathFactory) 
 
 @pytest.fixture(scope="module")
 def ctx(local_aws: lt.LocalAWS, deploy: Callable[..., lt.Deployed], admin_env: dict[str, str]) -> Context:
-    return Context(local_aws, deploy({"env": PLAIN.env, **PLAIN.knobs}), admin_env, PLAIN)
+    deployed = deploy({"env": PLAIN.env, **PLAIN.knobs})
+    return Context(local_aws, pol.Stack(deployed.name, deployed.outputs), admin_env, PLAIN)
 
 
 @pytest.fixture(scope="module")

@@ -40,7 +40,8 @@ def ctx(
     local_aws: lt.LocalAWS, deploy: Callable[..., lt.Deployed], tmp_path_factory: pytest.TempPathFactory
 ) -> Context:
     admin_env = pol.settings_env(local_aws, tmp_path_factory.mktemp("policies-keyed"), KEYED)
-    return Context(local_aws, deploy({"env": KEYED.env, **KEYED.knobs}), admin_env, KEYED)
+    deployed = deploy({"env": KEYED.env, **KEYED.knobs})
+    return Context(local_aws, pol.Stack(deployed.name, deployed.outputs), admin_env, KEYED)
 
 
 @pytest.fixture(scope="module")

@@ -17,9 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import boto3
+
 from contract import iam
 from contract.knobs import resolve_config
 from contract.settings import CONFIG_VARIABLE, Section, default_settings, render_settings
+from local import api
 from tests.support import localaws as lt
 from tests.support.cli import Result, run_doctable
 
@@ -46,6 +49,18 @@ class Shape:
     def kinesis(self) -> bool:
         return self.knobs.get("kinesis", "off") != "off"
 
+    @property
+    def replicas(self) -> list[str]:
+        return [r for r in self.knobs.get("replicas", "").split(",") if r]
+
+
+@dataclass(frozen=True)
+class Stack:
+    """The stack the commands run against: its name and outputs (home region)."""
+
+    name: str
+    outputs: dict[str, str]
+
 
 # The plain shape: the stream, the built-in consumer, an index, TTL and PITR; its second environment has the
 # stream and the consumer, so the teardown it sweeps has buckets, a role, a log group and a mapping to empty and
@@ -68,6 +83,19 @@ KEYED_KNOBS = {"encryption": "customer-managed", "kinesis": "on"}
 KEYED = Shape(
     knobs={**PLAIN.knobs, "table_base": "itkms", **KEYED_KNOBS},
     other={"table_base": "itkms", "stream": "new-and-old", **KEYED_KNOBS},
+)
+
+# The global shape: the table replicated to a second region, whose consumer stack reads the replica's stream.
+REPLICA_REGION = "us-west-2"
+GLOBAL = Shape(
+    knobs={
+        "table_base": "itglo",
+        "stream": "new-and-old",
+        "pitr": "on",
+        "blob_root": "blobs/",
+        "replicas": REPLICA_REGION,
+    },
+    other={"table_base": "itglo", "stream": "new-and-old", "replicas": REPLICA_REGION},
 )
 
 
@@ -102,7 +130,9 @@ def settings_env(aws: lt.LocalAWS, directory: Path, shape: Shape) -> dict[str, s
     path = directory / "doctable.toml"
     settings = default_settings(path)
     for env, knobs in ((shape.env, shape.knobs), (shape.other_env, shape.other)):
-        settings.environments[env] = Section(values=dict(knobs), account=lt.ACCOUNT, region=lt.REGION)
+        # the file writes replicas as TOML writes a list (the knobs here carry the command line's text)
+        values: dict[str, Any] = {k: v.split(",") if k == "replicas" else v for k, v in knobs.items()}
+        settings.environments[env] = Section(values=values, account=lt.ACCOUNT, region=lt.REGION)
     path.write_text(render_settings(settings))
     return {
         **aws.env,
@@ -157,7 +187,7 @@ def refusals(result: Result) -> list[tuple[str, str]]:
 @dataclass
 class Context:
     aws: lt.LocalAWS
-    stack: lt.Deployed
+    stack: Stack
     admin_env: dict[str, str]
     shape: Shape
     # what a scenario's last run observed, for the success test's own assertions
@@ -186,6 +216,18 @@ def run_verify_read_only(env: dict[str, str], ctx: Context) -> list[Result]:
     return [doctable(env, "verify", "--env", ctx.shape.env, "--json", "--read-only", *VERIFY_BOUND)]
 
 
+def regional(aws: lt.LocalAWS, service: str, region: str) -> Any:
+    """A client of ``service`` in ``region`` as the administrator."""
+    return boto3.client(
+        service,
+        endpoint_url=aws.info.url,
+        region_name=region,
+        verify=aws.ca_bundle,
+        aws_access_key_id=api.ACCESS_KEY_ID,
+        aws_secret_access_key=api.SECRET_ACCESS_KEY,
+    )
+
+
 def _kinesis_destination(aws: lt.LocalAWS, table: str) -> dict[str, Any]:
     found = aws.client("dynamodb").describe_kinesis_streaming_destination(TableName=table)
     destinations: list[dict[str, Any]] = found["KinesisDataStreamDestinations"]
@@ -205,6 +247,10 @@ def drift(ctx: Context) -> None:
     declared = lam.get_event_source_mapping(UUID=uuid)["BatchSize"]
     mapping = lam.update_event_source_mapping(UUID=uuid, BatchSize=declared + 1)
     lam.untag_resource(Resource=mapping["EventSourceMappingArn"], TagKeys=["Environment"])
+    for region in ctx.shape.replicas:  # each replica's PITR, restored there
+        regional(aws, "dynamodb", region).update_continuous_backups(
+            TableName=table, PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": False}
+        )
     if ctx.shape.kinesis:
         stream = _kinesis_destination(aws, table)["StreamArn"]
         ddb.disable_kinesis_streaming_destination(TableName=table, StreamArn=stream)
@@ -233,6 +279,12 @@ def drifted(ctx: Context) -> list[str]:
         left.append("batch size")
     if lam.list_tags(Resource=mapping["EventSourceMappingArn"])["Tags"].get("Environment") != env:
         left.append("mapping tag")
+    for region in ctx.shape.replicas:
+        replica = regional(aws, "dynamodb", region).describe_continuous_backups(TableName=table)
+        if replica["ContinuousBackupsDescription"]["PointInTimeRecoveryDescription"][
+            "PointInTimeRecoveryStatus"
+        ] != ("ENABLED"):
+            left.append(f"pitr ({region})")
     if ctx.shape.kinesis and _kinesis_destination(aws, table).get("DestinationStatus") not in (
         "ACTIVE",
         "ENABLING",
@@ -384,13 +436,20 @@ SCENARIOS: dict[str, tuple[str, bool, Scenario]] = {
     "logs": ("operator", False, run_logs),
     "invoke": ("operator", False, run_invoke),
 }
-# A statement whose refusal verify survives by design, and what it then loses: without the stream read, the
+# A statement whose refusal verify survives by design, and what it then loses: without a stream's read, the
 # proof line is matched by time instead of by the write's sequence number.
-DEGRADED = {("verify", "ReadStreamRecord"): "sequence number unavailable"}
+DEGRADED = {
+    ("verify", "ReadStreamRecord"): "sequence number unavailable",
+    # a replica region's nudge, proven by time instead of by its record's sequence number in that region
+    ("verify", "ReadReplicaStreamRecord"): "(by time)",
+}
 # A refusal the command reports in another's name: without the bootstrap roles, the CDK CLI falls back to the
 # caller's own credentials (it says so only with --verbose), whose first call, the bootstrap version's SSM
 # parameter, is then refused.
-REFUSED_INSTEAD = {("deploy", "AssumeCdkBootstrapRoles"): "ssm:getparameter"}
+REFUSED_INSTEAD = {
+    ("deploy", "AssumeCdkBootstrapRoles"): "ssm:getparameter",
+    ("deploy", "AssumeReplicaBootstrapRoles"): "ssm:getparameter",  # the replica region's, the same way
+}
 
 
 def command_of(scenario: str) -> str:

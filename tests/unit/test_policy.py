@@ -448,13 +448,12 @@ def test_a_global_tables_deploy_reads_each_replica_and_assumes_each_regions_boot
             "deploy", target(stream="new-and-old", replicas="us-west-2,eu-west-1")
         )
     }
-    # THEN the deploy reads each replica's stream ARN from that region's table
-    assert statements["ReadReplicaStreams"].resources == (
+    # THEN the deploy reads each replica's description in that region's table: its drift (the gate's preflight)
+    # and its stream ARN (the replica stacks), with its PITR
+    assert statements["ReadReplicaTables"].resources == (
         f"arn:aws:dynamodb:us-west-2:{ACCOUNT}:table/items-dev",
         f"arn:aws:dynamodb:eu-west-1:{ACCOUNT}:table/items-dev",
     )
-    # AND, for its gate's preflight, each replica's description and PITR (their drift)
-    assert statements["ReadReplicaTables"].resources == statements["ReadReplicaStreams"].resources
     assert statements["ReadReplicaTables"].actions == (
         "dynamodb:DescribeTable",
         "dynamodb:DescribeContinuousBackups",
@@ -470,7 +469,6 @@ def test_a_global_tables_deploy_reads_each_replica_and_assumes_each_regions_boot
     # AND a single-region table's deploy has none of them
     single = {s.sid for s in iam.command_statements("deploy", target())}
     assert not single & {
-        "ReadReplicaStreams",
         "ReadReplicaTables",
         "AssumeReplicaBootstrapRoles",
         "DeleteRemovedReplicaStacks",
