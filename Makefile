@@ -100,7 +100,8 @@ integration: setup
 
 # Each command's IAM policy with one statement removed in turn, on the local AWS: the command must then fail
 # naming the refused action (`make test` skips this sweep; the policies' success runs are in the integration tier).
-# Each module (the plain shape, the keyed shape) goes whole to a worker of its own.
+# Each module goes whole to a worker of its own: the plain shape's sweep, and the keyed and global shapes (each
+# command's success with only its policy, then the sweep of the statements that shape adds).
 test-policies: setup ## every statement of each command's policy (doctable policy) shown needed, on the local AWS
 	SWEEP_POLICIES=1 $(BIN)/pytest -m policies $(PARALLEL) $(PYTEST_ARGS)
 

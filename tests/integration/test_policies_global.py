@@ -16,7 +16,9 @@ from tests.support import localaws as lt
 from tests.support import policies as pol
 from tests.support.policies import GLOBAL, PLAIN, REPLICA_REGION, Context, Principal, refusals
 
-pytestmark = [pytest.mark.timeout(1800)]
+# The whole module is the policy tier (`make test-policies`, which .ci/run runs after `make test`): its shape's
+# deployments would add minutes to the newcomer's `make test`, where test_policies.py proves every command.
+pytestmark = [pytest.mark.policies, pytest.mark.timeout(1800)]
 
 sweep = pytest.mark.skipif(
     os.environ.get(pol.SWEEP_VARIABLE) != "1",
