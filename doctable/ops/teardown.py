@@ -159,22 +159,42 @@ def check_ownership(aws: Aws, plan: Plan, lift: bool) -> None:
 
 
 def lift_protection(aws: Aws, plan: Plan, progress: Progress) -> str | None:
+    """Lift the protection of the table the stack deletes and of each of its replicas that has it. Each replica is
+    looked at even when the home table is no longer protected: a teardown refused after lifting the home table's
+    left its replicas protected, and CloudFormation cannot delete a protected replica."""
     table = plan.table
-    if table is None or not table.get("DeletionProtectionEnabled"):
+    if table is None or plan.table_retained:
+        if table is not None and table.get("DeletionProtectionEnabled"):
+            name = table["TableName"]
+            return f"deletion protection left ON: table {name} is retained (RETAIN), the stack will not delete it"
         return None
     name = table["TableName"]
-    if plan.table_retained:
-        return f"deletion protection left ON: table {name} is retained (RETAIN), the stack will not delete it"
-    ddb = aws.client("dynamodb")
-    ddb.update_table(TableName=name, DeletionProtectionEnabled=False)
-    progress.wait(
-        f"table {name} to be ACTIVE after lifting deletion protection",
-        lambda: True if ddb.describe_table(TableName=name)["Table"].get("TableStatus") == "ACTIVE" else None,
-        300,
+    lifted = []
+    if table.get("DeletionProtectionEnabled"):
+        ddb = aws.client("dynamodb")
+        ddb.update_table(TableName=name, DeletionProtectionEnabled=False)
+        progress.wait(
+            f"table {name} to be ACTIVE after lifting deletion protection",
+            lambda: (
+                True if ddb.describe_table(TableName=name)["Table"].get("TableStatus") == "ACTIVE" else None
+            ),
+            300,
+        )
+        lifted.append(name)
+    # The replicas' protection is the settings' too: looked at when the settings or the home table protect.
+    protects = bool(lifted) or plan.deployment.config.deletion_protection
+    regions = lift_replica_protection(aws, table, progress) if protects else []
+    if regions:
+        lifted.append(
+            f"its replicas in {', '.join(regions)}"
+            if lifted
+            else f"the replicas of {name} in {', '.join(regions)}"
+        )
+    return (
+        f"deletion protection lifted on {' and '.join(lifted)} (--lift-deletion-protection)"
+        if lifted
+        else None
     )
-    regions = lift_replica_protection(aws, table, progress)
-    where = f" and its replicas in {', '.join(regions)}" if regions else ""
-    return f"deletion protection lifted on {name}{where} (--lift-deletion-protection)"
 
 
 def describe_plan(plan: Plan) -> list[str]:
@@ -281,6 +301,9 @@ def execute(aws: Aws, plan: Plan, *, timeout: float, progress: Progress) -> Outc
     outcome = Outcome()
     config = plan.deployment.config
     s3 = aws.client("s3")
+    stack_failed = (
+        False  # a failed stack deletion removes nothing more: what is left is probed once, not awaited
+    )
     replicas_gone, outcome.still_present = delete_replica_stacks(
         aws, plan.replica_stacks, timeout=timeout, progress=progress
     )
@@ -310,6 +333,7 @@ def execute(aws: Aws, plan: Plan, *, timeout: float, progress: Progress) -> Outc
                 StackName=stack_id, WaiterConfig={"Delay": 5, "MaxAttempts": max(1, int(timeout // 5))}
             )
         except WaiterError as exc:
+            stack_failed = True
             failures = _stack_delete_failures(aws, stack_id)
             outcome.still_present.append(
                 f"stack {config.stack_name}: {exc.last_response.get('Stacks', [{}])[0].get('StackStatus', exc)}"
@@ -329,7 +353,8 @@ def execute(aws: Aws, plan: Plan, *, timeout: float, progress: Progress) -> Outc
             ):
                 outcome.removed.append(resource.label)
             continue
-        present = _wait_absent(aws, resource, timeout if not resource.retained else 0, progress)
+        wait = 0 if resource.retained or stack_failed else timeout
+        present = _wait_absent(aws, resource, wait, progress)
         if resource.retained:
             if present:
                 outcome.retained.append(_retained_label(aws, resource))

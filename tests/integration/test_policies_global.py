@@ -86,7 +86,7 @@ def test_the_global_shape_adds_the_replica_statements() -> None:
         ],
         "verify-read-only": ["ReadReplicaMappings", "ReadReplicaStacks", "ReadReplicaTables"],
         "reconcile": ["RepairReplicaTables"],
-        "teardown": ["DeleteReplicaStacks"],
+        "teardown": ["DeleteReplicaStacks", "LiftDeletionProtection", "LiftReplicaDeletionProtection"],
     }
 
 

@@ -75,7 +75,7 @@ def test_the_keyed_shape_adds_the_key_and_kinesis_statements() -> None:
             "StreamTableToKinesis",
         ],
         "replay": ["DecryptTableReads"],
-        "teardown": ["ProbeKinesisStream"],
+        "teardown": ["LiftDeletionProtection", "ProbeKinesisStream"],
     }
 
 

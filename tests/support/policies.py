@@ -167,11 +167,13 @@ def run_teardown(env: dict[str, str], ctx: Context) -> list[Result]:
     # The other environment's stack, deployed by the administrator for each run and torn down by the principal;
     # whatever a refused teardown left is removed by the administrator, so it has no stack between runs.
     other = ctx.shape.other_env
+    # a protected table (and its replicas) is unlocked first, as the operator says it means it
+    lift = ("--lift-deletion-protection",) if ctx.shape.other.get("deletion_protection") == "on" else ()
     deployed = doctable(ctx.admin_env, "deploy", "--env", other, "--json", "--no-verify", timeout=900)
     assert deployed.code == 0, deployed.err[-3000:]
-    result = doctable(env, "teardown", "--env", other, "--yes")
+    result = doctable(env, "teardown", "--env", other, "--yes", *lift)
     if result.code != 0:
-        cleaned = doctable(ctx.admin_env, "teardown", "--env", other, "--yes")
+        cleaned = doctable(ctx.admin_env, "teardown", "--env", other, "--yes", *lift)
         assert cleaned.code == 0, cleaned.err[-3000:]
     return [result]
 

@@ -65,15 +65,17 @@ PLAIN = Shape(
     other={"table_base": "itpol", "stream": "new-and-old"},
 )
 # The keyed shape adds what adds statements: a customer managed key and the table streaming to Kinesis (the
-# consumer still reads the DynamoDB stream). Its stack names share no 14-character prefix with the plain shape's,
+# consumer still reads the DynamoDB stream); its second environment's table is protected, so the teardown it
+# sweeps lifts the protection. Its stack names share no 14-character prefix with the plain shape's,
 # so their generated bucket names differ (contract/iam_target.py GENERATED_BUCKET_STACK_CHARS).
 KEYED_KNOBS = {"encryption": "customer-managed", "kinesis": "on"}
 KEYED = Shape(
     knobs={**PLAIN.knobs, "table_base": "itkms", **KEYED_KNOBS},
-    other={"table_base": "itkms", "stream": "new-and-old", **KEYED_KNOBS},
+    other={"table_base": "itkms", "stream": "new-and-old", "deletion_protection": "on", **KEYED_KNOBS},
 )
 
-# The global shape: the table replicated to a second region, whose consumer stack reads the replica's stream.
+# The global shape: the table replicated to a second region, whose consumer stack reads the replica's stream;
+# its second environment is protected, each replica too.
 REPLICA_REGION = "us-west-2"
 GLOBAL = Shape(
     knobs={
@@ -83,7 +85,12 @@ GLOBAL = Shape(
         "blob_root": "blobs/",
         "replicas": REPLICA_REGION,
     },
-    other={"table_base": "itglo", "stream": "new-and-old", "replicas": REPLICA_REGION},
+    other={
+        "table_base": "itglo",
+        "stream": "new-and-old",
+        "deletion_protection": "on",
+        "replicas": REPLICA_REGION,
+    },
 )
 
 

@@ -21,7 +21,7 @@ from contract.knobs import DocTableConfig
 from contract.shape import GLOBAL_TABLE_TYPE, TABLE_TYPE, table_shape
 from doctable.aws import Aws
 from doctable.errors import RefusedError
-from doctable.ops import conversion, replica_teardown
+from doctable.ops import conversion, replica_teardown, teardown
 from doctable.ops import preflight as p
 from doctable.ops.capability import observe_table
 from doctable.ops.context import Deployment, describe_stack, use_deployed_knobs
@@ -651,6 +651,49 @@ def test_teardown_lifts_every_replicas_deletion_protection_when_told(global_env:
     _, outcome = run_teardown(global_env, deployment, assume_yes=True, lift=True, timeout=30, progress=QUIET)
     assert outcome.clean and not stack_exists(global_env, config.stack_name)
     assert config.table_name not in global_env.in_region(B).client("dynamodb").list_tables()["TableNames"]
+
+
+def test_a_teardown_resumed_after_the_home_table_was_lifted_lifts_the_replicas_too(global_env: Aws) -> None:
+    # GIVEN a protected global table whose home table's protection an earlier, refused teardown already lifted
+    config = knobs(B, deletion_protection="on")
+    deploy_global(global_env, config)
+    deployment = deployment_of(global_env, config)
+    global_env.client("dynamodb").update_table(TableName=config.table_name, DeletionProtectionEnabled=False)
+    replica = global_env.in_region(B).client("dynamodb")
+    assert replica.describe_table(TableName=config.table_name)["Table"]["DeletionProtectionEnabled"] is True
+    # WHEN it is torn down with --lift-deletion-protection
+    _, outcome = run_teardown(global_env, deployment, assume_yes=True, lift=True, timeout=30, progress=QUIET)
+    # THEN the replica's protection is lifted too, and the stack and every replica are gone
+    assert outcome.clean and not stack_exists(global_env, config.stack_name), outcome
+    assert f"the replicas of {config.table_name} in {B}" in outcome.notes[0]
+    assert config.table_name not in replica.list_tables()["TableNames"]
+
+
+def test_a_failed_stack_deletion_is_reported_without_waiting_for_what_it_left(
+    global_env: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a protected global table whose replica keeps its protection (the teardown is not told to lift it)
+    config = knobs(B, deletion_protection="on")
+    deploy_global(global_env, config)
+    deployment = deployment_of(global_env, config)
+    global_env.client("dynamodb").update_table(TableName=config.table_name, DeletionProtectionEnabled=False)
+    waits: list[float] = []
+    probe = teardown._wait_absent
+
+    def recorded(aws: Aws, resource: Any, timeout: float, progress: Progress) -> bool:
+        waits.append(timeout)
+        return probe(aws, resource, timeout, progress)
+
+    monkeypatch.setattr(teardown, "_wait_absent", recorded)
+    # WHEN the stack is torn down without --lift-deletion-protection (the home table is no longer protected)
+    _, outcome = run_teardown(
+        global_env, deployment, assume_yes=True, lift=False, timeout=600, progress=QUIET
+    )
+    # THEN CloudFormation's failure is reported and what it left is probed once, not awaited for the timeout
+    assert not outcome.clean and any(
+        line.startswith(f"stack {config.stack_name}") for line in outcome.still_present
+    )
+    assert waits and set(waits) == {0}, waits
 
 
 def test_teardown_of_a_protected_global_table_may_lift_each_replicas_protection() -> None:
