@@ -14,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 
 from local import api
@@ -39,14 +38,7 @@ def settings_text(replicas: list[str]) -> str:
 
 
 def client(aws: lt.LocalAWS, service: str, region: str) -> Any:
-    return boto3.client(
-        service,
-        endpoint_url=aws.info.url,
-        region_name=region,
-        verify=aws.ca_bundle,
-        aws_access_key_id=api.ACCESS_KEY_ID,
-        aws_secret_access_key=api.SECRET_ACCESS_KEY,
-    )
+    return aws.client(service, region=region)
 
 
 def outputs(aws: lt.LocalAWS, stack: str, region: str) -> dict[str, str]:

@@ -11,7 +11,6 @@ managed key and Kinesis add.
 
 from __future__ import annotations
 
-import os
 import shlex
 from collections.abc import Callable, Iterator
 
@@ -26,10 +25,7 @@ from tests.support.policies import PLAIN, Context, Principal, doctable, policy_o
 pytestmark = [pytest.mark.timeout(1800)]
 
 WORKFLOWS = lt.ROOT / ".github" / "workflows"
-sweep = pytest.mark.skipif(
-    os.environ.get(pol.SWEEP_VARIABLE) != "1",
-    reason=f"the one-statement-removed sweep runs in `make test-policies` ({pol.SWEEP_VARIABLE}=1)",
-)
+sweep = pol.sweep_only
 # The deployed environment's ledger needs no DescribeTable (there is no retained table to look for): swept on
 # the environment whose stack is gone instead.
 SWEPT = tuple(s for s in pol.SCENARIOS if s != "ledger")
@@ -37,8 +33,7 @@ SWEPT = tuple(s for s in pol.SCENARIOS if s != "ledger")
 
 @pytest.fixture(scope="module", autouse=True)
 def enforced(local_aws: lt.LocalAWS) -> None:
-    if (lt.api.health(local_aws.info.port) or {}).get("iam") != "enforced":
-        pytest.skip("the local AWS runs without IAM enforcement (DOCTABLE_LOCAL_IAM=off)")
+    pol.require_enforced(local_aws)
 
 
 @pytest.fixture(scope="module")
@@ -54,16 +49,7 @@ def ctx(local_aws: lt.LocalAWS, deploy: Callable[..., lt.Deployed], admin_env: d
 
 @pytest.fixture(scope="module")
 def principals(local_aws: lt.LocalAWS) -> Iterator[Callable[[str], Principal]]:
-    made: dict[str, Principal] = {}
-
-    def get(name: str) -> Principal:
-        if name not in made:
-            made[name] = Principal(local_aws, f"{PLAIN.base}-{name}")
-        return made[name]
-
-    yield get
-    for principal in made.values():
-        principal.delete()
+    yield from pol.principals_of(local_aws, PLAIN.base)
 
 
 # ---------------------------------------------------------------------------------------------- each command

@@ -7,7 +7,6 @@ the replicas add to a command's policy, and the command then fails naming the re
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -20,10 +19,7 @@ from tests.support.policies import GLOBAL, PLAIN, REPLICA_REGION, Context, Princ
 # deployments would add minutes to the newcomer's `make test`, where test_policies.py proves every command.
 pytestmark = [pytest.mark.policies, pytest.mark.timeout(1800)]
 
-sweep = pytest.mark.skipif(
-    os.environ.get(pol.SWEEP_VARIABLE) != "1",
-    reason=f"the one-statement-removed sweep runs in `make test-policies` ({pol.SWEEP_VARIABLE}=1)",
-)
+sweep = pol.sweep_only
 # The commands whose calls meet a replica or a replica stack (replay, logs and invoke act on the home region).
 RUN = ("preflight", "deploy", "verify", "verify-read-only", "reconcile", "teardown")
 ADDED = {scenario: pol.statements_added(scenario, GLOBAL, PLAIN) for scenario in RUN}
@@ -35,8 +31,7 @@ SWEPT = tuple(scenario for scenario in RUN if ADDED[scenario])
 
 @pytest.fixture(scope="module", autouse=True)
 def enforced(local_aws: lt.LocalAWS) -> None:
-    if (lt.api.health(local_aws.info.port) or {}).get("iam") != "enforced":
-        pytest.skip("the local AWS runs without IAM enforcement (DOCTABLE_LOCAL_IAM=off)")
+    pol.require_enforced(local_aws)
 
 
 @pytest.fixture(scope="module")
@@ -56,16 +51,7 @@ def ctx(
 
 @pytest.fixture(scope="module")
 def principals(local_aws: lt.LocalAWS) -> Iterator[Callable[[str], Principal]]:
-    made: dict[str, Principal] = {}
-
-    def get(name: str) -> Principal:
-        if name not in made:
-            made[name] = Principal(local_aws, f"{GLOBAL.base}-{name}")
-        return made[name]
-
-    yield get
-    for principal in made.values():
-        principal.delete()
+    yield from pol.principals_of(local_aws, GLOBAL.base)
 
 
 def test_the_global_shape_adds_the_replica_statements() -> None:

@@ -76,13 +76,15 @@ class LocalAWS:
     def faults(self) -> api.FaultClient:
         return api.FaultClient(self.info.url, ca_bundle=self.ca_bundle)
 
-    def client(self, service: str, *, url: str | None = None, **credentials: str) -> Any:
-        """A boto3 client of ``service`` on the HTTPS endpoint (or ``url``), as the admin deployer unless
-        ``credentials`` (aws_access_key_id=, aws_secret_access_key=, aws_session_token=) say otherwise."""
+    def client(
+        self, service: str, *, url: str | None = None, region: str = REGION, **credentials: str
+    ) -> Any:
+        """A boto3 client of ``service`` in ``region`` on the HTTPS endpoint (or ``url``), as the admin deployer
+        unless ``credentials`` (aws_access_key_id=, aws_secret_access_key=, aws_session_token=) say otherwise."""
         return boto3.client(
             service,
             endpoint_url=url or self.info.url,
-            region_name=REGION,
+            region_name=region,
             verify=self.ca_bundle,
             **(
                 credentials

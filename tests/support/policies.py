@@ -6,10 +6,13 @@ shape (tests/support/policy_stacks.py), and the one-statement-removed sweep.
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from contract import iam
 from contract.knobs import resolve_config
@@ -40,6 +43,33 @@ SWEEP_VARIABLE = "SWEEP_POLICIES"
 
 
 # ---------------------------------------------------------------------------------------------- harness
+# The sweep's marker: it runs in `make test-policies` only.
+sweep_only = pytest.mark.skipif(
+    os.environ.get(SWEEP_VARIABLE) != "1",
+    reason=f"the one-statement-removed sweep runs in `make test-policies` ({SWEEP_VARIABLE}=1)",
+)
+
+
+def require_enforced(aws: lt.LocalAWS) -> None:
+    """Skip a module whose local AWS runs without IAM enforcement (DOCTABLE_LOCAL_IAM=off)."""
+    if (lt.api.health(aws.info.port) or {}).get("iam") != "enforced":
+        pytest.skip("the local AWS runs without IAM enforcement (DOCTABLE_LOCAL_IAM=off)")
+
+
+def principals_of(aws: lt.LocalAWS, prefix: str) -> Iterator[Callable[[str], Principal]]:
+    """A module fixture's body: principals made on first use (named ``<prefix>-<name>``), deleted at its end."""
+    made: dict[str, Principal] = {}
+
+    def get(name: str) -> Principal:
+        if name not in made:
+            made[name] = Principal(aws, f"{prefix}-{name}")
+        return made[name]
+
+    yield get
+    for principal in made.values():
+        principal.delete()
+
+
 class Principal:
     """An IAM user holding one inline policy, made through the IAM API as an administrator would."""
 
@@ -183,41 +213,21 @@ def run_deploy(env: dict[str, str], ctx: Context) -> list[Result]:
     return [doctable(env, "deploy", "--env", ctx.shape.env, "--json", "--no-verify", timeout=900)]
 
 
+def _invoke(env: dict[str, str], ctx: Context, sk: str) -> Result:
+    """`doctable invoke` of one INSERT of the item (policies, ``sk``)."""
+    args = ("--env", ctx.shape.env, "--event", "insert", "--pk", "policies", "--sk", sk, "--json")
+    return doctable(env, "invoke", *args)
+
+
 def run_logs(env: dict[str, str], ctx: Context) -> list[Result]:
     # a proof line to read: the administrator invokes the consumer once first
-    sent = doctable(
-        ctx.admin_env,
-        "invoke",
-        "--env",
-        ctx.shape.env,
-        "--event",
-        "insert",
-        "--pk",
-        "policies",
-        "--sk",
-        "logs",
-        "--json",
-    )
+    sent = _invoke(ctx.admin_env, ctx, "logs")
     assert sent.code == 0, sent.err
     return [doctable(env, "logs", "--env", ctx.shape.env, "--since", "1h", "--json")]
 
 
 def run_invoke(env: dict[str, str], ctx: Context) -> list[Result]:
-    return [
-        doctable(
-            env,
-            "invoke",
-            "--env",
-            ctx.shape.env,
-            "--event",
-            "insert",
-            "--pk",
-            "policies",
-            "--sk",
-            "invoke",
-            "--json",
-        )
-    ]
+    return [_invoke(env, ctx, "invoke")]
 
 
 Scenario = Callable[[dict[str, str], Context], list[Result]]

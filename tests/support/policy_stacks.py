@@ -14,9 +14,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import boto3
-
-from local import api
 from tests.support import localaws as lt
 
 
@@ -110,14 +107,7 @@ class Context:
 
 def regional(aws: lt.LocalAWS, service: str, region: str) -> Any:
     """A client of ``service`` in ``region`` as the administrator."""
-    return boto3.client(
-        service,
-        endpoint_url=aws.info.url,
-        region_name=region,
-        verify=aws.ca_bundle,
-        aws_access_key_id=api.ACCESS_KEY_ID,
-        aws_secret_access_key=api.SECRET_ACCESS_KEY,
-    )
+    return aws.client(service, region=region)
 
 
 def _kinesis_destination(aws: lt.LocalAWS, table: str) -> dict[str, Any]:
