@@ -15,9 +15,11 @@ NPM_STAMP := node_modules/.installed
 CHECKOV_VERSION := 3.3.30
 CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
-CDK := npx --no-install cdk
-# jsii warns on every call that Node 20 is past its end of life; the pinned CLI still runs on it.
-export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+# The project's own Node.js LTS (node_modules/.bin/node, pinned in package.json; contract/toolchain.py) runs the
+# CDK CLI and, first on PATH, the app's jsii kernel (app.py also names it in JSII_NODE). The machine's node only
+# runs npm, once; on a platform without a pinned binary, `node` is the machine's (make setup checks its line).
+export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
+CDK := node node_modules/aws-cdk/bin/cdk
 export CDK_DISABLE_CLI_TELEMETRY := true
 PYTEST_ARGS ?=
 # ENV only from make's command line (`make deploy ENV=stg`): the shell's ENV is POSIX sh's startup file.
@@ -37,8 +39,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $@
 
-$(NPM_STAMP): package.json package-lock.json
+# npm installs the CDK CLI and the Node.js binary for this platform (an optional dependency per platform, pinned
+# by the lock file's integrity); contract.toolchain checks the binary is the pinned version, or, on a platform
+# without one, that the machine's Node.js is a supported LTS.
+$(NPM_STAMP): package.json package-lock.json $(STAMP)
 	npm ci --no-audit --no-fund --loglevel=error
+	$(BIN)/python -m contract.toolchain
 	@touch $@
 
 $(CHECKOV_STAMP):

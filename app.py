@@ -2,17 +2,22 @@
 """Resolve the environment's settings (doctable.toml, then -c and DOCTABLE_ overrides), then instantiate its one
 stack (and, for a global table, the consumer stack of each replica region ``replica_streams`` names). Never
 calls AWS. With DOCTABLE_SYNTH_CACHE set, an assembly synthesized before from the same inputs is
-copied out instead (infra/synth_cache.py)."""
+copied out instead (infra/synth_cache.py); with DOCTABLE_SYNTH_WORKER set, a worker that has the CDK loaded
+already synthesizes it (infra/synth_worker.py; ``app.py --serve SOCKET`` is that worker). jsii runs on the
+project's pinned Node.js (contract/toolchain.py) unless JSII_NODE names another."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
-from infra import synth_cache
+from contract import toolchain
+from infra import synth_cache, synth_worker
 
 
-def synthesize() -> None:
+def synthesize(context: dict[str, object] | None = None, outdir: str | None = None) -> None:
+    """Synthesize into ``outdir`` with ``context`` (default: what the CLI passed in the environment)."""
     # The CDK and the constructs are imported here, after the cache was looked up: importing them is most of a
     # cache hit's cost otherwise.
     import aws_cdk as cdk
@@ -21,7 +26,9 @@ def synthesize() -> None:
     from contract.settings import cdk_json_knobs, resolve_settings
     from infra.stack import create_stack
 
-    app = cdk.App()
+    # A fresh asset cache: a worker's earlier synth must not lend this one a fingerprint of changed files.
+    cdk.AssetStaging.clear_asset_hash_cache()
+    app = cdk.App(context=context, outdir=outdir)
     try:
         # A knob in cdk.json would reach the app as CDK context but never the CLI: refused, so both agree.
         misplaced = cdk_json_knobs(PROJECT_ROOT / "cdk.json")
@@ -44,10 +51,20 @@ def synthesize() -> None:
 
 
 def main() -> None:
+    # jsii's kernel runs on the project's Node.js, as the CLI does, whoever started this app.
+    with contextlib.suppress(toolchain.ToolchainError):
+        os.environ.setdefault("JSII_NODE", str(toolchain.find().node))
+    if sys.argv[1:2] == ["--serve"] and len(sys.argv) == 3:
+        synth_worker.serve(sys.argv[2], synthesize)
+        return
     cache = synth_cache.from_environ()
     if cache is not None and cache.restore():
         return
-    synthesize()
+    code = synth_worker.delegate()
+    if code is None:
+        synthesize()
+    elif code != 0:
+        sys.exit(code)
     if cache is not None:
         cache.store()
 

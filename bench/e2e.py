@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import BENCH_DIR
+from contract import toolchain
 from local.api import LocalError
 from local.esm import CADENCE_AWS, CADENCE_ENV
 from tests.support import localaws as lt
@@ -259,8 +260,10 @@ def run(singles: int = 50, burst: int = 1000, work_dir: Path | None = None) -> d
     directory = Path(tempfile.mkdtemp(prefix="doctable-bench-local-", dir=work_dir))
     started = time.perf_counter()
     try:
-        if shutil.which("npx") is None:
-            raise Skip("npx not found (the CDK CLI comes from node_modules)")
+        try:
+            toolchain.find()
+        except toolchain.ToolchainError as exc:
+            raise Skip(str(exc)) from None
         saved = os.environ.get(CADENCE_ENV)
         os.environ[CADENCE_ENV] = CADENCE_AWS  # the local AWS's server process inherits it
         out["poll_cadence"] = CADENCE_AWS

@@ -843,6 +843,7 @@ NON_KNOB_VARIABLES = frozenset(
         "DOCTABLE_PROFILE",
         "DOCTABLE_CDK_OUTPUT",  # doctable deploy's cloud assembly directory
         "DOCTABLE_SYNTH_CACHE",  # app.py's cache of assemblies (infra/synth_cache.py)
+        "DOCTABLE_SYNTH_WORKER",  # the warm process app.py hands its synth to (infra/synth_worker.py)
     }
 )
 LOCAL_VARIABLE_PREFIX = "DOCTABLE_LOCAL_"  # the local AWS's own settings

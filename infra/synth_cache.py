@@ -59,6 +59,8 @@ LIBRARIES = (
 UNREAD_VARIABLES = frozenset(
     {
         CACHE_VARIABLE,
+        "DOCTABLE_SYNTH_WORKER",
+        "JSII_NODE",
         "DOCTABLE_CDK_OUTPUT",
         "DOCTABLE_STATE_DIR",
         "DOCTABLE_LEDGER_DIR",

@@ -1,8 +1,11 @@
-"""The one runner of the CDK CLI against the local AWS: the project's node_modules/.bin/cdk (else
-``npx --no-install cdk``) with ``<args>`` in a project directory.
+"""The one runner of the CDK CLI against the local AWS: the project's CLI (node_modules/aws-cdk) run by the
+project's pinned Node.js (node_modules/.bin/node; on a platform without one, the machine's), never npx, with
+``<args>`` in a project directory. The project's own account of its toolchain is contract/toolchain.py; the
+local AWS imports nothing of the product, so it finds the same two files by their place.
 
 The CLI gets the caller's environment without its own AWS_/CDK_ settings (a real account is never reached),
-plus what ``doctable local env`` exports. Its output is appended to a log file; a failure raises LocalError
+plus what ``doctable local env`` exports, with the pinned Node.js first on PATH and as jsii's (``JSII_NODE``),
+so the app the CLI runs synthesizes on it too. Its output is appended to a log file; a failure raises LocalError
 with the command and the log's last lines.
 """
 
@@ -39,9 +42,20 @@ def cdk_env(
     env = {k: v for k, v in source.items() if not k.startswith(("AWS_", "CDK_"))}
     env.update(state.client_env(port, directory))
     env["CDK_DISABLE_CLI_TELEMETRY"] = "true"
-    # jsii warns on every call that Node 20 is past its end of life; the pinned CLI still runs on it.
-    env.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
     return env
+
+
+def cli_command(project_dir: Path, args: Sequence[str], env: dict[str, str]) -> list[str]:
+    """``cdk <args>`` as the project installed it; puts its Node.js on ``env``'s PATH and as ``JSII_NODE``."""
+    cli = project_dir / "node_modules" / "aws-cdk" / "bin" / "cdk"
+    if not cli.is_file():
+        raise LocalError(f"the CDK CLI is not installed in {project_dir / 'node_modules'}: run `make setup`")
+    node = project_dir / "node_modules" / ".bin" / "node"
+    if not node.exists():
+        return [str(cli), *args]  # no pinned binary for this platform: the machine's node, by the shebang
+    env["PATH"] = os.pathsep.join([str(node.parent), *filter(None, [env.get("PATH")])])
+    env["JSII_NODE"] = str(node)
+    return [str(node), str(cli), *args]
 
 
 def run_cdk(
@@ -56,8 +70,8 @@ def run_cdk(
 ) -> CdkRun:
     """Run ``cdk <args>`` against the local AWS on ``port`` (its state in ``directory``, default: the state
     directory); LocalError with the log's tail if it fails."""
-    installed = project_dir / "node_modules" / ".bin" / "cdk"  # npx's own start adds ~0.3 s of CPU per call
-    command = [str(installed), *args] if installed.exists() else ["npx", "--no-install", "cdk", *args]
+    run_env = cdk_env(port, env, directory)
+    command = cli_command(project_dir, args, run_env)
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         out.write(f"\n$ {' '.join(command)}\n".encode())
@@ -68,7 +82,7 @@ def run_cdk(
             result = subprocess.run(
                 command,
                 cwd=project_dir,
-                env=cdk_env(port, env, directory),
+                env=run_env,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,

@@ -1,14 +1,19 @@
-"""Shared test set-up: jsii quiet on Node 20, tiers marked by directory."""
+"""Shared test set-up: the project's pinned Node.js for the CLI and jsii, tiers marked by directory."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
 import pytest
 
-# jsii warns loudly that Node 20 is past its end of life; the CLI pinned in package.json still supports it.
-os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+from contract import toolchain
+
+# Every CLI run and every in-process synth (the infra tier's) runs on the project's Node.js (contract/toolchain.py):
+# first on PATH and as jsii's, set before any test imports the CDK.
+with contextlib.suppress(toolchain.ToolchainError):  # not installed: the tiers that need it say so
+    os.environ.update(toolchain.find().environment())
 os.environ.setdefault("CDK_DISABLE_CLI_TELEMETRY", "true")
 
 TIERS = {"unit": "unit", "infra": "infra", "integration": "integration", "live": "live"}

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
+from contract import toolchain
 from contract.findings import Finding, Level, destructive
 from contract.knobs import PROJECT_ROOT, DocTableConfig
 from contract.settings import CONFIG_VARIABLE, Resolved
@@ -77,10 +78,11 @@ CDK_OUTPUT_VARIABLE = "DOCTABLE_CDK_OUTPUT"
 
 
 def cdk_cli() -> list[str]:
-    """The project's pinned CDK CLI: node_modules/.bin/cdk when `make setup` installed it (npx's own start adds
-    about 0.3 s of CPU to each call), else ``npx --no-install cdk``, which finds it or says it is missing."""
-    installed = PROJECT_ROOT / "node_modules" / ".bin" / "cdk"
-    return [str(installed)] if installed.exists() else ["npx", "--no-install", "cdk"]
+    """The project's pinned CDK CLI run by its pinned Node.js (contract/toolchain.py); never npx."""
+    try:
+        return toolchain.find(PROJECT_ROOT).cdk()
+    except toolchain.ToolchainError as exc:
+        raise UserError(str(exc)) from None
 
 
 def cdk_command(config: DocTableConfig, args: argparse.Namespace) -> list[str]:
@@ -108,7 +110,8 @@ def cdk_environment(resolved: Resolved, args: argparse.Namespace) -> dict[str, s
     if region:
         env["AWS_REGION"] = env["AWS_DEFAULT_REGION"] = region
     env.setdefault("CDK_DISABLE_CLI_TELEMETRY", "true")
-    env.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+    with contextlib.suppress(toolchain.ToolchainError):  # cdk_cli() says what is missing
+        env = toolchain.find(PROJECT_ROOT).environment(env)
     return env
 
 

@@ -444,7 +444,6 @@ def _run_app(tmp_path: Path, settings: str, context: dict[str, Any]) -> subproce
         "DOCTABLE_CONFIG": str(tmp_path / "doctable.toml"),
         "CDK_CONTEXT_JSON": json.dumps(context),
         "CDK_OUTDIR": str(tmp_path / "cdk.out"),
-        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "1",
     }
     return subprocess.run(
         [sys.executable, str(ROOT / "app.py")], cwd=tmp_path, env=environ, capture_output=True, text=True

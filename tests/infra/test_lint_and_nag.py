@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from contract import toolchain
 from contract.knobs import ENV_VALUES
 from tests.infra.synth import synth
 
@@ -99,16 +98,14 @@ def test_cdk_nag_has_no_unacknowledged_finding_and_every_acknowledgement_has_a_r
         assert report["pluginReports"], "the consumer's acknowledged findings must appear in the report"
 
 
-@pytest.mark.skipif(shutil.which("npx") is None, reason="needs the CDK CLI (make setup installs it)")
 def test_cdk_synth_cli_rejects_an_invalid_knob_naming_it_and_the_allowed_values() -> None:
-    # GIVEN the real CDK CLI and two bad knobs
-    env = dict(os.environ, JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION="20")
+    # GIVEN the real CDK CLI (make setup installs it) and two bad knobs
+    tools = toolchain.find()
+    env = tools.environment()
     # WHEN synth runs
     result = subprocess.run(
         [
-            "npx",
-            "--no-install",
-            "cdk",
+            *tools.cdk(),
             "synth",
             "-q",
             "-c",

@@ -1,8 +1,8 @@
 """Integration fixtures: the embedded local AWS, bootstrapped and deployed with the real CDK CLI.
 
 One local AWS per test session (started the way ``doctable local up`` starts it, on a free port, with its state
-in a temporary directory), ``npx cdk bootstrap`` once, then each stack shape deployed once with
-``npx cdk deploy`` from the project root, its outputs read back from CloudFormation. Helpers:
+in a temporary directory), ``cdk bootstrap`` once, then each stack shape deployed once with ``cdk deploy`` (the
+project's CLI on its pinned Node.js) from the project root, its outputs read back from CloudFormation. Helpers:
 tests/support/localaws.py.
 """
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from contract import toolchain
 from tests.support.cli import ROOT, Result, context_args, run_doctable
 
 OPTED_IN = os.environ.get("DOCTABLE_LIVE") == "1"
@@ -41,9 +42,8 @@ def _env(tmp: Path) -> dict[str, str]:
         DOCTABLE_STATE_DIR=str(tmp / "state"),
         DOCTABLE_LEDGER_DIR=str(tmp / "ledger"),
         CDK_DISABLE_CLI_TELEMETRY="true",
-        JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION="20",
     )
-    return env
+    return toolchain.find().environment(env)
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         knob_args = context_args(knobs if knobs is not None else KNOBS)
         return run_doctable([*args, *knob_args], env=env, timeout=1800)
 
-    cdk = ["npx", "--no-install", "cdk", "--output", str(tmp / "cdk.out"), "--ci", "--no-notices"]
+    cdk = [*toolchain.find().cdk(), "--output", str(tmp / "cdk.out"), "--ci", "--no-notices"]
     preflight = doctable("preflight", "--json")
     assert preflight.code == 0, preflight.out + preflight.err
     deploy = subprocess.run(

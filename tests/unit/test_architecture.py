@@ -115,4 +115,4 @@ def test_the_entry_imports_only_the_knobs_and_the_constructs() -> None:
         if isinstance(node, ast.Import)
         for alias in node.names
     }
-    assert imported <= {"__future__", "os", "sys", "aws_cdk", "contract", "infra"}, imported
+    assert imported <= {"__future__", "contextlib", "os", "sys", "aws_cdk", "contract", "infra"}, imported
