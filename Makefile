@@ -27,7 +27,7 @@ ENV_ARG := $(if $(filter command line,$(origin ENV)),--env $(ENV))
 
 .PHONY: help setup lint actionlint checkov format test test-policies unit infra-tests integration synth deploy destroy diff \
         preflight verify ledger reconcile teardown docs bad-input-doc \
-        local local-up local-down local-env bench soak live clean
+        local local-up local-down local-env bench soak live clean flags
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -116,6 +116,9 @@ soak: setup ## the full fault-injection soak on the local AWS
 
 live: setup ## opt-in tier against real AWS (needs credentials)
 	DOCTABLE_LIVE=1 $(BIN)/pytest -m live $(PYTEST_ARGS)
+
+flags: setup ## which of the CLI's recommended feature flags change a deployed byte (tests/infra/feature_flags.py)
+	$(BIN)/python -m tests.infra.feature_flags
 
 synth: setup ## synthesize one environment's stack from doctable.toml (no AWS calls): make synth ENV=stg
 	$(CDK) synth --quiet $(if $(ENV_ARG),-c env=$(ENV))
