@@ -25,11 +25,12 @@ SESSION = "lambda-esm"
 
 def function_role(account_id: str, region: str, function_arn: str) -> str:
     """The execution role of the function (empty when the function is gone)."""
+    from moto.awslambda.exceptions import LambdaClientError
     from moto.awslambda.models import lambda_backends
 
     try:
         return str(lambda_backends[account_id][region].get_function(function_arn).role or "")
-    except Exception:
+    except LambdaClientError:  # Lambda's own answer (the function is gone): no role, so nothing is allowed
         return ""
 
 
@@ -56,19 +57,21 @@ def stream_access_refusal(role: str, stream_arn: str) -> str | None:
 
 def kinesis_customer_key(stream_arn: str) -> str | None:
     """The ARN of the customer managed key a Kinesis stream is encrypted with; None for none or AWS's own."""
+    from moto.kinesis.exceptions import ResourceNotFoundError
     from moto.kinesis.models import kinesis_backends
+    from moto.kms.exceptions import NotFoundException
     from moto.kms.models import kms_backends
 
     _, _, _, region, account, _ = (stream_arn.split(":", 5) + [""] * 6)[:6]
     try:
         stream = kinesis_backends[account][region].describe_stream(stream_arn, None)
-    except Exception:
+    except ResourceNotFoundError:  # no stream, no records to decrypt: the stream actions' checks refuse it
         return None
     if stream.encryption_type != "KMS" or not stream.key_id or str(stream.key_id).startswith("alias/aws/"):
         return None
     try:
         key: Any = kms_backends[account][region].describe_key(str(stream.key_id))
-    except Exception:
+    except (NotFoundException, KeyError):  # KMS has no such key: there is no key policy to decrypt under
         return None
     return str(key.arn) if getattr(key, "key_manager", "CUSTOMER") == "CUSTOMER" else None
 

@@ -62,6 +62,7 @@ def resource_policy(resource: str) -> str | None:
 
 def _customer_key(table_arn: str) -> str | None:
     from moto.dynamodb.models import dynamodb_backends
+    from moto.kms.exceptions import NotFoundException
     from moto.kms.models import kms_backends
 
     region = _region(table_arn)
@@ -71,7 +72,7 @@ def _customer_key(table_arn: str) -> str | None:
         return None
     try:
         key: Any = kms_backends[state.ACCOUNT_ID][region].describe_key(spec["KMSMasterKeyId"])
-    except Exception:
+    except (NotFoundException, KeyError):  # KMS has no such key: there is no key policy to decrypt under
         return None
     return str(key.arn) if getattr(key, "key_manager", "CUSTOMER") == "CUSTOMER" else None
 
