@@ -23,6 +23,7 @@ from local.auth import policy, principals, requests, table_access
 log = logging.getLogger("doctable.local.auth")
 _BYPASS = ("/_doctable/", "/moto-api")
 INVALID_TOKEN = "The security token included in the request is invalid."
+ALLOW = object()  # the decision that hands the request on to the service unchanged
 
 
 def authorize(
@@ -47,6 +48,18 @@ class AuthMiddleware:
         parsed = requests.parse(environ, body)
         if parsed is None:
             return self.app(environ, start_response)  # unsigned: moto answers (S3 anonymous, health, ...)
+        # The one place a permission check's failure is caught: it refuses the request (fail closed), logged.
+        try:
+            outcome = self._decide(environ, start_response, parsed, body)
+        except Exception as exc:  # noqa: BLE001 - whatever the check raised, the request is not let through
+            log.exception("permission check failed: %s %s", parsed.service, parsed.operation)
+            return _internal_failure(start_response, parsed, exc)
+        return self.app(environ, start_response) if outcome is ALLOW else outcome
+
+    def _decide(
+        self, environ: dict[str, Any], start_response: Any, parsed: requests.Parsed, body: bytes | None
+    ) -> Any:
+        """ALLOW, or the answer that refuses the request (DeleteObjects: the answer for its allowed keys)."""
         try:
             principal = principals.resolve(parsed.access_key or "", parsed.session_token)
         except principals.UnknownKey:
@@ -59,12 +72,12 @@ class AuthMiddleware:
             check.context.setdefault("aws:SecureTransport", [secure])
             check.context.setdefault("aws:RequestedRegion", [region])
         if parsed.service == "sts" and parsed.operation == "GetCallerIdentity":
-            return self.app(environ, start_response)
+            return ALLOW
         if parsed.service == "sts" and parsed.operation == "AssumeRole":
             refusal = _assume_role_refusal(principal, parsed.checks[0])
             if refusal:
                 return _denied(start_response, parsed, refusal)
-            return self.app(environ, start_response)
+            return ALLOW
         resource_policy = principals.bucket_policy(parsed.bucket) if parsed.service == "s3" else None
         if parsed.delete_keys is not None:
             return self._delete_objects(environ, start_response, parsed, principal, resource_policy, body)
@@ -80,7 +93,7 @@ class AuthMiddleware:
                 message = policy.denial_message(principal.arn, check.action, resource, decision.reason)
                 log.info("denied: %s", message)
                 return _denied(start_response, parsed, message)
-        return self.app(environ, start_response)
+        return ALLOW
 
     @staticmethod
     def _body(environ: dict[str, Any]) -> bytes | None:
@@ -119,7 +132,7 @@ class AuthMiddleware:
                     principal.arn, check.action, f'"{check.resource}"', decision.reason
                 )
         if not denied:
-            return self.app(environ, start_response)
+            return ALLOW
         log.info("DeleteObjects: %d of %d keys denied to %s", len(denied), len(keys), principal.arn)
         allowed = [k for k in keys if k not in denied]
         result = ""
@@ -170,6 +183,17 @@ def _assume_role_refusal(principal: principals.Principal, check: requests.Check)
     return None
 
 
+def _internal_failure(start_response: Any, parsed: requests.Parsed, exc: Exception) -> list[bytes]:
+    """HTTP 500 in the service's format (InternalFailure; S3's InternalError), naming the check that raised: a
+    client retries it, and no policy test counts it as a refusal."""
+    message = (
+        f"the local AWS's permission check of {parsed.service}:{parsed.operation} failed "
+        f"({type(exc).__name__}: {exc}); the request was refused, see the server log"
+    )
+    code = "InternalError" if parsed.protocol == "rest-xml" else "InternalFailure"
+    return _error(start_response, parsed, code, code, message, status="500 Internal Server Error")
+
+
 def _denied(start_response: Any, parsed: requests.Parsed, message: str) -> list[bytes]:
     return _error(start_response, parsed, "AccessDenied", "AccessDeniedException", message)
 
@@ -183,20 +207,26 @@ def _invalid_key(start_response: Any, parsed: requests.Parsed) -> list[bytes]:
 
 
 def _error(
-    start_response: Any, parsed: requests.Parsed, xml_code: str, json_code: str, message: str
+    start_response: Any,
+    parsed: requests.Parsed,
+    xml_code: str,
+    json_code: str,
+    message: str,
+    status: str | None = None,
 ) -> list[bytes]:
     request_id = str(uuid.uuid4())
     headers = [("x-amzn-RequestId", request_id)]
+    fault = status is not None  # a server-side failure: the service's fault, not the caller's
     if parsed.protocol == "json":
-        status = "400 Bad Request"
+        status = status or "400 Bad Request"
         body = json.dumps({"__type": f"com.amazon.coral.service#{json_code}", "Message": message})
         headers.append(("Content-Type", "application/x-amz-json-1.0"))
     elif parsed.protocol == "rest-json":
-        status = "403 Forbidden"
-        body = json.dumps({"Type": "User", "Message": message})
+        status = status or "403 Forbidden"
+        body = json.dumps({"Type": "Service" if fault else "User", "Message": message})
         headers += [("Content-Type", "application/json"), ("x-amzn-ErrorType", json_code)]
     elif parsed.protocol == "rest-xml":
-        status = "403 Forbidden"
+        status = status or "403 Forbidden"
         body = (
             '<?xml version="1.0" encoding="UTF-8"?>\n'
             f"<Error><Code>{xml_code}</Code><Message>{escape(message)}</Message>"
@@ -204,9 +234,9 @@ def _error(
         )
         headers += [("Content-Type", "application/xml"), ("x-amz-request-id", request_id[:16].upper())]
     else:
-        status = "403 Forbidden"
+        status = status or "403 Forbidden"
         body = (
-            "<ErrorResponse><Error><Type>Sender</Type>"
+            f"<ErrorResponse><Error><Type>{'Receiver' if fault else 'Sender'}</Type>"
             f"<Code>{xml_code}</Code><Message>{escape(message)}</Message></Error>"
             f"<RequestId>{request_id}</RequestId></ErrorResponse>"
         )
