@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from local.cdk import CdkRun, cdk_env, run_cdk
 from local.cli import register
-from local.control import env_lines, health, running, start, stop
+from local.control import env_lines, health, running, start, stop, wait_healthy
 from local.errors import LocalError
 from local.faults.client import FaultClient
 from local.faults.spec import FaultSpecError
@@ -45,6 +45,7 @@ __all__ = [
     "endpoint_url",
     "env_lines",
     "health",
+    "wait_healthy",
     "register",
     "run_cdk",
     "running",

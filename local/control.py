@@ -53,6 +53,18 @@ def health(port: int, timeout: float = 1.0) -> dict[str, Any] | None:
         return None
 
 
+def wait_healthy(port: int, within: float = 60.0) -> dict[str, Any] | None:
+    """The health answer on ``port``, asked again until one comes or ``within`` seconds have passed (a busy
+    machine can take longer than one probe's timeout to answer); None when none came."""
+    deadline = time.monotonic() + within
+    while True:
+        remaining = deadline - time.monotonic()
+        reply = health(port, timeout=max(0.5, min(5.0, remaining)))
+        if reply is not None or remaining <= 0:
+            return reply
+        time.sleep(0.2)  # between probes of a server that did not answer; the deadline bounds the wait
+
+
 def running(directory: Path | None = None) -> state.ServerInfo | None:
     """The server recorded in the state directory, if its process lives and it answers."""
     info = state.ServerInfo.load(directory)

@@ -44,6 +44,15 @@ def run_order(item: pytest.Item) -> tuple[int, int]:
     return TIER_ORDER.get(path.parent.name, len(TIER_ORDER)), first
 
 
+# A per-test time limit (pytest-timeout) in every tier, for a test that sets none itself: a hung call fails its
+# test instead of holding the run until CI's limit.
+TIER_TIMEOUT = {"unit": 300, "infra": 600, "integration": 900, "live": 3600}
+# The only markers whose tests may skip: the opt-in tiers. Any other skip fails the run (pytest_sessionfinish),
+# so no proof passes by not running.
+OPT_IN_MARKERS = frozenset({"live", "soak"})
+UNEXPECTED_SKIPS: list[str] = []
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test's tier is its directory; `-m unit` etc. then select tiers without per-test decoration."""
     items.sort(key=run_order)  # stable: a module's tests keep their order
@@ -51,3 +60,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         tier = Path(str(item.fspath)).parent.name
         if tier in TIERS and not any(m.name in ("soak",) for m in item.iter_markers()):
             item.add_marker(getattr(pytest.mark, TIERS[tier]))
+        if tier in TIER_TIMEOUT and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(TIER_TIMEOUT[tier]))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.skipped and not OPT_IN_MARKERS & set(report.keywords):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        UNEXPECTED_SKIPS.append(f"{report.nodeid}: {reason}")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A skip outside the opt-in tiers (live, soak) fails the run, naming each skipped test and why."""
+    if UNEXPECTED_SKIPS and not hasattr(
+        session.config, "workerinput"
+    ):  # the controller, or a run without xdist
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        lines = ["skipped outside the opt-in tiers (live, soak), which fails the run:", *UNEXPECTED_SKIPS]
+        if reporter is not None:
+            reporter.write_line("\n".join(lines), red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

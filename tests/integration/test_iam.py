@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 from doctable.client import DocClient
 from tests.support import localaws as lt
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.integration, pytest.mark.iam, pytest.mark.timeout(600)]
 
 KNOBS = {"env": "dev", "table_base": "itiam", "gsi": "gsi1", "stream": "new-and-old", "blob_root": "blobs/"}
 ACCOUNT_ROOT = f"arn:aws:iam::{lt.ACCOUNT}:root"
@@ -35,8 +35,7 @@ def _error(call: Callable[[], Any]) -> dict[str, str]:
 
 @pytest.fixture(scope="module", autouse=True)
 def enforced(local_aws: lt.LocalAWS) -> None:
-    if (lt.api.health(local_aws.info.port) or {}).get("iam") != "enforced":
-        pytest.skip("the local AWS runs without IAM enforcement (DOCTABLE_LOCAL_IAM=off)")
+    lt.require_enforced(local_aws)
 
 
 @pytest.fixture(scope="module")

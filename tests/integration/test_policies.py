@@ -22,7 +22,7 @@ from tests.support import localaws as lt
 from tests.support import policies as pol
 from tests.support.policies import PLAIN, Context, Principal, doctable, policy_of, refusals, union
 
-pytestmark = [pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.iam, pytest.mark.timeout(1800)]
 
 WORKFLOWS = lt.ROOT / ".github" / "workflows"
 sweep = pol.sweep_only

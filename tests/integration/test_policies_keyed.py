@@ -17,7 +17,7 @@ from tests.support.policies import KEYED, PLAIN, Context, Principal, refusals
 
 # The whole module is the policy tier (`make test-policies`, which .ci/run runs after `make test`): its shape's
 # deployments would add minutes to the newcomer's `make test`, where test_policies.py proves every command.
-pytestmark = [pytest.mark.policies, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.policies, pytest.mark.iam, pytest.mark.timeout(1800)]
 
 sweep = pol.sweep_only
 # The commands whose calls meet the key, the items, a stream or Kinesis (ledger and logs read neither).

@@ -17,14 +17,13 @@ from botocore.exceptions import ClientError
 from local import api
 from tests.support import localaws as lt
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.integration, pytest.mark.iam, pytest.mark.timeout(600)]
 DEPLOYER = f"arn:aws:iam::{lt.ACCOUNT}:user/doctable-local-deployer"
 
 
 @pytest.fixture(scope="module", autouse=True)
 def enforced(local_aws: lt.LocalAWS) -> None:
-    if (api.health(local_aws.info.port) or {}).get("iam") != "enforced":
-        pytest.skip("the local AWS runs without IAM enforcement (DOCTABLE_LOCAL_IAM=off)")
+    lt.require_enforced(local_aws)
 
 
 def _tls_only_statement(policy: str) -> dict[str, object]:

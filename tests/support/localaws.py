@@ -53,6 +53,26 @@ class CdkFailed(AssertionError):
     pass
 
 
+HEALTH_DEADLINE = 60.0  # seconds a busy machine may take to answer the local AWS's health check
+
+
+def require_enforced(aws: LocalAWS) -> None:
+    """Fail (never skip) a module that proves IAM or TLS when its local AWS does not enforce IAM: a run that
+    turns enforcement off on purpose deselects those modules (``-m "not iam"``)."""
+    import pytest
+
+    answer = api.wait_healthy(aws.info.port, within=HEALTH_DEADLINE)
+    if answer is None:
+        pytest.fail(
+            f"the local AWS on port {aws.info.port} did not answer its health check in {HEALTH_DEADLINE:.0f} s"
+        )
+    if answer.get("iam") != "enforced":
+        pytest.fail(
+            f"the local AWS on port {aws.info.port} does not enforce IAM (iam={answer.get('iam')!r}): this module "
+            'proves IAM; a run without enforcement (DOCTABLE_LOCAL_IAM=off) deselects it with -m "not iam"'
+        )
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))

@@ -50,10 +50,7 @@ sweep_only = pytest.mark.skipif(
 )
 
 
-def require_enforced(aws: lt.LocalAWS) -> None:
-    """Skip a module whose local AWS runs without IAM enforcement (DOCTABLE_LOCAL_IAM=off)."""
-    if (lt.api.health(aws.info.port) or {}).get("iam") != "enforced":
-        pytest.skip("the local AWS runs without IAM enforcement (DOCTABLE_LOCAL_IAM=off)")
+require_enforced = lt.require_enforced  # fails, never skips, a module whose local AWS does not enforce IAM
 
 
 def principals_of(aws: lt.LocalAWS, prefix: str) -> Iterator[Callable[[str], Principal]]:

@@ -1,5 +1,5 @@
-"""The pipeline's workflows (.github/workflows) say what docs/deploy-to-aws.md promises: the README's test command
-on every push and pull request; on main, dev deployed with OIDC credentials and verified, then stg and prod behind
+"""The pipeline's workflows (.github/workflows) say what docs/deploy-to-aws.md promises: what .ci/run runs (setup,
+lint, the README's test command, the policy sweep) on every push and pull request; on main, dev deployed with OIDC credentials and verified, then stg and prod behind
 GitHub environments, never with --allow-destructive. (tests/integration/test_policies.py runs the deploy and
 verify steps' commands on the local AWS with the deployer's and operator's policies.)"""
 
@@ -14,7 +14,8 @@ import yaml
 
 pytestmark = pytest.mark.unit
 
-WORKFLOWS = Path(__file__).resolve().parents[2] / ".github" / "workflows"
+ROOT = Path(__file__).resolve().parents[2]
+WORKFLOWS = ROOT / ".github" / "workflows"
 CREDENTIALS_ACTION = "aws-actions/configure-aws-credentials"
 
 
@@ -29,12 +30,18 @@ def runs(job: dict[str, Any]) -> list[list[str]]:
     return [shlex.split(step["run"].split("&&")[0]) for step in job["steps"] if "run" in step]
 
 
-def test_ci_runs_the_readmes_test_command_on_every_push_and_pull_request() -> None:
+def test_ci_runs_what_ci_run_runs_on_every_push_and_pull_request() -> None:
     workflow = load("ci.yml")
     assert set(workflow["on"]) == {"push", "pull_request"}
     assert workflow["on"]["push"] is None  # every branch
     (job,) = workflow["jobs"].values()
-    assert runs(job) == [["make", "setup"], ["make", "test"]]
+    script = (ROOT / ".ci" / "run").read_text().splitlines()
+    local = [shlex.split(line)[:2] for line in script if line.startswith("make ")]
+    assert (
+        runs(job)
+        == local
+        == [["make", "setup"], ["make", "lint"], ["make", "test"], ["make", "test-policies"]]
+    )
     assert workflow["permissions"] == {"contents": "read"}
 
 
