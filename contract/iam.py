@@ -274,7 +274,7 @@ def _replay(t: Target) -> list[Statement]:
     c = t.config
     if not c.has_mapping:
         return [_read_stack(t, "DescribeStacks")]
-    bucket = t.generated_buckets
+    bucket = t.failure_bucket
     return [
         _read_stack(t, "DescribeStacks"),
         Statement(
@@ -313,8 +313,7 @@ def _teardown(t: Target) -> list[Statement]:
         found.append(Statement("LiftDeletionProtection", ("dynamodb:UpdateTable",), (t.table_arn,)))
     if c.has_mapping:
         # The failure bucket (and the built-in consumer's blob bucket) are the stack's only buckets.
-        buckets = {t.generated_buckets, *([c.blob_bucket] if c.blob_bucket else [])}
-        bucket_arns = tuple(t.bucket_arn(b) for b in sorted(buckets))
+        bucket_arns = tuple(t.bucket_arn(b) for b in t.stack_buckets)
         actions = ("s3:ListBucket", "s3:ListBucketVersions", "s3:DeleteObject", "s3:DeleteObjectVersion")
         found.append(
             Statement("EmptyStackBuckets", actions, bucket_arns + tuple(f"{arn}/*" for arn in bucket_arns))

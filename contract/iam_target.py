@@ -55,6 +55,11 @@ class Target:
     account: str
     region: str
     partition: str = field(default="")
+    # The deployed stack's bucket names (its FailureBucketName and BlobBucketName outputs), when `doctable
+    # policy` could read them: the S3 statements then name these buckets exactly instead of the pattern that
+    # every environment's generated bucket names share.
+    deployed_failure_bucket: str = ""
+    deployed_blob_bucket: str = ""
 
     def __post_init__(self) -> None:
         if not self.partition:
@@ -100,8 +105,28 @@ class Target:
         return self.stack.lower()[:GENERATED_BUCKET_STACK_CHARS] + "*"
 
     @property
+    def failure_bucket(self) -> str:
+        """The stack's failure bucket: its deployed name, else the generated-name pattern."""
+        return self.deployed_failure_bucket or self.generated_buckets
+
+    @property
     def blob_bucket(self) -> str:
-        return self.config.blob_bucket or self.generated_buckets
+        """The blob bucket: the user's, the deployed stack's, else the generated-name pattern."""
+        return self.config.blob_bucket or self.deployed_blob_bucket or self.generated_buckets
+
+    @property
+    def stack_buckets(self) -> tuple[str, ...]:
+        """The buckets the stack's commands empty: the failure bucket, and the blob bucket (the stack's or the
+        user's) when there is a built-in consumer or a blob_bucket; one pattern when neither name is known."""
+        buckets = {self.failure_bucket}
+        if self.config.blob_bucket or (self.config.builtin_consumer and self.deployed_blob_bucket):
+            buckets.add(self.blob_bucket)
+        return tuple(sorted(buckets))
+
+    @property
+    def exact_buckets(self) -> bool:
+        """The S3 statements name the deployed buckets, not the pattern other environments share."""
+        return bool(self.deployed_failure_bucket)
 
     def bucket_arn(self, bucket: str, key: str | None = None) -> str:
         return f"arn:{self.partition}:s3:::{bucket}" + (f"/{key}" if key is not None else "")

@@ -3,21 +3,28 @@ environment, computed from its resolved settings (contract/iam.py), printed for 
 
 The account and region are the environment's binding in doctable.toml, else ``--account``/``--region``, else the
 credentials' (one STS GetCallerIdentity call, only when the binding leaves one of them open).
+
+The S3 statements name the deployed stack's buckets exactly (its FailureBucketName and BlobBucketName outputs,
+read with the credentials when they are the target account's; ``--offline`` reads nothing). CloudFormation
+generates those names from the first 14 characters of the stack name, so before the stack exists the only name
+known is a pattern that every environment of the table shares: the policy then says so, and is to be printed
+again once the stack is deployed.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import sys
 from typing import Any
 
-from contract import iam
+from contract import iam, names
 from contract.settings import Resolved
 from doctable.aws import Aws
 from doctable.errors import UserError
 from doctable.ops.command import guarded, print_json
-from doctable.ops.context import add_knob_arguments, resolve_run
+from doctable.ops.context import add_knob_arguments, describe_stack, resolve_run
 
 CI_TRUST = "ci-trust"
 KINDS = (*iam.ROLES, CI_TRUST)
@@ -55,15 +62,42 @@ def target_of(args: argparse.Namespace, resolved: Resolved) -> tuple[iam.Target,
     return iam.Target(resolved.config, account, region), sources
 
 
-def notes_of(target: iam.Target, statements: list[iam.Statement]) -> list[str]:
+def with_deployed_buckets(args: argparse.Namespace, target: iam.Target) -> tuple[iam.Target, str | None]:
+    """The target with the deployed stack's bucket names, or unchanged with why they could not be read."""
+    if args.offline:
+        return target, "--offline"
+    try:
+        aws = Aws.connect(target.region, profile=args.profile)
+        if aws.account != target.account:
+            return target, f"the credentials are account {aws.account}'s, not {target.account}'s"
+        deployment = describe_stack(aws, target.config)
+    except UserError as exc:
+        return target, str(exc)
+    if not deployment.exists:
+        return target, f"stack {target.stack} is not deployed in {target.account} {target.region}"
+    failure = deployment.outputs.get(names.OUT_FAILURE_BUCKET, "")
+    if not failure:
+        return target, f"stack {target.stack} has no {names.OUT_FAILURE_BUCKET} output"
+    blob = deployment.outputs.get(names.OUT_BLOB_BUCKET, "") if not target.config.blob_bucket else ""
+    return dataclasses.replace(target, deployed_failure_bucket=failure, deployed_blob_bucket=blob), None
+
+
+def notes_of(target: iam.Target, statements: list[iam.Statement], unread: str | None = None) -> list[str]:
     """What a reader of the policy should know about the patterns it uses."""
     notes = []
     resources = {r for s in statements for r in s.resources}
     if any(f":::{target.generated_buckets}" in r for r in resources):
         notes.append(
             f"the S3 statements name the stack's generated buckets by the {iam.GENERATED_BUCKET_STACK_CHARS} "
-            f"characters of the stack name CloudFormation keeps in them ({target.generated_buckets}): a stack "
-            "whose name starts alike in this account matches too; keep environments in separate accounts"
+            f"characters of the stack name CloudFormation keeps in them ({target.generated_buckets}), which the "
+            f"buckets of every other environment of the table share: print the policy again once the stack is "
+            f"deployed, for its buckets' exact names ({unread})"
+        )
+    elif target.exact_buckets and any(":s3:::" in r for r in resources):
+        deployed = ", ".join(b for b in (target.deployed_failure_bucket, target.deployed_blob_bucket) if b)
+        notes.append(
+            f"the S3 statements name the deployed stack's buckets ({deployed}): print the policy again if the "
+            "stack is replaced"
         )
     size = iam.document_size(iam.policy_document(statements))
     if size > iam.MANAGED_POLICY_LIMIT:
@@ -85,8 +119,9 @@ def cmd_policy(args: argparse.Namespace) -> int:
     except iam.PolicyError as exc:
         raise UserError(str(exc)) from exc
     target, sources = target_of(args, resolved)
+    target, unread = with_deployed_buckets(args, target)
     statements = iam.role_statements(args.kind, target, args.part)
-    notes = sources + notes_of(target, statements)
+    notes = sources + notes_of(target, statements, unread)
     if "verify" in commands and iam.part_of(args.kind, "verify") == iam.VERIFY_READ_ONLY:
         notes.append(
             f"the {args.kind}'s verify is `doctable verify --read-only`: the checks that write are skipped"
@@ -109,6 +144,11 @@ def cmd_policy(args: argparse.Namespace) -> int:
                 "policy": document,
                 "size": iam.document_size(document) if document else 0,
                 "unscoped": [s.sid for s in iam.unscoped(statements)],
+                "buckets": {
+                    "exact": target.exact_buckets,
+                    "failure": target.failure_bucket,
+                    "blob": target.blob_bucket,
+                },
                 "notes": notes,
             }
         )
@@ -176,5 +216,11 @@ def register(sub: Any) -> None:
     policy.add_argument("--repo", metavar="OWNER/NAME", help=f"{CI_TRUST}: the GitHub repository")
     policy.add_argument(
         "--json", action="store_true", help="print the policy with its target and notes as JSON"
+    )
+    policy.add_argument(
+        "--offline",
+        action="store_true",
+        help="read nothing from AWS: the buckets are named by the pattern every environment's generated names "
+        "share (default: the deployed stack's exact names, when the credentials can read them)",
     )
     policy.set_defaults(func=guarded(cmd_policy))

@@ -11,6 +11,7 @@ managed key and Kinesis add.
 
 from __future__ import annotations
 
+import fnmatch
 import shlex
 from collections.abc import Callable, Iterator
 
@@ -91,6 +92,29 @@ def test_each_command_succeeds_with_exactly_its_policy(
         answer = results[0].json()
         assert (answer["function_error"], answer["batch_item_failures"]) == (None, [])
         assert answer["proof_lines"] == 1, answer["log"]
+
+
+@pytest.mark.integration
+def test_the_policies_name_the_deployed_buckets_so_no_other_environments_bucket_matches(ctx: Context) -> None:
+    # GIVEN the deployed stack, whose bucket names CloudFormation generated from 14 characters of the stack name
+    failure, blob = ctx.stack.outputs["FailureBucketName"], ctx.stack.outputs["BlobBucketName"]
+    # WHEN the operator's policy is printed with the credentials of the stack's account
+    result = doctable(ctx.admin_env, "policy", "operator", "--env", PLAIN.env, "--json")
+    assert result.code == 0, result.err
+    record = result.json()
+    # THEN it names those two buckets exactly, and says so
+    assert record["buckets"] == {"exact": True, "failure": failure, "blob": blob}
+    named = {r.split(":::", 1)[1].split("/", 1)[0] for s in record["policy"]["Statement"] for r in s["Resource"]
+             if ":s3:::" in r}  # fmt: skip
+    assert named == {failure, blob}
+    # AND a bucket of another environment of the same table, whose generated name starts alike, matches none
+    other_environments = f"{failure[:14]}{'x' * (len(failure) - 14)}"
+    assert not [r for s in record["policy"]["Statement"] for r in s["Resource"]
+                if fnmatch.fnmatchcase(f"arn:aws:s3:::{other_environments}/blobs/k", r)]  # fmt: skip
+    # AND offline, or before a deploy, the pattern the environments share is used and named as such
+    offline = doctable(ctx.admin_env, "policy", "operator", "--env", PLAIN.env, "--json", "--offline").json()
+    assert offline["buckets"]["exact"] is False and offline["buckets"]["failure"] == f"{failure[:14]}*"
+    assert any("print the policy again once the stack is deployed" in note for note in offline["notes"])
 
 
 @pytest.mark.integration
