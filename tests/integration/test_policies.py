@@ -109,8 +109,9 @@ def test_the_policies_name_the_deployed_buckets_so_no_other_environments_bucket_
     assert named == {failure, blob}
     # AND a bucket of another environment of the same table, whose generated name starts alike, matches none
     other_environments = f"{failure[:14]}{'x' * (len(failure) - 14)}"
-    assert not [r for s in record["policy"]["Statement"] for r in s["Resource"]
-                if fnmatch.fnmatchcase(f"arn:aws:s3:::{other_environments}/blobs/k", r)]  # fmt: skip
+    s3 = [r for s in record["policy"]["Statement"] for r in s["Resource"] if r.startswith("arn:aws:s3:::")]
+    theirs = (f"arn:aws:s3:::{other_environments}", f"arn:aws:s3:::{other_environments}/blobs/k")
+    assert not [r for r in s3 for arn in theirs if fnmatch.fnmatchcase(arn, r)]
     # AND offline, or before a deploy, the pattern the environments share is used and named as such
     offline = doctable(ctx.admin_env, "policy", "operator", "--env", PLAIN.env, "--json", "--offline").json()
     assert offline["buckets"]["exact"] is False and offline["buckets"]["failure"] == f"{failure[:14]}*"
