@@ -204,14 +204,24 @@ def _conditional_deletes() -> None:
     original_delete_keys = replace(S3Response, "_bucket_response_delete_keys", delete_keys)
 
 
-def _etag_mismatch(backend: Any, bucket_name: str, obj: dict[str, Any]) -> tuple[str, str] | None:
-    """(code, message) when ``obj``'s ETag condition does not hold, else None (no condition, or it holds)."""
-    expected = obj.get("ETag")
+def conditional_delete_refusal(current_etag: str | None, expected: str | None) -> tuple[str, str] | None:
+    """S3's verdict on deleting one object under an ETag condition: (code, message) of the per-key error, or None
+    when the object is deleted (no condition, ``*`` on an existing object, or the ETag matches). A missing object
+    under a condition is NoSuchKey (404: "the object key no longer exists"), another ETag PreconditionFailed
+    (412). Source: the S3 User Guide, "How to perform conditional deletes". The tests' S3 model
+    (tests/support/s3_model.py) answers with this same function."""
     if expected is None:
         return None
-    current = backend.get_object(bucket_name, obj["Key"], version_id=obj.get("VersionId"))
-    if current is None:
+    if current_etag is None:
         return ("NoSuchKey", "The specified key does not exist.")
-    if expected.strip() != "*" and expected.replace('"', "") != current.etag.replace('"', ""):
+    if expected.strip() != "*" and expected.replace('"', "") != current_etag.replace('"', ""):
         return ("PreconditionFailed", _PRECONDITION_MESSAGE)
     return None
+
+
+def _etag_mismatch(backend: Any, bucket_name: str, obj: dict[str, Any]) -> tuple[str, str] | None:
+    """(code, message) when ``obj``'s ETag condition does not hold, else None (no condition, or it holds)."""
+    if obj.get("ETag") is None:
+        return None
+    current = backend.get_object(bucket_name, obj["Key"], version_id=obj.get("VersionId"))
+    return conditional_delete_refusal(None if current is None else str(current.etag), obj.get("ETag"))

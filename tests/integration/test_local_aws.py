@@ -13,6 +13,7 @@ from contract import names
 from local import api, compat
 from local.patching import Target
 from tests.support import localaws as lt
+from tests.support import s3_model
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -200,3 +201,32 @@ def test_event_invocations_are_accepted(local_aws: lt.LocalAWS, probe: str) -> N
         Payload=json.dumps({"action": "sleep", "seconds": 1}).encode(),
     )
     assert response["StatusCode"] == 202
+
+
+# ---------------------------------------------------------------------------------------------- the S3 model
+def test_the_tests_s3_model_answers_conditional_deletes_as_the_local_aws_does(local_aws: lt.LocalAWS) -> None:
+    """tests/support/s3_model.py (the consumer's unit tests of cleanup races run on it) against the local AWS's
+    DeleteObjects, key by key: the ETag matches, another ETag, ``*``, a missing key with and without an ETag."""
+    s3 = local_aws.client("s3")
+    bucket = "doctable-s3-model"
+    s3.create_bucket(Bucket=bucket)
+    for key in ("same", "other", "star", "plain"):
+        s3.put_object(Bucket=bucket, Key=key, Body=key.encode())
+    model = {o["Key"]: o["ETag"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]}
+    objects = [
+        {"Key": "same", "ETag": model["same"]},
+        {"Key": "other", "ETag": '"0123456789abcdef0123456789abcdef"'},
+        {"Key": "star", "ETag": "*"},
+        {"Key": "plain"},
+        {"Key": "gone", "ETag": '"0123456789abcdef0123456789abcdef"'},
+        {"Key": "gone-plain"},
+    ]
+    # WHEN the same DeleteObjects goes to the local AWS and to the model
+    answered = s3.delete_objects(Bucket=bucket, Delete={"Objects": objects, "Quiet": True})
+    modelled = s3_model.delete_objects(model, {"Objects": objects, "Quiet": True})
+    # THEN each key gets the same verdict, and the same objects are left
+    assert sorted((e["Key"], e["Code"]) for e in answered.get("Errors", [])) == sorted(
+        (e["Key"], e["Code"]) for e in modelled.get("Errors", [])
+    ) == [("gone", "NoSuchKey"), ("other", "PreconditionFailed")]  # fmt: skip
+    left = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", []))
+    assert left == sorted(model) == ["other"]

@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from stream_consumer.blob_store import DeleteResult, ObjectIdentity
+from stream_consumer.blob_store import DeleteResult, ObjectIdentity, S3BlobStore
 from stream_consumer.cleanup import KEPT_CHANGED, KEPT_LIVE, KEPT_NEWER, BlobCleaner
 from stream_consumer.constants import REUPLOAD_SETTLE_SECONDS
 from stream_consumer.domain import parse_batch
 from stream_consumer.settings import Settings
 
+from tests.support.s3_model import ConditionalBucket
 from tests.unit.events import TABLE, remove
 
 ITEM = ("doc#1", "v#1")
@@ -71,16 +72,13 @@ class World:
         return {item: frozenset(self.items[item]) for item in items if item in self.items}
 
     def delete_keys(self, keys: Sequence[str], etags: Mapping[str, str] | None = None) -> DeleteResult:
+        """The consumer's own S3 adapter over the tests' S3 model (the local AWS's per-key verdicts)."""
         self.run_due("delete")
-        changed = set()
-        for key in keys:
-            if key not in self.objects:
-                continue
-            if etags and key in etags and etags[key] != self.objects[key][0]:
-                changed.add(key)
-            else:
-                del self.objects[key]
-        return DeleteResult({}, frozenset(changed))
+        bucket = {key: etag for key, (etag, _) in self.objects.items()}
+        result = S3BlobStore("bucket", client=ConditionalBucket(bucket)).delete_keys(keys, etags)
+        for gone in set(self.objects) - set(bucket):
+            del self.objects[gone]
+        return result
 
     def list_prefix(self, prefix: str) -> list[str]:
         return sorted(key for key in self.objects if key.startswith(prefix))

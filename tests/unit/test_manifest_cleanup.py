@@ -19,6 +19,7 @@ from stream_consumer.live_items import DynamoLiveItems
 from stream_consumer.processor import process
 from stream_consumer.settings import Settings
 
+from tests.support import s3_model
 from tests.unit import test_consumer_key_reuse as reuse
 from tests.unit.events import LATER, TABLE, av, image, record, remove, seq
 from tests.unit.test_consumer_handler import counts, emitted_metrics, messages
@@ -64,14 +65,9 @@ class FakeAws:
 
     def delete_objects(self, Bucket: str, Delete: dict[str, Any]) -> dict[str, Any]:  # noqa: N803
         self.calls.append(("DeleteObjects", Delete["Objects"]))
-        errors = []
-        for obj in Delete["Objects"]:
-            current = self.objects.get(obj["Key"])
-            if "ETag" in obj and current is not None and obj["ETag"] != current:
-                errors.append({"Key": obj["Key"], "Code": "PreconditionFailed", "Message": "did not hold"})
-            else:
-                self.objects.pop(obj["Key"], None)
-        return {"Errors": errors}
+        return s3_model.delete_objects(
+            self.objects, Delete
+        )  # S3's per-key verdicts, as the local AWS gives them
 
     # ---- the DynamoDB client
     def batch_get_item(self, RequestItems: dict[str, Any]) -> dict[str, Any]:  # noqa: N803
