@@ -121,7 +121,53 @@ def tls_hint() -> str:
     return ""
 
 
+# AWS's refusal message: "User: <principal> is not authorized to perform: <action> on resource: <resource>"
+# (IAM's documented form, with "because ..." after it; S3 quotes the resource). A message without it (S3's bare
+# "Access Denied") leaves action, resource and principal out.
+REFUSAL = re.compile(
+    r"User: (?P<principal>\S+) is not authorized to perform: (?P<action>[\w-]+:\w+)"
+    r"(?: on resource: \"?(?P<resource>[^\s\"]+)\"?)?"
+)
+ACCESS_DENIED_CODES = frozenset({"AccessDenied", "AccessDeniedException", "UnauthorizedOperation"})
+
+
+def failure_fields(exc: BaseException) -> dict[str, str]:
+    """What ``--json`` says of an AWS failure, besides the message: ``code`` (aws.access_denied, aws.throttled,
+    aws.credentials_rejected, aws.no_credentials, aws.no_region, aws.tls, aws.unreachable, aws.refused,
+    aws.client), AWS's own ``aws_code`` and ``operation``, and for a refusal the ``action``, ``resource`` and
+    ``principal`` AWS named."""
+    if isinstance(exc, NoCredentialsError | PartialCredentialsError | ProfileNotFound):
+        return {"code": "aws.no_credentials"}
+    if isinstance(exc, NoRegionError):
+        return {"code": "aws.no_region"}
+    if isinstance(exc, SSLError):
+        return {"code": "aws.tls"}
+    if isinstance(exc, EndpointConnectionError | ConnectTimeoutError | ReadTimeoutError):
+        return {"code": "aws.unreachable"}
+    if not isinstance(exc, ClientError):
+        return {"code": "aws.client"}
+    aws_code = error_code(exc)
+    fields = {"aws_code": aws_code, "operation": getattr(exc, "operation_name", "") or ""}
+    if aws_code in THROTTLING_CODES:
+        return {"code": "aws.throttled", **fields}
+    if aws_code in CREDENTIAL_CODES:
+        return {"code": "aws.credentials_rejected", **fields}
+    if aws_code not in ACCESS_DENIED_CODES:
+        return {"code": "aws.refused", **fields}
+    found = REFUSAL.search(exc.response.get("Error", {}).get("Message", "") or "")
+    named = {k: v for k, v in (found.groupdict() if found else {}).items() if v}
+    return {"code": "aws.access_denied", **fields, **named}
+
+
 def user_error_for(exc: BaseException, action: str = "") -> UserError | None:
+    """The one-line message for an AWS failure a user can act on, with its fields for ``--json``."""
+    error = _user_error_for(exc, action)
+    if error is not None:
+        error.fields = failure_fields(exc)
+    return error
+
+
+def _user_error_for(exc: BaseException, action: str = "") -> UserError | None:
     """The one-line message for an AWS failure a user can act on; None if it is not one of those."""
     doing = f" while {action}" if action else ""
     if isinstance(exc, NoCredentialsError | PartialCredentialsError):
@@ -151,7 +197,7 @@ def user_error_for(exc: BaseException, action: str = "") -> UserError | None:
             return UserError(
                 f"AWS rejected the credentials{doing} ({code}: {message}): refresh them and re-run"
             )
-        if code in ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation"):
+        if code in ACCESS_DENIED_CODES:
             return UserError(f"access denied to {operation}{doing}: {message or code}")
         return UserError(f"{operation} failed{doing}: {code}: {message}")
     if isinstance(exc, BotoCoreError):

@@ -66,8 +66,14 @@ class Parser(argparse.ArgumentParser):
         super().error(message)
 
 
-def error_document(command: str | None, message: str, code: int) -> dict[str, Any]:
-    return {"kind": "doctable-error", "command": command, "error": message, "exit": code}
+def error_document(
+    command: str | None, message: str, code: int, fields: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """The error as ``--json`` prints it: the message, the exit code, and a stable ``code`` (``usage`` for a
+    problem of the input, ``aws.*`` for AWS's, with the refused action, resource and principal where AWS named
+    them: doctable.aws.failure_fields)."""
+    document = {"kind": "doctable-error", "command": command, "error": message, "exit": code}
+    return {**document, "code": "usage", **(fields or {})}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"doctable: {exc}", file=sys.stderr)
         if getattr(args, "json", False):
             # A machine reading stdout gets the error as JSON too, not an empty document.
-            print(json.dumps(error_document(args.command, str(exc), code)))
+            print(json.dumps(error_document(args.command, str(exc), code, getattr(exc, "fields", None))))
         return code
     except KeyboardInterrupt:
         print("doctable: interrupted", file=sys.stderr)

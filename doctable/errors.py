@@ -39,9 +39,15 @@ _INPUT_ERRORS = (NoRegionError, InvalidRegionError, ParamValidationError)
 
 class UserError(Exception):
     """An error the user can act on: the console script prints it as one line, never a traceback (exit 2, or
-    4 when it was raised from an AWS failure: see :func:`exit_code_of`)."""
+    4 when it was raised from an AWS failure: see :func:`exit_code_of`). ``fields`` is what a machine reads of it
+    in ``--json`` (doctable.aws.failure_fields: a stable ``code`` and, for a refusal, the action, resource and
+    principal AWS named)."""
 
     exit_code = EXIT_USAGE
+
+    def __init__(self, message: str, fields: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.fields: dict[str, str] = dict(fields or {})
 
 
 class AwsError(UserError):

@@ -129,11 +129,18 @@ def test_a_command_outside_the_policy_is_refused_naming_action_and_resource(
     # WHEN the reader runs reconcile --apply
     try:
         result = doctable(principal.env(ctx.admin_env), "reconcile", "--env", PLAIN.env, "--apply")
+        as_json = doctable(principal.env(ctx.admin_env), "reconcile", "--env", PLAIN.env, "--apply", "--json")
     finally:
         restored = doctable(ctx.admin_env, "reconcile", "--env", PLAIN.env, "--apply")
     # THEN its first repair is refused: one line naming the action and the table, exit non-zero, no traceback
     assert result.code != 0
     assert refusals(result) == [("dynamodb:TagResource", ctx.stack.outputs["TableArn"])], result.err
+    # AND with --json the refusal is data: its code, the action, the resource and who was refused
+    error = as_json.json()
+    assert (as_json.code, error["code"], error["action"], error["resource"]) == (
+        4, "aws.access_denied", "dynamodb:TagResource", ctx.stack.outputs["TableArn"]
+    )  # fmt: skip
+    assert error["principal"].endswith(f":user/{principal.name}"), error
     assert restored.code == 0, restored.err
 
 

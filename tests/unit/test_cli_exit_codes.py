@@ -155,6 +155,7 @@ def test_missing_credentials_exit_4(
     captured = capsys.readouterr()
     assert "no usable AWS credentials" in captured.err and len(captured.err.strip().splitlines()) == 1
     assert json.loads(captured.out)["exit"] == EXIT_AWS
+    assert json.loads(captured.out)["code"] == "aws.no_credentials"
 
 
 # ---------------------------------------------------------------------------------------------- usage
@@ -171,6 +172,7 @@ def test_a_usage_error_exits_2_and_with_json_is_a_json_document(capsys: pytest.C
         "command": "invoke",
         "error": "one of the arguments --event --file is required",
         "exit": EXIT_USAGE,
+        "code": "usage",
     }
     assert "usage: doctable invoke" in captured.err
 
