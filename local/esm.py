@@ -115,6 +115,7 @@ class PollerState:
     polls: int = 0  # passes of the poller's loop, enabled or not: "it has looked since" for tests
     invocations: int = 0
     filtered_out: int = 0  # records dropped by the mapping's FilterCriteria
+    last_error: str | None = None  # the local AWS's own failure in a poll ("Type: message"), for tests to see
     history: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -190,9 +191,10 @@ class StreamPoller(threading.Thread):
                     timeout = self.poll(esm)
                 else:
                     self.status.state = "Disabled"
-            except Exception:
+            except Exception as exc:  # the poller lives on; what failed is logged and in the mapping's status
                 log.exception("event source mapping %s: poll failed", self.uuid)
                 self.status.last_result = "PROBLEM: Internal error"
+                self.status.last_error = f"{type(exc).__name__}: {exc}"[:500]
             self.status.polls += 1
             self.manager.wait(self, timeout)
         self.status.state = "Deleting"
@@ -388,9 +390,11 @@ class StreamPoller(threading.Thread):
         return [r for r in batch if r.created >= cutoff]
 
     def _invoke(self, esm: Any, batch: list[Record]) -> InvokeResult | None:
+        from moto.awslambda.exceptions import LambdaClientError
+
         try:
             fn = self._lambda().get_function(esm.function_arn)
-        except Exception:  # UnknownFunctionException, or a malformed ARN: the function is not there
+        except LambdaClientError:  # UnknownFunctionException, or a malformed ARN: the function is not there
             self.status.last_result = "PROBLEM: Function not found"
             return None
         self.status.invocations += 1
@@ -582,6 +586,7 @@ class MappingManager:
                 "invocations": poller.status.invocations,
                 "filtered_out": poller.status.filtered_out,
                 "last_result": poller.status.last_result,
+                "last_error": poller.status.last_error,
             }
         return out
 

@@ -244,10 +244,12 @@ def _check_stream_access(backend: Any, spec: dict[str, Any]) -> None:
     dynamodb_stream = ":dynamodb:" in source and "/stream/" in source
     if not dynamodb_stream and ":kinesis:" not in source:
         return
+    from moto.awslambda.exceptions import LambdaClientError
+
     try:
         role = str(backend.get_function(spec.get("FunctionName")).role or "")
-    except Exception:
-        return  # moto reports the missing function
+    except LambdaClientError:
+        return  # moto reports the missing function itself
     refusal = stream_access_refusal(role, source)
     if refusal is not None:
         raise InvalidParameterValueException(refusal)
@@ -289,8 +291,10 @@ def _check_filter_and_metrics(spec: dict[str, Any]) -> None:
 
 
 def _prewarm(backend: Any, function_arn: str) -> None:
+    from moto.awslambda.exceptions import LambdaClientError
+
     try:
         fn = backend.get_function(function_arn)
-    except Exception:
+    except LambdaClientError:  # no such function: nothing to warm
         return
     threading.Thread(target=get_runner().prewarm, args=(fn,), name="lambda-prewarm", daemon=True).start()

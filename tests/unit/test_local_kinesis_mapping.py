@@ -358,3 +358,26 @@ def test_shards_added_by_resharding_are_read_from_their_start(aws: tuple[Any, Fa
             int(r["kinesis"]["sequenceNumber"]) for r in records if r["eventID"].startswith(shard + ":")
         ]
         assert numbers == sorted(numbers)
+
+
+def test_a_failure_of_the_local_aws_in_a_poll_is_recorded_where_a_test_sees_it(
+    aws: tuple[Any, FakeRunner],
+) -> None:
+    # GIVEN a mapping whose delivery fails inside the local AWS itself (not the function's error)
+    client, runner = aws
+
+    def broken(event: dict[str, Any]) -> InvokeResult:
+        raise RuntimeError("a bug in the delivery")
+
+    runner.answer = broken
+    _setup(client)
+    # WHEN a record arrives
+    _put(client, "a")
+    runner.wait_for(lambda: len(runner.events) >= 1)
+    deadline = time.monotonic() + 20
+    while (mapping := next(iter(esm.get_manager().progress().values())))["last_error"] is None:
+        assert time.monotonic() < deadline, mapping
+        time.sleep(0.05)  # the poller records the failure right after the invocation raised
+    # THEN the mapping's status says so as Lambda's does, and its error names what failed
+    assert mapping["last_result"] == "PROBLEM: Internal error"
+    assert mapping["last_error"] == "RuntimeError: a bug in the delivery"
