@@ -3,6 +3,9 @@ waiting for it. ``POST /_doctable/clock`` on the local AWS itself::
 
     {"ttl_interval_elapsed": "TABLE"}   UpdateTimeToLive's change interval (an hour on AWS) has passed for TABLE,
                                         in every region holding a table of that name: the next change is taken
+    {"hold_backfill": "TABLE"}          the table's GSIs that are CREATING or DELETING stay so, and so do the
+                                        ones it gets next, until released: a test sees the backfill for sure
+    {"release_backfill": "TABLE"}       they finish once their backfill time has passed, as before the hold
 
 Answers ``{"tables": [REGION, ...]}``, the regions where it found the table; 404 when none holds it. Nothing
 else is moved: item TTL expiry, stream retention and every other wait go by the real clock.
@@ -15,10 +18,22 @@ from typing import Any
 
 PATH = "/_doctable/clock"
 TTL_CHANGED_ATTRIBUTE = "doctable_ttl_changed"  # time.monotonic() of the table's last TTL change
+ACTIONS = ("ttl_interval_elapsed", "hold_backfill", "release_backfill")
 
 
 def ttl_interval_elapsed(table_name: str) -> list[str]:
     """Forget the last TTL change of every table named ``table_name``; the regions holding one, sorted."""
+    return _each_table(table_name, TTL_CHANGED_ATTRIBUTE, None)
+
+
+def hold_backfill(table_name: str, held: bool) -> list[str]:
+    """Hold (or release) the index changes of every table named ``table_name``; the regions holding one."""
+    from local.services.dynamodb_index_lifecycle import HELD_ATTRIBUTE
+
+    return _each_table(table_name, HELD_ATTRIBUTE, held)
+
+
+def _each_table(table_name: str, attribute: str, value: Any) -> list[str]:
     from moto.dynamodb.models import dynamodb_backends
 
     regions: list[str] = []
@@ -26,7 +41,7 @@ def ttl_interval_elapsed(table_name: str) -> list[str]:
         for region, backend in list(dynamodb_backends[account].items()):
             table = backend.tables.get(table_name)
             if table is not None:
-                setattr(table, TTL_CHANGED_ATTRIBUTE, None)
+                setattr(table, attribute, value)
                 regions.append(region)
     return sorted(regions)
 
@@ -39,12 +54,15 @@ def handle(environ: dict[str, Any], start_response: Any, body: bytes) -> list[by
         spec = json.loads(body or b"{}")
     except ValueError as exc:
         return _json(start_response, "400 Bad Request", {"error": f"not JSON: {exc}"})
-    table = spec.get("ttl_interval_elapsed") if isinstance(spec, dict) else None
-    if not isinstance(table, str) or not table or set(spec) != {"ttl_interval_elapsed"}:
-        return _json(
-            start_response, "400 Bad Request", {"error": 'expected {"ttl_interval_elapsed": "<table name>"}'}
-        )
-    regions = ttl_interval_elapsed(table)
+    action = next(iter(spec), None) if isinstance(spec, dict) and len(spec) == 1 else None
+    table = spec.get(action) if action in ACTIONS else None
+    if not isinstance(table, str) or not table:
+        allowed = " or ".join(f'{{"{a}": "<table name>"}}' for a in ACTIONS)
+        return _json(start_response, "400 Bad Request", {"error": f"expected {allowed}"})
+    if action == "ttl_interval_elapsed":
+        regions = ttl_interval_elapsed(table)
+    else:
+        regions = hold_backfill(table, action == "hold_backfill")
     if not regions:
         return _json(start_response, "404 Not Found", {"error": f"no table named {table!r}"})
     return _json(start_response, "200 OK", {"tables": regions})

@@ -94,3 +94,9 @@ class FaultClient:
         """The clock control (local/clock.py): UpdateTimeToLive's change interval has passed for the table; the
         regions holding it."""
         return list(self._call("POST", {"ttl_interval_elapsed": table_name}, path=clock.PATH)["tables"])
+
+    def hold_backfill(self, table_name: str, held: bool = True) -> list[str]:
+        """The clock control: the table's GSI changes stay CREATING or DELETING until released (held=False);
+        the regions holding it."""
+        action = "hold_backfill" if held else "release_backfill"
+        return list(self._call("POST", {action: table_name}, path=clock.PATH)["tables"])

@@ -87,3 +87,35 @@ def test_the_control_endpoint_answers_with_the_regions_or_says_what_is_wrong(ddb
         status, body = post(bad)
         assert status == "400 Bad Request" and body["error"], bad
     assert post(b"", method="GET")[0] == "405 Method Not Allowed"
+
+
+def test_a_held_backfill_stays_creating_until_released_and_then_ends_as_before(
+    ddb: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from local.services import dynamodb_index_lifecycle as lifecycle
+
+    index_clock = lifecycle.ManualClock()
+    monkeypatch.setattr(lifecycle, "CLOCK", index_clock)
+    home = ddb["us-east-1"]
+    home.put_item(TableName="docs", Item={"pk": {"S": "a"}, "g": {"S": "x"}})
+    # GIVEN the control holds the backfill of docs, and docs gets an index
+    assert post(b'{"hold_backfill": "docs"}') == ("200 OK", {"tables": sorted(REGIONS)})
+    home.update_table(
+        TableName="docs",
+        AttributeDefinitions=[{"AttributeName": "g", "AttributeType": "S"}],
+        GlobalSecondaryIndexUpdates=[{"Create": {"IndexName": "byG", "KeySchema": [
+            {"AttributeName": "g", "KeyType": "HASH"}], "Projection": {"ProjectionType": "ALL"}}}],
+    )  # fmt: skip
+
+    def status() -> str:
+        return str(home.describe_table(TableName="docs")["Table"]["GlobalSecondaryIndexes"][0]["IndexStatus"])
+
+    index_clock.advance(lifecycle.backfill_seconds() + 1)
+    # THEN past its backfill time it is still CREATING, and a query on it is refused
+    assert status() == "CREATING"
+    with pytest.raises(ClientError, match="backfilling global secondary index: byG"):
+        home.query(TableName="docs", IndexName="byG", KeyConditionExpression="g = :g",
+                   ExpressionAttributeValues={":g": {"S": "x"}})  # fmt: skip
+    # WHEN it is released THEN it is ACTIVE (its time has passed), and the control says so for each region
+    assert post(b'{"release_backfill": "docs"}') == ("200 OK", {"tables": sorted(REGIONS)})
+    assert status() == "ACTIVE"
