@@ -18,6 +18,7 @@ from typing import Any
 
 PATH = "/_doctable/clock"
 TTL_CHANGED_ATTRIBUTE = "doctable_ttl_changed"  # time.monotonic() of the table's last TTL change
+BACKFILL_HELD_ATTRIBUTE = "doctable_backfill_held"  # True while a test holds the table's index changes open
 ACTIONS = ("ttl_interval_elapsed", "hold_backfill", "release_backfill")
 
 
@@ -28,9 +29,7 @@ def ttl_interval_elapsed(table_name: str) -> list[str]:
 
 def hold_backfill(table_name: str, held: bool) -> list[str]:
     """Hold (or release) the index changes of every table named ``table_name``; the regions holding one."""
-    from local.services.dynamodb_index_lifecycle import HELD_ATTRIBUTE
-
-    return _each_table(table_name, HELD_ATTRIBUTE, held)
+    return _each_table(table_name, BACKFILL_HELD_ATTRIBUTE, held)
 
 
 def _each_table(table_name: str, attribute: str, value: Any) -> list[str]:

@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from local import clock
+
 BACKFILL_ENV = "DOCTABLE_LOCAL_GSI_BACKFILL_SECONDS"
 BACKFILL_DEFAULT_SECONDS = 2.0
 CREATING, DELETING, ACTIVE = "CREATING", "DELETING", "ACTIVE"
@@ -100,15 +102,11 @@ def begin(index: Any, status: str, *, backfilling: bool = False) -> None:
     index.status = status
 
 
-# Set on a table by the clock control (local/clock.py) while a test holds its index changes open.
-HELD_ATTRIBUTE = "doctable_backfill_held"
-
-
 def settle(table: Any) -> None:
     """Finish the transitions whose time has come: CREATING -> ACTIVE, DELETING -> gone (its keys pruned);
     none while a test holds the table's backfill (local/clock.py)."""
     now = CLOCK.now()
-    if getattr(table, HELD_ATTRIBUTE, False):
+    if getattr(table, clock.BACKFILL_HELD_ATTRIBUTE, False):  # a test holds the backfill (local/clock.py)
         return
     with LOCK:
         gone: list[Any] = []
