@@ -18,26 +18,8 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from contract.knobs import DocTableConfig
-from contract.shape import KeyAttribute, TableShape
-
-ATTRIBUTE_TYPES = {
-    "S": dynamodb.AttributeType.STRING,
-    "N": dynamodb.AttributeType.NUMBER,
-    "B": dynamodb.AttributeType.BINARY,
-}
-
-
-def _attribute(key: KeyAttribute) -> dynamodb.Attribute:
-    return dynamodb.Attribute(name=key.name, type=ATTRIBUTE_TYPES[key.type])
-
-
-def _warm(warm: dict[str, int] | None) -> dynamodb.WarmThroughput | None:
-    if not warm:
-        return None
-    return dynamodb.WarmThroughput(
-        read_units_per_second=warm.get("ReadUnitsPerSecond"),
-        write_units_per_second=warm.get("WriteUnitsPerSecond"),
-    )
+from contract.shape import TableShape
+from infra import table_spec as spec
 
 
 def _encryption(config: DocTableConfig) -> dynamodb.TableEncryptionV2:
@@ -50,36 +32,11 @@ def _encryption(config: DocTableConfig) -> dynamodb.TableEncryptionV2:
 def _indexes(
     shape: TableShape,
 ) -> tuple[list[dynamodb.GlobalSecondaryIndexPropsV2], list[dynamodb.LocalSecondaryIndexProps]]:
-    global_indexes, local_indexes = [], []
-    for index in shape.indexes:
-        sort_key = _attribute(index.keys[1]) if len(index.keys) > 1 else None
-        projection = dynamodb.ProjectionType(index.projection)
-        non_key = list(index.non_key_attributes) or None
-        if not index.is_global:
-            assert sort_key is not None  # an LSI's sort key is required (contract/indexes.py)
-            local_indexes.append(
-                dynamodb.LocalSecondaryIndexProps(
-                    index_name=index.name,
-                    sort_key=sort_key,
-                    projection_type=projection,
-                    non_key_attributes=non_key,
-                )
-            )
-            continue
-        caps = index.on_demand_throughput or {}
-        global_indexes.append(
-            dynamodb.GlobalSecondaryIndexPropsV2(
-                index_name=index.name,
-                partition_key=_attribute(index.keys[0]),
-                sort_key=sort_key,
-                projection_type=projection,
-                non_key_attributes=non_key,
-                max_read_request_units=caps.get("MaxReadRequestUnits"),
-                max_write_request_units=caps.get("MaxWriteRequestUnits"),
-                warm_throughput=_warm(index.warm_throughput),
-            )
-        )
-    return global_indexes, local_indexes
+    declared = spec.indexes(shape)
+    return (
+        [dynamodb.GlobalSecondaryIndexPropsV2(**index.props) for index in declared if index.is_global],
+        [dynamodb.LocalSecondaryIndexProps(**index.props) for index in declared if not index.is_global],
+    )
 
 
 def global_table(
@@ -102,19 +59,10 @@ def global_table(
     # not reach them).
     tags = [CfnTag(key=key, value=value) for key, value in {**config.tags(), "Name": shape.name}.items()]
     replica_options: dict[str, Any] = dict(
-        # Explicit either way, so turning the knob off on a live table really turns PITR off.
-        point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-            point_in_time_recovery_enabled=shape.pitr, recovery_period_in_days=shape.pitr_days
-        ),
+        point_in_time_recovery_specification=spec.pitr(shape),
         deletion_protection=shape.deletion_protection,
         table_class=dynamodb.TableClass(shape.table_class),
-        # Explicit either way, so turning the knob off on a live table really disables it.
-        contributor_insights_specification=dynamodb.ContributorInsightsSpecification(
-            enabled=shape.contributor_insights_enabled,
-            mode=dynamodb.ContributorInsightsMode(shape.contributor_insights_mode)
-            if shape.contributor_insights_mode
-            else None,
-        ),
+        contributor_insights_specification=spec.contributor_insights(shape),
         tags=tags,
     )
     assert shape.stream_view_type is not None  # replicas need stream=new-and-old (contract/knobs.py)
@@ -122,15 +70,15 @@ def global_table(
         scope,
         construct_id,
         table_name=shape.name,
-        partition_key=_attribute(shape.partition_key),
-        sort_key=_attribute(shape.sort_key),
+        partition_key=spec.attribute(shape.partition_key),
+        sort_key=spec.attribute(shape.sort_key),
         billing=dynamodb.Billing.on_demand(
             max_read_request_units=caps.get("MaxReadRequestUnits"),
             max_write_request_units=caps.get("MaxWriteRequestUnits"),
         ),
         dynamo_stream=dynamodb.StreamViewType(shape.stream_view_type),
         time_to_live_attribute=shape.ttl_attribute,
-        warm_throughput=_warm(shape.warm_throughput),
+        warm_throughput=spec.warm_throughput(shape.warm_throughput),
         global_secondary_indexes=global_indexes or None,
         local_secondary_indexes=local_indexes or None,
         encryption=_encryption(config),

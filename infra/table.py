@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from aws_cdk import Annotations, RemovalPolicy, Tags
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -13,15 +11,10 @@ from contract import names
 from contract.knobs import TABLE_HANDOVER_CONTEXT, TABLE_STREAM_CONTEXT, DocTableConfig
 from contract.shape import TableShape, table_shape
 from infra import encryption, kinesis
+from infra import table_spec as spec
 from infra.global_table import global_table
 from infra.handover import IMPORT, RETAIN, table_handover
 from infra.nag import acknowledge
-
-ATTRIBUTE_TYPES = {
-    "S": dynamodb.AttributeType.STRING,
-    "N": dynamodb.AttributeType.NUMBER,
-    "B": dynamodb.AttributeType.BINARY,
-}
 
 
 class DocumentTable(Construct):
@@ -77,15 +70,12 @@ class DocumentTable(Construct):
     ) -> dynamodb.Table:
         # aws_dynamodb.Table, not TableV2: TableV2 synthesizes AWS::DynamoDB::GlobalTable, the table with
         # replicas only (infra/global_table.py).
-        def attribute(key: Any) -> dynamodb.Attribute:
-            return dynamodb.Attribute(name=key.name, type=ATTRIBUTE_TYPES[key.type])
-
         table = dynamodb.Table(
             self,
             "Table",
             table_name=shape.name,
-            partition_key=attribute(shape.partition_key),
-            sort_key=attribute(shape.sort_key),
+            partition_key=spec.attribute(shape.partition_key),
+            sort_key=spec.attribute(shape.sort_key),
             billing_mode=dynamodb.BillingMode(shape.billing_mode),
             stream=dynamodb.StreamViewType(shape.stream_view_type) if shape.stream_view_type else None,
             kinesis_stream=self.change_stream,
@@ -94,52 +84,23 @@ class DocumentTable(Construct):
             if self.change_stream is not None
             else None,
             time_to_live_attribute=shape.ttl_attribute,
-            # Explicit either way, so turning the knob off on a live table really turns PITR off.
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=shape.pitr, recovery_period_in_days=shape.pitr_days
-            ),
+            point_in_time_recovery_specification=spec.pitr(shape),
             deletion_protection=shape.deletion_protection,
             table_class=dynamodb.TableClass(shape.table_class),
             max_read_request_units=(shape.on_demand_throughput or {}).get("MaxReadRequestUnits"),
             max_write_request_units=(shape.on_demand_throughput or {}).get("MaxWriteRequestUnits"),
-            warm_throughput=_warm_throughput(shape.warm_throughput),
-            # Explicit either way, so turning the knob off on a live table really disables it.
-            contributor_insights_specification=dynamodb.ContributorInsightsSpecification(
-                enabled=shape.contributor_insights_enabled,
-                mode=dynamodb.ContributorInsightsMode(shape.contributor_insights_mode)
-                if shape.contributor_insights_mode
-                else None,
-            ),
+            warm_throughput=spec.warm_throughput(shape.warm_throughput),
+            contributor_insights_specification=spec.contributor_insights(shape),
             encryption=self._encryption,
             encryption_key=self.encryption_key,
             resource_policy=self._resource_policy,
             removal_policy=RemovalPolicy.RETAIN if retain else RemovalPolicy.DESTROY,
         )
-        for index in shape.indexes:
-            # A GSI added to a live table is an online backfill; an LSI exists only from the table's creation.
-            sort_key = attribute(index.keys[1]) if len(index.keys) > 1 else None
-            projection = dynamodb.ProjectionType(index.projection)
-            non_key = list(index.non_key_attributes) or None
-            if not index.is_global:
-                assert sort_key is not None  # an LSI's sort key is required (contract/indexes.py)
-                table.add_local_secondary_index(
-                    index_name=index.name,
-                    sort_key=sort_key,
-                    projection_type=projection,
-                    non_key_attributes=non_key,
-                )
-                continue
-            caps = index.on_demand_throughput or {}
-            table.add_global_secondary_index(
-                index_name=index.name,
-                partition_key=attribute(index.keys[0]),
-                sort_key=sort_key,
-                projection_type=projection,
-                non_key_attributes=non_key,
-                max_read_request_units=caps.get("MaxReadRequestUnits"),
-                max_write_request_units=caps.get("MaxWriteRequestUnits"),
-                warm_throughput=_warm_throughput(index.warm_throughput),
-            )
+        for index in spec.indexes(shape):
+            if index.is_global:
+                table.add_global_secondary_index(**index.props)
+            else:
+                table.add_local_secondary_index(**index.props)
         Tags.of(table).add("Name", shape.name)
         self._acknowledge_pitr(table, shape, env, pitr_by_default)
         return table
@@ -182,12 +143,3 @@ class DocumentTable(Construct):
             description=f"Least-privilege data-plane access to the doctable table {table_name}",
             statements=statements,
         )
-
-
-def _warm_throughput(warm: dict[str, int] | None) -> dynamodb.WarmThroughput | None:
-    if not warm:
-        return None
-    return dynamodb.WarmThroughput(
-        read_units_per_second=warm.get("ReadUnitsPerSecond"),
-        write_units_per_second=warm.get("WriteUnitsPerSecond"),
-    )
