@@ -83,6 +83,7 @@ def handler_class() -> type[Any]:
         keep_alive = False
         declared: int | None = None  # the response's Content-Length
         body_from: int | None = None  # bytes written when its headers ended
+        status: int | None = None  # the response's status code
 
         def handle(self) -> None:
             if isinstance(self.connection, ssl.SSLSocket):
@@ -116,7 +117,7 @@ def handler_class() -> type[Any]:
             if not self.keep_alive:
                 super().run_wsgi()  # werkzeug's way: "Connection: close", the rest of the socket discarded
                 return
-            self.declared = self.body_from = None
+            self.declared = self.body_from = self.status = None
             connection_file, body = self.rfile, _Body(self.rfile, length)
             # werkzeug reads the body from self.rfile (wsgi.input) and, after the response, reads whatever is
             # left there: bounded by the body, that never reaches into the next request.
@@ -132,7 +133,16 @@ def handler_class() -> type[Any]:
                 False  # until the next request is read: an error answer closes as werkzeug's does
             )
 
+        def send_response(self, code: int, message: str | None = None) -> None:
+            self.status = code
+            super().send_response(code, message)
+
         def end_headers(self) -> None:
+            if self.keep_alive and self.declared is None:
+                if self.status in (204, 304):
+                    self.declared = 0  # HTTP forbids a body here: the connection stays usable
+                else:  # a body of unknown length ends the connection: say so, or the client reuses it
+                    super().send_header("Connection", "close")
             super().end_headers()
             self.body_from = self.wfile.count  # type: ignore[attr-defined]
 

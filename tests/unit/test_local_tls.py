@@ -221,3 +221,38 @@ def test_a_head_answer_or_a_wrong_length_ends_the_connection(tmp_path: Path) -> 
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_no_content_answer_keeps_the_connection_and_an_unknown_length_says_it_closes() -> None:
+    """Found by the conformance tier: S3's DeleteObject answers 204 without a Content-Length; the server closed
+    the connection without saying so and the client's next request on it failed (botocore's retry hid it)."""
+    import http.client
+
+    from local import listener
+
+    # GIVEN an app that answers 204 without a Content-Length on /gone and a body of no declared length elsewhere
+    def app(environ: dict[str, object], start_response: object) -> list[bytes]:
+        if environ["PATH_INFO"] == "/gone":
+            start_response("204 No Content", [])  # type: ignore[operator]
+            return []
+        start_response("200 OK", [("Content-Type", "text/plain")])  # type: ignore[operator]
+        return [b"streamed"]
+
+    server = listener.make("127.0.0.1", 0, app, listener.handler_class(), None)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", server.server_port, timeout=5)
+        # WHEN two 204 answers follow each other on one connection THEN both arrive and it stays open
+        for _ in range(2):
+            connection.request("DELETE", "/gone")
+            gone = connection.getresponse()
+            assert (gone.status, gone.read(), gone.will_close) == (204, b"", False)
+        # WHEN a body's length is unknown THEN the server says it closes the connection
+        connection.request("GET", "/streamed")
+        streamed = connection.getresponse()
+        assert streamed.will_close and streamed.read() == b"streamed"
+        connection.close()
+    finally:
+        server.shutdown()
+        server.server_close()
