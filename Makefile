@@ -27,7 +27,7 @@ ENV_ARG := $(if $(filter command line,$(origin ENV)),--env $(ENV))
 
 .PHONY: help setup lint actionlint checkov format test test-policies unit infra-tests integration synth deploy destroy diff \
         preflight verify ledger reconcile teardown docs bad-input-doc \
-        local local-up local-down local-env bench soak live clean flags
+        local local-up local-down local-env bench soak live clean flags conformance
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -91,13 +91,16 @@ format: setup
 CORES := $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 TEST_WORKERS ?= $(shell n=$$(( $(CORES) * 3 )); echo $$(( n > 8 ? 8 : n )))
 PARALLEL := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
-test: setup ## every offline tier: unit, infra, integration (local AWS); ends with its wall time and slowest tests
+test: setup ## every offline tier: unit, infra, integration (local AWS), conformance; ends with its wall time and slowest tests
 	@start=$$(date +%s); $(BIN)/pytest -m "not live and not soak and not policies" $(PARALLEL) --durations=10 \
 	  $(PYTEST_ARGS); \
 	status=$$?; echo "make test: $$(( $$(date +%s) - start )) s wall time"; exit $$status
 
 unit: setup
 	$(BIN)/pytest -m unit $(PARALLEL) $(PYTEST_ARGS)
+
+conformance: setup ## the local AWS held against botocore's models, IAM's reference, CloudFormation's schemas, plain moto
+	$(BIN)/pytest -m conformance $(PARALLEL) $(PYTEST_ARGS)
 
 infra-tests: setup
 	$(BIN)/pytest -m infra $(PARALLEL) $(PYTEST_ARGS)

@@ -16,14 +16,20 @@ with contextlib.suppress(toolchain.ToolchainError):  # not installed: the tiers 
     os.environ.update(toolchain.find().environment())
 os.environ.setdefault("CDK_DISABLE_CLI_TELEMETRY", "true")
 
-TIERS = {"unit": "unit", "infra": "infra", "integration": "integration", "live": "live"}
+TIERS = {
+    "unit": "unit",
+    "infra": "infra",
+    "integration": "integration",
+    "conformance": "conformance",
+    "live": "live",
+}
 
 
 # The order the tests run in. Under pytest-xdist (`make test`: --dist loadfile --no-loadscope-reorder) a module
 # goes whole to one worker (its module-scoped deployments made once) in this order: the longest integration
-# modules first (the slowest ten of `make test --durations`), then the rest of the integration tier, infra, and
+# modules first (the slowest ten of `make test --durations`), then the rest of the integration tier, conformance and infra, and
 # the many short unit modules last, filling the workers' tails.
-TIER_ORDER = {"integration": 0, "infra": 1, "unit": 2}
+TIER_ORDER = {"integration": 0, "conformance": 1, "infra": 1, "unit": 2}
 LONGEST_FIRST = (
     "test_day2_table",
     "test_day2_mapping",
@@ -46,7 +52,7 @@ def run_order(item: pytest.Item) -> tuple[int, int]:
 
 # A per-test time limit (pytest-timeout) in every tier, for a test that sets none itself: a hung call fails its
 # test instead of holding the run until CI's limit.
-TIER_TIMEOUT = {"unit": 300, "infra": 600, "integration": 900, "live": 3600}
+TIER_TIMEOUT = {"unit": 300, "infra": 600, "conformance": 600, "integration": 900, "live": 3600}
 # The only markers whose tests may skip: the opt-in tiers. Any other skip fails the run (pytest_sessionfinish),
 # so no proof passes by not running.
 OPT_IN_MARKERS = frozenset({"live", "soak"})

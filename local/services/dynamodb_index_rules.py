@@ -81,6 +81,7 @@ SAME_INDEX_TWICE = (
     INVALID + "Only one global secondary index update per index is allowed simultaneously. Index: {index}"
 )
 EXISTS = "Attempting to create an index which already exists"
+UNKNOWN_INDEX = "The table does not have the specified index: {index}"
 NOT_GLOBAL = "Cannot {action} an index that is not a GlobalSecondaryIndex: {index}"
 NOT_FOUND = "Requested resource not found: Index {index} for table {table}"
 TABLE_INDEXES_BUSY = (
@@ -155,10 +156,13 @@ class TemplateRefusal(Exception):
 
 # ------------------------------------------------------------------------------------------ the rules
 def refuse_backfilling_read(table: Any, index_name: str | None) -> None:
-    """Query and Scan on a GSI that is still CREATING are refused."""
+    """Query and Scan on an index the table does not have, or on a GSI that is still CREATING, are refused
+    (ValidationException; moto answered an unknown index with ResourceNotFoundException)."""
     if not index_name:
         return
     settle(table)
+    if index_name not in {index.name for index in [*table.global_indexes, *table.indexes]}:
+        raise _validation(UNKNOWN_INDEX.format(index=index_name))
     for index in table.global_indexes:
         transition = transition_of(index)
         if index.name == index_name and transition is not None and transition.status == CREATING:

@@ -47,6 +47,7 @@ MOTO_TARGETS = (
     Target(_MODELS, "DynamoDBBackend.delete_table", ("self", "name")),
     Target(_MODELS, "DynamoDBBackend.update_item", ("self", "table_name", "key")),
     Target(_MODELS, "DynamoDBBackend.get_table", ("self", "table_name")),
+    Target(_MODELS, "DynamoDBBackend.get_schema", ("self", "table_name", "index_name")),
     Target(_TABLE, "Table.describe", ("self", "base_key")),
     Target(
         _TABLE,
@@ -363,6 +364,14 @@ def scan(
     return read() if local is None else read_local(local, projection, read)
 
 
+def get_schema(self: Any, table_name: str, index_name: str | None) -> Any:
+    """DynamoDBBackend.get_schema (Query's first look at the index): an index the table does not have, or one
+    still backfilling, is refused as DynamoDB refuses it."""
+    if index_name:
+        rules.refuse_backfilling_read(self.get_table(table_name), index_name)
+    return _ORIGINAL["get_schema"](self, table_name, index_name)
+
+
 def project_local(self: Any, item: Any) -> Any:
     """LocalSecondaryIndex.project: the whole item while a read fetches from the table."""
     if getattr(_READ, "fetch", False):
@@ -428,6 +437,7 @@ def apply() -> None:
     _ORIGINAL["update_table"] = replace(backend, "update_table", update_table)
     _ORIGINAL["delete_table"] = replace(backend, "delete_table", delete_table)
     _ORIGINAL["update_item"] = replace(backend, "update_item", update_item)
+    _ORIGINAL["get_schema"] = replace(backend, "get_schema", get_schema)
     _ORIGINAL["describe"] = replace(tm.Table, "describe", describe)
     _ORIGINAL["query"] = replace(tm.Table, "query", query)
     _ORIGINAL["scan"] = replace(tm.Table, "scan", scan)

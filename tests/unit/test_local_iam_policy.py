@@ -255,3 +255,16 @@ def test_list_objects_carries_s3_prefix() -> None:
     # WHEN a listing under a prefix is read THEN s3:prefix is in its context
     parsed = requests.parse(_environ("GET", "/b", "s3", "list-type=2&prefix=blobs/"), None)
     assert parsed is not None and parsed.checks[0].context == {"s3:prefix": ["blobs/"]}
+
+
+def test_a_stack_operation_with_a_role_passes_it_to_cloudformation() -> None:
+    # WHEN a stack is created with a service role THEN it also needs iam:PassRole on that role, passed to
+    # CloudFormation
+    role = "arn:aws:iam::000000000000:role/deploy"
+    parsed = requests.parse(
+        _environ("POST", "/", "cloudformation", f"Action=CreateStack&StackName=s1&RoleARN={role}"), None
+    )
+    assert parsed is not None
+    assert [(c.action, c.resource, c.context) for c in parsed.checks][1:] == [
+        ("iam:PassRole", role, {"iam:PassedToService": ["cloudformation.amazonaws.com"]})
+    ]

@@ -135,6 +135,11 @@ def test_a_gsi_added_to_a_live_table_backfills_then_answers_for_every_item(aws: 
     assert _error(aws.ddb.query, TableName="t", IndexName="byg", KeyConditionExpression="g = :g",
                   ExpressionAttributeValues={":g": {"S": "x"}}) == refused  # fmt: skip
     assert _error(aws.ddb.scan, TableName="t", IndexName="byg") == refused
+    # AND reads of an index the table does not have are refused as DynamoDB refuses them (not "not found")
+    unknown = ("ValidationException", rules.UNKNOWN_INDEX.format(index="nope"))
+    assert _error(aws.ddb.query, TableName="t", IndexName="nope", KeyConditionExpression="g = :g",
+                  ExpressionAttributeValues={":g": {"S": "x"}}) == unknown  # fmt: skip
+    assert _error(aws.ddb.scan, TableName="t", IndexName="nope") == unknown
     # AND once the backfill time has passed it is ACTIVE (no Backfilling) and answers for both items
     aws.clock.advance(lifecycle.BACKFILL_DEFAULT_SECONDS - 0.01)
     assert _gsi(aws.ddb, "byg")["IndexStatus"] == "CREATING"
