@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import functools
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, unquote
@@ -114,6 +115,11 @@ def _json_checks(service: str, prefix: str, op: str, data: dict[str, Any], regio
         return _dynamodb_checks(op, data, region)
     if service == "kinesis":
         return [Check(action, _kinesis_resource(data, region))]
+    if service == "kms" and op == "ReEncrypt":  # IAM authorizes each side of a re-encryption on its own key
+        return [
+            Check("kms:ReEncryptFrom", kms_resource({"KeyId": data.get("SourceKeyId")}, region)),
+            Check("kms:ReEncryptTo", kms_resource({"KeyId": data.get("DestinationKeyId")}, region)),
+        ]
     if service == "kms":
         return [Check(action, kms_resource(data, region))]
     if service == "logs":
@@ -138,8 +144,33 @@ def _json_checks(service: str, prefix: str, op: str, data: dict[str, Any], regio
     return [Check(action, "*")]
 
 
+# PartiQL: IAM authorizes a statement by its verb on the table it names (ExecuteStatement is no IAM action).
+_PARTIQL = {
+    "SELECT": "PartiQLSelect",
+    "INSERT": "PartiQLInsert",
+    "UPDATE": "PartiQLUpdate",
+    "DELETE": "PartiQLDelete",
+}
+_PARTIQL_TABLE = re.compile(r'\b(?:FROM|INTO|UPDATE)\s+"?([A-Za-z0-9_.-]+?)"?(?:\.|\s|$)', re.IGNORECASE)
+
+
+def _partiql_checks(statements: list[Any], region: str) -> list[Check]:
+    checks = []
+    for statement in statements:
+        text = str((statement or {}).get("Statement") or "")
+        verb = text.split(None, 1)[0].upper() if text.strip() else ""
+        table = _PARTIQL_TABLE.search(text)
+        resource = _table(table.group(1), region) if table else "*"
+        checks.append(Check(f"dynamodb:{_PARTIQL.get(verb, 'PartiQL' + verb.title())}", resource))
+    return checks
+
+
 def _dynamodb_checks(op: str, data: dict[str, Any], region: str) -> list[Check]:
     action = f"dynamodb:{op}"
+    if op == "ExecuteStatement":
+        return _partiql_checks([data], region)
+    if op in ("BatchExecuteStatement", "ExecuteTransaction"):
+        return _partiql_checks(data.get("Statements") or data.get("TransactStatements") or [], region)
     if op in ("BatchGetItem", "BatchWriteItem"):
         return [Check(action, _table(t, region)) for t in data.get("RequestItems") or {}] or [
             Check(action, "*")

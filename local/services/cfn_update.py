@@ -38,18 +38,40 @@ MOTO_TARGETS = (
 )
 
 # Properties whose change makes CloudFormation replace the resource (its "Update requires: Replacement"),
-# for the types this project deploys, and the property that names a custom-named resource.
+# for the types this project deploys, and the property that names a custom-named resource. Held against each
+# type's CloudFormation resource schema (createOnlyProperties) by tests/conformance/test_references.py.
 REPLACING: dict[str, tuple[str, ...]] = {
-    "AWS::Lambda::EventSourceMapping": ("EventSourceArn", "StartingPosition", "StartingPositionTimestamp"),
+    "AWS::Lambda::EventSourceMapping": (
+        "EventSourceArn",
+        "StartingPosition",
+        "StartingPositionTimestamp",
+        "SelfManagedEventSource",
+    ),
     "AWS::Lambda::Alias": ("Name", "FunctionName"),
-    "AWS::Lambda::Version": ("FunctionName", "Description", "CodeSha256"),
-    "AWS::DynamoDB::Table": ("TableName", "KeySchema", "LocalSecondaryIndexes"),
-    "AWS::DynamoDB::GlobalTable": ("TableName", "KeySchema", "LocalSecondaryIndexes"),
-    "AWS::S3::Bucket": ("BucketName",),
+    "AWS::Lambda::Version": (
+        "FunctionName",
+        "Description",
+        "CodeSha256",
+        "ProvisionedConcurrencyConfig",
+        "RuntimePolicy",
+    ),
+    "AWS::Lambda::Function": ("FunctionName", "PackageType", "TenancyConfig", "DurableConfig"),
+    # LocalSecondaryIndexes: the User Guide's "Update requires: Replacement", which the schema does not list.
+    "AWS::DynamoDB::Table": ("TableName", "KeySchema", "LocalSecondaryIndexes", "ImportSourceSpecification"),
+    "AWS::DynamoDB::GlobalTable": ("TableName", "KeySchema", "LocalSecondaryIndexes", "GlobalTableSourceArn"),
+    "AWS::S3::Bucket": ("BucketName", "BucketNamePrefix", "BucketNamespace"),
+    "AWS::S3::BucketPolicy": ("Bucket",),
     "AWS::Logs::LogGroup": ("LogGroupName",),
-    "AWS::SNS::Topic": ("TopicName",),
+    "AWS::SNS::Topic": ("TopicName", "FifoTopic"),
+    "AWS::CloudWatch::Alarm": ("AlarmName",),
+    "AWS::IAM::Role": ("RoleName", "Path"),
+    "AWS::IAM::ManagedPolicy": ("ManagedPolicyName", "Path", "Description"),
+    # AWS::Kinesis::Stream's Name: local/services/kinesis.py replaces a renamed stream itself.
 }
 NAME_PROPERTY = {
+    "AWS::CloudWatch::Alarm": "AlarmName",
+    "AWS::IAM::Role": "RoleName",
+    "AWS::IAM::ManagedPolicy": "ManagedPolicyName",
     "AWS::DynamoDB::Table": "TableName",
     "AWS::DynamoDB::GlobalTable": "TableName",
     "AWS::S3::Bucket": "BucketName",

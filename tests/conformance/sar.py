@@ -69,35 +69,44 @@ def action(name: str) -> Action | None:
     return Action(service, privilege) if privilege else None
 
 
-def _pattern(arn: str) -> re.Pattern[str]:
-    parts = re.split(r"(\$\{[^}]+\})", arn)
-    regex = ""
-    for part in parts:
-        if part in ("${Partition}", "${Region}", "${Account}"):
-            regex += r"[^:]*"
-        elif part.startswith("${"):
-            regex += r".+"
-        else:
-            regex += re.escape(part)
-    return re.compile(f"^{regex}$")
+def _glob(arn: str) -> str:
+    """An ARN template of the reference as a glob: each ``${Variable}`` stands for any text."""
+    return re.sub(r"\$\{[^}]+\}", "*", arn)
+
+
+def overlap(left: str, right: str) -> bool:
+    """Whether some ARN matches both globs (``*`` any text, ``?`` taken as ``*``): a policy's resource and a
+    resource type's ARN template, either of which may be a wildcard pattern."""
+    a, b = left.replace("?", "*"), right.replace("?", "*")
+
+    @functools.cache
+    def match(i: int, j: int) -> bool:
+        if i == len(a) and j == len(b):
+            return True
+        if i < len(a) and a[i] == "*":
+            return match(i + 1, j) or (j < len(b) and match(i, j + 1))
+        if j < len(b) and b[j] == "*":
+            return match(i, j + 1) or (i < len(a) and match(i + 1, j))
+        return i < len(a) and j < len(b) and a[i] == b[j] and match(i + 1, j + 1)
+
+    return match(0, 0)
 
 
 def resource_problem(name: str, resource: str) -> str | None:
     """Why ``resource`` is not a resource ``name`` is authorized on (None when it is one). A policy's wildcard
-    stands for any text; ``*`` is right only for an action that has no resource type of its own."""
+    stands for any text; ``*`` alone is right only for an action that has no required resource type."""
     found = action(name)
     if found is None:
         return f"{name} is not an action of the Service Authorization Reference"
     types = found.resource_types
     if resource == "*":
+        required = any(spec.get("required") for spec in found.privilege["resource_types"].values())
         return (
             None
-            if not types
-            or not any(spec.get("required") for spec in found.privilege["resource_types"].values())
+            if not types or not required
             else f"{name} on * but the action is authorized on {sorted(types)}"
         )
-    sample = resource.replace("*", "x").replace("?", "x")
-    if any(_pattern(arn).match(sample) for arn in types.values() if arn):
+    if any(overlap(resource, _glob(arn)) for arn in types.values() if arn):
         return None
     return f"{name} on {resource} matches none of its resource types {types}"
 

@@ -199,6 +199,20 @@ def _environ(method: str, path: str, service: str, query: str = "", **extra: str
             b'{"TableName": "items-dev", "IndexName": "gsi1"}',
             [("dynamodb:Query", f"{TABLE}/index/gsi1")],
         ),
+        (  # PartiQL: each statement by its verb on the table it names (ExecuteStatement is no IAM action)
+            _environ("POST", "/", "dynamodb", HTTP_X_AMZ_TARGET="DynamoDB_20120810.BatchExecuteStatement"),
+            b'{"Statements": [{"Statement": "SELECT * FROM \\"items-dev\\" WHERE pk = ?"},'
+            b' {"Statement": "delete from t2 where pk = ?"}]}',
+            [("dynamodb:PartiQLSelect", TABLE), ("dynamodb:PartiQLDelete", TABLE.replace("items-dev", "t2"))],
+        ),
+        (  # a re-encryption is authorized on each of its keys
+            _environ("POST", "/", "kms", HTTP_X_AMZ_TARGET="TrentService.ReEncrypt"),
+            b'{"SourceKeyId": "k1", "DestinationKeyId": "k2", "CiphertextBlob": "eA=="}',
+            [
+                ("kms:ReEncryptFrom", f"arn:aws:kms:us-east-1:{ACCOUNT}:key/k1"),
+                ("kms:ReEncryptTo", f"arn:aws:kms:us-east-1:{ACCOUNT}:key/k2"),
+            ],
+        ),
         (
             _environ("POST", "/", "dynamodb", HTTP_X_AMZ_TARGET="DynamoDB_20120810.TransactWriteItems"),
             b'{"TransactItems": [{"Put": {"TableName": "items-dev"}}, {"Delete": {"TableName": "t2"}}]}',

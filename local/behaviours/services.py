@@ -1,0 +1,259 @@
+"""The behaviours of the local AWS outside DynamoDB: S3, Lambda, CloudFormation and IAM evaluation."""
+
+from __future__ import annotations
+
+from local.behaviours.registry import (
+    CFN_GUIDE,
+    CFN_TEMPLATES,
+    DDB_GUIDE,
+    IAM_GUIDE,
+    LAMBDA_GUIDE,
+    S3_GUIDE,
+    Behaviour,
+)
+
+_CFN = "moto.cloudformation.models"
+
+BEHAVIOURS: tuple[Behaviour, ...] = (
+    # ---- S3 ----
+    Behaviour(
+        id="s3.conditional-deletes",
+        service="s3",
+        rule="A delete with If-Match deletes only an object whose ETag matches (PreconditionFailed otherwise, "
+        "NoSuchKey for a missing object; * matches any existing object), per key in DeleteObjects.",
+        source=S3_GUIDE + "conditional-deletes.html",
+        test="tests/integration/test_local_aws.py::"
+        "test_the_tests_s3_model_answers_conditional_deletes_as_the_local_aws_does",
+        targets=(
+            "moto.s3.responses:S3Response.delete_object",
+            "moto.s3.responses:S3Response._bucket_response_delete_keys",
+        ),
+        errors=(("s3:DeleteObject", "PreconditionFailed"), ("s3:DeleteObject", "NoSuchKey")),
+    ),
+    Behaviour(
+        id="s3.tls-only-bucket-policy",
+        service="s3",
+        rule="A bucket policy's Deny on aws:SecureTransport false refuses plain-HTTP requests only.",
+        source=S3_GUIDE + "security-best-practices.html#transit",
+        test="tests/integration/test_tls.py::test_blob_bucket_denies_plain_http_and_allows_https",
+        targets=("moto.s3.models:FakeBucket.get_permission",),
+        condition_keys=(("s3:GetObject", "aws:SecureTransport"),),
+    ),
+    Behaviour(
+        id="s3.bucket-settings-from-templates",
+        service="s3",
+        rule="AWS::S3::Bucket applies PublicAccessBlockConfiguration, VersioningConfiguration and OwnershipControls.",
+        source=CFN_TEMPLATES + "aws-resource-s3-bucket.html",
+        test="tests/integration/test_local_stack.py::test_full_stack_configuration",
+        targets=("moto.s3.models:FakeBucket.create_from_cloudformation_json",),
+        replaces=(("AWS::S3::Bucket", "BucketName"),),
+    ),
+    # ---- Lambda ----
+    Behaviour(
+        id="lambda.event-source-mapping-delivery",
+        service="lambda",
+        rule="A stream mapping delivers each shard's records in order in batches, retries a failed batch, bisects "
+        "it, and sends what exhausts its retries to the on-failure destination.",
+        source=LAMBDA_GUIDE + "services-dynamodb-errors.html",
+        test="tests/unit/test_local_kinesis_mapping.py::test_exhausted_retries_write_kinesis_batch_info_to_the_s3_destination",
+        unchecked="plain moto delivers through Docker, which the machine lacks: the side-by-side scenarios exclude "
+        "Lambda delivery",
+    ),
+    Behaviour(
+        id="lambda.starting-position-required",
+        service="lambda",
+        rule="A mapping on a DynamoDB or Kinesis stream needs StartingPosition (InvalidParameterValueException).",
+        source=LAMBDA_GUIDE + "API_CreateEventSourceMapping.html",
+        test="tests/unit/test_local_kinesis_mapping.py::test_creating_a_mapping_needs_the_kinesis_reads_and_a_starting_position",
+        errors=(("lambda:CreateEventSourceMapping", "InvalidParameterValueException"),),
+        replaces=(
+            ("AWS::Lambda::EventSourceMapping", "EventSourceArn"),
+            ("AWS::Lambda::EventSourceMapping", "StartingPosition"),
+        ),
+    ),
+    Behaviour(
+        id="lambda.event-filtering",
+        service="lambda",
+        rule="FilterCriteria patterns are validated as Lambda validates them (at most 5) and applied to each record "
+        "before the function is invoked.",
+        source=LAMBDA_GUIDE + "invocation-eventfiltering.html",
+        test="tests/unit/test_local_filtering.py::test_invalid_patterns_are_refused_with_lambdas_message",
+        errors=(("lambda:CreateEventSourceMapping", "InvalidParameterValueException"),),
+    ),
+    Behaviour(
+        id="lambda.mapping-conflict",
+        service="lambda",
+        rule="A second mapping of the same stream to the same function is ResourceConflictException (409).",
+        source=LAMBDA_GUIDE + "API_CreateEventSourceMapping.html#API_CreateEventSourceMapping_Errors",
+        test="tests/integration/test_cfn_updates.py::"
+        "test_a_replaced_mapping_on_the_same_function_meets_the_409_and_the_update_rolls_back",
+        errors=(("lambda:CreateEventSourceMapping", "ResourceConflictException"),),
+    ),
+    Behaviour(
+        id="lambda.mapping-function-arn-condition",
+        service="lambda",
+        rule="Get/Update/DeleteEventSourceMapping are authorized with lambda:FunctionArn, the mapping's function.",
+        source="https://docs.aws.amazon.com/service-authorization/latest/reference/list_awslambda.html",
+        test="tests/integration/test_iam.py::test_mapping_acts_as_the_function_role",
+        condition_keys=(
+            ("lambda:GetEventSourceMapping", "lambda:FunctionArn"),
+            ("lambda:UpdateEventSourceMapping", "lambda:FunctionArn"),
+            ("lambda:DeleteEventSourceMapping", "lambda:FunctionArn"),
+        ),
+    ),
+    Behaviour(
+        id="lambda.snapstart-versions",
+        service="lambda",
+        rule="SnapStart applies to published versions; version numbers are never reused and a version an alias "
+        "points to cannot be deleted.",
+        source=LAMBDA_GUIDE + "snapstart.html",
+        test="tests/unit/test_local_snapstart.py::test_a_version_an_alias_points_to_cannot_be_deleted_and_numbers_are_never_reused",
+        errors=(("lambda:DeleteFunction", "ResourceConflictException"),),
+        replaces=(("AWS::Lambda::Version", "CodeSha256"), ("AWS::Lambda::Alias", "Name")),
+    ),
+    Behaviour(
+        id="lambda.runs-without-docker",
+        service="lambda",
+        rule="Invoke runs the function's deployed code with its configuration and answers as Lambda (a function "
+        "error in X-Amz-Function-Error; InvocationType Event is 202).",
+        source="https://docs.aws.amazon.com/lambda/latest/api/API_Invoke.html",
+        test="tests/integration/test_local_aws.py::test_errors_timeouts_and_crashes_are_function_errors",
+        targets=("moto.awslambda.models:LambdaFunction.invoke",),
+        unchecked="plain moto invokes through Docker, which the machine lacks",
+    ),
+    # ---- CloudFormation ----
+    Behaviour(
+        id="cloudformation.custom-name-replacement",
+        service="cloudformation",
+        rule="An update that would replace a resource with a custom name (a table's TableName) fails and rolls back.",
+        source=CFN_TEMPLATES + "aws-properties-name.html",
+        test="tests/unit/test_local_indexes.py::test_an_lsi_change_replaces_the_table_which_a_custom_name_forbids",
+        differs=(
+            "cfn.describe-after-replace|value|Stacks[].StackStatus=UPDATE_ROLLBACK_COMPLETE",
+            "cfn.describe-after-replace|-value|Stacks[].StackStatus=UPDATE_COMPLETE",
+            "cfn.describe-after-replace|+member|Stacks[].StackStatusReason",
+        ),
+        replaces=(("AWS::DynamoDB::Table", "TableName"), ("AWS::DynamoDB::Table", "KeySchema")),
+    ),
+    Behaviour(
+        id="cloudformation.lsi-replacement",
+        service="cloudformation",
+        rule="Changing a table's LocalSecondaryIndexes replaces it (the User Guide's 'Update requires: Replacement', "
+        "which the resource schema does not list as create-only).",
+        source=CFN_TEMPLATES + "aws-resource-dynamodb-table.html#cfn-dynamodb-table-localsecondaryindexes",
+        test="tests/unit/test_local_indexes.py::test_an_lsi_change_replaces_the_table_which_a_custom_name_forbids",
+        replaces=(("AWS::DynamoDB::Table", "LocalSecondaryIndexes"),),
+    ),
+    Behaviour(
+        id="cloudformation.update-and-rollback",
+        service="cloudformation",
+        rule="An update creates replacements first and deletes old resources in the cleanup phase; a failed step "
+        "rolls the stack back to its previous resources (UPDATE_ROLLBACK_FAILED when the rollback fails).",
+        source=CFN_GUIDE + "using-cfn-updating-stacks-update-behaviors.html",
+        test="tests/integration/test_cfn_updates.py::"
+        "test_a_failed_update_deletes_what_it_created_and_restores_what_it_changed",
+        targets=("moto.cloudformation.parsing:ResourceMap.update",),
+        replaces=(("AWS::Logs::LogGroup", "LogGroupName"), ("AWS::SNS::Topic", "TopicName")),
+    ),
+    Behaviour(
+        id="cloudformation.outputs-after-update",
+        service="cloudformation",
+        rule="DescribeStacks reports a stack's Outputs after an update as after its creation.",
+        source="https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_Stack.html",
+        test="tests/integration/test_cfn_updates.py::test_change_sets_belong_to_a_stack_id",
+        targets=(f"{_CFN}:Stack._create_output_map",),
+        differs=(
+            "cfn.describe-updated|+member|Stacks[].Outputs[].*",
+            "cfn.describe-after-replace|+member|Stacks[].Outputs[].*",
+        ),
+    ),
+    Behaviour(
+        id="cloudformation.change-sets-per-stack",
+        service="cloudformation",
+        rule="A change set belongs to its stack's id: a deleted stack's change sets never answer for a new stack "
+        "of the same name.",
+        source=CFN_GUIDE + "using-cfn-updating-stacks-changesets.html",
+        test="tests/integration/test_cfn_updates.py::test_change_sets_belong_to_a_stack_id",
+        errors=(("cloudformation:DescribeChangeSet", "ChangeSetNotFound"),),
+    ),
+    Behaviour(
+        id="cloudformation.resource-import",
+        service="cloudformation",
+        rule="An IMPORT change set adopts existing resources that have a DeletionPolicy and match the template.",
+        source=CFN_GUIDE + "resource-import.html",
+        test="tests/unit/test_local_cfn_import.py::test_an_import_without_a_deletion_policy_is_refused",
+        errors=(("cloudformation:CreateChangeSet", "ValidationError"),),
+    ),
+    Behaviour(
+        id="cloudformation.global-table",
+        service="cloudformation",
+        rule="AWS::DynamoDB::GlobalTable makes the table in the stack's region and a replica in each other region "
+        "of Replicas.",
+        source=CFN_TEMPLATES + "aws-resource-dynamodb-globaltable.html",
+        test="tests/unit/test_local_replicas.py::test_a_stacks_global_table_is_made_in_every_replica_region",
+        replaces=(("AWS::DynamoDB::GlobalTable", "TableName"), ("AWS::DynamoDB::GlobalTable", "KeySchema")),
+    ),
+    Behaviour(
+        id="cloudformation.kinesis-stream",
+        service="kinesis",
+        rule="AWS::Kinesis::Stream keeps its mode, encryption, retention and tags, updates them in place and is "
+        "replaced when its Name changes.",
+        source=CFN_TEMPLATES + "aws-resource-kinesis-stream.html",
+        test="tests/unit/test_local_kinesis_destination.py::"
+        "test_template_stream_and_table_destination_created_updated_and_deleted",
+        replaces=(("AWS::Kinesis::Stream", "Name"),),
+    ),
+    # ---- IAM evaluation ----
+    Behaviour(
+        id="iam.policy-evaluation",
+        service="iam",
+        rule="A request is allowed only by an Allow in an identity or resource policy, and any explicit Deny wins.",
+        source=IAM_GUIDE + "reference_policies_evaluation-logic.html",
+        test="tests/unit/test_local_iam_policy.py::test_explicit_deny_wins_over_any_allow",
+        unchecked="no independent evaluator is installed; the actions and resources it is asked about are checked "
+        "against the Service Authorization Reference (iam.request-actions)",
+    ),
+    Behaviour(
+        id="iam.request-actions",
+        service="iam",
+        rule="Each API call is authorized as the actions and resource ARNs the Service Authorization Reference "
+        "gives for its operation (S3's HeadObject as s3:GetObject, DeleteObjects per key as s3:DeleteObject, ...).",
+        source="https://docs.aws.amazon.com/service-authorization/latest/reference/reference_policies_actions-resources-contextkeys.html",
+        test="tests/unit/test_local_iam_policy.py::test_requests_name_the_resources_aws_authorizes",
+        actions=("s3:GetObject", "s3:DeleteObject", "s3:ListBucket", "dynamodb:ConditionCheckItem"),
+        condition_keys=(("s3:ListBucket", "s3:prefix"), ("s3:ListBucket", "s3:delimiter")),
+    ),
+    Behaviour(
+        id="iam.pass-role",
+        service="iam",
+        rule="A stack operation with a RoleARN needs iam:PassRole on it, with iam:PassedToService "
+        "cloudformation.amazonaws.com.",
+        source=IAM_GUIDE + "id_roles_use_passrole.html",
+        test="tests/unit/test_local_iam_policy.py::test_a_stack_operation_with_a_role_passes_it_to_cloudformation",
+        condition_keys=(("iam:PassRole", "iam:PassedToService"),),
+    ),
+    Behaviour(
+        id="iam.kms-via-dynamodb",
+        service="kms",
+        rule="Reading a table under a customer managed key needs kms:Decrypt on the key through DynamoDB "
+        "(kms:ViaService dynamodb.<region>.amazonaws.com).",
+        source=DDB_GUIDE + "encryption.usagenotes.html",
+        test="tests/unit/test_local_dynamodb_security.py::test_reads_under_a_customer_managed_key_need_kms_decrypt_through_dynamodb",
+        condition_keys=(("kms:Decrypt", "kms:ViaService"),),
+    ),
+    Behaviour(
+        id="iam.mapping-acts-as-its-role",
+        service="lambda",
+        rule="A stream mapping reads its source and writes its on-failure destination with the function's execution "
+        "role: a role without the stream reads leaves the mapping PROBLEM.",
+        source=LAMBDA_GUIDE + "with-ddb.html#events-dynamodb-permissions",
+        test="tests/integration/test_iam.py::test_mapping_acts_as_the_function_role",
+        actions=(
+            "dynamodb:DescribeStream",
+            "dynamodb:GetRecords",
+            "dynamodb:GetShardIterator",
+            "dynamodb:ListStreams",
+            "s3:PutObject",
+        ),
+    ),
+)
