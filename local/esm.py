@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from local import filtering, metrics
+from local import filtering, incidents, metrics
 from local.auth import service_roles
 from local.faults import hooks
 from local.patching import Target
@@ -191,8 +191,10 @@ class StreamPoller(threading.Thread):
                     timeout = self.poll(esm)
                 else:
                     self.status.state = "Disabled"
-            except Exception as exc:  # the poller lives on; what failed is logged and in the mapping's status
-                log.exception("event source mapping %s: poll failed", self.uuid)
+            except (
+                Exception
+            ) as exc:  # the poller lives on; what failed is an incident and in the mapping's status
+                incidents.record(f"esm.poll.{self.uuid}", exc)
                 self.status.last_result = "PROBLEM: Internal error"
                 self.status.last_error = f"{type(exc).__name__}: {exc}"[:500]
             self.status.polls += 1
@@ -476,11 +478,11 @@ class StreamPoller(threading.Thread):
                 self._count(esm, DroppedEventCount=len(records))
                 return
             self._count(esm, OnFailureDestinationDeliveredEventCount=len(records))
-        except Exception:
+        except (
+            Exception
+        ) as exc:  # the records are dropped, as Lambda drops them, and the failure is an incident
             self._count(esm, DroppedEventCount=len(records))
-            log.exception(
-                "mapping %s: could not write to the on-failure destination %s", self.uuid, destination
-            )
+            incidents.record(f"esm.on_failure.{self.uuid}", exc)
 
     def _to_s3(
         self, esm: Any, shard: Any, arn: str, record: dict[str, Any], records: list[Record], now: datetime

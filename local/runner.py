@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from local import metrics
+from local import incidents, metrics
 from local.auth import principals
 from local.faults import hooks
 from local.patching import Target
@@ -70,6 +70,7 @@ MOTO_TARGETS = (
     Target("moto.awslambda.models", "lambda_backends"),
     Target("moto.awslambda.models", "LambdaBackend.layers_versions_by_arn", ("self", "layer_version_arn")),
     Target("moto.logs.models", "logs_backends"),
+    Target("moto.logs.exceptions", "ResourceNotFoundException"),
     Target("moto.logs.models", "LogsBackend.ensure_log_group", ("self", "log_group_name")),
     Target(
         "moto.logs.models", "LogsBackend.create_log_stream", ("self", "log_group_name", "log_stream_name")
@@ -169,8 +170,12 @@ class LogSink:
             try:
                 self._ensure()
                 self.backend.put_log_events(self.group, self.stream, events)
-            except Exception:  # the log group may have been deleted under us (stack destroy)
-                log.debug("could not write to %s/%s", self.group, self.stream, exc_info=True)
+            except Exception as exc:
+                from moto.logs.exceptions import ResourceNotFoundException
+
+                if isinstance(exc, ResourceNotFoundException):
+                    return  # the log group was deleted under us (stack destroy): the lines are lost, as on AWS
+                incidents.record(f"lambda.logs.{self.group}", exc)
 
     def _role_may_write(self) -> bool:
         """Lambda writes a function's logs as its execution role: without the grant they are lost, as on AWS."""
@@ -412,7 +417,7 @@ class Worker:
                 assert self.proc.stdin is not None
                 self.proc.stdin.close()
                 self.proc.wait(timeout=2)
-            except Exception:
+            except (OSError, ValueError, subprocess.TimeoutExpired):  # it did not stop in time: killed below
                 pass
         self.kill()
 
@@ -550,8 +555,8 @@ class LambdaRunner:
                     return
             worker = self._acquire(fn, spec)
             worker.busy.release()
-        except Exception:
-            log.debug("prewarming %s failed", getattr(fn, "function_name", "?"), exc_info=True)
+        except Exception as exc:  # the first invocation starts the worker instead; the failure is an incident
+            incidents.record(f"lambda.prewarm.{getattr(fn, 'function_name', '?')}", exc)
 
     def _acquire(self, fn: Any, spec: FunctionSpec) -> Worker:
         key = spec.function_arn

@@ -24,7 +24,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from local import auth, compat, esm, listener, runner, seed, services, state, tls, ttl
+from local import auth, compat, esm, incidents, listener, runner, seed, services, state, tls, ttl
 from local.auth import policy, principals, table_access
 from local.auth.middleware import AuthMiddleware
 from local.faults.middleware import FaultMiddleware
@@ -58,7 +58,7 @@ class _HealthMiddleware:
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         if environ.get("PATH_INFO") == state.HEALTH_PATH:
-            body = json.dumps(self.info).encode("utf-8")
+            body = json.dumps({**self.info, "incidents": incidents.summary()}).encode("utf-8")
             start_response(
                 "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
             )

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from local import incidents
 from local.patching import Target, replace
 
 log = logging.getLogger("doctable.local.cloudformation")
@@ -147,7 +148,8 @@ def apply() -> None:
     def resolved(rmap: Any, logical: str, body: dict[str, Any]) -> dict[str, Any] | None:
         try:
             parsed = cp.parse_resource_and_generate_name(logical, dict(body), rmap)
-        except Exception:  # an attribute moto cannot resolve: compare the raw template instead
+        except Exception as exc:  # an attribute moto cannot resolve: compare the raw template instead
+            incidents.record(f"cloudformation.resolve.{logical}", exc)
             return None
         return dict(parsed[1].get("Properties", {})) if parsed else None
 

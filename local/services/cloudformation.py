@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from local import incidents
 from local.patching import Target, replace, truthy
 from local.services import cfn_import, cfn_update
 
@@ -420,5 +421,5 @@ def _roll_back_create(resource_map: Any) -> None:
         try:
             resource_map._delete_resource(resource, body)
             parsed.pop(name, None)
-        except Exception:
-            log.exception("rolling back the creation of %s failed", name)
+        except Exception as exc:  # the rest of the rollback goes on; the failure is an incident a test sees
+            incidents.record(f"cloudformation.rollback_create.{name}", exc)

@@ -81,6 +81,7 @@ MOTO_TARGETS = (
     Target(_MODELS, "DynamoDBBackend.get_table", ("self", "table_name")),
     Target(_MODELS, "dynamodb_backends"),
     Target("moto.dynamodb.exceptions", "MockValidationException"),
+    Target("moto.dynamodb.exceptions", "DynamodbException"),
     Target(
         _STREAMS,
         "DynamoDBStreamsBackend.get_shard_iterator",
@@ -179,6 +180,7 @@ class _NoTableDeepCopy:
 
 def _patch_writes() -> None:
     from moto.dynamodb import models as dm
+    from moto.dynamodb.exceptions import DynamodbException
     from moto.dynamodb.models import table as tm
     from moto.dynamodb.models.dynamo_type import DynamoType
 
@@ -228,7 +230,7 @@ def _patch_writes() -> None:
                     hash_key = DynamoType(key[table.hash_key_attr])
                     range_key = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
                     current = table.get_item(hash_key, range_key)
-                except Exception:
+                except (KeyError, TypeError, ValueError, DynamodbException):
                     continue  # a malformed key: moto rejects the transaction before writing anything
                 before.append((table, hash_key, range_key, copy.deepcopy(current)))
             _TRANSACTION.records = []

@@ -60,6 +60,7 @@ MOTO_TARGETS = (
     Target(_MODELS, "DynamoDBBackend.transact_write_items", ("self", "transact_items")),
     Target("moto.dynamodb.responses", "DynamoHandler.dynamodb_backend"),
     Target("moto.dynamodb.exceptions", "ResourceNotFoundException"),
+    Target("moto.dynamodb.exceptions", "DynamodbException"),
     Target("moto.dynamodb.models.dynamo_type", "DynamoType"),
     Target("moto.kinesis.models", "kinesis_backends"),
     Target("moto.kinesis.models", "KinesisBackend.describe_stream", ("self", "stream_arn", "stream_name")),
@@ -256,6 +257,7 @@ def _put(entries: list[tuple[str, str, str, str, dict[str, Any]]]) -> None:
 
 def _patch_writes() -> None:
     from moto.dynamodb import models as dm
+    from moto.dynamodb.exceptions import DynamodbException
     from moto.dynamodb.models import table as tm
     from moto.dynamodb.models.dynamo_type import DynamoType
 
@@ -272,7 +274,7 @@ def _patch_writes() -> None:
             hash_key = DynamoType(item_attrs[self.hash_key_attr])
             range_key = DynamoType(item_attrs[self.range_key_attr]) if self.range_key_attr else None
             old = self.get_item(hash_key, range_key)
-        except Exception:
+        except (KeyError, TypeError, ValueError, DynamodbException):
             old = None  # a malformed item: moto refuses it below
         new = original_put(self, item_attrs, *args, **kwargs)
         forward(self, old, new)
@@ -303,8 +305,8 @@ def _patch_writes() -> None:
             hash_key = DynamoType(key[table.hash_key_attr])
             range_key = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
             old = copy.deepcopy(table.get_item(hash_key, range_key))
-        except Exception:
-            old = None
+        except (KeyError, TypeError, ValueError, DynamodbException):
+            old = None  # a malformed key: moto refuses it below
         _LOCAL.inner = True  # moto puts a new item's key first: one change, one record
         try:
             new = original_update(self, table_name, key, *args, **kwargs)
@@ -332,6 +334,7 @@ def _patch_writes() -> None:
 def _patch_handler() -> None:
     from moto.core.responses import ActionResult
     from moto.dynamodb import responses as dr
+    from moto.dynamodb.exceptions import ResourceNotFoundException
 
     Handler = dr.DynamoHandler
 
@@ -339,7 +342,7 @@ def _patch_handler() -> None:
         name = str(handler.body.get("TableName") or "")
         try:
             return handler.dynamodb_backend.get_table(name)
-        except Exception:
+        except ResourceNotFoundException:
             raise _not_found(f"Requested resource not found: Table: {name} not found") from None
 
     def enable_kinesis_streaming_destination(self: Any) -> Any:

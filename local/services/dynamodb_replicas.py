@@ -35,6 +35,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from local import incidents
 from local.patching import Target
 from local.services.dynamodb import CHANGE_LISTENERS, WRITE_LOCK
 
@@ -259,8 +260,8 @@ class Replicator(threading.Thread):
             for entry in self.registry.take_due():
                 try:
                     apply_replicated(self.registry, entry)
-                except Exception:
-                    log.exception("replicating a write of %s to %s failed", entry.name, entry.target)
+                except Exception as exc:  # the replicator lives on; the failure is an incident a test sees
+                    incidents.record(f"dynamodb.replicate.{entry.name}.{entry.target}", exc)
 
 
 # ------------------------------------------------------------------------------------------ the writes

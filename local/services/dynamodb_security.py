@@ -33,6 +33,8 @@ MOTO_TARGETS = (
     Target("moto.dynamodb.responses", "DynamoHandler.update_table", ("self",)),
     Target("moto.dynamodb.exceptions", "PolicyNotFoundException"),
     Target("moto.kms.models", "KmsBackend.describe_key", ("self", "key_id")),
+    Target("moto.kms.exceptions", "NotFoundException"),
+    Target("moto.kms.exceptions", "ValidationException"),
 )
 
 
@@ -62,10 +64,12 @@ def _kms(account_id: str, region: str) -> Any:
 def _key_arn(key: str, account_id: str, region: str) -> str:
     """The ARN of a key named by id, ARN, alias or alias ARN; AWS's ValidationException when it does not exist."""
     from moto.dynamodb.exceptions import MockValidationException
+    from moto.kms.exceptions import NotFoundException
+    from moto.kms.exceptions import ValidationException as KmsValidation
 
     try:
         return str(_kms(account_id, region).describe_key(key).arn)
-    except Exception:
+    except (NotFoundException, KmsValidation, KeyError):
         raise MockValidationException(f"KMS key {key} does not exist or is not accessible") from None
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import threading
 from typing import Any
+from xml.parsers.expat import ExpatError
 
 import xmltodict
 
@@ -169,7 +170,7 @@ def _conditional_deletes() -> None:
         try:
             body = xmltodict.parse(self.body, strip_whitespace=False)
             objects = body["Delete"].get("Object") or []
-        except Exception:  # malformed bodies get moto's own answer
+        except (ExpatError, KeyError, TypeError, AttributeError):  # malformed bodies get moto's own answer
             return original_delete_keys(self, bucket_name, authenticated)
         objects = objects if isinstance(objects, list) else [objects]
         conditioned = any(isinstance(o, dict) and o.get("ETag") is not None for o in objects)

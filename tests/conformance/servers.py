@@ -114,6 +114,7 @@ class Server:
     name: str  # "local" or "moto"
     url: str
     verify: str | bool
+    port: int
     recorder: Recorder = field(default_factory=Recorder)
 
     def client(self, service: str) -> Any:
@@ -135,7 +136,7 @@ def local_aws(directory: Path) -> Iterator[Server]:
     """The local AWS as users run it (IAM enforced, HTTPS), its state in ``directory``."""
     info = api.start(free_port(), directory, iam=True)
     try:
-        yield Server("local", info.url, str(api.ca_bundle(directory)))
+        yield Server("local", info.url, str(api.ca_bundle(directory)), info.port)
     finally:
         api.stop(directory)
 
@@ -166,7 +167,7 @@ def plain_moto(directory: Path) -> Iterator[Server]:
                     tail = (directory / "moto.log").read_text(errors="replace")[-2000:]
                     raise RuntimeError(f"plain moto did not start on port {port}:\n{tail}") from None
                 time.sleep(0.1)
-        yield Server("moto", url, False)
+        yield Server("moto", url, False, port)
     finally:
         process.terminate()
         try:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from local import api
 from local.auth import requests as iam_requests
 from local.behaviours import BEHAVIOURS, matches
 from tests.conformance import models, sar, scenarios, servers
@@ -63,6 +64,12 @@ def test_the_scenarios_ran_the_same_steps_and_the_local_aws_refused_what_aws_ref
         "s3.delete-if-match-wrong": "PreconditionFailed",
         "s3.delete-if-match-missing": "NoSuchKey",
     }
+
+
+def test_the_local_aws_swallowed_no_failure_during_the_scenarios(side_by_side: SideBySide) -> None:
+    # THEN its health answer records no incident: no exception caught and dropped anywhere in the server
+    answer = api.health(side_by_side.local.server.port)
+    assert answer is not None and answer["incidents"] == {"count": 0, "recent": []}
 
 
 def test_every_answer_of_the_local_aws_conforms_to_botocores_model(side_by_side: SideBySide) -> None:
