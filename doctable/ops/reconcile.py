@@ -12,7 +12,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from contract import names
-from doctable.aws import Aws, error_code, user_errors
+from doctable.aws import Aws, error_code, failure_fields, user_errors
 from doctable.errors import RefusedError, UserError
 from doctable.ops.capability import Drift, observe_table
 from doctable.ops.command import add_common_arguments, connect, guarded, print_json, seconds
@@ -72,19 +72,27 @@ def apply_all(
     for repair in repairs:
         if repair.op == UPDATE_MAPPING:
             _wait_mapping_settled(aws, deployment, timeout, progress)
-        with user_errors(f"restoring {', '.join(repair.subjects)} ({repair.op})"):
-            try:
-                apply_repair(aws, deployment, table, repair)
-            except ClientError as exc:
-                if ttl_rate_limited(exc):
-                    retry_at = (datetime.now(UTC) + TTL_INTERVAL).strftime("%H:%M UTC")
-                    others = f" ({', '.join(done)} restored)" if done else ""
-                    raise UserError(
-                        f"TTL of {table['TableName']} not restored: DynamoDB refused the change "
-                        f"({TTL_RATE_LIMIT_MESSAGE}): it allows about one TTL change per hour; "
-                        f"retry `doctable reconcile --apply` after {retry_at}{others}"
-                    ) from exc
-                raise
+        # A refused step ends the run: its --json error names the step (step, subjects), what was restored before
+        # it (restored), and AWS's refusal as data (code, action, resource, principal: doctable.aws).
+        step = {"step": repair.op, "subjects": ", ".join(repair.subjects), "restored": ", ".join(done)}
+        try:
+            with user_errors(f"restoring {', '.join(repair.subjects)} ({repair.op})"):
+                try:
+                    apply_repair(aws, deployment, table, repair)
+                except ClientError as exc:
+                    if ttl_rate_limited(exc):
+                        retry_at = (datetime.now(UTC) + TTL_INTERVAL).strftime("%H:%M UTC")
+                        others = f" ({', '.join(done)} restored)" if done else ""
+                        raise UserError(
+                            f"TTL of {table['TableName']} not restored: DynamoDB refused the change "
+                            f"({TTL_RATE_LIMIT_MESSAGE}): it allows about one TTL change per hour; "
+                            f"retry `doctable reconcile --apply` after {retry_at}{others}",
+                            {**failure_fields(exc), "code": "aws.ttl_rate_limited", "retry_after": retry_at},
+                        ) from exc
+                    raise
+        except UserError as refused:
+            refused.fields = {**step, **refused.fields}
+            raise
         progress.say(f"restored {', '.join(repair.subjects)} ({repair.op})")
         done += repair.subjects
     return done

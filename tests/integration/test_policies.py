@@ -84,7 +84,11 @@ def test_each_command_succeeds_with_exactly_its_policy(
     if scenario == "reconcile":
         assert ctx.seen["drifted"] == [], results[0].out + results[0].err
     if scenario == "replay":
-        assert "2 replayed and removed, 0 kept" in results[0].out, results[0].out
+        replayed = results[0].json()
+        assert (replayed["kept"], [o["result"] for o in replayed["objects"]]) == (
+            0,
+            ["REPLAYED, removed"] * 2,
+        )
     if scenario == "logs":
         read = results[0].json()
         assert read["proof_lines"] >= 1 and read["log_group"] == ctx.stack.outputs["ConsumerLogGroupName"]
@@ -134,7 +138,7 @@ def test_a_command_outside_the_policy_is_refused_naming_action_and_resource(
         restored = doctable(ctx.admin_env, "reconcile", "--env", PLAIN.env, "--apply")
     # THEN its first repair is refused: one line naming the action and the table, exit non-zero, no traceback
     assert result.code != 0
-    assert refusals(result) == [("dynamodb:TagResource", ctx.stack.outputs["TableArn"])], result.err
+    assert pol.prose_refusals(result) == [("dynamodb:TagResource", ctx.stack.outputs["TableArn"])], result.err
     # AND with --json the refusal is data: its code, the action, the resource and who was refused
     error = as_json.json()
     assert (as_json.code, error["code"], error["action"], error["resource"]) == (

@@ -87,7 +87,11 @@ def test_each_command_succeeds_with_exactly_its_policy(
         # the Kinesis destination disabled behind the stack is streaming again
         assert ctx.seen["drifted"] == [], results[0].out + results[0].err
     if scenario == "replay":
-        assert "2 replayed and removed, 0 kept" in results[0].out, results[0].out
+        replayed = results[0].json()
+        assert (replayed["kept"], [o["result"] for o in replayed["objects"]]) == (
+            0,
+            ["REPLAYED, removed"] * 2,
+        )
 
 
 @pytest.mark.policies

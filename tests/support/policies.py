@@ -141,7 +141,18 @@ def without(document: dict[str, Any], sid: str) -> dict[str, Any]:
 
 
 def refusals(result: Result) -> list[tuple[str, str]]:
-    """(action, resource) of every refusal the command printed, each on one line."""
+    """(action, resource) of every refusal the command reported as data: anywhere in the JSON it printed (its
+    --json error document, a verify row's ``error``), an object whose ``code`` is ``aws.access_denied`` names
+    the ``action`` and ``resource`` AWS named (doctable.aws.failure_fields)."""
+    found: list[tuple[str, str]] = []
+    for document in json_documents(result.out):
+        found += list(_refused_in(document))
+    return found
+
+
+def cdk_refusals(result: Result) -> list[tuple[str, str]]:
+    """(action, resource) of each refusal the CDK CLI printed: its output is prose (not the project's), so a
+    deploy's refusal inside `cdk deploy` is read from its line."""
     return [
         (m.group(1), m.group(2))
         for line in (result.out + result.err).splitlines()
@@ -150,18 +161,49 @@ def refusals(result: Result) -> list[tuple[str, str]]:
     ]
 
 
+prose_refusals = cdk_refusals  # the one-line message a person reads names the same action and resource
+
+
+def json_documents(text: str) -> list[Any]:
+    """Every JSON document in ``text`` (a command's stdout with --json: one document, or one per line)."""
+    decoder, found, at = json.JSONDecoder(), [], 0
+    while at < len(text):
+        start = min((i for i in (text.find("{", at), text.find("[", at)) if i >= 0), default=-1)
+        if start < 0:
+            break
+        try:
+            document, at = decoder.raw_decode(text, start)
+        except ValueError:
+            at = start + 1
+            continue
+        found.append(document)
+    return found
+
+
+def _refused_in(value: Any) -> Iterator[tuple[str, str]]:
+    if isinstance(value, dict):
+        if value.get("code") == "aws.access_denied" and value.get("action"):
+            yield str(value["action"]), str(value.get("resource", ""))
+        for inner in value.values():
+            yield from _refused_in(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _refused_in(inner)
+
+
 # ---------------------------------------------------------------------------------------------- scenarios
+# Every scenario runs its command with --json: the sweep reads a refusal from the fields it prints.
 def run_preflight(env: dict[str, str], ctx: Context) -> list[Result]:
-    return [doctable(env, "preflight", "--env", ctx.shape.env)]
+    return [doctable(env, "preflight", "--env", ctx.shape.env, "--json")]
 
 
 def run_ledger(env: dict[str, str], ctx: Context) -> list[Result]:
-    return [doctable(env, "ledger", "--env", ctx.shape.env)]
+    return [doctable(env, "ledger", "--env", ctx.shape.env, "--json")]
 
 
 def run_other_ledger(env: dict[str, str], ctx: Context) -> list[Result]:
     # an environment whose stack does not exist: the ledger looks for a table retained without it
-    return [doctable(env, "ledger", "--env", ctx.shape.other_env)]
+    return [doctable(env, "ledger", "--env", ctx.shape.other_env, "--json")]
 
 
 def run_verify(env: dict[str, str], ctx: Context) -> list[Result]:
@@ -174,7 +216,7 @@ def run_verify_read_only(env: dict[str, str], ctx: Context) -> list[Result]:
 
 def run_reconcile(env: dict[str, str], ctx: Context) -> list[Result]:
     drift(ctx)
-    result = doctable(env, "reconcile", "--env", ctx.shape.env, "--apply")
+    result = doctable(env, "reconcile", "--env", ctx.shape.env, "--apply", "--json")
     ctx.seen["drifted"] = drifted(ctx)
     if ctx.seen["drifted"]:  # leave the stack as deployed for the next run
         restored = doctable(ctx.admin_env, "reconcile", "--env", ctx.shape.env, "--apply")
@@ -185,7 +227,7 @@ def run_reconcile(env: dict[str, str], ctx: Context) -> list[Result]:
 def run_replay(env: dict[str, str], ctx: Context) -> list[Result]:
     kept_batch(ctx, "one")
     kept_batch_info(ctx, "two")  # the stream read: RereadStreamRecords
-    result = doctable(env, "replay", "--env", ctx.shape.env)
+    result = doctable(env, "replay", "--env", ctx.shape.env, "--json")
     lt.empty_bucket(ctx.aws, ctx.stack.outputs["FailureBucketName"])  # what a refused replay left
     return [result]
 
@@ -198,7 +240,7 @@ def run_teardown(env: dict[str, str], ctx: Context) -> list[Result]:
     lift = ("--lift-deletion-protection",) if ctx.shape.other.get("deletion_protection") == "on" else ()
     deployed = doctable(ctx.admin_env, "deploy", "--env", other, "--json", "--no-verify", timeout=900)
     assert deployed.code == 0, deployed.err[-3000:]
-    result = doctable(env, "teardown", "--env", other, "--yes", *lift)
+    result = doctable(env, "teardown", "--env", other, "--yes", "--json", *lift)
     if result.code != 0:
         cleaned = doctable(ctx.admin_env, "teardown", "--env", other, "--yes", *lift)
         assert cleaned.code == 0, cleaned.err[-3000:]
@@ -293,7 +335,9 @@ def sweep(
         if all(r.code == 0 for r in results):
             unneeded.append(sid)
             continue
-        refused = [action.lower() for r in results for action, _ in refusals(r)]
+        # a refusal as the command's data; inside `cdk deploy`, as the CDK CLI's line (its output is prose)
+        read = cdk_refusals if command == "deploy" else refusals
+        refused = [action.lower() for r in results for action, _ in read(r)]
         actions = {a.lower() for a in statement["Action"]}
         if (command, sid) in REFUSED_INSTEAD:
             actions = {REFUSED_INSTEAD[command, sid]}

@@ -15,6 +15,7 @@ from doctable.aws import Aws
 from doctable.cli import main
 from doctable.errors import UserError
 from doctable.ops import drift
+from doctable.ops import reconcile as reconcile_module
 from doctable.ops.context import describe_stack, use_deployed_knobs
 from doctable.ops.ownership import require_owned_table
 from tests.support import ops as ot
@@ -174,6 +175,39 @@ def test_the_ttl_rate_limit_is_one_line_saying_when_to_retry(
     assert backups["ContinuousBackupsDescription"]["PointInTimeRecoveryDescription"][
         "PointInTimeRecoveryStatus"
     ] == ("ENABLED")
+
+
+def test_a_refused_step_is_data_in_the_json_error(
+    moto: Aws, stack: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN TTL and PITR drifted, and DynamoDB refusing the TTL change (its rate limit)
+    _ttl_off(moto, stack)
+    _pitr_off(moto, stack)
+    refused = ClientError(
+        {"Error": {"Code": "ValidationException", "Message": reconcile_module.TTL_RATE_LIMIT_MESSAGE}},
+        "UpdateTimeToLive",
+    )
+    real = drift.apply_repair
+
+    def apply(aws: Aws, deployment: Any, table: dict[str, Any], repair: drift.Repair) -> None:
+        if repair.op == drift.TTL:
+            raise refused
+        real(aws, deployment, table, repair)
+
+    monkeypatch.setattr("doctable.ops.reconcile.apply_repair", apply)
+    # WHEN reconcile applies with --json
+    code = main(["reconcile", "--apply", "--json", "-q"])
+    # THEN the error document names the refused step, what was restored before it and AWS's refusal as fields
+    document = json.loads(capsys.readouterr().out)
+    assert code == 4
+    assert {k: document[k] for k in ("code", "step", "restored", "aws_code", "operation")} == {
+        "code": "aws.ttl_rate_limited",
+        "step": drift.TTL,
+        "restored": "pitr",
+        "aws_code": "ValidationException",
+        "operation": "UpdateTimeToLive",
+    }
+    assert document["retry_after"].endswith(" UTC")
 
 
 def test_refuses_a_table_tagged_as_someone_elses(

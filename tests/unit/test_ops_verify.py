@@ -593,3 +593,42 @@ def test_read_only_with_ledger_is_one_usage_line_before_any_aws_call(
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and "--read-only with --ledger" in err and "allowed:" in err, err
     assert made == [] and not (tmp_path / "ledger").exists()
+
+
+def test_a_check_refused_by_aws_carries_the_refusal_as_data(moto_env: Aws) -> None:
+    # GIVEN a deployment whose PITR read AWS refuses, naming the action, the table and the caller
+    deployment = deployed(moto_env)
+    principal = "arn:aws:iam::123456789012:user/reader"
+    table_arn = "arn:aws:dynamodb:us-east-1:123456789012:table/items-dev"
+    message = (
+        f"User: {principal} is not authorized to perform: dynamodb:DescribeContinuousBackups on resource: "
+        f"{table_arn} because no identity-based policy allows the dynamodb:DescribeContinuousBackups action"
+    )
+    ddb = moto_env.client("dynamodb")
+    real = ddb.describe_continuous_backups
+
+    def refused(**kwargs: Any) -> Any:
+        from botocore.exceptions import ClientError
+
+        raise ClientError(
+            {"Error": {"Code": "AccessDeniedException", "Message": message}}, "DescribeContinuousBackups"
+        )
+
+    ddb.describe_continuous_backups = refused
+    try:
+        # WHEN verify runs
+        rows = run(moto_env, deployment)
+    finally:
+        ddb.describe_continuous_backups = real
+    # THEN the PITR row fails with the refusal's fields in its --json, and the rows that met none have no error
+    pitr = rows["pitr"].as_dict()
+    assert pitr["result"] == v.FAIL
+    assert pitr["error"] == {
+        "code": "aws.access_denied",
+        "aws_code": "AccessDeniedException",
+        "operation": "DescribeContinuousBackups",
+        "action": "dynamodb:DescribeContinuousBackups",
+        "resource": table_arn,
+        "principal": principal,
+    }
+    assert "error" not in rows["round-trip"].as_dict()

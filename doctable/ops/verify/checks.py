@@ -17,7 +17,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from contract import names
 from contract.knobs import DocTableConfig
 from contract.shape import IndexShape
-from doctable.aws import Aws, call_or_none, is_not_found, user_error_for
+from doctable.aws import Aws, call_or_none, failure_fields, is_not_found, user_error_for
 from doctable.ops import indexes
 from doctable.ops.context import Deployment, table_tags
 from doctable.ops.indexes import index_nudge, index_problems
@@ -135,6 +135,7 @@ class Verifier:
         except (ClientError, BotoCoreError) as exc:
             translated = user_error_for(exc)
             row.observed, row.result = f"error: {translated or exc}", FAIL
+            row.error = failure_fields(exc)
         row.seconds = round(time.monotonic() - started, 2)
         return row
 

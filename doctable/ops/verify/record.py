@@ -31,9 +31,15 @@ class Row:
     observed: str = ""
     result: str = FAIL
     seconds: float = 0.0
+    # An AWS failure that failed the row, as data (doctable.aws.failure_fields: code, and for a refusal the
+    # action, resource and principal AWS named); absent from the row's --json when the check did not meet one.
+    error: dict[str, str] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        found = asdict(self)
+        if self.error is None:
+            del found["error"]
+        return found
 
 
 def verify_record(
