@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from local.patching import Target
+from local.patching import Target, install
 from local.services import (
     awslambda,
     cfn_global_table,
@@ -53,5 +53,8 @@ def apply() -> None:
     if _applied:
         return
     for module in _MODULES:
-        module.apply()
+        if hasattr(module, "PATCHES"):
+            install(module.PATCHES)
+        else:
+            module.apply()
     _applied = True

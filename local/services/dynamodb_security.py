@@ -33,6 +33,8 @@ MOTO_TARGETS = (
     Target("moto.dynamodb.responses", "DynamoHandler.update_table", ("self",)),
     Target("moto.dynamodb.exceptions", "PolicyNotFoundException"),
     Target("moto.kms.models", "KmsBackend.describe_key", ("self", "key_id")),
+    Target("moto.kms.models", "KmsBackend.get_alias_name", ("alias_name",)),
+    Target("moto.kms.models", "KmsBackend.get_key_id_from_alias", ("self", "alias_name")),
     Target("moto.kms.exceptions", "NotFoundException"),
     Target("moto.kms.exceptions", "ValidationException"),
 )
@@ -67,9 +69,13 @@ def _key_arn(key: str, account_id: str, region: str) -> str:
     from moto.kms.exceptions import NotFoundException
     from moto.kms.exceptions import ValidationException as KmsValidation
 
+    backend = _kms(account_id, region)
     try:
-        return str(_kms(account_id, region).describe_key(key).arn)
-    except (NotFoundException, KmsValidation, KeyError):
+        alias = backend.get_alias_name(key)
+        if alias.startswith("alias/") and backend.get_key_id_from_alias(alias) is None:
+            raise NotFoundException(key)  # moto's describe_key fails on an alias that names no key
+        return str(backend.describe_key(key).arn)
+    except (NotFoundException, KmsValidation, KeyError):  # moto: KeyError for an unknown key id
         raise MockValidationException(f"KMS key {key} does not exist or is not accessible") from None
 
 

@@ -29,36 +29,22 @@ REGION = state.REGION
 @contextlib.contextmanager
 def isolated_services() -> Iterator[None]:
     """The local AWS's adaptations of moto for the block, undone after it: the later tests of the session (ops
-    tests on plain in-process moto) see moto as it was. Every ``replace`` the services make is journaled."""
+    tests on plain in-process moto) see moto as it was. local/patching.py journals every replacement."""
     modules = [
         m
         for name, m in list(sys.modules.items())
         if name == "local.services" or name.startswith("local.services.")
     ]
-    journal: list[tuple[Any, str, bool, Any]] = []
-
-    def recording(owner: Any, name: str, new: Any) -> Any:
-        raw = owner.__dict__ if isinstance(owner, type) else vars(owner)
-        journal.append((owner, name, name in raw, raw.get(name)))
-        return patching.replace(owner, name, new)
-
-    saved = {m: {k: getattr(m, k) for k in ("_applied", "replace") if hasattr(m, k)} for m in modules}
+    point = patching.checkpoint()
+    saved = {m: m._applied for m in modules if hasattr(m, "_applied")}
     handlers = list(dynamodb.TEMPLATE_HANDLERS)
-    for module in modules:
-        if hasattr(module, "replace"):
-            module.replace = recording  # type: ignore[attr-defined]
     try:
         services.apply()
         yield
     finally:
-        for module, values in saved.items():
-            for key, value in values.items():
-                setattr(module, key, value)
-        for owner, name, had, old in reversed(journal):
-            if had:
-                setattr(owner, name, old)
-            else:
-                delattr(owner, name)
+        patching.rollback(point)
+        for module, applied in saved.items():
+            module._applied = applied  # type: ignore[attr-defined]
         dynamodb.TEMPLATE_HANDLERS[:] = handlers
 
 
