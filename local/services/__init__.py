@@ -1,4 +1,5 @@
-"""The adaptations of moto 5.2.5, one module per service patched; each declares its moto targets (MOTO_TARGETS)."""
+"""The adaptations of moto 5.2.5, one module per service patched: each keeps its replacements in PATCHES (local/patching.py)
+and declares every moto internal it relies on in MOTO_TARGETS."""
 
 from __future__ import annotations
 
@@ -44,17 +45,7 @@ _MODULES = (
 )
 MOTO_TARGETS: tuple[Target, ...] = tuple(t for module in _MODULES for t in module.MOTO_TARGETS)
 
-_applied = False
-
 
 def apply() -> None:
-    """Apply every adaptation once (idempotent)."""
-    global _applied
-    if _applied:
-        return
-    for module in _MODULES:
-        if hasattr(module, "PATCHES"):
-            install(module.PATCHES)
-        else:
-            module.apply()
-    _applied = True
+    """Install every module's replacements of moto, in the order above (a second call changes nothing)."""
+    install(*(module.PATCHES for module in _MODULES))

@@ -13,7 +13,9 @@ replica in each other region of ``Replicas``, through local/services/dynamodb_re
 - Delete: the other regions' replicas first, then the stack region's table (``DeletionPolicy: Retain`` keeps it
   all, as for ``AWS::DynamoDB::Table``).
 
-The behaviour is on ``GlobalTableModel`` (module level); ``apply`` registers a CloudFormationModel made of it.
+The behaviour is on ``GlobalTableModel``; ``GlobalTable``, the CloudFormationModel made of it, is registered when
+this module is imported (moto finds models by ``__subclasses__``); installing ``PATCHES`` clears moto's cached
+model maps.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ import copy
 import uuid
 from typing import Any
 
-from local.patching import Target, tags_dict, truthy
+from moto.core.common_models import CloudFormationModel
+
+from local.patching import Patches, Target, tags_dict, truthy
 from local.services import dynamodb_options, dynamodb_replica_api
 from local.services import dynamodb_replicas as engine
 from local.services.dynamodb import WRITE_LOCK
@@ -33,27 +37,7 @@ CURRENT_REGION_REQUIRED = (
 )
 DEFAULT_CAPACITY = 5  # a PROVISIONED template's capacity units when it gives none
 
-MOTO_TARGETS = (
-    Target("moto.cloudformation.parsing", "get_model_list"),
-    Target("moto.cloudformation.parsing", "get_model_map"),
-    Target("moto.cloudformation.parsing", "get_name_type_map"),
-    Target("moto.core.common_models", "CloudFormationModel"),
-    Target("moto.cloudformation.exceptions", "UnformattedGetAttTemplateException"),
-    Target("moto.dynamodb.models.table", "Table.describe", ("self", "base_key")),
-    Target("moto.dynamodb.models", "dynamodb_backends"),
-    Target(
-        "moto.dynamodb.models",
-        "DynamoDBBackend.create_table",
-        ("self", "name", "schema", "throughput", "attr"),
-    ),
-    Target("moto.dynamodb.models", "DynamoDBBackend.update_time_to_live", ("self", "table_name", "ttl_spec")),
-    Target(
-        "moto.dynamodb.models",
-        "DynamoDBBackend.update_continuous_backups",
-        ("self", "table_name", "point_in_time_spec"),
-    ),
-    Target("moto.dynamodb.models", "DynamoDBBackend.delete_table", ("self", "name")),
-)
+PATCHES = Patches()
 
 
 class TemplateRefusal(Exception):
@@ -248,22 +232,39 @@ class GlobalTableModel:
             _backend(account_id, region_name).delete_table(self.name)
 
 
-_applied = False
-_MODEL: list[
-    type
-] = []  # the registered class (moto finds models by __subclasses__, which holds no reference)
+class GlobalTable(GlobalTableModel, CloudFormationModel):
+    """The registered CloudFormation model of AWS::DynamoDB::GlobalTable (its behaviour: GlobalTableModel)."""
 
 
-def apply() -> None:
-    """Register the AWS::DynamoDB::GlobalTable model (moto's cached model maps cleared)."""
-    global _applied
-    if _applied:
-        return
-    _applied = True
+@PATCHES.on_install
+def _clear_model_maps() -> None:
+    """moto's cached model maps cleared, so that CloudFormation finds AWS::DynamoDB::GlobalTable."""
     from moto.cloudformation import parsing as cp
-    from moto.core.common_models import CloudFormationModel
 
-    if not _MODEL:
-        _MODEL.append(type("GlobalTable", (GlobalTableModel, CloudFormationModel), {}))
     for cached in (cp.get_model_list, cp.get_model_map, cp.get_name_type_map):
         cached.cache_clear()
+
+
+# Every moto internal this module relies on: what it replaces (nothing), and what it reads or calls.
+MOTO_TARGETS = (
+    *PATCHES.targets,
+    Target("moto.cloudformation.parsing", "get_model_list"),
+    Target("moto.cloudformation.parsing", "get_model_map"),
+    Target("moto.cloudformation.parsing", "get_name_type_map"),
+    Target("moto.core.common_models", "CloudFormationModel"),
+    Target("moto.cloudformation.exceptions", "UnformattedGetAttTemplateException"),
+    Target("moto.dynamodb.models.table", "Table.describe", ("self", "base_key")),
+    Target("moto.dynamodb.models", "dynamodb_backends"),
+    Target(
+        "moto.dynamodb.models",
+        "DynamoDBBackend.create_table",
+        ("self", "name", "schema", "throughput", "attr"),
+    ),
+    Target("moto.dynamodb.models", "DynamoDBBackend.update_time_to_live", ("self", "table_name", "ttl_spec")),
+    Target(
+        "moto.dynamodb.models",
+        "DynamoDBBackend.update_continuous_backups",
+        ("self", "table_name", "point_in_time_spec"),
+    ),
+    Target("moto.dynamodb.models", "DynamoDBBackend.delete_table", ("self", "name")),
+)

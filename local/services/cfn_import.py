@@ -20,7 +20,7 @@ import json
 import logging
 from typing import Any
 
-from local.patching import Target
+from local.patching import Target, install
 
 log = logging.getLogger("doctable.local.cloudformation")
 
@@ -206,12 +206,13 @@ def adopt(type_: str, account_id: str, region: str, identifier: str) -> Any:
         return table  # moto's table is its own CloudFormation model
     from local.services import cfn_global_table
 
-    cfn_global_table.apply()
+    install(cfn_global_table.PATCHES)  # the model registered (moto's model maps cleared); once
     if not getattr(table, "doctable_table_id", None):
         import uuid
 
         table.doctable_table_id = str(uuid.uuid4())
-    return cfn_global_table._MODEL[0](account_id, region, identifier)
+    # moto's abstract methods are not enforced (CloudFormationModel is no ABC): its defaults hold.
+    return cfn_global_table.GlobalTable(account_id, region, identifier)  # type: ignore[abstract]
 
 
 def execute(backend: Any, change_set: Any) -> None:

@@ -36,7 +36,7 @@ from typing import Any
 
 from local import clock
 from local.esm import get_manager
-from local.patching import Target, replace, truthy
+from local.patching import Patches, Target, truthy
 from local.services import dynamodb_index_rules, dynamodb_indexes, dynamodb_options, dynamodb_security
 
 MAX_SHARD_ITERATORS = 20_000
@@ -57,38 +57,7 @@ _UPDATE = threading.local()  # .adds: the stream adds of the UpdateItem in progr
 _TABLE = "moto.dynamodb.models.table"
 _MODELS = "moto.dynamodb.models"
 _STREAMS = "moto.dynamodbstreams.models"
-MOTO_TARGETS = (
-    Target(_TABLE, "StreamShard.add", ("self", "old", "new")),
-    Target(
-        _TABLE, "StreamRecord.__init__", ("self", "table", "stream_type", "event_name", "old", "new", "seq")
-    ),
-    Target(_TABLE, "Table.create_from_cloudformation_json"),
-    Target(_TABLE, "Table.update_from_cloudformation_json"),
-    Target(_TABLE, "Table.set_stream_specification", ("self", "streams")),
-    Target(_TABLE, "Table.get_item", ("self", "hash_key", "range_key")),
-    Target(_MODELS, "DynamoDBBackend.put_item"),
-    Target(_MODELS, "DynamoDBBackend.update_item"),
-    Target(_MODELS, "DynamoDBBackend.delete_item"),
-    Target(_MODELS, "DynamoDBBackend.transact_write_items", ("self", "transact_items")),
-    Target(_MODELS, "DynamoDBBackend.delete_table", ("self", "name")),
-    Target(_MODELS, "copy"),
-    Target("moto.dynamodb.models.dynamo_type", "Item.__eq__"),
-    Target("moto.dynamodb.models.dynamo_type", "DynamoType"),
-    Target(_MODELS, "DynamoDBBackend.update_time_to_live", ("self", "table_name", "ttl_spec")),
-    Target(
-        _MODELS, "DynamoDBBackend.update_continuous_backups", ("self", "table_name", "point_in_time_spec")
-    ),
-    Target(_MODELS, "DynamoDBBackend.get_table", ("self", "table_name")),
-    Target(_MODELS, "dynamodb_backends"),
-    Target("moto.dynamodb.exceptions", "MockValidationException"),
-    Target("moto.dynamodb.exceptions", "DynamodbException"),
-    Target(
-        _STREAMS,
-        "DynamoDBStreamsBackend.get_shard_iterator",
-        ("self", "arn", "shard_id", "shard_iterator_type", "sequence_number"),
-    ),
-    Target(_STREAMS, "DynamoDBStreamsBackend.get_records", ("self", "iterator_arn", "limit")),
-)
+PATCHES = Patches()
 
 
 @contextlib.contextmanager
@@ -104,14 +73,6 @@ def ttl_deletion() -> Iterator[None]:
 def in_ttl_deletion() -> bool:
     """Whether this thread is deleting an item for the TTL service."""
     return bool(getattr(_TTL, "active", False))
-
-
-def apply() -> None:
-    _patch_stream_shard()
-    _patch_writes()
-    _patch_shard_iterators()
-    _patch_cloudformation()
-    _patch_update_constraints()
 
 
 def _append_records(records: list[tuple[Any, Any]]) -> None:
@@ -131,162 +92,181 @@ def _notify(changes: list[tuple[Any, Any, Any]]) -> None:
             listener(table, old, new)
 
 
-def _patch_stream_shard() -> None:
+# ------------------------------------------------------------------------------------------- stream shard
+@PATCHES.replace(Target(_TABLE, "StreamShard.add", ("self", "old", "new")))
+def add(self: Any, old: Any, new: Any) -> None:
+    """StreamShard.add: a stream record only for a change, numbered when appended under WRITE_LOCK (a
+    transaction's when it commits), in the table's region, a TTL deletion's with the TTL service's identity."""
     from moto.dynamodb.models import table as tm
 
-    def add(self: Any, old: Any, new: Any) -> None:
-        adds = getattr(_UPDATE, "adds", None)
-        if adds is not None:  # inside UpdateItem: only its last add is the change (see update_item)
-            adds.append((self, old, new))
-            return
-        view = (
-            self.table.stream_specification.get("StreamViewType") if self.table.stream_specification else None
-        )
-        if not view:
-            return  # the stream is disabled: nothing is recorded
-        if old is not None and new is not None and old == new:
-            return  # DynamoDB writes no stream record for a write that changes nothing
-        event_name = "INSERT" if old is None else "REMOVE" if new is None else "MODIFY"
-        record = tm.StreamRecord(self.table, view, event_name, old, new, 0)  # numbered when appended
-        record.record["awsRegion"] = self.table.region_name  # moto wrote us-east-1 whatever the region
-        if new is None and in_ttl_deletion():
-            record.record["userIdentity"] = dict(TTL_IDENTITY)
-        pending = getattr(_TRANSACTION, "records", None)
-        if pending is not None:  # inside TransactWriteItems: appended when (and if) it commits
-            pending.append((self, record))
-            _TRANSACTION.changes.append((self.table, old, new))
-            return
-        _append_records([(self, record)])
-        _notify([(self.table, old, new)])
+    adds = getattr(_UPDATE, "adds", None)
+    if adds is not None:  # inside UpdateItem: only its last add is the change (see update_item)
+        adds.append((self, old, new))
+        return
+    view = self.table.stream_specification.get("StreamViewType") if self.table.stream_specification else None
+    if not view:
+        return  # the stream is disabled: nothing is recorded
+    if old is not None and new is not None and old == new:
+        return  # DynamoDB writes no stream record for a write that changes nothing
+    event_name = "INSERT" if old is None else "REMOVE" if new is None else "MODIFY"
+    record = tm.StreamRecord(self.table, view, event_name, old, new, 0)  # numbered when appended
+    record.record["awsRegion"] = self.table.region_name  # moto wrote us-east-1 whatever the region
+    if new is None and in_ttl_deletion():
+        record.record["userIdentity"] = dict(TTL_IDENTITY)
+    pending = getattr(_TRANSACTION, "records", None)
+    if pending is not None:  # inside TransactWriteItems: appended when (and if) it commits
+        pending.append((self, record))
+        _TRANSACTION.changes.append((self.table, old, new))
+        return
+    _append_records([(self, record)])
+    _notify([(self.table, old, new)])
 
-    replace(tm.StreamShard, "add", add)
+
+# ------------------------------------------------------------------------------------------------ writes
+@PATCHES.replace(Target(_MODELS, "DynamoDBBackend.put_item"))
+def put_item(self: Any, *args: Any, **kwargs: Any) -> Any:
+    """PutItem under WRITE_LOCK (as a single partition serializes writes to an item)."""
+    with WRITE_LOCK:
+        return PATCHES.original(put_item)(self, *args, **kwargs)
+
+
+@PATCHES.replace(Target(_MODELS, "DynamoDBBackend.delete_item"))
+def delete_item(self: Any, *args: Any, **kwargs: Any) -> Any:
+    """DeleteItem under WRITE_LOCK."""
+    with WRITE_LOCK:
+        return PATCHES.original(delete_item)(self, *args, **kwargs)
+
+
+@PATCHES.replace(Target(_MODELS, "DynamoDBBackend.update_item"))
+def update_item(self: Any, *args: Any, **kwargs: Any) -> Any:
+    """UpdateItem under WRITE_LOCK, one stream record for one UpdateItem (an item it creates is one INSERT)."""
+    # moto puts a new item's bare key first and then updates it, adding a stream record each time: one
+    # UpdateItem is one change (DynamoDB writes one INSERT), so only the last add is recorded.
+    with WRITE_LOCK:
+        _UPDATE.adds = []
+        try:
+            result = PATCHES.original(update_item)(self, *args, **kwargs)
+            adds = list(_UPDATE.adds)
+        finally:
+            _UPDATE.adds = None
+        if adds:
+            shard, old, new = adds[-1]
+            shard.add(old, new)
+        return result
 
 
 class _NoTableDeepCopy:
-    """``copy`` as moto.dynamodb.models sees it: inside a transaction here, a Table is not deep-copied."""
+    """``copy`` as moto.dynamodb.models sees it: the module, its ``deepcopy`` the one given (``deepcopy`` below)."""
 
-    def __init__(self, module: Any, table_class: type):
-        self._module = module
-        self._table_class = table_class
+    def __init__(self, deepcopy: Callable[..., Any]) -> None:
+        self.deepcopy = deepcopy
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._module, name)
-
-    def deepcopy(self, value: Any, memo: Any = None) -> Any:
-        if isinstance(value, self._table_class) and getattr(_TRANSACTION, "records", None) is not None:
-            return value  # moto's rollback then puts the same table back: a no-op; ours restores the items
-        return self._module.deepcopy(value, memo)
+        return getattr(copy, name)
 
 
-def _patch_writes() -> None:
-    from moto.dynamodb import models as dm
+@PATCHES.replace(Target(_MODELS, "copy"), wrap=_NoTableDeepCopy)
+def deepcopy(value: Any, memo: Any = None) -> Any:
+    """``copy.deepcopy`` as moto.dynamodb.models calls it: inside a transaction here, a Table is not deep-copied
+    (moto copied every table a TransactWriteItems touched, items and stream)."""
+    from moto.dynamodb.models.table import Table
+
+    if isinstance(value, Table) and getattr(_TRANSACTION, "records", None) is not None:
+        return value  # moto's rollback then puts the same table back: a no-op; ours restores the items
+    return copy.deepcopy(value, memo)
+
+
+def _snapshot(backend: Any, transact_items: list[dict[str, Any]]) -> list[tuple[Any, Any, Any, Any]]:
+    """(table, hash, range, item copy or None) of each item a TransactWriteItems names, before it runs."""
     from moto.dynamodb.exceptions import DynamodbException
-    from moto.dynamodb.models import table as tm
     from moto.dynamodb.models.dynamo_type import DynamoType
 
-    Backend = dm.DynamoDBBackend
-
-    def serialize(name: str) -> None:
-        def locked(self: Any, *args: Any, **kwargs: Any) -> Any:
-            with WRITE_LOCK:
-                return original(self, *args, **kwargs)
-
-        original = replace(Backend, name, locked)
-
-    for name in ("put_item", "delete_item"):
-        serialize(name)
-
-    def update_item(self: Any, *args: Any, **kwargs: Any) -> Any:
-        # moto puts a new item's bare key first and then updates it, adding a stream record each time: one
-        # UpdateItem is one change (DynamoDB writes one INSERT), so only the last add is recorded.
-        with WRITE_LOCK:
-            _UPDATE.adds = []
-            try:
-                result = original_update(self, *args, **kwargs)
-                adds = list(_UPDATE.adds)
-            finally:
-                _UPDATE.adds = None
-            if adds:
-                shard, old, new = adds[-1]
-                shard.add(old, new)
-            return result
-
-    original_update = replace(Backend, "update_item", update_item)
-
-    replace(dm, "copy", _NoTableDeepCopy(copy, tm.Table))
-
-    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
-        with WRITE_LOCK:
-            before: list[tuple[Any, Any, Any, Any]] = []  # (table, hash, range, item copy or None)
-            for entry in transact_items:
-                op = next(iter(entry.values()), None) if isinstance(entry, dict) else None
-                if not isinstance(op, dict) or op.get("TableName") not in self.tables:
-                    continue
-                table = self.tables[op["TableName"]]
-                key = op.get("Key") or {
-                    a: op.get("Item", {}).get(a) for a in (table.hash_key_attr, table.range_key_attr) if a
-                }
-                try:
-                    hash_key = DynamoType(key[table.hash_key_attr])
-                    range_key = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
-                    current = table.get_item(hash_key, range_key)
-                except (KeyError, TypeError, ValueError, DynamodbException):
-                    continue  # a malformed key: moto rejects the transaction before writing anything
-                before.append((table, hash_key, range_key, copy.deepcopy(current)))
-            _TRANSACTION.records = []
-            _TRANSACTION.changes = []
-            try:
-                original_transact(self, transact_items)
-            except BaseException:
-                for table, hash_key, range_key, item in reversed(before):
-                    if range_key is None:
-                        table.items.pop(hash_key, None)
-                        if item is not None:
-                            table.items[hash_key] = item
-                    else:
-                        table.items[hash_key].pop(range_key, None)
-                        if item is not None:
-                            table.items[hash_key][range_key] = item
-                raise
-            else:
-                _append_records(_TRANSACTION.records)
-                _notify(_TRANSACTION.changes)
-            finally:
-                _TRANSACTION.records = None
-                _TRANSACTION.changes = None
-
-    original_transact = replace(Backend, "transact_write_items", transact_write_items)
+    before: list[tuple[Any, Any, Any, Any]] = []
+    for entry in transact_items:
+        op = next(iter(entry.values()), None) if isinstance(entry, dict) else None
+        if not isinstance(op, dict) or op.get("TableName") not in backend.tables:
+            continue
+        table = backend.tables[op["TableName"]]
+        key = op.get("Key") or {
+            a: op.get("Item", {}).get(a) for a in (table.hash_key_attr, table.range_key_attr) if a
+        }
+        try:
+            hash_key = DynamoType(key[table.hash_key_attr])
+            range_key = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
+            current = table.get_item(hash_key, range_key)
+        except (KeyError, TypeError, ValueError, DynamodbException):
+            continue  # a malformed key: moto rejects the transaction before writing anything
+        before.append((table, hash_key, range_key, copy.deepcopy(current)))
+    return before
 
 
-def _patch_shard_iterators() -> None:
-    from moto.dynamodbstreams import models as dsm
+def _restore(before: list[tuple[Any, Any, Any, Any]]) -> None:
+    """Put back the items a failed TransactWriteItems touched, as ``_snapshot`` found them."""
+    for table, hash_key, range_key, item in reversed(before):
+        if range_key is None:
+            table.items.pop(hash_key, None)
+            if item is not None:
+                table.items[hash_key] = item
+        else:
+            table.items[hash_key].pop(range_key, None)
+            if item is not None:
+                table.items[hash_key][range_key] = item
 
-    def _trim(backend: Any) -> None:
-        if len(backend.shard_iterators) > MAX_SHARD_ITERATORS:
-            for stale in list(backend.shard_iterators)[: MAX_SHARD_ITERATORS // 10]:
-                backend.shard_iterators.pop(stale, None)
 
-    def get_shard_iterator(
-        self: Any, arn: str, shard_id: str, shard_iterator_type: str, sequence_number: Any = None
-    ) -> Any:
-        _trim(self)
-        return original_get_shard_iterator(self, arn, shard_id, shard_iterator_type, sequence_number)
+@PATCHES.replace(Target(_MODELS, "DynamoDBBackend.transact_write_items", ("self", "transact_items")))
+def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+    """TransactWriteItems under WRITE_LOCK: snapshots only its items, publishes its stream records when it
+    commits and rolls back those items alone."""
+    with WRITE_LOCK:
+        before = _snapshot(self, transact_items)
+        _TRANSACTION.records = []
+        _TRANSACTION.changes = []
+        try:
+            PATCHES.original(transact_write_items)(self, transact_items)
+        except BaseException:
+            _restore(before)
+            raise
+        else:
+            _append_records(_TRANSACTION.records)
+            _notify(_TRANSACTION.changes)
+        finally:
+            _TRANSACTION.records = None
+            _TRANSACTION.changes = None
 
-    original_get_shard_iterator = replace(
-        dsm.DynamoDBStreamsBackend, "get_shard_iterator", get_shard_iterator
+
+# ------------------------------------------------------------------------------------------ shard iterators
+def _trim(backend: Any) -> None:
+    """Drop the oldest tenth of the shard iterators once there are more than MAX_SHARD_ITERATORS."""
+    if len(backend.shard_iterators) > MAX_SHARD_ITERATORS:
+        for stale in list(backend.shard_iterators)[: MAX_SHARD_ITERATORS // 10]:
+            backend.shard_iterators.pop(stale, None)
+
+
+@PATCHES.replace(
+    Target(
+        _STREAMS,
+        "DynamoDBStreamsBackend.get_shard_iterator",
+        ("self", "arn", "shard_id", "shard_iterator_type", "sequence_number"),
     )
-
-    def get_records(self: Any, iterator_arn: str, limit: int) -> Any:
-        result = original_get_records(self, iterator_arn, limit)
-        _trim(self)
-        return result
-
-    original_get_records = replace(dsm.DynamoDBStreamsBackend, "get_records", get_records)
-
-
-_ORIGINAL: dict[str, Callable[..., Any]] = {}
+)
+def get_shard_iterator(
+    self: Any, arn: str, shard_id: str, shard_iterator_type: str, sequence_number: Any = None
+) -> Any:
+    """GetShardIterator: the oldest iterators are trimmed first (moto keeps them forever)."""
+    _trim(self)
+    return PATCHES.original(get_shard_iterator)(self, arn, shard_id, shard_iterator_type, sequence_number)
 
 
+@PATCHES.replace(Target(_STREAMS, "DynamoDBStreamsBackend.get_records", ("self", "iterator_arn", "limit")))
+def get_records(self: Any, iterator_arn: str, limit: int) -> Any:
+    """GetRecords: then the oldest iterators are trimmed (a reader polling every 100 ms grows the map)."""
+    result = PATCHES.original(get_records)(self, iterator_arn, limit)
+    _trim(self)
+    return result
+
+
+# ------------------------------------------------------------------------------------------- CloudFormation
+@PATCHES.replace(Target(_TABLE, "Table.create_from_cloudformation_json"), wrap=classmethod)
 def create_from_cloudformation_json(
     cls: Any,
     resource_name: str,
@@ -302,7 +282,8 @@ def create_from_cloudformation_json(
     # The index rules, not the exact attribute set: CloudFormation refuses an unused definition ("Property
     # AttributeDefinitions is inconsistent with the KeySchema ..."), which templates here still rely on.
     dynamodb_index_rules.validate_table_spec(properties)
-    table = _ORIGINAL["create"](cls, name, cloudformation_json, account_id, region_name, **kw)
+    original = PATCHES.original(create_from_cloudformation_json)
+    table = original(cls, name, cloudformation_json, account_id, region_name, **kw)
     _apply_table_extras(table, properties, account_id, region_name, creating=True)
     return table
 
@@ -317,6 +298,7 @@ def replaces_table(table: Any, properties: dict[str, Any]) -> bool:
     )
 
 
+@PATCHES.replace(Target(_TABLE, "Table.update_from_cloudformation_json"), wrap=classmethod)
 def update_from_cloudformation_json(
     cls: Any, original_resource: Any, new_resource_name: str, cloudformation_json: dict[str, Any],
     account_id: str, region_name: str,
@@ -357,15 +339,6 @@ def update_from_cloudformation_json(
     return table
 
 
-def _patch_cloudformation() -> None:
-    from moto.dynamodb.models import table as tm
-
-    _ORIGINAL["create"] = replace(
-        tm.Table, "create_from_cloudformation_json", classmethod(create_from_cloudformation_json)
-    )
-    replace(tm.Table, "update_from_cloudformation_json", classmethod(update_from_cloudformation_json))
-
-
 def _apply_table_extras(
     table: Any, properties: dict[str, Any], account_id: str, region: str, creating: bool
 ) -> None:
@@ -403,6 +376,7 @@ def _seconds(env: str, default: float) -> float:
         return default
 
 
+@PATCHES.replace(Target(_MODELS, "DynamoDBBackend.update_time_to_live", ("self", "table_name", "ttl_spec")))
 def update_time_to_live(self: Any, table_name: str, ttl_spec: dict[str, Any]) -> None:
     """DynamoDBBackend.update_time_to_live: a change to what is set is refused, and so is a second change within
     the interval."""
@@ -413,11 +387,26 @@ def update_time_to_live(self: Any, table_name: str, ttl_spec: dict[str, Any]) ->
     changed = getattr(table, clock.TTL_CHANGED_ATTRIBUTE, None)
     if changed is not None and time.monotonic() - changed < _seconds(TTL_CHANGE_INTERVAL_ENV, 3600.0):
         raise _validation(TTL_RATE_LIMITED)
-    _ORIGINAL["update_time_to_live"](self, table_name, ttl_spec)
+    PATCHES.original(update_time_to_live)(self, table_name, ttl_spec)
     setattr(table, clock.TTL_CHANGED_ATTRIBUTE, time.monotonic())
 
 
-def _patch_update_constraints() -> None:
-    from moto.dynamodb import models as dm
-
-    _ORIGINAL["update_time_to_live"] = replace(dm.DynamoDBBackend, "update_time_to_live", update_time_to_live)
+# Every moto internal this module relies on: what it replaces, and what it reads or calls.
+MOTO_TARGETS = (
+    *PATCHES.targets,
+    Target(
+        _TABLE, "StreamRecord.__init__", ("self", "table", "stream_type", "event_name", "old", "new", "seq")
+    ),
+    Target(_TABLE, "Table.set_stream_specification", ("self", "streams")),
+    Target(_TABLE, "Table.get_item", ("self", "hash_key", "range_key")),
+    Target(_MODELS, "DynamoDBBackend.delete_table", ("self", "name")),
+    Target("moto.dynamodb.models.dynamo_type", "Item.__eq__"),
+    Target("moto.dynamodb.models.dynamo_type", "DynamoType"),
+    Target(
+        _MODELS, "DynamoDBBackend.update_continuous_backups", ("self", "table_name", "point_in_time_spec")
+    ),
+    Target(_MODELS, "DynamoDBBackend.get_table", ("self", "table_name")),
+    Target(_MODELS, "dynamodb_backends"),
+    Target("moto.dynamodb.exceptions", "MockValidationException"),
+    Target("moto.dynamodb.exceptions", "DynamodbException"),
+)

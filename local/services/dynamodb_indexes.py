@@ -18,11 +18,12 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from local.patching import Target, replace
+from local.patching import Patches, Target
 from local.services import dynamodb_index_rules as rules
 from local.services.dynamodb_index_lifecycle import (
     ACTIVE,
@@ -41,46 +42,7 @@ from local.services.dynamodb_index_rules import NO_CAP, TemplateRefusal
 _TABLE = "moto.dynamodb.models.table"
 _MODELS = "moto.dynamodb.models"
 _RESPONSES = "moto.dynamodb.responses"
-MOTO_TARGETS = (
-    Target(_MODELS, "DynamoDBBackend.update_table_global_indexes", ("self", "table", "global_index_updates")),
-    Target(_MODELS, "DynamoDBBackend.update_table", ("self", "name", "attr_definitions", "global_index")),
-    Target(_MODELS, "DynamoDBBackend.delete_table", ("self", "name")),
-    Target(_MODELS, "DynamoDBBackend.update_item", ("self", "table_name", "key")),
-    Target(_MODELS, "DynamoDBBackend.get_table", ("self", "table_name")),
-    Target(_MODELS, "DynamoDBBackend.get_schema", ("self", "table_name", "index_name")),
-    Target(_TABLE, "Table.describe", ("self", "base_key")),
-    Target(
-        _TABLE,
-        "Table.query",
-        (
-            "self",
-            "hash_key",
-            "range_comparison",
-            "range_objs",
-            "limit",
-            "exclusive_start_key",
-            "scan_index_forward",
-            "projection_expressions",
-            "index_name",
-        ),
-    ),
-    Target(
-        _TABLE,
-        "Table.scan",
-        ("self", "filters", "limit", "exclusive_start_key", "filter_expression", "index_name"),
-    ),
-    Target(_TABLE, "Table.put_item", ("self", "item_attrs")),
-    Target(_TABLE, "SecondaryIndex.project", ("self", "item")),
-    Target(_TABLE, "LocalSecondaryIndex"),
-    Target(_TABLE, "GlobalSecondaryIndex.create", ("dct", "table_key_attrs")),
-    Target(_TABLE, "GlobalSecondaryIndex.describe", ("self",)),
-    Target(_RESPONSES, "DynamoHandler._validate_table_creation", ("self", "billing_mode", "throughput")),
-    Target(_RESPONSES, "DynamoHandler.query", ("self",)),
-    Target(_RESPONSES, "DynamoHandler.scan", ("self",)),
-    Target(_RESPONSES, "validate_put_has_gsi_keys_set_to_none", ("item", "table")),
-    Target("moto.dynamodb.exceptions", "InvalidAttributeTypeError"),
-    *rules.MOTO_TARGETS,
-)
+PATCHES = Patches()
 
 
 # ------------------------------------------------------------------------------------ applying changes
@@ -224,14 +186,17 @@ def update_from_template(backend: Any, table: Any, properties: Mapping[str, Any]
 
 
 # ------------------------------------------------------------------------------------------ patches
-_ORIGINAL: dict[str, Callable[..., Any]] = {}
-
-
+@PATCHES.replace(
+    Target(_MODELS, "DynamoDBBackend.update_table_global_indexes", ("self", "table", "global_index_updates"))
+)
 def update_table_global_indexes(self: Any, table: Any, global_index_updates: list[dict[str, Any]]) -> None:
     """DynamoDBBackend.update_table_global_indexes: ``apply_index_updates`` (moto's created and deleted at once)."""
     apply_index_updates(table, global_index_updates)
 
 
+@PATCHES.replace(
+    Target(_MODELS, "DynamoDBBackend.update_table", ("self", "name", "attr_definitions", "global_index"))
+)
 def update_table(
     self: Any, name: str, attr_definitions: Any, global_index: Any, *args: Any, **kwargs: Any
 ) -> Any:
@@ -241,25 +206,27 @@ def update_table(
     if global_index:
         creates = [u["Create"] for u in global_index if isinstance(u, dict) and u.get("Create")]
         rules.check_create_definitions(table, creates, attr_definitions)
-    result = _ORIGINAL["update_table"](self, name, None, global_index, *args, **kwargs)
+    result = PATCHES.original(update_table)(self, name, None, global_index, *args, **kwargs)
     table.attr = definitions_in_use(table, attr_definitions)
     return result
 
 
+@PATCHES.replace(Target(_MODELS, "DynamoDBBackend.delete_table", ("self", "name")))
 def delete_table(self: Any, name: str) -> Any:
     """DynamoDBBackend.delete_table: refused while an index is being created or deleted."""
     table = self.get_table(name)  # by name or ARN; a missing table is refused as moto refuses it
     if in_transition(table):
         raise rules.in_use(rules.TABLE_INDEXES_BUSY)
-    return _ORIGINAL["delete_table"](self, name)
+    return PATCHES.original(delete_table)(self, name)
 
 
+@PATCHES.replace(Target(_MODELS, "DynamoDBBackend.update_item", ("self", "table_name", "key")))
 def update_item(self: Any, table_name: str, key: Any, *args: Any, **kwargs: Any) -> Any:
     """DynamoDBBackend.update_item: an index key SET to another type is refused in DynamoDB's words."""
     from moto.dynamodb.exceptions import InvalidAttributeTypeError
 
     try:
-        return _ORIGINAL["update_item"](self, table_name, key, *args, **kwargs)
+        return PATCHES.original(update_item)(self, table_name, key, *args, **kwargs)
     except InvalidAttributeTypeError as exc:
         better = rules.index_type_mismatch(self.get_table(table_name), exc.message)
         if better is None:
@@ -267,10 +234,20 @@ def update_item(self: Any, table_name: str, key: Any, *args: Any, **kwargs: Any)
         raise better from None
 
 
+@PATCHES.replace(Target(_MODELS, "DynamoDBBackend.get_schema", ("self", "table_name", "index_name")))
+def get_schema(self: Any, table_name: str, index_name: str | None) -> Any:
+    """DynamoDBBackend.get_schema (Query's first look at the index): an index the table does not have, or one
+    still backfilling, is refused as DynamoDB refuses it."""
+    if index_name:
+        rules.refuse_backfilling_read(self.get_table(table_name), index_name)
+    return PATCHES.original(get_schema)(self, table_name, index_name)
+
+
+@PATCHES.replace(Target(_TABLE, "Table.describe", ("self", "base_key")))
 def describe(self: Any, base_key: str = "TableDescription") -> dict[str, Any]:
     """Table.describe: index status from the clock, Backfilling, OnDemandThroughput, index ARNs, AWS's order."""
     settle(self)
-    result = _ORIGINAL["describe"](self, base_key)
+    result = PATCHES.original(describe)(self, base_key)
     body = result[base_key]
     body["AttributeDefinitions"] = sorted(
         body.get("AttributeDefinitions") or [], key=lambda d: d["AttributeName"]
@@ -292,29 +269,23 @@ def describe(self: Any, base_key: str = "TableDescription") -> dict[str, Any]:
     return result  # type: ignore[no-any-return]
 
 
-def describe_global(self: Any) -> dict[str, Any]:
-    """GlobalSecondaryIndex.describe: Backfilling while one added to a live table builds; OnDemandThroughput."""
-    result = dict(_ORIGINAL["describe_global"](self))
-    transition = transition_of(self)
-    if transition is not None and transition.backfilling and transition.status == CREATING:
-        result["Backfilling"] = True
-    caps = getattr(self, "doctable_on_demand", None)
-    if caps:
-        result["OnDemandThroughput"] = {
-            "MaxReadRequestUnits": caps.get("MaxReadRequestUnits", NO_CAP),
-            "MaxWriteRequestUnits": caps.get("MaxWriteRequestUnits", NO_CAP),
-        }
-    return result
-
-
-def create_global(dct: dict[str, Any], table_key_attrs: list[str]) -> Any:
-    """GlobalSecondaryIndex.create: keeps the index's OnDemandThroughput (moto dropped it)."""
-    index = _ORIGINAL["create_global"](dct, table_key_attrs)
-    index.doctable_on_demand = None
-    set_on_demand(index, dct.get("OnDemandThroughput"))
-    return index
-
-
+@PATCHES.replace(
+    Target(
+        _TABLE,
+        "Table.query",
+        (
+            "self",
+            "hash_key",
+            "range_comparison",
+            "range_objs",
+            "limit",
+            "exclusive_start_key",
+            "scan_index_forward",
+            "projection_expressions",
+            "index_name",
+        ),
+    )
+)
 def query(
     self: Any,
     hash_key: Any,
@@ -330,17 +301,21 @@ def query(
 ) -> Any:
     """Table.query: a backfilling GSI is refused; a local index fetches from the table."""
     rules.refuse_backfilling_read(self, index_name)
-
-    def read() -> Any:
-        return _ORIGINAL["query"](
-            self, hash_key, range_comparison, range_objs, limit, exclusive_start_key, scan_index_forward,
-            projection_expressions, index_name, *args, **kwargs,
-        )  # fmt: skip
-
+    read = functools.partial(
+        PATCHES.original(query), self, hash_key, range_comparison, range_objs, limit, exclusive_start_key,
+        scan_index_forward, projection_expressions, index_name, *args, **kwargs,
+    )  # fmt: skip
     local = local_index(self, index_name)
     return read() if local is None else read_local(local, projection_expressions, read)
 
 
+@PATCHES.replace(
+    Target(
+        _TABLE,
+        "Table.scan",
+        ("self", "filters", "limit", "exclusive_start_key", "filter_expression", "index_name"),
+    )
+)
 def scan(
     self: Any,
     filters: Any,
@@ -353,102 +328,102 @@ def scan(
 ) -> Any:
     """Table.scan: as ``query``."""
     rules.refuse_backfilling_read(self, index_name)
-
-    def read() -> Any:
-        return _ORIGINAL["scan"](
-            self, filters, limit, exclusive_start_key, filter_expression, index_name, *args, **kwargs
-        )
-
+    read = functools.partial(
+        PATCHES.original(scan), self, filters, limit, exclusive_start_key, filter_expression, index_name,
+        *args, **kwargs,
+    )  # fmt: skip
     local = local_index(self, index_name)
     projection = kwargs.get("projection_expression", args[1] if len(args) > 1 else None)
     return read() if local is None else read_local(local, projection, read)
 
 
-def get_schema(self: Any, table_name: str, index_name: str | None) -> Any:
-    """DynamoDBBackend.get_schema (Query's first look at the index): an index the table does not have, or one
-    still backfilling, is refused as DynamoDB refuses it."""
-    if index_name:
-        rules.refuse_backfilling_read(self.get_table(table_name), index_name)
-    return _ORIGINAL["get_schema"](self, table_name, index_name)
-
-
-def project_local(self: Any, item: Any) -> Any:
-    """LocalSecondaryIndex.project: the whole item while a read fetches from the table."""
-    if getattr(_READ, "fetch", False):
-        return item
-    return _ORIGINAL["project"](self, item)
-
-
+@PATCHES.replace(Target(_TABLE, "Table.put_item", ("self", "item_attrs")))
 def put_item(self: Any, item_attrs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
     """Table.put_item (PutItem, BatchWriteItem, TransactWriteItems): index key types checked."""
     rules.check_index_key_types(item_attrs, self)
-    return _ORIGINAL["put_item"](self, item_attrs, *args, **kwargs)
+    return PATCHES.original(put_item)(self, item_attrs, *args, **kwargs)
 
 
-def validate_put_index_keys(item: dict[str, Any], table: Any) -> None:
-    """moto.dynamodb.responses.validate_put_has_gsi_keys_set_to_none: any wrong type, with the expected one."""
-    rules.check_index_key_types(item, table)
+@PATCHES.replace(Target(_TABLE, "LocalSecondaryIndex.project", ("self", "item")))
+def project_local(self: Any, item: Any) -> Any:
+    """LocalSecondaryIndex.project: the whole item while a read fetches from the table."""
+    from moto.dynamodb.models.table import SecondaryIndex
+
+    if getattr(_READ, "fetch", False):
+        return item
+    # LocalSecondaryIndex inherits project: what it replaced is SecondaryIndex's (PATCHES.original is None).
+    return SecondaryIndex.project(self, item)
 
 
+@PATCHES.replace(Target(_TABLE, "GlobalSecondaryIndex.describe", ("self",)))
+def describe_global(self: Any) -> dict[str, Any]:
+    """GlobalSecondaryIndex.describe: Backfilling while one added to a live table builds; OnDemandThroughput."""
+    result = dict(PATCHES.original(describe_global)(self))
+    transition = transition_of(self)
+    if transition is not None and transition.backfilling and transition.status == CREATING:
+        result["Backfilling"] = True
+    caps = getattr(self, "doctable_on_demand", None)
+    if caps:
+        result["OnDemandThroughput"] = {
+            "MaxReadRequestUnits": caps.get("MaxReadRequestUnits", NO_CAP),
+            "MaxWriteRequestUnits": caps.get("MaxWriteRequestUnits", NO_CAP),
+        }
+    return result
+
+
+@PATCHES.replace(Target(_TABLE, "GlobalSecondaryIndex.create", ("dct", "table_key_attrs")), wrap=staticmethod)
+def create_global(dct: dict[str, Any], table_key_attrs: list[str]) -> Any:
+    """GlobalSecondaryIndex.create: keeps the index's OnDemandThroughput (moto dropped it)."""
+    index = PATCHES.original(create_global)(dct, table_key_attrs)
+    index.doctable_on_demand = None
+    set_on_demand(index, dct.get("OnDemandThroughput"))
+    return index
+
+
+@PATCHES.replace(
+    Target(_RESPONSES, "DynamoHandler._validate_table_creation", ("self", "billing_mode", "throughput"))
+)
 def validate_table_creation(self: Any, *args: Any, **kwargs: Any) -> None:
     """DynamoHandler._validate_table_creation: duplicated attribute names first, moto's checks, then the index
     rules moto lacks."""
     body = self.body
     rules.check_duplicate_definitions(body.get("AttributeDefinitions") or [])
-    _ORIGINAL["validate_table_creation"](self, *args, **kwargs)
+    PATCHES.original(validate_table_creation)(self, *args, **kwargs)
     rules.validate_table_spec(body)
 
 
+@PATCHES.replace(Target(_RESPONSES, "DynamoHandler.query", ("self",)))
 def query_handler(self: Any) -> Any:
     """DynamoHandler.query: its Select, for a local index read."""
     _READ.select = self.body.get("Select")
     try:
-        return _ORIGINAL["query_handler"](self)
+        return PATCHES.original(query_handler)(self)
     finally:
         _READ.select = None
 
 
+@PATCHES.replace(Target(_RESPONSES, "DynamoHandler.scan", ("self",)))
 def scan_handler(self: Any) -> Any:
     """DynamoHandler.scan: its Select, for a local index read."""
     _READ.select = self.body.get("Select")
     try:
-        return _ORIGINAL["scan_handler"](self)
+        return PATCHES.original(scan_handler)(self)
     finally:
         _READ.select = None
 
 
-_applied = False
+@PATCHES.replace(Target(_RESPONSES, "validate_put_has_gsi_keys_set_to_none", ("item", "table")))
+def validate_put_index_keys(item: dict[str, Any], table: Any) -> None:
+    """moto.dynamodb.responses.validate_put_has_gsi_keys_set_to_none: any wrong type, with the expected one."""
+    rules.check_index_key_types(item, table)
 
 
-def apply() -> None:
-    """Install the patches once (idempotent)."""
-    global _applied
-    if _applied:
-        return
-    _applied = True
-    from moto.dynamodb import models as dm
-    from moto.dynamodb import responses as dr
-    from moto.dynamodb.models import table as tm
-
-    backend = dm.DynamoDBBackend
-    _ORIGINAL["update_table_global_indexes"] = replace(
-        backend, "update_table_global_indexes", update_table_global_indexes
-    )
-    _ORIGINAL["update_table"] = replace(backend, "update_table", update_table)
-    _ORIGINAL["delete_table"] = replace(backend, "delete_table", delete_table)
-    _ORIGINAL["update_item"] = replace(backend, "update_item", update_item)
-    _ORIGINAL["get_schema"] = replace(backend, "get_schema", get_schema)
-    _ORIGINAL["describe"] = replace(tm.Table, "describe", describe)
-    _ORIGINAL["query"] = replace(tm.Table, "query", query)
-    _ORIGINAL["scan"] = replace(tm.Table, "scan", scan)
-    _ORIGINAL["put_item"] = replace(tm.Table, "put_item", put_item)
-    _ORIGINAL["project"] = tm.SecondaryIndex.project
-    replace(tm.LocalSecondaryIndex, "project", project_local)
-    _ORIGINAL["describe_global"] = replace(tm.GlobalSecondaryIndex, "describe", describe_global)
-    _ORIGINAL["create_global"] = replace(tm.GlobalSecondaryIndex, "create", staticmethod(create_global))
-    _ORIGINAL["validate_table_creation"] = replace(
-        dr.DynamoHandler, "_validate_table_creation", validate_table_creation
-    )
-    _ORIGINAL["query_handler"] = replace(dr.DynamoHandler, "query", query_handler)
-    _ORIGINAL["scan_handler"] = replace(dr.DynamoHandler, "scan", scan_handler)
-    replace(dr, "validate_put_has_gsi_keys_set_to_none", validate_put_index_keys)
+# Every moto internal this module relies on: what it replaces, and what it reads or calls.
+MOTO_TARGETS = (
+    *PATCHES.targets,
+    Target(_MODELS, "DynamoDBBackend.get_table", ("self", "table_name")),
+    Target(_TABLE, "SecondaryIndex.project", ("self", "item")),
+    Target(_TABLE, "LocalSecondaryIndex"),
+    Target("moto.dynamodb.exceptions", "InvalidAttributeTypeError"),
+    *rules.MOTO_TARGETS,
+)

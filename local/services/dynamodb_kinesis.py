@@ -27,7 +27,7 @@ import uuid
 from typing import Any
 
 from local import state
-from local.patching import Target, replace
+from local.patching import Patches, Target, replace
 from local.services.dynamodb import TEMPLATE_HANDLERS, WRITE_LOCK, in_ttl_deletion
 
 log = logging.getLogger("doctable.local.dynamodb_kinesis")
@@ -52,34 +52,7 @@ _LOCAL = threading.local()  # .pending: forwards of the transaction in progress;
 
 _TABLE = "moto.dynamodb.models.table"
 _MODELS = "moto.dynamodb.models"
-MOTO_TARGETS = (
-    Target(_TABLE, "Table.put_item", ("self", "item_attrs")),
-    Target(_TABLE, "Table.delete_item", ("self", "hash_key", "range_key")),
-    Target(_TABLE, "Table.get_item", ("self", "hash_key", "range_key")),
-    Target(_MODELS, "DynamoDBBackend.update_item", ("self", "table_name", "key")),
-    Target(_MODELS, "DynamoDBBackend.transact_write_items", ("self", "transact_items")),
-    Target("moto.dynamodb.responses", "DynamoHandler.dynamodb_backend"),
-    Target("moto.dynamodb.exceptions", "ResourceNotFoundException"),
-    Target("moto.dynamodb.exceptions", "DynamodbException"),
-    Target("moto.dynamodb.models.dynamo_type", "DynamoType"),
-    Target("moto.kinesis.models", "kinesis_backends"),
-    Target("moto.kinesis.models", "KinesisBackend.describe_stream", ("self", "stream_arn", "stream_name")),
-    Target(
-        "moto.kinesis.models", "Stream.put_record", ("self", "partition_key", "explicit_hash_key", "data")
-    ),
-)
-
-_applied = False
-
-
-def apply() -> None:
-    global _applied
-    if _applied:
-        return
-    _applied = True
-    TEMPLATE_HANDLERS.append(apply_template)
-    _patch_handler()
-    _patch_writes()
+PATCHES = Patches()
 
 
 # --------------------------------------------------------------------------------------------- errors
@@ -177,6 +150,13 @@ def apply_template(table: Any, properties: dict[str, Any]) -> None:
         update(table, current["StreamArn"], precision)
 
 
+@PATCHES.on_install
+def _handle_templates() -> None:
+    """KinesisStreamSpecification of a template's tables (local/services/dynamodb.py's TEMPLATE_HANDLERS)."""
+    if apply_template not in TEMPLATE_HANDLERS:
+        TEMPLATE_HANDLERS.append(apply_template)
+
+
 # ------------------------------------------------------------------------------------------ forwarding
 def _json_default(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray)):
@@ -255,152 +235,195 @@ def _put(entries: list[tuple[str, str, str, str, dict[str, Any]]]) -> None:
         stream.put_record(key, None, data)
 
 
-def _patch_writes() -> None:
-    from moto.dynamodb import models as dm
+@PATCHES.replace(Target(_TABLE, "Table.put_item", ("self", "item_attrs")))
+def put_item(self: Any, item_attrs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+    """Table.put_item (PutItem, BatchWriteItem, a transaction's put): forwarded to an active destination."""
+    if active(self) is None or getattr(_LOCAL, "inner", False):
+        return PATCHES.original(put_item)(self, item_attrs, *args, **kwargs)
+    with WRITE_LOCK:  # the old image and the forwarding order are those of the write itself
+        return _put_forwarded(self, item_attrs, *args, **kwargs)
+
+
+def _put_forwarded(self: Any, item_attrs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+    """The put, forwarded with the image it replaced (under WRITE_LOCK)."""
     from moto.dynamodb.exceptions import DynamodbException
-    from moto.dynamodb.models import table as tm
     from moto.dynamodb.models.dynamo_type import DynamoType
 
-    Table = tm.Table
+    try:
+        hash_key = DynamoType(item_attrs[self.hash_key_attr])
+        range_key = DynamoType(item_attrs[self.range_key_attr]) if self.range_key_attr else None
+        old = self.get_item(hash_key, range_key)
+    except (KeyError, TypeError, ValueError, DynamodbException):
+        old = None  # a malformed item: moto refuses it below
+    new = PATCHES.original(put_item)(self, item_attrs, *args, **kwargs)
+    forward(self, old, new)
+    return new
 
-    def put_item(self: Any, item_attrs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
-        if active(self) is None or getattr(_LOCAL, "inner", False):
-            return original_put(self, item_attrs, *args, **kwargs)
-        with WRITE_LOCK:  # the old image and the forwarding order are those of the write itself
-            return _put_forwarded(self, item_attrs, *args, **kwargs)
 
-    def _put_forwarded(self: Any, item_attrs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
-        try:
-            hash_key = DynamoType(item_attrs[self.hash_key_attr])
-            range_key = DynamoType(item_attrs[self.range_key_attr]) if self.range_key_attr else None
-            old = self.get_item(hash_key, range_key)
-        except (KeyError, TypeError, ValueError, DynamodbException):
-            old = None  # a malformed item: moto refuses it below
-        new = original_put(self, item_attrs, *args, **kwargs)
-        forward(self, old, new)
-        return new
+@PATCHES.replace(Target(_TABLE, "Table.delete_item", ("self", "hash_key", "range_key")))
+def delete_item(self: Any, hash_key: Any, range_key: Any) -> Any:
+    """Table.delete_item (DeleteItem, BatchWriteItem, a transaction's delete, a TTL deletion): forwarded."""
+    with WRITE_LOCK:
+        old = PATCHES.original(delete_item)(self, hash_key, range_key)
+        if old is not None:
+            forward(self, old, None)
+        return old
 
-    original_put = replace(Table, "put_item", put_item)
 
-    def delete_item(self: Any, hash_key: Any, range_key: Any) -> Any:
-        with WRITE_LOCK:
-            old = original_delete(self, hash_key, range_key)
-            if old is not None:
-                forward(self, old, None)
-            return old
+@PATCHES.replace(Target(_MODELS, "DynamoDBBackend.update_item", ("self", "table_name", "key")))
+def update_item(self: Any, table_name: str, key: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+    """UpdateItem: forwarded to an active destination as one change."""
+    table = self.get_table(table_name)
+    if active(table) is None:
+        return PATCHES.original(update_item)(self, table_name, key, *args, **kwargs)
+    with WRITE_LOCK:
+        return _update_forwarded(self, table, table_name, key, *args, **kwargs)
 
-    original_delete = replace(Table, "delete_item", delete_item)
 
-    def update_item(self: Any, table_name: str, key: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
-        table = self.get_table(table_name)
-        if active(table) is None:
-            return original_update(self, table_name, key, *args, **kwargs)
-        with WRITE_LOCK:
-            return _update_forwarded(self, table, table_name, key, *args, **kwargs)
+def _update_forwarded(
+    self: Any, table: Any, table_name: str, key: dict[str, Any], *args: Any, **kwargs: Any
+) -> Any:
+    """The update, forwarded with the image before it as one change (under WRITE_LOCK)."""
+    from moto.dynamodb.exceptions import DynamodbException
+    from moto.dynamodb.models.dynamo_type import DynamoType
 
-    def _update_forwarded(
-        self: Any, table: Any, table_name: str, key: dict[str, Any], *args: Any, **kwargs: Any
-    ) -> Any:
-        try:
-            hash_key = DynamoType(key[table.hash_key_attr])
-            range_key = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
-            old = copy.deepcopy(table.get_item(hash_key, range_key))
-        except (KeyError, TypeError, ValueError, DynamodbException):
-            old = None  # a malformed key: moto refuses it below
-        _LOCAL.inner = True  # moto puts a new item's key first: one change, one record
-        try:
-            new = original_update(self, table_name, key, *args, **kwargs)
-        finally:
-            _LOCAL.inner = False
-        forward(table, old, new)
-        return new
+    try:
+        hash_key = DynamoType(key[table.hash_key_attr])
+        range_key = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
+        old = copy.deepcopy(table.get_item(hash_key, range_key))
+    except (KeyError, TypeError, ValueError, DynamodbException):
+        old = None  # a malformed key: moto refuses it below
+    _LOCAL.inner = True  # moto puts a new item's key first: one change, one record
+    try:
+        new = PATCHES.original(update_item)(self, table_name, key, *args, **kwargs)
+    finally:
+        _LOCAL.inner = False
+    forward(table, old, new)
+    return new
 
-    original_update = replace(dm.DynamoDBBackend, "update_item", update_item)
 
-    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> Any:
-        _LOCAL.pending = []
-        try:
-            result = original_transact(self, transact_items)
-            entries = list(_LOCAL.pending)
-        finally:
-            _LOCAL.pending = None
-        _put(entries)
-        return result
-
-    original_transact = replace(dm.DynamoDBBackend, "transact_write_items", transact_write_items)
+@PATCHES.replace(Target(_MODELS, "DynamoDBBackend.transact_write_items", ("self", "transact_items")))
+def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> Any:
+    """TransactWriteItems: its changes are forwarded when it commits, none when it fails."""
+    _LOCAL.pending = []
+    try:
+        result = PATCHES.original(transact_write_items)(self, transact_items)
+        entries = list(_LOCAL.pending)
+    finally:
+        _LOCAL.pending = None
+    _put(entries)
+    return result
 
 
 # ------------------------------------------------------------------------------------------ the API
-def _patch_handler() -> None:
-    from moto.core.responses import ActionResult
-    from moto.dynamodb import responses as dr
+def _table(handler: Any) -> Any:
+    """The request's table; a missing one is ResourceNotFoundException in AWS's words."""
     from moto.dynamodb.exceptions import ResourceNotFoundException
 
-    Handler = dr.DynamoHandler
+    name = str(handler.body.get("TableName") or "")
+    try:
+        return handler.dynamodb_backend.get_table(name)
+    except ResourceNotFoundException:
+        raise _not_found(f"Requested resource not found: Table: {name} not found") from None
 
-    def _table(handler: Any) -> Any:
-        name = str(handler.body.get("TableName") or "")
-        try:
-            return handler.dynamodb_backend.get_table(name)
-        except ResourceNotFoundException:
-            raise _not_found(f"Requested resource not found: Table: {name} not found") from None
 
-    def enable_kinesis_streaming_destination(self: Any) -> Any:
-        table = _table(self)
-        config = self.body.get("EnableKinesisStreamingConfiguration") or {}
-        entry = enable(
-            table, str(self.body.get("StreamArn") or ""), config.get("ApproximateCreationDateTimePrecision")
-        )
-        return ActionResult(
-            {
-                "TableName": table.name,
-                "StreamArn": entry["StreamArn"],
-                "DestinationStatus": "ENABLING",
-                "EnableKinesisStreamingConfiguration": {
-                    "ApproximateCreationDateTimePrecision": entry["ApproximateCreationDateTimePrecision"]
-                },
-            }
-        )
+def enable_kinesis_streaming_destination(self: Any) -> Any:
+    """EnableKinesisStreamingDestination: AWS's answer, ENABLING (the destination is ACTIVE at once)."""
+    from moto.core.responses import ActionResult
 
-    def disable_kinesis_streaming_destination(self: Any) -> Any:
-        table = _table(self)
-        entry = disable(table, str(self.body.get("StreamArn") or ""))
-        return ActionResult(
-            {
-                "TableName": table.name,
-                "StreamArn": entry["StreamArn"],
-                "DestinationStatus": "DISABLING",
-                "EnableKinesisStreamingConfiguration": {
-                    "ApproximateCreationDateTimePrecision": entry["ApproximateCreationDateTimePrecision"]
-                },
-            }
-        )
+    table = _table(self)
+    config = self.body.get("EnableKinesisStreamingConfiguration") or {}
+    entry = enable(
+        table, str(self.body.get("StreamArn") or ""), config.get("ApproximateCreationDateTimePrecision")
+    )
+    return ActionResult(
+        {
+            "TableName": table.name,
+            "StreamArn": entry["StreamArn"],
+            "DestinationStatus": "ENABLING",
+            "EnableKinesisStreamingConfiguration": {
+                "ApproximateCreationDateTimePrecision": entry["ApproximateCreationDateTimePrecision"]
+            },
+        }
+    )
 
-    def update_kinesis_streaming_destination(self: Any) -> Any:
-        table = _table(self)
-        config = self.body.get("UpdateKinesisStreamingConfiguration") or {}
-        entry = update(
-            table, str(self.body.get("StreamArn") or ""), config.get("ApproximateCreationDateTimePrecision")
-        )
-        return ActionResult(
-            {
-                "TableName": table.name,
-                "StreamArn": entry["StreamArn"],
-                "DestinationStatus": "UPDATING",
-                "UpdateKinesisStreamingConfiguration": {
-                    "ApproximateCreationDateTimePrecision": entry["ApproximateCreationDateTimePrecision"]
-                },
-            }
-        )
 
-    def describe_kinesis_streaming_destination(self: Any) -> Any:
-        table = _table(self)
-        return ActionResult(
-            {"TableName": table.name, "KinesisDataStreamDestinations": [dict(d) for d in destinations(table)]}
-        )
+def disable_kinesis_streaming_destination(self: Any) -> Any:
+    """DisableKinesisStreamingDestination: AWS's answer, DISABLING (the destination is DISABLED at once)."""
+    from moto.core.responses import ActionResult
+
+    table = _table(self)
+    entry = disable(table, str(self.body.get("StreamArn") or ""))
+    return ActionResult(
+        {
+            "TableName": table.name,
+            "StreamArn": entry["StreamArn"],
+            "DestinationStatus": "DISABLING",
+            "EnableKinesisStreamingConfiguration": {
+                "ApproximateCreationDateTimePrecision": entry["ApproximateCreationDateTimePrecision"]
+            },
+        }
+    )
+
+
+def update_kinesis_streaming_destination(self: Any) -> Any:
+    """UpdateKinesisStreamingDestination: the precision of the active destination, answered UPDATING."""
+    from moto.core.responses import ActionResult
+
+    table = _table(self)
+    config = self.body.get("UpdateKinesisStreamingConfiguration") or {}
+    entry = update(
+        table, str(self.body.get("StreamArn") or ""), config.get("ApproximateCreationDateTimePrecision")
+    )
+    return ActionResult(
+        {
+            "TableName": table.name,
+            "StreamArn": entry["StreamArn"],
+            "DestinationStatus": "UPDATING",
+            "UpdateKinesisStreamingConfiguration": {
+                "ApproximateCreationDateTimePrecision": entry["ApproximateCreationDateTimePrecision"]
+            },
+        }
+    )
+
+
+def describe_kinesis_streaming_destination(self: Any) -> Any:
+    """DescribeKinesisStreamingDestination: every destination the table ever had, with its status."""
+    from moto.core.responses import ActionResult
+
+    table = _table(self)
+    return ActionResult(
+        {"TableName": table.name, "KinesisDataStreamDestinations": [dict(d) for d in destinations(table)]}
+    )
+
+
+@PATCHES.on_install
+def _add_destination_actions() -> None:
+    """Enable/Disable/Update/DescribeKinesisStreamingDestination on moto's DynamoDB handler (moto lacks them)."""
+    from moto.dynamodb.responses import DynamoHandler
 
     # Actions moto lacks: its handler dispatches an X-Amz-Target to the method of the same snake_case name.
-    replace(Handler, "enable_kinesis_streaming_destination", enable_kinesis_streaming_destination)
-    replace(Handler, "disable_kinesis_streaming_destination", disable_kinesis_streaming_destination)
-    replace(Handler, "update_kinesis_streaming_destination", update_kinesis_streaming_destination)
-    replace(Handler, "describe_kinesis_streaming_destination", describe_kinesis_streaming_destination)
+    # They are new attributes, so no Target names them (local/compat.py checks that a Target exists in moto).
+    for action in (
+        enable_kinesis_streaming_destination,
+        disable_kinesis_streaming_destination,
+        update_kinesis_streaming_destination,
+        describe_kinesis_streaming_destination,
+    ):
+        replace(DynamoHandler, action.__name__, action)
+
+
+# Every moto internal this module relies on: what it replaces, and what it reads or calls.
+MOTO_TARGETS = (
+    *PATCHES.targets,
+    Target(_TABLE, "Table.get_item", ("self", "hash_key", "range_key")),
+    Target("moto.dynamodb.responses", "DynamoHandler.dynamodb_backend"),
+    Target("moto.dynamodb.exceptions", "ResourceNotFoundException"),
+    Target("moto.dynamodb.exceptions", "DynamodbException"),
+    Target("moto.dynamodb.models.dynamo_type", "DynamoType"),
+    Target("moto.kinesis.models", "kinesis_backends"),
+    Target("moto.kinesis.models", "KinesisBackend.describe_stream", ("self", "stream_arn", "stream_name")),
+    Target(
+        "moto.kinesis.models", "Stream.put_record", ("self", "partition_key", "explicit_hash_key", "data")
+    ),
+)

@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Any
 
-from local.patching import Target, replace, truthy
+from local.patching import Patches, Target, replace, truthy
 
 CLASS_CHANGES_ENV = "DOCTABLE_LOCAL_TABLE_CLASS_CHANGES"  # class changes allowed per window (AWS: 2)
 CLASS_WINDOW_SECONDS = 30 * 86_400
@@ -39,33 +39,7 @@ _LOCK = threading.Lock()
 
 _TABLE = "moto.dynamodb.models.table"
 _RESPONSES = "moto.dynamodb.responses"
-MOTO_TARGETS = (
-    Target(_TABLE, "Table.describe", ("self", "base_key")),
-    Target(_RESPONSES, "DynamoHandler.create_table", ("self",)),
-    Target(_RESPONSES, "DynamoHandler.update_table", ("self",)),
-    Target(_RESPONSES, "DynamoHandler.dynamodb_backend"),
-    Target(_RESPONSES, "DynamoResult"),
-    Target("moto.core.responses", "ActionResult"),
-    Target(
-        "moto.dynamodb.models",
-        "DynamoDBBackend.update_continuous_backups",
-        ("self", "table_name", "point_in_time_spec"),
-    ),
-)
-
-
-_applied = False
-
-
-def apply() -> None:
-    """Install the patches once (idempotent: the unit tests' in-process moto applies them too)."""
-    global _applied
-    if _applied:
-        return
-    _applied = True
-    _patch_describe()
-    _patch_handler()
-    _patch_pitr_period()
+PATCHES = Patches()
 
 
 # --------------------------------------------------------------------------------------------- errors
@@ -207,129 +181,154 @@ def pitr_period(pitr: dict[str, Any]) -> int:
 
 
 # ------------------------------------------------------------------------------------------- patches
-def _patch_describe() -> None:
-    from moto.dynamodb.models import table as tm
-
-    def describe(self: Any, base_key: str = "TableDescription") -> dict[str, Any]:
-        result = original(self, base_key)
-        body = result[base_key]
-        table_class = getattr(self, "doctable_table_class", None)
-        if table_class:
-            summary: dict[str, Any] = {"TableClass": table_class}
-            updated = getattr(self, "doctable_table_class_updated", None)
-            if updated:
-                summary["LastUpdateDateTime"] = updated
-            body["TableClassSummary"] = summary
-        if self.billing_mode == "PAY_PER_REQUEST":
-            caps = getattr(self, "doctable_on_demand", None) or {}
-            body["OnDemandThroughput"] = {
-                "MaxReadRequestUnits": caps.get("MaxReadRequestUnits", NO_CAP),
-                "MaxWriteRequestUnits": caps.get("MaxWriteRequestUnits", NO_CAP),
-            }
-        return result  # type: ignore[no-any-return]
-
-    original = replace(tm.Table, "describe", describe)
+@PATCHES.replace(Target(_TABLE, "Table.describe", ("self", "base_key")))
+def describe(self: Any, base_key: str = "TableDescription") -> dict[str, Any]:
+    """Table.describe: TableClassSummary, and an on-demand table's OnDemandThroughput (-1 for no cap)."""
+    result = PATCHES.original(describe)(self, base_key)
+    body = result[base_key]
+    table_class = getattr(self, "doctable_table_class", None)
+    if table_class:
+        summary: dict[str, Any] = {"TableClass": table_class}
+        updated = getattr(self, "doctable_table_class_updated", None)
+        if updated:
+            summary["LastUpdateDateTime"] = updated
+        body["TableClassSummary"] = summary
+    if self.billing_mode == "PAY_PER_REQUEST":
+        caps = getattr(self, "doctable_on_demand", None) or {}
+        body["OnDemandThroughput"] = {
+            "MaxReadRequestUnits": caps.get("MaxReadRequestUnits", NO_CAP),
+            "MaxWriteRequestUnits": caps.get("MaxWriteRequestUnits", NO_CAP),
+        }
+    return result  # type: ignore[no-any-return]
 
 
-def _patch_handler() -> None:
+@PATCHES.replace(Target(_RESPONSES, "DynamoHandler.create_table", ("self",)))
+def create_table(self: Any) -> Any:
+    """CreateTable keeps TableClass (STANDARD by default) and OnDemandThroughput."""
+    from moto.dynamodb.responses import DynamoResult
+
+    body = self.body
+    PATCHES.original(create_table)(self)
+    table = self.dynamodb_backend.get_table(body["TableName"])
+    set_table_class(table, body.get("TableClass") or STANDARD)
+    set_on_demand(table, body.get("OnDemandThroughput"), lift_when_absent=False)
+    return DynamoResult(table.describe())
+
+
+@PATCHES.replace(Target(_RESPONSES, "DynamoHandler.update_table", ("self",)))
+def update_table(self: Any) -> Any:
+    """UpdateTable: a table class change (counted against the limit), warm throughput (raised only) and
+    OnDemandThroughput, a refusal before anything changes."""
+    from moto.dynamodb.responses import DynamoResult
+
+    body = self.body
+    table = self.dynamodb_backend.get_table(body["TableName"])
+    check_warm(table, body.get("WarmThroughput"))
+    # Refused before anything changes, as AWS refuses the whole request.
+    if body.get("TableClass") and body["TableClass"] != getattr(table, "doctable_table_class", STANDARD):
+        set_table_class(table, body["TableClass"])
+    warm = body.pop("WarmThroughput", None)  # moto replaces the whole setting; a request names what changes
+    PATCHES.original(update_table)(self)
+    set_warm(table, warm)
+    set_on_demand(table, body.get("OnDemandThroughput"), lift_when_absent=False)
+    return DynamoResult(table.describe())
+
+
+def describe_contributor_insights(self: Any) -> Any:
+    """DescribeContributorInsights: the table's status, and its mode and rules while enabled."""
     from moto.core.responses import ActionResult
-    from moto.dynamodb import responses as dr
 
-    Handler = dr.DynamoHandler
+    name = self.body["TableName"]
+    table = self.dynamodb_backend.get_table(name)
+    state = getattr(table, "doctable_insights", None) or {}
+    result: dict[str, Any] = {
+        "TableName": table.name,
+        "ContributorInsightsStatus": state.get("status", "DISABLED"),
+    }
+    if state.get("status") == "ENABLED":
+        result["ContributorInsightsRuleList"] = list(state["rules"])
+        result["ContributorInsightsMode"] = state["mode"]
+    if state.get("updated"):
+        result["LastUpdateDateTime"] = state["updated"]
+    return ActionResult(result)
 
-    def create_table(self: Any) -> Any:
-        body = self.body
-        original_create(self)
-        table = self.dynamodb_backend.get_table(body["TableName"])
-        set_table_class(table, body.get("TableClass") or STANDARD)
-        set_on_demand(table, body.get("OnDemandThroughput"), lift_when_absent=False)
-        return dr.DynamoResult(table.describe())
 
-    original_create = replace(Handler, "create_table", create_table)
+def update_contributor_insights(self: Any) -> Any:
+    """UpdateContributorInsights: the switch takes effect at once; the answer is AWS's ENABLING/DISABLING."""
+    from moto.core.responses import ActionResult
 
-    def update_table(self: Any) -> Any:
-        body = self.body
-        table = self.dynamodb_backend.get_table(body["TableName"])
-        check_warm(table, body.get("WarmThroughput"))
-        # Refused before anything changes, as AWS refuses the whole request.
-        if body.get("TableClass") and body["TableClass"] != getattr(table, "doctable_table_class", STANDARD):
-            set_table_class(table, body["TableClass"])
-        warm = body.pop(
-            "WarmThroughput", None
-        )  # moto replaces the whole setting; a request names what changes
-        original_update(self)
-        set_warm(table, warm)
-        set_on_demand(table, body.get("OnDemandThroughput"), lift_when_absent=False)
-        return dr.DynamoResult(table.describe())
+    body = self.body
+    table = self.dynamodb_backend.get_table(body["TableName"])
+    action = body.get("ContributorInsightsAction")
+    if action not in ("ENABLE", "DISABLE"):
+        raise _constraint(
+            "contributorInsightsAction", action, "Member must satisfy enum value set: [ENABLE, DISABLE]"
+        )
+    set_insights(table, action == "ENABLE", body.get("ContributorInsightsMode"))
+    state = getattr(table, "doctable_insights", None) or {}
+    result = {
+        "TableName": table.name,
+        "ContributorInsightsStatus": "ENABLING" if action == "ENABLE" else "DISABLING",
+    }
+    if action == "ENABLE":
+        result["ContributorInsightsMode"] = state.get("mode", INSIGHTS_MODES[0])
+    return ActionResult(result)
 
-    original_update = replace(Handler, "update_table", update_table)
 
-    def describe_contributor_insights(self: Any) -> Any:
-        name = self.body["TableName"]
-        table = self.dynamodb_backend.get_table(name)
+def list_contributor_insights(self: Any) -> Any:
+    """ListContributorInsights: every table's status (or the one named), with the mode while enabled."""
+    from moto.core.responses import ActionResult
+
+    backend = self.dynamodb_backend
+    wanted = self.body.get("TableName")
+    summaries = []
+    for name, table in backend.tables.items():
+        if wanted and name != wanted:
+            continue
         state = getattr(table, "doctable_insights", None) or {}
-        result: dict[str, Any] = {
-            "TableName": table.name,
-            "ContributorInsightsStatus": state.get("status", "DISABLED"),
-        }
+        summary = {"TableName": name, "ContributorInsightsStatus": state.get("status", "DISABLED")}
         if state.get("status") == "ENABLED":
-            result["ContributorInsightsRuleList"] = list(state["rules"])
-            result["ContributorInsightsMode"] = state["mode"]
-        if state.get("updated"):
-            result["LastUpdateDateTime"] = state["updated"]
-        return ActionResult(result)
+            summary["ContributorInsightsMode"] = state["mode"]
+        summaries.append(summary)
+    return ActionResult({"ContributorInsightsSummaries": summaries})
 
-    def update_contributor_insights(self: Any) -> Any:
-        body = self.body
-        table = self.dynamodb_backend.get_table(body["TableName"])
-        action = body.get("ContributorInsightsAction")
-        if action not in ("ENABLE", "DISABLE"):
-            raise _constraint(
-                "contributorInsightsAction", action, "Member must satisfy enum value set: [ENABLE, DISABLE]"
-            )
-        set_insights(table, action == "ENABLE", body.get("ContributorInsightsMode"))
-        state = getattr(table, "doctable_insights", None) or {}
-        result = {
-            "TableName": table.name,
-            "ContributorInsightsStatus": "ENABLING" if action == "ENABLE" else "DISABLING",
-        }
-        if action == "ENABLE":
-            result["ContributorInsightsMode"] = state.get("mode", INSIGHTS_MODES[0])
-        return ActionResult(result)
 
-    def list_contributor_insights(self: Any) -> Any:
-        backend = self.dynamodb_backend
-        wanted = self.body.get("TableName")
-        summaries = []
-        for name, table in backend.tables.items():
-            if wanted and name != wanted:
-                continue
-            state = getattr(table, "doctable_insights", None) or {}
-            summary = {"TableName": name, "ContributorInsightsStatus": state.get("status", "DISABLED")}
-            if state.get("status") == "ENABLED":
-                summary["ContributorInsightsMode"] = state["mode"]
-            summaries.append(summary)
-        return ActionResult({"ContributorInsightsSummaries": summaries})
+@PATCHES.on_install
+def _add_contributor_insights_actions() -> None:
+    """Describe/Update/ListContributorInsights on moto's DynamoDB handler (moto lacks them)."""
+    from moto.dynamodb.responses import DynamoHandler
 
     # Actions moto lacks: its handler dispatches an X-Amz-Target to the method of the same snake_case name.
-    replace(Handler, "describe_contributor_insights", describe_contributor_insights)
-    replace(Handler, "update_contributor_insights", update_contributor_insights)
-    replace(Handler, "list_contributor_insights", list_contributor_insights)
+    # They are new attributes, so no Target names them (local/compat.py checks that a Target exists in moto).
+    for action in (describe_contributor_insights, update_contributor_insights, list_contributor_insights):
+        replace(DynamoHandler, action.__name__, action)
 
 
-def _patch_pitr_period() -> None:
-    from moto.dynamodb import models as dm
+@PATCHES.replace(
+    Target(
+        "moto.dynamodb.models",
+        "DynamoDBBackend.update_continuous_backups",
+        ("self", "table_name", "point_in_time_spec"),
+    )
+)
+def update_continuous_backups(self: Any, table_name: str, point_in_time_spec: dict[str, Any]) -> Any:
+    """UpdateContinuousBackups: a RecoveryPeriodInDays outside 1..35 is refused."""
+    days = point_in_time_spec.get("RecoveryPeriodInDays")
+    if days is not None:
+        lo, hi = PITR_DAYS
+        if int(days) < lo:
+            rule = f"Member must have value greater than or equal to {lo}"
+            raise _constraint("pointInTimeRecoverySpecification.recoveryPeriodInDays", days, rule)
+        if int(days) > hi:
+            rule = f"Member must have value less than or equal to {hi}"
+            raise _constraint("pointInTimeRecoverySpecification.recoveryPeriodInDays", days, rule)
+    return PATCHES.original(update_continuous_backups)(self, table_name, point_in_time_spec)
 
-    def update_continuous_backups(self: Any, table_name: str, point_in_time_spec: dict[str, Any]) -> Any:
-        days = point_in_time_spec.get("RecoveryPeriodInDays")
-        if days is not None:
-            lo, hi = PITR_DAYS
-            if int(days) < lo:
-                rule = f"Member must have value greater than or equal to {lo}"
-                raise _constraint("pointInTimeRecoverySpecification.recoveryPeriodInDays", days, rule)
-            if int(days) > hi:
-                rule = f"Member must have value less than or equal to {hi}"
-                raise _constraint("pointInTimeRecoverySpecification.recoveryPeriodInDays", days, rule)
-        return original(self, table_name, point_in_time_spec)
 
-    original = replace(dm.DynamoDBBackend, "update_continuous_backups", update_continuous_backups)
+# Every moto internal this module relies on: what it replaces, and what it reads or calls.
+MOTO_TARGETS = (
+    *PATCHES.targets,
+    Target(_RESPONSES, "DynamoHandler.dynamodb_backend"),
+    Target(_RESPONSES, "DynamoResult"),
+    Target("moto.core.responses", "ActionResult"),
+)

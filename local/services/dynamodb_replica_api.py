@@ -22,7 +22,7 @@ import functools
 import time
 from typing import Any
 
-from local.patching import Target, replace
+from local.patching import Patches, Target, install
 from local.services import dynamodb_replicas as engine
 from local.services.dynamodb import WRITE_LOCK
 
@@ -58,19 +58,7 @@ STREAM_REQUIRED = "Disabling Stream is not allowed for a Global Table replica."
 DEFAULT_VIEW = "NEW_AND_OLD_IMAGES"
 
 _MODELS = "moto.dynamodb.models"
-MOTO_TARGETS = (
-    Target("moto.dynamodb.responses", "DynamoHandler.update_table", ("self",)),
-    Target("moto.dynamodb.responses", "DynamoResult"),
-    Target("moto.dynamodb.responses", "DynamoHandler.dynamodb_backend"),
-    Target(_MODELS, "DynamoDBBackend.get_table", ("self", "table_name")),
-    Target(_MODELS, "DynamoDBBackend.delete_table", ("self", "name")),
-    Target(_MODELS, "DynamoDBBackend.create_table", ("self", "name", "schema", "throughput", "attr")),
-    Target(_MODELS, "DynamoDBBackend.update_time_to_live", ("self", "table_name", "ttl_spec")),
-    Target(_MODELS, "dynamodb_backends"),
-    Target("moto.dynamodb.models.table", "Table.describe", ("self", "base_key")),
-    Target("moto.dynamodb.models.table", "Table.set_stream_specification", ("self", "streams")),
-    Target("moto.dynamodb.exceptions", "MockValidationException"),
-)
+PATCHES = Patches()
 
 
 def _validation(message: str) -> Exception:
@@ -206,9 +194,7 @@ def update_replicas(table: Any, updates: list[dict[str, Any]]) -> None:
 
 
 # ------------------------------------------------------------------------------------------ the patches
-_ORIGINAL: dict[str, Any] = {}
-
-
+@PATCHES.replace(Target("moto.dynamodb.responses", "DynamoHandler.update_table", ("self",)))
 def update_table_handler(self: Any) -> Any:
     """DynamoHandler.update_table: ReplicaUpdates, and a global table's stream kept enabled."""
     from moto.dynamodb.responses import DynamoResult
@@ -224,24 +210,26 @@ def update_table_handler(self: Any) -> Any:
         others = set(body) - {"TableName"}
         if not others:
             return DynamoResult(table.describe())
-    return _ORIGINAL["update_table"](self)
+    return PATCHES.original(update_table_handler)(self)
 
 
+@PATCHES.replace(Target(_MODELS, "DynamoDBBackend.delete_table", ("self", "name")))
 def delete_table(self: Any, name: str) -> Any:
     """DynamoDBBackend.delete_table: a replica that recently added another is kept; else it leaves its group."""
     with WRITE_LOCK:  # no write meanwhile: the replica's last writes are forgotten with it
         table = self.tables.get(name)
         if table is not None:
             refuse_recent_source(table.account_id, table.name, self.region_name)
-        deleted = _ORIGINAL["delete_table"](self, name)
+        deleted = PATCHES.original(delete_table)(self, name)
         if table is not None:
             engine.REGISTRY.leave(table.account_id, table.name, self.region_name)
         return deleted
 
 
+@PATCHES.replace(Target("moto.dynamodb.models.table", "Table.describe", ("self", "base_key")))
 def describe(self: Any, base_key: str = "TableDescription") -> Any:
     """Table.describe: a replica shows the global table version and the other regions' replicas."""
-    result = _ORIGINAL["describe"](self, base_key)
+    result = PATCHES.original(describe)(self, base_key)
     group = engine.REGISTRY.group_of(self)
     if group is not None and base_key in result:
         result[base_key]["GlobalTableVersion"] = engine.GLOBAL_TABLE_VERSION
@@ -251,11 +239,12 @@ def describe(self: Any, base_key: str = "TableDescription") -> Any:
     return result
 
 
+@PATCHES.replace(Target(_MODELS, "DynamoDBBackend.update_time_to_live", ("self", "table_name", "ttl_spec")))
 def update_time_to_live(self: Any, table_name: str, ttl_spec: dict[str, Any]) -> Any:
     """DynamoDBBackend.update_time_to_live: on a global table the setting is every replica's."""
     from moto.dynamodb.models import dynamodb_backends
 
-    result = _ORIGINAL["update_time_to_live"](self, table_name, ttl_spec)
+    result = PATCHES.original(update_time_to_live)(self, table_name, ttl_spec)
     table = self.get_table(table_name)
     group = engine.REGISTRY.group_of(table)
     for region in group.others(table.region_name) if group is not None else []:
@@ -265,20 +254,21 @@ def update_time_to_live(self: Any, table_name: str, ttl_spec: dict[str, Any]) ->
     return result
 
 
-_applied = False
+@PATCHES.on_install
+def _replicate() -> None:
+    """The replicas this API adds are kept in step: the replication engine is installed too."""
+    # Already installed by local/services/__init__.py (dynamodb_replicas comes first in _MODULES): a no-op then.
+    install(engine.PATCHES)
 
 
-def apply() -> None:
-    global _applied
-    if _applied:
-        return
-    _applied = True
-    from moto.dynamodb import models as dm
-    from moto.dynamodb import responses as dr
-    from moto.dynamodb.models import table as tm
-
-    engine.apply()
-    _ORIGINAL["update_table"] = replace(dr.DynamoHandler, "update_table", update_table_handler)
-    _ORIGINAL["delete_table"] = replace(dm.DynamoDBBackend, "delete_table", delete_table)
-    _ORIGINAL["describe"] = replace(tm.Table, "describe", describe)
-    _ORIGINAL["update_time_to_live"] = replace(dm.DynamoDBBackend, "update_time_to_live", update_time_to_live)
+# Every moto internal this module relies on: what it replaces, and what it reads or calls.
+MOTO_TARGETS = (
+    *PATCHES.targets,
+    Target("moto.dynamodb.responses", "DynamoResult"),
+    Target("moto.dynamodb.responses", "DynamoHandler.dynamodb_backend"),
+    Target(_MODELS, "DynamoDBBackend.get_table", ("self", "table_name")),
+    Target(_MODELS, "DynamoDBBackend.create_table", ("self", "name", "schema", "throughput", "attr")),
+    Target(_MODELS, "dynamodb_backends"),
+    Target("moto.dynamodb.models.table", "Table.set_stream_specification", ("self", "streams")),
+    Target("moto.dynamodb.exceptions", "MockValidationException"),
+)

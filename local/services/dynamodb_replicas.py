@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from local import incidents
-from local.patching import Target
+from local.patching import Patches, Target
 from local.services.dynamodb import CHANGE_LISTENERS, WRITE_LOCK
 
 log = logging.getLogger("doctable.local.dynamodb_replicas")
@@ -45,13 +45,7 @@ DELAY_ENV = "DOCTABLE_LOCAL_REPLICATION_DELAY_MS"
 DEFAULT_DELAY_MS = 500.0
 GLOBAL_TABLE_VERSION = "2019.11.21"
 
-MOTO_TARGETS = (
-    Target("moto.dynamodb.models", "dynamodb_backends"),
-    Target("moto.dynamodb.models.table", "Table.put_item", ("self", "item_attrs")),
-    Target("moto.dynamodb.models.table", "Table.delete_item", ("self", "hash_key", "range_key")),
-    Target("moto.dynamodb.models.table", "Table.all_items", ("self",)),
-    Target("moto.dynamodb.models.dynamo_type", "DynamoType"),
-)
+PATCHES = Patches()
 
 
 def delay_from_env(environ: dict[str, str] | None = None) -> float:
@@ -378,6 +372,19 @@ def start_from_env() -> None:
     REGISTRY.delay = delay_from_env()
 
 
-def apply() -> None:
+@PATCHES.on_install
+def _listen() -> None:
+    """A global table's replicas get each committed item change (``on_change``, one of CHANGE_LISTENERS)."""
     if on_change not in CHANGE_LISTENERS:
         CHANGE_LISTENERS.append(on_change)
+
+
+# Every moto internal this module relies on: it replaces none, it reads or calls these.
+MOTO_TARGETS = (
+    *PATCHES.targets,
+    Target("moto.dynamodb.models", "dynamodb_backends"),
+    Target("moto.dynamodb.models.table", "Table.put_item", ("self", "item_attrs")),
+    Target("moto.dynamodb.models.table", "Table.delete_item", ("self", "hash_key", "range_key")),
+    Target("moto.dynamodb.models.table", "Table.all_items", ("self",)),
+    Target("moto.dynamodb.models.dynamo_type", "DynamoType"),
+)

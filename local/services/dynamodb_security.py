@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from local.patching import Target, replace, truthy
+from local.patching import Patches, Target, replace, truthy
 
 SSE_KMS = "KMS"
 DYNAMODB_ALIAS = "alias/aws/dynamodb"
@@ -23,26 +23,7 @@ POLICY_NOT_FOUND = "Resource-based policy not found for the provided ResourceArn
 
 _TABLE = "moto.dynamodb.models.table"
 _MODELS = "moto.dynamodb.models"
-MOTO_TARGETS = (
-    Target(_TABLE, "Table._get_default_encryption_key", ("self", "account_id", "region")),
-    Target(_MODELS, "DynamoDBBackend.delete_table", ("self", "name")),
-    Target(_MODELS, "DynamoDBBackend.put_resource_policy", ("self", "resource_arn", "policy_doc")),
-    Target(
-        _MODELS, "DynamoDBBackend.delete_resource_policy", ("self", "resource_arn", "expected_revision_id")
-    ),
-    Target("moto.dynamodb.responses", "DynamoHandler.update_table", ("self",)),
-    Target("moto.dynamodb.exceptions", "PolicyNotFoundException"),
-    Target("moto.kms.models", "KmsBackend.describe_key", ("self", "key_id")),
-    Target("moto.kms.models", "KmsBackend.get_alias_name", ("alias_name",)),
-    Target("moto.kms.models", "KmsBackend.get_key_id_from_alias", ("self", "alias_name")),
-    Target("moto.kms.exceptions", "NotFoundException"),
-    Target("moto.kms.exceptions", "ValidationException"),
-)
-
-
-def apply() -> None:
-    _patch_sse()
-    _patch_policies()
+PATCHES = Patches()
 
 
 # ---------------------------------------------------------------------------------------------- encryption
@@ -95,34 +76,40 @@ def _aws_managed_key(account_id: str, region: str) -> str:
     return str(kms.describe_key(DYNAMODB_ALIAS).arn)
 
 
-def _patch_sse() -> None:
-    from moto.dynamodb.models import table as tm
-    from moto.dynamodb.responses import DynamoHandler
+def _get_sse(self: Any) -> dict[str, Any] | None:
+    """The table's SSESpecification, in the API's form."""
+    return self.__dict__.get("_doctable_sse")
 
-    Table = tm.Table
 
-    def get(self: Any) -> dict[str, Any] | None:
-        return self.__dict__.get("_doctable_sse")
+def _set_sse(self: Any, spec: dict[str, Any] | None) -> None:
+    """Store an SSESpecification (API or template form) in the API's form."""
+    self.__dict__["_doctable_sse"] = normalized_sse(spec, self.account_id, self.region_name)
 
-    def set_(self: Any, spec: dict[str, Any] | None) -> None:
-        self.__dict__["_doctable_sse"] = normalized_sse(spec, self.account_id, self.region_name)
 
-    # A property, so moto's constructor, a template and UpdateTable all store the API's form.
-    replace(Table, "sse_specification", property(get, set_))
-    replace(
-        Table,
-        "_get_default_encryption_key",
-        lambda self, account_id, region: _aws_managed_key(account_id, region),
-    )
+@PATCHES.on_install
+def _keep_sse_as_the_api() -> None:
+    """Table.sse_specification: the API's form of an SSESpecification, whatever form it was given in."""
+    from moto.dynamodb.models.table import Table
 
-    def update_table(self: Any) -> Any:
-        spec = self.body.get("SSESpecification")
-        if spec is not None:
-            table = self.dynamodb_backend.get_table(self.body["TableName"])
-            table.sse_specification = spec
-        return original_update(self)
+    # A property, so moto's constructor, a template and UpdateTable all store the API's form. moto's Table sets
+    # it as an instance attribute: the class has none for a Target to name.
+    replace(Table, "sse_specification", property(_get_sse, _set_sse))
 
-    original_update = replace(DynamoHandler, "update_table", update_table)
+
+@PATCHES.replace(Target(_TABLE, "Table._get_default_encryption_key", ("self", "account_id", "region")))
+def _get_default_encryption_key(self: Any, account_id: str, region: str) -> str:
+    """A table encrypted without a key names the AWS managed key (``alias/aws/dynamodb``), made on first use."""
+    return _aws_managed_key(account_id, region)
+
+
+@PATCHES.replace(Target("moto.dynamodb.responses", "DynamoHandler.update_table", ("self",)))
+def update_table(self: Any) -> Any:
+    """UpdateTable keeps an SSESpecification (moto dropped it), in the API's form."""
+    spec = self.body.get("SSESpecification")
+    if spec is not None:
+        table = self.dynamodb_backend.get_table(self.body["TableName"])
+        table.sse_specification = spec
+    return PATCHES.original(update_table)(self)
 
 
 def apply_template(table: Any, properties: dict[str, Any]) -> None:
@@ -140,23 +127,37 @@ def apply_template(table: Any, properties: dict[str, Any]) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ policies
-def _patch_policies() -> None:
-    from moto.dynamodb import models as dm
+@PATCHES.replace(Target(_MODELS, "DynamoDBBackend.delete_table", ("self", "name")))
+def delete_table(self: Any, name: str) -> Any:
+    """DeleteTable: the table's resource policy goes with it."""
+    table = PATCHES.original(delete_table)(self, name)
+    self.resource_policies.pop(getattr(table, "table_arn", ""), None)  # the policy goes with its table
+    return table
+
+
+@PATCHES.replace(
+    Target(
+        _MODELS, "DynamoDBBackend.delete_resource_policy", ("self", "resource_arn", "expected_revision_id")
+    )
+)
+def delete_resource_policy(self: Any, resource_arn: str, expected_revision_id: str | None) -> None:
+    """DeleteResourcePolicy of a table without one is PolicyNotFoundException, as on AWS."""
     from moto.dynamodb.exceptions import PolicyNotFoundException
 
-    Backend = dm.DynamoDBBackend
+    table_name = resource_arn.split("/")[-1]
+    if table_name in self.tables and resource_arn not in self.resource_policies:
+        raise PolicyNotFoundException(POLICY_NOT_FOUND.format(arn=resource_arn))
+    PATCHES.original(delete_resource_policy)(self, resource_arn, expected_revision_id)
 
-    def delete_table(self: Any, name: str) -> Any:
-        table = original_delete(self, name)
-        self.resource_policies.pop(getattr(table, "table_arn", ""), None)  # the policy goes with its table
-        return table
 
-    original_delete = replace(Backend, "delete_table", delete_table)
-
-    def delete_resource_policy(self: Any, resource_arn: str, expected_revision_id: str | None) -> None:
-        table_name = resource_arn.split("/")[-1]
-        if table_name in self.tables and resource_arn not in self.resource_policies:
-            raise PolicyNotFoundException(POLICY_NOT_FOUND.format(arn=resource_arn))
-        original_delete_policy(self, resource_arn, expected_revision_id)
-
-    original_delete_policy = replace(Backend, "delete_resource_policy", delete_resource_policy)
+# Every moto internal this module relies on: what it replaces, and what it reads or calls.
+MOTO_TARGETS = (
+    *PATCHES.targets,
+    Target(_MODELS, "DynamoDBBackend.put_resource_policy", ("self", "resource_arn", "policy_doc")),
+    Target("moto.dynamodb.exceptions", "PolicyNotFoundException"),
+    Target("moto.kms.models", "KmsBackend.describe_key", ("self", "key_id")),
+    Target("moto.kms.models", "KmsBackend.get_alias_name", ("alias_name",)),
+    Target("moto.kms.models", "KmsBackend.get_key_id_from_alias", ("self", "alias_name")),
+    Target("moto.kms.exceptions", "NotFoundException"),
+    Target("moto.kms.exceptions", "ValidationException"),
+)

@@ -10,49 +10,42 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from local.patching import Target, replace, tags_dict, truthy
+from local.patching import Patches, Target, tags_dict, truthy
 
 _MODELS = "moto.kms.models"
-MOTO_TARGETS = (
-    Target(_MODELS, "Key.create_from_cloudformation_json"),
-    Target(_MODELS, "kms_backends"),
-)
+PATCHES = Patches()
 
 
-def apply() -> None:
-    from moto.kms import models as km
-
-    def create_from_cloudformation_json(
-        cls: Any, resource_name: str, cloudformation_json: dict[str, Any], account_id: str, region_name: str,
-        **kw: Any,
-    ) -> Any:  # fmt: skip
-        properties = dict(cloudformation_json.get("Properties") or {})
-        tags = properties.pop("Tags", None)
-        key = original_create(
-            cls,
-            resource_name,
-            {**cloudformation_json, "Properties": properties},
-            account_id,
-            region_name,
-            **kw,
-        )
-        _apply(key, properties, tags, account_id, region_name)
-        return key
-
-    original_create = replace(
-        km.Key, "create_from_cloudformation_json", classmethod(create_from_cloudformation_json)
+@PATCHES.replace(Target(_MODELS, "Key.create_from_cloudformation_json"), wrap=classmethod)
+def create_from_cloudformation_json(
+    cls: Any, resource_name: str, cloudformation_json: dict[str, Any], account_id: str, region_name: str,
+    **kw: Any,
+) -> Any:  # fmt: skip
+    """A template's key is created with its Tags as KMS tags, its KeyPolicy as text, rotation a boolean."""
+    properties = dict(cloudformation_json.get("Properties") or {})
+    tags = properties.pop("Tags", None)
+    key = PATCHES.original(create_from_cloudformation_json)(
+        cls,
+        resource_name,
+        {**cloudformation_json, "Properties": properties},
+        account_id,
+        region_name,
+        **kw,
     )
+    _apply(key, properties, tags, account_id, region_name)
+    return key
 
-    def update_from_cloudformation_json(
-        cls: Any, original_resource: Any, new_resource_name: str, cloudformation_json: dict[str, Any],
-        account_id: str, region_name: str,
-    ) -> Any:  # fmt: skip
-        properties = cloudformation_json.get("Properties") or {}
-        original_resource.description = properties.get("Description", "")
-        _apply(original_resource, properties, properties.get("Tags"), account_id, region_name)
-        return original_resource
 
-    replace(km.Key, "update_from_cloudformation_json", classmethod(update_from_cloudformation_json))
+@PATCHES.replace(Target(_MODELS, "Key.update_from_cloudformation_json"), wrap=classmethod)
+def update_from_cloudformation_json(
+    cls: Any, original_resource: Any, new_resource_name: str, cloudformation_json: dict[str, Any],
+    account_id: str, region_name: str,
+) -> Any:  # fmt: skip
+    """An updated template's key changes its description, policy, rotation, enabled state and tags."""
+    properties = cloudformation_json.get("Properties") or {}
+    original_resource.description = properties.get("Description", "")
+    _apply(original_resource, properties, properties.get("Tags"), account_id, region_name)
+    return original_resource
 
 
 def _apply(key: Any, properties: dict[str, Any], tags: Any, account_id: str, region: str) -> None:
@@ -65,3 +58,10 @@ def _apply(key: Any, properties: dict[str, Any], tags: Any, account_id: str, reg
     key.enabled = truthy(properties.get("Enabled", True))
     if tags:
         kms_backends[account_id][region].tag_resource(key.id, tags_dict(tags))
+
+
+# Every moto internal this module relies on: what it replaces, and what it reads or calls.
+MOTO_TARGETS = (
+    *PATCHES.targets,
+    Target(_MODELS, "kms_backends"),
+)

@@ -29,7 +29,12 @@ _PRECONDITION_MESSAGE = "At least one of the pre-conditions you specified did no
 
 @PATCHES.replace(Target(_MODELS, "FakeBucket.create_from_cloudformation_json"), wrap=classmethod)
 def create_from_cloudformation_json(
-    cls: Any, resource_name: str, cloudformation_json: dict[str, Any], account_id: str, region_name: str, **kw: Any
+    cls: Any,
+    resource_name: str,
+    cloudformation_json: dict[str, Any],
+    account_id: str,
+    region_name: str,
+    **kw: Any,
 ) -> Any:
     """A template's bucket keeps its public access block, versioning and ownership controls."""
     from moto.s3 import models as sm

@@ -18,6 +18,7 @@ from moto import mock_aws
 
 from contract.knobs import KNOB_DEFAULTS
 from doctable.aws import Aws
+from local import patching
 from local.services import dynamodb_options
 from tests.support.ops import REGION
 
@@ -142,6 +143,6 @@ def ops_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def moto_env(ops_env: None) -> Iterator[Aws]:
     """GIVEN ``ops_env`` with moto in-process; the commands' Aws session."""
     # The table options moto lacks (contributor insights, table class, on-demand maximum), as the local AWS has them.
-    dynamodb_options.apply()
+    patching.install(dynamodb_options.PATCHES)
     with mock_aws():
         yield Aws.connect()

@@ -12,7 +12,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from local import state
+from local import patching, state
 from local.auth import policy, table_access
 from local.auth.requests import Check
 from local.services import dynamodb_security
@@ -20,15 +20,11 @@ from local.services import dynamodb_security
 pytestmark = pytest.mark.unit
 
 REGION = state.REGION
-_patched = False
 
 
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any]]:
-    global _patched
-    if not _patched:
-        dynamodb_security.apply()
-        _patched = True
+    patching.install(dynamodb_security.PATCHES)  # once: a second install is a no-op
     for name, value in (("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "x")):
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
@@ -201,7 +197,7 @@ def test_a_templates_kms_key_keeps_its_tags_policy_and_rotation(aws: tuple[Any, 
 
     from local.services import kms as local_kms
 
-    local_kms.apply()
+    patching.install(local_kms.PATCHES)
     _, kms = aws
     properties = {
         "KeyPolicy": {"Version": "2012-10-17", "Statement": []},

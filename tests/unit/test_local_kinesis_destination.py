@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,21 +29,13 @@ REGION = state.REGION
 def isolated_services() -> Iterator[None]:
     """The local AWS's adaptations of moto for the block, undone after it: the later tests of the session (ops
     tests on plain in-process moto) see moto as it was. local/patching.py journals every replacement."""
-    modules = [
-        m
-        for name, m in list(sys.modules.items())
-        if name == "local.services" or name.startswith("local.services.")
-    ]
     point = patching.checkpoint()
-    saved = {m: m._applied for m in modules if hasattr(m, "_applied")}
     handlers = list(dynamodb.TEMPLATE_HANDLERS)
     try:
         services.apply()
         yield
     finally:
         patching.rollback(point)
-        for module, applied in saved.items():
-            module._applied = applied  # type: ignore[attr-defined]
         dynamodb.TEMPLATE_HANDLERS[:] = handlers
 
 
