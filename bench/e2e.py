@@ -40,7 +40,7 @@ from typing import Any
 from bench.common import BENCH_DIR
 from contract import toolchain
 from local.api import LocalError
-from local.esm import CADENCE_AWS, CADENCE_ENV
+from local.pollers.streams import CADENCE_AWS, CADENCE_ENV
 from tests.support import localaws as lt
 
 KNOBS = {"stream": "new-and-old", "env": "dev", "table_base": "bench"}

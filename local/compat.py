@@ -11,18 +11,10 @@ import inspect
 from collections.abc import Iterable
 from importlib import metadata
 
-from local import esm, esm_kinesis, metrics, runner, seed, services, ttl
 from local.errors import LocalError
 from local.patching import Target
 
 PINNED_MOTO = "5.2.5"
-# Every module that patches or reads moto's internals declares them (MOTO_TARGETS); the server adds its own.
-_DECLARING = (services, esm, esm_kinesis, runner, seed, ttl, metrics)
-
-
-def declared() -> tuple[Target, ...]:
-    """Every moto internal the modules of local/ declare they patch or read."""
-    return tuple(target for module in _DECLARING for target in module.MOTO_TARGETS)
 
 
 class CompatError(LocalError, RuntimeError):
@@ -36,8 +28,9 @@ def _resolve(module_name: str, path: str) -> object:
     return obj
 
 
-def check(extra: Iterable[Target] = ()) -> None:
-    """Raise CompatError naming every difference: the version, then each declared or ``extra`` target changed."""
+def check(targets: Iterable[Target]) -> None:
+    """Raise CompatError naming every difference: the version, then each of ``targets`` that changed (the server
+    passes every target local/ declares: local.services.declared())."""
     problems: list[str] = []
     try:
         installed = metadata.version("moto")
@@ -48,7 +41,7 @@ def check(extra: Iterable[Target] = ()) -> None:
             f"moto {installed} is installed but local/ is written against moto {PINNED_MOTO} exactly "
             f"(pip install 'moto[server]=={PINNED_MOTO}', or re-check local/services/ and bump PINNED_MOTO)"
         )
-    for module_name, path, params in ((t.module, t.path, t.params) for t in (*declared(), *extra)):
+    for module_name, path, params in ((t.module, t.path, t.params) for t in targets):
         target = f"{module_name}.{path}"
         try:
             obj = _resolve(module_name, path)

@@ -26,7 +26,7 @@ SEEDED_REGIONS = (
     "ap-northeast-1",
 )
 # The attribute of moto's table model where the local AWS keeps the table's Kinesis streaming destinations
-# (services/dynamodb_kinesis.py writes them, auth/table_access.py reads them).
+# (services/dynamodb/kinesis_destination.py writes them, auth/table_access.py reads them).
 KINESIS_DESTINATIONS_ATTR = "doctable_kinesis"
 # The admin deployer's key (an IAM user the server creates at start, with AdministratorAccess).
 ACCESS_KEY_ID = "AKIALOCALDEPLOYER000"
@@ -69,7 +69,7 @@ def endpoint_url(port: int, scheme: str = "https") -> str:
 
 
 def ca_bundle(directory: Path | None = None) -> Path:
-    """The CA certificate a client of the server of ``directory`` trusts (local/tls.py writes it at start)."""
+    """The CA certificate a client of the server of ``directory`` trusts (local/server/tls.py writes it at start)."""
     return (directory or state_dir()).resolve() / "tls" / "ca.pem"
 
 

@@ -17,7 +17,7 @@ import uuid
 from typing import Any
 from xml.sax.saxutils import escape
 
-from local import state
+from local import incidents, state
 from local.auth import policy, principals, requests, table_access
 
 log = logging.getLogger("doctable.local.auth")
@@ -52,7 +52,7 @@ class AuthMiddleware:
         try:
             outcome = self._decide(environ, start_response, parsed, body)
         except Exception as exc:  # noqa: BLE001 - whatever the check raised, the request is not let through
-            log.exception("permission check failed: %s %s", parsed.service, parsed.operation)
+            incidents.record(f"auth.check.{parsed.service}:{parsed.operation}", exc)
             return _internal_failure(start_response, parsed, exc)
         return self.app(environ, start_response) if outcome is ALLOW else outcome
 

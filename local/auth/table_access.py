@@ -91,7 +91,7 @@ def key_checks(checks: list[Check]) -> list[Check]:
 
 
 def listed(table: Any) -> list[dict[str, Any]]:
-    """The Kinesis streaming destinations the local AWS keeps on a table (services/dynamodb_kinesis.py)."""
+    """The Kinesis streaming destinations the local AWS keeps on a table (services/dynamodb/kinesis_destination.py)."""
     return list(getattr(table, state.KINESIS_DESTINATIONS_ATTR, None) or [])
 
 

@@ -21,7 +21,11 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         rule="A table keeps its table class (STANDARD by default) and DescribeTable reports it in TableClassSummary.",
         source=DDB_GUIDE + "HowItWorks.TableClasses.html",
         test="tests/integration/test_table_options.py::test_every_table_option_deployed_changed_on_day_2_and_refused_as_aws_refuses",
-        targets=(f"{_TABLE}:Table.describe",),
+        targets=(
+            f"{_TABLE}:Table.describe",
+            "moto.dynamodb.responses:DynamoHandler.create_table",
+            "moto.dynamodb.responses:DynamoHandler.update_table",
+        ),
         differs=(
             "dynamodb.*|+member|*TableClassSummary.TableClass",
             "dynamodb.*|value|*TableClassSummary.TableClass=STANDARD",
@@ -74,6 +78,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         rule="PITR keeps its recovery period (1 to 35 days, 35 when not given); a period outside is refused.",
         source=DDB_GUIDE + "PointInTimeRecovery_Howitworks.html",
         test="tests/integration/test_table_options.py::test_every_table_option_deployed_changed_on_day_2_and_refused_as_aws_refuses",
+        targets=("moto.dynamodb.models:DynamoDBBackend.update_continuous_backups",),
         errors=(("dynamodb:UpdateContinuousBackups", "ValidationException"),),
     ),
     Behaviour(
@@ -91,6 +96,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         "in SSEDescription, the AWS owned key by none, and an unknown key is refused.",
         source=DDB_GUIDE + "EncryptionAtRest.html",
         test="tests/unit/test_local_dynamodb_security.py::test_an_unknown_key_is_refused",
+        targets=("moto.dynamodb.models.table:Table._get_default_encryption_key",),
         errors=(
             ("dynamodb:CreateTable", "ValidationException"),
             ("dynamodb:UpdateTable", "ValidationException"),
@@ -104,6 +110,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         source=DDB_GUIDE + "access-control-resource-based.html",
         test="tests/unit/test_local_dynamodb_security.py::"
         "test_delete_resource_policy_without_one_is_policy_not_found_and_a_deleted_table_drops_it",
+        targets=("moto.dynamodb.models:DynamoDBBackend.delete_resource_policy",),
         errors=(("dynamodb:DeleteResourcePolicy", "PolicyNotFoundException"),),
         actions=("dynamodb:GetResourcePolicy", "dynamodb:PutResourcePolicy", "dynamodb:DeleteResourcePolicy"),
     ),
@@ -115,6 +122,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         source=DDB_GUIDE + "kds.html",
         test="tests/unit/test_local_kinesis_destination.py::"
         "test_refusals_missing_table_missing_stream_second_destination_and_wrong_states",
+        targets=("moto.dynamodb.models.table:Table.delete_item",),
         errors=(
             ("dynamodb:EnableKinesisStreamingDestination", "ResourceNotFoundException"),
             ("dynamodb:EnableKinesisStreamingDestination", "ValidationException"),
@@ -129,6 +137,14 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         source=DDB_GUIDE + "Streams.html",
         test="tests/unit/test_local_kinesis_destination.py::"
         "test_an_upsert_is_one_insert_in_both_the_dynamodb_stream_and_the_kinesis_stream",
+        targets=(
+            "moto.dynamodb.models.table:StreamShard.add",
+            "moto.dynamodb.models:DynamoDBBackend.put_item",
+            "moto.dynamodb.models:DynamoDBBackend.delete_item",
+            "moto.dynamodb.models:DynamoDBBackend.update_item",
+            "moto.dynamodbstreams.models:DynamoDBStreamsBackend.get_shard_iterator",
+            "moto.dynamodbstreams.models:DynamoDBStreamsBackend.get_records",
+        ),
         unchecked="a race: plain moto answers each single request the same; only concurrent writes show it, which "
         "the scenarios do not compare",
     ),
@@ -140,6 +156,10 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         source=DDB_GUIDE + "transaction-apis.html",
         test="tests/unit/test_local_kinesis_destination.py::"
         "test_batch_writes_and_committed_transactions_are_forwarded_cancelled_ones_not",
+        targets=(
+            "moto.dynamodb.models:copy",
+            "moto.dynamodb.models:DynamoDBBackend.transact_write_items",
+        ),
         errors=(("dynamodb:TransactWriteItems", "TransactionCanceledException"),),
     ),
     # ---- DynamoDB: secondary indexes ----
@@ -150,7 +170,15 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         "Query and Scan on it are refused meanwhile.",
         source=DDB_GUIDE + "GSI.OnlineOps.html",
         test="tests/unit/test_local_indexes.py::test_a_gsi_added_to_a_live_table_backfills_then_answers_for_every_item",
-        targets=(f"{_DDB}:DynamoDBBackend.update_table",),
+        targets=(
+            f"{_DDB}:DynamoDBBackend.update_table",
+            "moto.dynamodb.models:DynamoDBBackend.update_table_global_indexes",
+            "moto.dynamodb.models:DynamoDBBackend.delete_table",
+            "moto.dynamodb.models.table:Table.query",
+            "moto.dynamodb.models.table:GlobalSecondaryIndex.describe",
+            "moto.dynamodb.responses:DynamoHandler.query",
+            "moto.dynamodb.responses:DynamoHandler.scan",
+        ),
         differs=(
             "dynamodb.add-index|+member|TableDescription.GlobalSecondaryIndexes[].Backfilling",
             "dynamodb.add-index|value|TableDescription.GlobalSecondaryIndexes[].Backfilling=True",
@@ -187,6 +215,12 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         "index that exists or does not) are ValidationExceptions with its messages.",
         source=DDB_GUIDE + "ServiceQuotas.html#limits-secondary-indexes",
         test="tests/unit/test_local_indexes.py::test_update_table_refusals",
+        targets=(
+            "moto.dynamodb.models.table:Table.put_item",
+            "moto.dynamodb.models.table:GlobalSecondaryIndex.create",
+            "moto.dynamodb.responses:DynamoHandler._validate_table_creation",
+            "moto.dynamodb.responses:validate_put_has_gsi_keys_set_to_none",
+        ),
         differs=("dynamodb.add-index-twice|error|500->ValidationException",),
         errors=(
             ("dynamodb:UpdateTable", "ValidationException"),
@@ -200,6 +234,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         "for them.",
         source=DDB_GUIDE + "LSI.html#LSI.Projections",
         test="tests/unit/test_local_indexes.py::test_a_local_index_fetches_what_it_does_not_project",
+        targets=("moto.dynamodb.models.table:LocalSecondaryIndex.project",),
         unchecked="the scenarios use no LSI (the stacks declare none by default); plain moto's answer is a subset",
     ),
     # ---- DynamoDB: deletion and global tables ----

@@ -27,6 +27,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         targets=(
             "moto.s3.responses:S3Response.delete_object",
             "moto.s3.responses:S3Response._bucket_response_delete_keys",
+            "moto.s3.models:S3Backend.put_object",
         ),
         errors=(("s3:DeleteObject", "PreconditionFailed"), ("s3:DeleteObject", "NoSuchKey")),
     ),
@@ -45,7 +46,10 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         rule="AWS::S3::Bucket applies PublicAccessBlockConfiguration, VersioningConfiguration and OwnershipControls.",
         source=CFN_TEMPLATES + "aws-resource-s3-bucket.html",
         test="tests/integration/test_local_stack.py::test_full_stack_configuration",
-        targets=("moto.s3.models:FakeBucket.create_from_cloudformation_json",),
+        targets=(
+            "moto.s3.models:FakeBucket.create_from_cloudformation_json",
+            "moto.s3.models:FakeBucket.update_from_cloudformation_json",
+        ),
         replaces=(("AWS::S3::Bucket", "BucketName"),),
     ),
     # ---- Lambda ----
@@ -56,6 +60,12 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         "it, and sends what exhausts its retries to the on-failure destination.",
         source=LAMBDA_GUIDE + "services-dynamodb-errors.html",
         test="tests/unit/test_local_kinesis_mapping.py::test_exhausted_retries_write_kinesis_batch_info_to_the_s3_destination",
+        targets=(
+            "moto.awslambda.models:EventSourceMapping.__init__",
+            "moto.awslambda.models:EventSourceMapping.get_configuration",
+            "moto.awslambda.models:EventSourceMapping.update_from_cloudformation_json",
+            "moto.awslambda.models:LambdaBackend.delete_event_source_mapping",
+        ),
         unchecked="plain moto delivers through Docker, which the machine lacks: the side-by-side scenarios exclude "
         "Lambda delivery",
     ),
@@ -65,6 +75,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         rule="A mapping on a DynamoDB or Kinesis stream needs StartingPosition (InvalidParameterValueException).",
         source=LAMBDA_GUIDE + "API_CreateEventSourceMapping.html",
         test="tests/unit/test_local_kinesis_mapping.py::test_creating_a_mapping_needs_the_kinesis_reads_and_a_starting_position",
+        targets=("moto.awslambda.models:LambdaBackend.create_event_source_mapping",),
         errors=(("lambda:CreateEventSourceMapping", "InvalidParameterValueException"),),
         replaces=(
             ("AWS::Lambda::EventSourceMapping", "EventSourceArn"),
@@ -78,6 +89,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         "before the function is invoked.",
         source=LAMBDA_GUIDE + "invocation-eventfiltering.html",
         test="tests/unit/test_local_filtering.py::test_invalid_patterns_are_refused_with_lambdas_message",
+        targets=("moto.awslambda.models:LambdaBackend.update_event_source_mapping",),
         errors=(("lambda:CreateEventSourceMapping", "InvalidParameterValueException"),),
     ),
     Behaviour(
@@ -108,17 +120,33 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         "points to cannot be deleted.",
         source=LAMBDA_GUIDE + "snapstart.html",
         test="tests/unit/test_local_snapstart.py::test_a_version_an_alias_points_to_cannot_be_deleted_and_numbers_are_never_reused",
+        targets=(
+            "moto.awslambda.models:LambdaBackend.delete_function",
+            "moto.awslambda.models:LambdaStorage.publish_version",
+            "moto.awslambda.models:LambdaVersion.create_from_cloudformation_json",
+            "moto.awslambda.models:LambdaVersion.update_from_cloudformation_json",
+            "moto.awslambda.models:LambdaVersion.has_cfn_attr",
+        ),
         errors=(("lambda:DeleteFunction", "ResourceConflictException"),),
         replaces=(("AWS::Lambda::Version", "CodeSha256"), ("AWS::Lambda::Alias", "Name")),
     ),
     Behaviour(
         id="lambda.runs-without-docker",
         service="lambda",
-        rule="Invoke runs the function's deployed code with its configuration and answers as Lambda (a function "
+        rule="Invoke runs the function's deployed code with the configuration its template or API call gave it "
+        "(layers, including the public Powertools layer, logging, SnapStart...) and answers as Lambda (a function "
         "error in X-Amz-Function-Error; InvocationType Event is 202).",
         source="https://docs.aws.amazon.com/lambda/latest/api/API_Invoke.html",
         test="tests/integration/test_local_aws.py::test_errors_timeouts_and_crashes_are_function_errors",
-        targets=("moto.awslambda.models:LambdaFunction.invoke",),
+        targets=(
+            "moto.awslambda.models:LambdaFunction.invoke",
+            "moto.awslambda.models:LambdaFunction.__init__",
+            "moto.awslambda.models:LambdaFunction.get_configuration",
+            "moto.awslambda.models:LambdaFunction.update_configuration",
+            "moto.awslambda.models:LambdaFunction.create_from_cloudformation_json",
+            "moto.awslambda.models:LambdaFunction.update_from_cloudformation_json",
+            "moto.awslambda.models:LambdaBackend.layers_versions_by_arn",
+        ),
         unchecked="plain moto invokes through Docker, which the machine lacks",
     ),
     # ---- CloudFormation ----
@@ -152,7 +180,15 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         source=CFN_GUIDE + "using-cfn-updating-stacks-update-behaviors.html",
         test="tests/integration/test_cfn_updates.py::"
         "test_a_failed_update_deletes_what_it_created_and_restores_what_it_changed",
-        targets=("moto.cloudformation.parsing:ResourceMap.update",),
+        targets=(
+            "moto.cloudformation.parsing:ResourceMap.update",
+            "moto.cloudformation.parsing:parse_and_update_resource",
+            "moto.cloudformation.models:CloudFormationBackend._resolve_update_parameters",
+            "moto.cloudformation.models:CloudFormationBackend.delete_stack",
+            "moto.cloudformation.models:Stack.update",
+            "moto.cloudformation.models:Stack.create_resources",
+            "moto.cloudformation.models:Stack.stack_resources",
+        ),
         replaces=(("AWS::Logs::LogGroup", "LogGroupName"), ("AWS::SNS::Topic", "TopicName")),
     ),
     Behaviour(
@@ -174,6 +210,16 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         "of the same name.",
         source=CFN_GUIDE + "using-cfn-updating-stacks-changesets.html",
         test="tests/integration/test_cfn_updates.py::test_change_sets_belong_to_a_stack_id",
+        targets=(
+            "moto.cloudformation.models:CloudFormationBackend.describe_change_set",
+            "moto.cloudformation.models:CloudFormationBackend.delete_change_set",
+            "moto.cloudformation.models:CloudFormationBackend.execute_change_set",
+            "moto.cloudformation.models:CloudFormationBackend.list_change_sets",
+            "moto.cloudformation.responses:CloudFormationResponse.describe_change_set",
+            "moto.cloudformation.responses:CloudFormationResponse.delete_change_set",
+            "moto.cloudformation.responses:CloudFormationResponse.execute_change_set",
+            "moto.cloudformation.responses:CloudFormationResponse.list_change_sets",
+        ),
         errors=(("cloudformation:DescribeChangeSet", "ChangeSetNotFound"),),
     ),
     Behaviour(
@@ -182,6 +228,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         rule="An IMPORT change set adopts existing resources that have a DeletionPolicy and match the template.",
         source=CFN_GUIDE + "resource-import.html",
         test="tests/unit/test_local_cfn_import.py::test_an_import_without_a_deletion_policy_is_refused",
+        targets=("moto.cloudformation.responses:CloudFormationResponse.create_change_set",),
         errors=(("cloudformation:CreateChangeSet", "ValidationError"),),
     ),
     Behaviour(
@@ -197,11 +244,82 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         id="cloudformation.kinesis-stream",
         service="kinesis",
         rule="AWS::Kinesis::Stream keeps its mode, encryption, retention and tags, updates them in place and is "
-        "replaced when its Name changes.",
+        "replaced when its Name changes; resharding leaves a parent's records in the parent.",
         source=CFN_TEMPLATES + "aws-resource-kinesis-stream.html",
         test="tests/unit/test_local_kinesis_destination.py::"
         "test_template_stream_and_table_destination_created_updated_and_deleted",
+        targets=(
+            "moto.kinesis.models:Stream.put_record",
+            "moto.kinesis.models:Stream.get_shard_for_key",
+            "moto.kinesis.models:Stream.split_shard",
+            "moto.kinesis.models:Stream.merge_shards",
+            "moto.kinesis.models:Stream.to_json",
+            "moto.kinesis.models:Stream.to_json_summary",
+            "moto.kinesis.models:Stream.create_from_cloudformation_json",
+            "moto.kinesis.models:Stream.update_from_cloudformation_json",
+        ),
         replaces=(("AWS::Kinesis::Stream", "Name"),),
+    ),
+    Behaviour(
+        id="cloudformation.table-in-place-updates",
+        service="cloudformation",
+        rule="A template's table is updated in place (indexes, stream, TTL, PITR, throughput, options, tags) unless "
+        "its name, key schema, LSIs or import source change, which replace it.",
+        source=CFN_TEMPLATES + "aws-resource-dynamodb-table.html",
+        test="tests/unit/test_local_indexes.py::test_stack_update_changes_gsi_throughput_in_place",
+        targets=(
+            "moto.dynamodb.models.table:Table.create_from_cloudformation_json",
+            "moto.dynamodb.models.table:Table.update_from_cloudformation_json",
+        ),
+        replaces=(
+            ("AWS::DynamoDB::Table", "TableName"),
+            ("AWS::DynamoDB::Table", "KeySchema"),
+            ("AWS::DynamoDB::Table", "ImportSourceSpecification"),
+        ),
+    ),
+    Behaviour(
+        id="cloudformation.iam-roles",
+        service="iam",
+        rule="A template's role attaches its ManagedPolicyArns (AWS managed policies included), updates its policies "
+        "in place, and is replaced when its RoleName or Path changes; a managed policy updates to a new version.",
+        source=CFN_TEMPLATES + "aws-resource-iam-role.html",
+        test="tests/unit/test_local_templates.py::test_a_templates_role_attaches_its_managed_policies_and_updates_them",
+        targets=(
+            "moto.iam.models:IAMBackend.attach_role_policy",
+            "moto.iam.models:Role.create_from_cloudformation_json",
+            "moto.iam.models:Role.update_from_cloudformation_json",
+            "moto.iam.models:Role.delete_from_cloudformation_json",
+            "moto.iam.models:ManagedPolicy.update_from_cloudformation_json",
+        ),
+        replaces=(("AWS::IAM::Role", "RoleName"), ("AWS::IAM::Role", "Path")),
+    ),
+    Behaviour(
+        id="cloudformation.kms-key",
+        service="kms",
+        rule="A template's key keeps its tags (Key/Value), its key policy (read back as JSON text) and rotation, "
+        "and updates them in place.",
+        source=CFN_TEMPLATES + "aws-resource-kms-key.html",
+        test="tests/unit/test_local_dynamodb_security.py::test_a_templates_kms_key_keeps_its_tags_policy_and_rotation",
+        targets=(
+            "moto.kms.models:Key.create_from_cloudformation_json",
+            "moto.kms.models:Key.update_from_cloudformation_json",
+        ),
+        unchecked="the schema lists no create-only property of a key and the side-by-side scenarios deploy no key "
+        "template (plain moto fails a template's Key/Value tags outright)",
+    ),
+    Behaviour(
+        id="cloudformation.log-group",
+        service="logs",
+        rule="A template's log group keeps RetentionInDays, adopts a group the function created first, answers "
+        "GetAtt Arn ending in :*, and is replaced when its LogGroupName changes.",
+        source=CFN_TEMPLATES + "aws-resource-logs-loggroup.html",
+        test="tests/unit/test_local_templates.py::test_a_templates_log_group_keeps_its_retention_and_its_arn_form",
+        targets=(
+            "moto.logs.models:LogGroup.create_from_cloudformation_json",
+            "moto.logs.models:LogGroup.update_from_cloudformation_json",
+            "moto.logs.models:LogGroup.get_cfn_attribute",
+        ),
+        replaces=(("AWS::Logs::LogGroup", "LogGroupName"),),
     ),
     # ---- IAM evaluation ----
     Behaviour(

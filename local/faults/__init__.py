@@ -2,8 +2,8 @@
 
 Nothing is injected until a spec is posted; ``DELETE`` switches everything off again. ``spec`` validates a
 posted spec and holds the server's rules and counters; ``middleware`` is the WSGI middleware (installed by
-local/server.py) serving the control endpoint and intercepting S3 DeleteObjects; ``hooks`` are called by
-local/runner.py and local/esm.py; ``client`` (``FaultClient``) uses only the standard library.
+local/server/__init__.py) serving the control endpoint and intercepting S3 DeleteObjects; ``hooks`` are called by
+local/runtime/runner.py and local/pollers/streams.py; ``client`` (``FaultClient``) uses only the standard library.
 
 Control endpoint, on the local AWS itself::
 

@@ -1,51 +1,60 @@
-"""The adaptations of moto 5.2.5, one module per service patched: each keeps its replacements in PATCHES (local/patching.py)
-and declares every moto internal it relies on in MOTO_TARGETS."""
+"""The adaptations of moto 5.2.5, one package or module per AWS service: each module keeps its replacements of
+moto's internals in PATCHES (local/patching.py) and declares every moto internal it relies on in MOTO_TARGETS.
+
+They are listed here by name and loaded when the server installs them (``apply``), in this order: a later module's
+replacement of an attribute wraps an earlier one's. Every module of local/ that declares MOTO_TARGETS is in
+``DECLARING`` (the services, the pollers, the Lambda runtime), for the start-up check (local/compat.py).
+"""
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
+
 from local.patching import Target, install
-from local.services import (
-    awslambda,
-    cfn_global_table,
-    cfn_models,
-    cloudformation,
-    dynamodb,
-    dynamodb_indexes,
-    dynamodb_kinesis,
-    dynamodb_options,
-    dynamodb_replica_api,
-    dynamodb_replicas,
-    dynamodb_security,
-    iam,
-    kinesis,
-    kms,
-    logs,
-    mappings,
-    s3,
+
+# The service modules whose PATCHES the server installs, in order.
+PATCHING = (
+    "local.services.awslambda.functions",
+    "local.services.awslambda.mappings",
+    "local.services.dynamodb.tables",
+    "local.services.dynamodb.options",
+    "local.services.dynamodb.indexes",
+    "local.services.dynamodb.security",
+    "local.services.dynamodb.kinesis_destination",
+    "local.services.dynamodb.replication",
+    "local.services.dynamodb.replicas",
+    "local.services.kinesis",
+    "local.services.cloudformation.stacks",
+    "local.services.iam",
+    "local.services.kms",
+    "local.services.logs",
+    "local.services.s3",
+    "local.services.cloudformation.models",
+    "local.services.cloudformation.global_table",
+)
+# Every module of local/ that reads or patches moto's internals (MOTO_TARGETS), beyond those above.
+READING = (
+    "local.services.cloudformation.updates",  # installed by stacks
+    "local.services.cloudformation.imports",
+    "local.services.seed",
+    "local.services.dynamodb.ttl",
+    "local.pollers.streams",
+    "local.pollers.kinesis",
+    "local.runtime.runner",
+    "local.runtime.metrics",
 )
 
-_MODULES = (
-    awslambda,
-    mappings,
-    dynamodb,
-    dynamodb_options,
-    dynamodb_indexes,
-    dynamodb_security,
-    dynamodb_kinesis,
-    dynamodb_replicas,
-    dynamodb_replica_api,
-    kinesis,
-    cloudformation,
-    iam,
-    kms,
-    logs,
-    s3,
-    cfn_models,
-    cfn_global_table,
-)
-MOTO_TARGETS: tuple[Target, ...] = tuple(t for module in _MODULES for t in module.MOTO_TARGETS)
+
+def modules(names: tuple[str, ...] = PATCHING) -> tuple[ModuleType, ...]:
+    return tuple(importlib.import_module(name) for name in names)
 
 
 def apply() -> None:
-    """Install every module's replacements of moto, in the order above (a second call changes nothing)."""
-    install(*(module.PATCHES for module in _MODULES))
+    """Install every service module's replacements of moto, in order (a second call changes nothing)."""
+    install(*(module.PATCHES for module in modules()))
+
+
+def declared() -> tuple[Target, ...]:
+    """Every moto internal the modules of local/ declare they patch or read."""
+    return tuple(target for module in modules(PATCHING + READING) for target in module.MOTO_TARGETS)

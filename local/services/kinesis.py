@@ -1,4 +1,4 @@
-"""Kinesis Data Streams: AWS::Kinesis::Stream as CloudFormation creates it, and records read by local/esm.py.
+"""Kinesis Data Streams: AWS::Kinesis::Stream as CloudFormation creates it, and records read by local/pollers/streams.py.
 
 moto's stream model drops StreamModeDetails, StreamEncryption and the ``Name`` in templates (and replaces a
 stream when a template names a ``BucketName``); here a template's stream is created with its mode (ON_DEMAND:
@@ -6,7 +6,7 @@ moto's four shards), its encryption (``KMS`` with the key as given, reported by 
 DescribeStreamSummary), its retention period and tags, updated in place (mode, encryption, retention, shard
 count, tags) or replaced when its name changes. Resharding leaves a parent's records in the parent and writes to
 the open children only. A record put into a stream wakes the event-source mapping
-pollers; moto's own delivery to Lambda (from inside PutRecord) is switched off in local/services/mappings.py.
+pollers; moto's own delivery to Lambda (from inside PutRecord) is switched off in local/services/awslambda/mappings.py.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ ON_DEMAND_SHARDS = 4  # moto's fixed count; AWS starts an on-demand stream with 
 @PATCHES.replace(Target(_MODELS, "Stream.put_record", ("self", "partition_key", "explicit_hash_key", "data")))
 def put_record(self: Any, partition_key: str, explicit_hash_key: Any, data: str) -> tuple[str, str]:
     """A record put into a stream wakes the event-source mapping pollers (moto's own delivery is off)."""
-    self.lambda_event_source_mappings.clear()  # moto's delivery: local/esm.py's pollers deliver instead
+    self.lambda_event_source_mappings.clear()  # moto's delivery: local/pollers/streams.py's pollers deliver instead
     result = PATCHES.original(put_record)(self, partition_key, explicit_hash_key, data)
-    from local.esm import get_manager
+    from local.pollers.streams import get_manager
 
     with contextlib.suppress(RuntimeError):  # no mapping manager: moto used without the server
         get_manager().wake()

@@ -2,7 +2,7 @@
 references: each claimed error code against botocore's model of the operation, each action and condition key
 against IAM's Service Authorization Reference, each replacement against CloudFormation's resource schemas (as
 cfn-lint ships them); and the same references over the rest of the local AWS's own tables (the replacements of
-local/services/cfn_update.py, the IAM evaluator's action names) and over every policy the project writes
+local/services/cloudformation/updates.py, the IAM evaluator's action names) and over every policy the project writes
 (`doctable policy` for each role, the stack's own IAM statements)."""
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from cfnlint.schema.manager import PROVIDER_SCHEMA_MANAGER
 from contract import iam
 from contract.iam_target import Target
 from contract.knobs import resolve_config
-from local import compat
+from local import server
 from local.auth import requests as iam_requests
 from local.behaviours import BEHAVIOURS, Behaviour
-from local.services.cfn_update import REPLACING
+from local.services.cloudformation.updates import REPLACING
 from tests.conformance import models, sar
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,7 +51,7 @@ def _test_functions(path: str) -> set[str]:
 def test_every_behaviour_is_registered_once_with_a_source_a_test_and_a_reference_or_why_none() -> None:
     ids = [b.id for b in BEHAVIOURS]
     assert len(ids) == len(set(ids))
-    declared = {f"{t.module}:{t.path}" for t in compat.declared()}
+    declared = {f"{t.module}:{t.path}" for t in server.declared()}
     for b in BEHAVIOURS:
         assert b.source.startswith("https://docs.aws.amazon.com/"), b.id
         path, _, function = b.test.partition("::")
@@ -59,6 +59,18 @@ def test_every_behaviour_is_registered_once_with_a_source_a_test_and_a_reference
         assert set(b.targets) <= declared, f"{b.id}: a target no module of local/ declares"
         # a behaviour is checked by a reference, or says why none can check it (never both, never neither)
         assert bool(b.references) != bool(b.unchecked), b.id
+
+
+def test_every_replacement_of_a_moto_internal_belongs_to_a_registered_behaviour() -> None:
+    # GIVEN every moto internal a module of local/ replaces (its PATCHES)
+    from local import services
+
+    patching = [m for m in services.modules(services.PATCHING + services.READING) if hasattr(m, "PATCHES")]
+    replaced = {f"{t.module}:{t.path}" for module in patching for t in module.PATCHES.targets}
+    assert len(replaced) >= 90
+    # THEN each is a target of a behaviour of the registry, which says AWS's rule, its source and its test
+    claimed = {t for b in BEHAVIOURS for t in b.targets}
+    assert sorted(replaced - claimed) == []
 
 
 def test_at_least_four_in_five_behaviours_are_checked_by_an_independent_reference() -> None:

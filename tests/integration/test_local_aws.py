@@ -98,7 +98,9 @@ def test_up_is_idempotent_and_env_points_at_it(local_aws: lt.LocalAWS) -> None:
 
 
 def test_compat_check_names_what_changed(monkeypatch: pytest.MonkeyPatch) -> None:
-    compat.check()
+    from local import server
+
+    compat.check(server.declared())
     monkeypatch.setattr(compat, "PINNED_MOTO", "0.0.1")
     with pytest.raises(compat.CompatError) as excinfo:
         compat.check([Target("moto.awslambda.models", "LambdaFunction.gone")])

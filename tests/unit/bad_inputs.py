@@ -1316,14 +1316,14 @@ for _body, _label, _dry, _id in (
 
 
 # ------------------------------------------------------------------------- the local AWS's filter patterns
-LOCAL_FILTERS = "Local AWS: event-source mapping FilterCriteria (`local.filtering`, as Create/UpdateEventSourceMapping check them)"
+LOCAL_FILTERS = "Local AWS: event-source mapping FilterCriteria (`local.pollers.filtering`, as Create/UpdateEventSourceMapping check them)"
 REFUSED_MAPPING = (
     "the API call fails with InvalidParameterValueException; the mapping is not created or not changed"
 )
 
 
 def filter_criteria(patterns: list[str]) -> str:
-    from local.filtering import FilterError, parse_criteria
+    from local.pollers.filtering import FilterError, parse_criteria
 
     try:
         parse_criteria({"Filters": [{"Pattern": p} for p in patterns]})

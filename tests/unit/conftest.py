@@ -19,7 +19,7 @@ from moto import mock_aws
 from contract.knobs import KNOB_DEFAULTS
 from doctable.aws import Aws
 from local import patching
-from local.services import dynamodb_options
+from local.services.dynamodb import options as dynamodb_options
 from tests.support.ops import REGION
 
 CONSUMER_BUCKET = "doctable-blobs-test"

@@ -116,3 +116,103 @@ def test_the_entry_imports_only_the_knobs_and_the_constructs() -> None:
         for alias in node.names
     }
     assert imported <= {"__future__", "contextlib", "os", "sys", "aws_cdk", "contract", "infra"}, imported
+
+
+# ---- the local AWS's house (tests/unit/test_architecture.py measures what the fidelity issue set) ----
+LOCAL_FLOORS_MAX = 7  # the longest chain of module-level imports between modules of local/
+LOCAL_NESTED_MAX = (
+    25  # functions defined inside functions under local/ (a decorator's, a server's handler class)
+)
+FOLDER_MODULES_MAX = 15  # modules side by side in one folder of local/
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_level_imports(package: str) -> dict[str, set[str]]:
+    """Each module of ``package`` and the modules of ``package`` it imports at module level (a deferred import
+    inside a function is not a floor: it is not loaded with the module)."""
+    modules = {_module_name(p): p for p in (ROOT / package).rglob("*.py")}
+
+    def owner(target: str) -> str:
+        while target and target not in modules:
+            target = target.rpartition(".")[0]
+        return target
+
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        found: set[str] = set()
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+                    parts = parts[: len(parts) - (node.level - 1)]
+                    base = ".".join([*parts, *([base] if base else [])])
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            else:
+                continue
+            found |= {owner(t) for t in targets if owner(t) and owner(t) != name}
+        graph[name] = found
+    return graph
+
+
+def longest_chain(graph: dict[str, set[str]]) -> list[str]:
+    """The longest chain of imports in an acyclic graph (its length is the number of floors)."""
+    memo: dict[str, list[str]] = {}
+
+    def chain(module: str) -> list[str]:
+        if module not in memo:
+            memo[module] = [module, *max((chain(d) for d in graph[module]), key=len, default=[])]
+        return memo[module]
+
+    return max((chain(m) for m in graph), key=len)
+
+
+def test_the_local_aws_stands_on_at_most_seven_floors() -> None:
+    chain = longest_chain(module_level_imports("local"))
+    assert len(chain) <= LOCAL_FLOORS_MAX, " -> ".join(chain)
+
+
+def test_the_local_aws_keeps_its_behaviour_in_module_level_functions() -> None:
+    # GIVEN every function defined inside another function under local/ (methods of module-level classes are not)
+    nested: list[str] = []
+
+    def visit(node: ast.AST, path: Path, inside: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            is_function = isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
+            if is_function and inside:
+                nested.append(f"{path.relative_to(ROOT)}:{child.lineno} {child.name}")
+            visit(child, path, inside or is_function)
+
+    for path in sorted((ROOT / "local").rglob("*.py")):
+        visit(ast.parse(path.read_text()), path, False)
+    # THEN they are few: a decorator's inner function, the methods of a handler class a server needs
+    assert len(nested) <= LOCAL_NESTED_MAX, nested
+
+
+def test_no_folder_of_the_local_aws_holds_more_than_fifteen_modules() -> None:
+    crowded = {
+        str(folder.relative_to(ROOT)): count
+        for folder in [ROOT / "local", *(p for p in (ROOT / "local").rglob("*") if p.is_dir())]
+        if (count := len([p for p in folder.glob("*.py") if p.name != "__init__.py"])) > FOLDER_MODULES_MAX
+    }
+    assert crowded == {}
+
+
+def test_each_moto_target_is_named_once_per_module_and_no_module_keeps_an_apply_guard() -> None:
+    from local import services
+
+    for path in (ROOT / "local").rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        assert "_applied" not in {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}, path
+    for module in services.modules(services.PATCHING + services.READING):
+        named = [f"{t.module}:{t.path}" for t in module.MOTO_TARGETS]
+        assert len(named) == len(set(named)), (
+            module.__name__,
+            sorted({n for n in named if named.count(n) > 1}),
+        )

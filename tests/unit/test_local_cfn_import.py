@@ -1,4 +1,4 @@
-"""The local AWS's CloudFormation resource import (local/services/cfn_import.py): a retained single-region table
+"""The local AWS's CloudFormation resource import (local/services/cloudformation/imports.py): a retained single-region table
 taken out of its stack and imported as a global table, its items kept; and what AWS refuses of an import."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from local.services import cfn_import
-from local.services import dynamodb_replicas as replicas
+from local.services.cloudformation import imports as cfn_import
+from local.services.dynamodb import replication as replicas
 from tests.support.localaws import wait_for
 from tests.unit.test_local_kinesis_destination import isolated_services
 

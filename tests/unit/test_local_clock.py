@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from local import clock
-from local.services.dynamodb import TTL_RATE_LIMITED
+from local.services.dynamodb.tables import TTL_RATE_LIMITED
 from tests.unit.test_local_kinesis_destination import isolated_services
 
 pytestmark = pytest.mark.unit
@@ -92,7 +92,7 @@ def test_the_control_endpoint_answers_with_the_regions_or_says_what_is_wrong(ddb
 def test_a_held_backfill_stays_creating_until_released_and_then_ends_as_before(
     ddb: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from local.services import dynamodb_index_lifecycle as lifecycle
+    from local.services.dynamodb import index_lifecycle as lifecycle
 
     index_clock = lifecycle.ManualClock()
     monkeypatch.setattr(lifecycle, "CLOCK", index_clock)

@@ -1,4 +1,4 @@
-"""The local AWS's DynamoDB encryption at rest and resource policies (local/services/dynamodb_security.py), and
+"""The local AWS's DynamoDB encryption at rest and resource policies (local/services/dynamodb/security.py), and
 how local/auth evaluates a table's resource policy and its customer managed key (local/auth/table_access.py)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from moto import mock_aws
 from local import patching, state
 from local.auth import policy, table_access
 from local.auth.requests import Check
-from local.services import dynamodb_security
+from local.services.dynamodb import security as dynamodb_security
 
 pytestmark = pytest.mark.unit
 

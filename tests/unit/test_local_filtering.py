@@ -1,4 +1,4 @@
-"""The local AWS's Lambda event filtering (local/filtering.py): the documented rule syntax, matched against
+"""The local AWS's Lambda event filtering (local/pollers/filtering.py): the documented rule syntax, matched against
 records as Lambda's poller matches them, and the patterns CreateEventSourceMapping refuses."""
 
 from __future__ import annotations
@@ -9,7 +9,14 @@ from typing import Any
 import pytest
 
 from contract.shape import cleanup_filter_patterns
-from local.filtering import INVALID_PATTERN, FilterError, matches, parse_criteria, parse_pattern, passes
+from local.pollers.filtering import (
+    INVALID_PATTERN,
+    FilterError,
+    matches,
+    parse_criteria,
+    parse_pattern,
+    passes,
+)
 
 pytestmark = pytest.mark.unit
 

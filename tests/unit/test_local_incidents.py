@@ -8,7 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from local import incidents, ttl
+from local import incidents
+from local.services.dynamodb import ttl
 
 pytestmark = pytest.mark.unit
 

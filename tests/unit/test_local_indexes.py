@@ -1,4 +1,4 @@
-"""The local AWS's secondary indexes (local/services/dynamodb_indexes.py, _index_lifecycle, _index_rules): a GSI
+"""The local AWS's secondary indexes (local/services/dynamodb/indexes.py, _index_lifecycle, _index_rules): a GSI
 added to a live table backfills on a clock a test moves, DynamoDB's refusals with its codes, reads of GSIs and
 LSIs with N and B keys and projections, and CloudFormation's GSI rules. Through boto3 against moto in process;
 messages are compared with the modules' declared AWS wording, not re-typed."""
@@ -18,8 +18,8 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from local import state
-from local.services import dynamodb_index_lifecycle as lifecycle
-from local.services import dynamodb_index_rules as rules
+from local.services.dynamodb import index_lifecycle as lifecycle
+from local.services.dynamodb import index_rules as rules
 from tests.unit.test_local_kinesis_destination import isolated_services
 
 pytestmark = pytest.mark.unit

@@ -1,4 +1,4 @@
-"""The local AWS's Kinesis Data Streams for DynamoDB (local/services/dynamodb_kinesis.py) and Kinesis streams from
+"""The local AWS's Kinesis Data Streams for DynamoDB (local/services/dynamodb/kinesis_destination.py) and Kinesis streams from
 templates (local/services/kinesis.py): the destination API's shapes and refusals, and each item change as the
 record AWS puts into the Kinesis data stream."""
 
@@ -16,9 +16,11 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.dynamodb.models import dynamodb_backends
 
-from local import patching, services, state, ttl
+from local import patching, services, state
 from local.auth import requests
-from local.services import dynamodb, dynamodb_kinesis
+from local.services.dynamodb import kinesis_destination as dynamodb_kinesis
+from local.services.dynamodb import ttl
+from local.services.dynamodb import writes as dynamodb_writes
 
 pytestmark = pytest.mark.unit
 
@@ -30,13 +32,13 @@ def isolated_services() -> Iterator[None]:
     """The local AWS's adaptations of moto for the block, undone after it: the later tests of the session (ops
     tests on plain in-process moto) see moto as it was. local/patching.py journals every replacement."""
     point = patching.checkpoint()
-    handlers = list(dynamodb.TEMPLATE_HANDLERS)
+    handlers = list(dynamodb_writes.TEMPLATE_HANDLERS)
     try:
         services.apply()
         yield
     finally:
         patching.rollback(point)
-        dynamodb.TEMPLATE_HANDLERS[:] = handlers
+        dynamodb_writes.TEMPLATE_HANDLERS[:] = handlers
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The local AWS's event-source mappings on a Kinesis data stream (local/esm_kinesis.py over local/esm.py): Lambda's
+"""The local AWS's event-source mappings on a Kinesis data stream (local/pollers/kinesis.py over local/pollers/streams.py): Lambda's
 Kinesis event, partial batch failures, the on-failure record, filters on ``data`` and the role's read permissions.
 
 The function is a stand-in runner that records each event and answers what the test tells it to; the mapping,
@@ -20,9 +20,10 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from local import esm, state
-from local.runner import InvokeResult
-from local.services import mappings
+from local import state
+from local.pollers import streams as esm
+from local.runtime.runner import InvokeResult
+from local.services.awslambda import mappings
 from tests.unit.test_local_kinesis_destination import isolated_services
 
 pytestmark = pytest.mark.unit

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from local import esm
-from local.esm_kinesis import KinesisPoller
+from local.pollers import streams as esm
+from local.pollers.kinesis import KinesisPoller
 
 pytestmark = pytest.mark.unit
 

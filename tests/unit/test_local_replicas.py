@@ -1,4 +1,4 @@
-"""The local AWS's global tables (local/services/dynamodb_replicas.py, dynamodb_replica_api.py): replicas added and
+"""The local AWS's global tables (local/services/dynamodb/replication.py, dynamodb_replica_api.py): replicas added and
 removed with UpdateTable ReplicaUpdates, every write replicated after a delay (last writer wins), each replica's
 own stream, and DynamoDB's refusals. Through boto3 against moto in process, in three regions; a small replication
 delay, waited for with a condition poll. Messages are compared with the module's declared AWS wording."""
@@ -20,13 +20,15 @@ from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID as ACCOUNT
 from moto.dynamodb.models import dynamodb_backends
 
-from local import esm, ttl
 from local.auth.middleware import AuthMiddleware
-from local.runner import InvokeResult
-from local.services import cfn_global_table, mappings
-from local.services import dynamodb_replica_api as api
-from local.services import dynamodb_replicas as replicas
-from local.services.dynamodb import WRITE_LOCK
+from local.pollers import streams as esm
+from local.runtime.runner import InvokeResult
+from local.services.awslambda import mappings
+from local.services.cloudformation import global_table as cfn_global_table
+from local.services.dynamodb import replicas as api
+from local.services.dynamodb import replication as replicas
+from local.services.dynamodb import ttl
+from local.services.dynamodb.writes import WRITE_LOCK
 from tests.support.localaws import wait_for
 from tests.unit.test_local_kinesis_destination import isolated_services
 

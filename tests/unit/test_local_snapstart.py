@@ -2,7 +2,7 @@
 On for a version published with it), Lambda's refusals, the init run at publish, and a stack of Function +
 Version + Alias + DynamoDB-stream mapping whose records reach the code of the version the alias points to.
 
-The functions run for real (local/runner.py, a subprocess per execution environment) and write what they saw
+The functions run for real (local/runtime/runner.py, a subprocess per execution environment) and write what they saw
 to their CloudWatch log group, which the tests read back."""
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from local import esm, runner, state
+from local import state
 from local.auth import ENV as IAM_ENV
+from local.pollers import streams as esm
+from local.runtime import runner
 from tests.unit.test_local_kinesis_destination import isolated_services
 
 pytestmark = pytest.mark.unit

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from local import state, tls
+from local import state
+from local.server import tls
 
 pytestmark = pytest.mark.unit
 
@@ -115,8 +116,8 @@ def test_the_server_shakes_hands_per_connection_and_keeps_it_alive(tmp_path: Pat
     import json
     import socket
 
-    from local import listener
     from local.faults.client import FaultClient
+    from local.server import listener
 
     # GIVEN the server's TLS listener in front of an app that says which connection a request came on
     def app(environ: dict[str, str], start_response: object) -> list[bytes]:
@@ -153,7 +154,7 @@ def test_a_kept_alive_connection_starts_each_request_after_the_previous_body(
     import http.client
     import json
 
-    from local import listener
+    from local.server import listener
 
     # GIVEN an app that reads none, part or all of a request's body (a refusal before the body, a parser)
     def app(environ: dict[str, object], start_response: object) -> list[bytes]:
@@ -192,7 +193,7 @@ def test_a_kept_alive_connection_starts_each_request_after_the_previous_body(
 def test_a_head_answer_or_a_wrong_length_ends_the_connection(tmp_path: Path) -> None:
     import http.client
 
-    from local import listener
+    from local.server import listener
 
     # GIVEN an app that writes a body whatever the method, and says a wrong length on /short
     def app(environ: dict[str, object], start_response: object) -> list[bytes]:
@@ -228,7 +229,7 @@ def test_a_no_content_answer_keeps_the_connection_and_an_unknown_length_says_it_
     the connection without saying so and the client's next request on it failed (botocore's retry hid it)."""
     import http.client
 
-    from local import listener
+    from local.server import listener
 
     # GIVEN an app that answers 204 without a Content-Length on /gone and a body of no declared length elsewhere
     def app(environ: dict[str, object], start_response: object) -> list[bytes]:

@@ -1,6 +1,6 @@
 """The operations commands on a global table (``replicas``): preflight's replica and table-type findings, verify's
 replica checks, teardown's replica stacks. moto in process with the local AWS's global tables
-(local/services/cfn_global_table.py, dynamodb_replica_api.py), the home region ``REGION`` and two replica regions."""
+(local/services/cloudformation/global_table.py, dynamodb_replica_api.py), the home region ``REGION`` and two replica regions."""
 
 from __future__ import annotations
 
@@ -37,9 +37,10 @@ from doctable.ops.verify.expect import Expectations, writes
 from doctable.ops.verify.items import Scratch
 from doctable.ops.verify.record import FAIL, PASS, CheckFailed, Row
 from doctable.ops.verify.replica_delivery import Region, delivery_checks
-from local import esm
-from local.runner import InvokeResult
-from local.services import dynamodb_replicas, mappings
+from local.pollers import streams as esm
+from local.runtime.runner import InvokeResult
+from local.services.awslambda import mappings
+from local.services.dynamodb import replication as dynamodb_replicas
 from tests.support import ops as ot
 from tests.support.ops import REGION
 from tests.unit.test_local_kinesis_destination import isolated_services

@@ -1,4 +1,4 @@
-"""CloudFormation: change sets per stack id, updates and rollbacks as AWS runs them (local/services/cfn_update.py).
+"""CloudFormation: change sets per stack id, updates and rollbacks as AWS runs them (local/services/cloudformation/updates.py).
 
 - change sets belong to a stack id (a deleted stack's never answer for a new one, ListChangeSets lists the
   stack's own); deleting a missing one succeeds, as on AWS;
@@ -9,7 +9,7 @@
 - a failing deployment is rolled back and ends in ``*_ROLLBACK_COMPLETE`` (``UPDATE_ROLLBACK_FAILED`` when
   the rollback fails) / ``DELETE_FAILED`` with the reason, as on AWS, instead of a 500 the CLI cannot explain;
 - ListStackResources lists the resources the stack has (moto created missing ones lazily while listing);
-- an IMPORT change set (``ResourcesToImport``) adopts existing resources (local/services/cfn_import.py).
+- an IMPORT change set (``ResourcesToImport``) adopts existing resources (local/services/cloudformation/imports.py).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from moto.cloudformation.exceptions import CloudFormationError, ValidationError
 
 from local import incidents
 from local.patching import Patches, Target, install, replace, truthy
-from local.services import cfn_import, cfn_update
+from local.services.cloudformation import imports as cfn_import
+from local.services.cloudformation import updates as cfn_update
 
 log = logging.getLogger("doctable.local.cloudformation")
 
@@ -350,7 +351,7 @@ def create_change_set_response(self: Any) -> Any:
 
 @PATCHES.on_install
 def _install_update_engine() -> None:
-    """Stack updates and rollbacks as AWS runs them (local/services/cfn_update.py) come with this module."""
+    """Stack updates and rollbacks as AWS runs them (local/services/cloudformation/updates.py) come with this module."""
     install(cfn_update.PATCHES)
 
 
@@ -364,7 +365,7 @@ def _stack_status_reason() -> None:
 
 
 def _import_change_set(response: Any) -> Any:
-    """CreateChangeSet with ChangeSetType=IMPORT into an existing stack (local/services/cfn_import.py)."""
+    """CreateChangeSet with ChangeSetType=IMPORT into an existing stack (local/services/cloudformation/imports.py)."""
     from moto.cloudformation import responses as cr
 
     backend = response.cloudformation_backend
@@ -446,6 +447,4 @@ MOTO_TARGETS = (
     Target(_RESPONSES, "EmptyResult"),
     Target("moto.cloudformation.exceptions", "ValidationError"),
     Target("moto.cloudformation.exceptions", "CloudFormationError"),
-    *cfn_update.MOTO_TARGETS,
-    *cfn_import.MOTO_TARGETS,
 )

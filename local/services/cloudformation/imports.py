@@ -204,7 +204,7 @@ def adopt(type_: str, account_id: str, region: str, identifier: str) -> Any:
     table: Any = dynamodb_backends[account_id][region].tables[identifier]
     if type_ == "AWS::DynamoDB::Table":
         return table  # moto's table is its own CloudFormation model
-    from local.services import cfn_global_table
+    from local.services.cloudformation import global_table as cfn_global_table
 
     install(cfn_global_table.PATCHES)  # the model registered (moto's model maps cleared); once
     if not getattr(table, "doctable_table_id", None):
@@ -217,7 +217,7 @@ def adopt(type_: str, account_id: str, region: str, identifier: str) -> Any:
 
 def execute(backend: Any, change_set: Any) -> None:
     """Run the IMPORT change set: each resource adopted, the template the change set's, ``IMPORT_COMPLETE``."""
-    from local.services import cfn_update
+    from local.services.cloudformation import updates as cfn_update
 
     stack = backend.stacks[change_set.stack_id]
     stack._add_stack_event("IMPORT_IN_PROGRESS", resource_status_reason="User Initiated")

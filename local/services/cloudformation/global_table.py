@@ -1,5 +1,5 @@
 """CloudFormation ``AWS::DynamoDB::GlobalTable`` (moto 5.2.5 has none): a table in the stack's region with a
-replica in each other region of ``Replicas``, through local/services/dynamodb_replica_api.py.
+replica in each other region of ``Replicas``, through local/services/dynamodb/replicas.py.
 
 - Create: the stack's region must be one of ``Replicas`` (refused otherwise, CloudFormation's handler message);
   the table is made there from ``TableName``, ``KeySchema``, ``AttributeDefinitions``,
@@ -9,7 +9,7 @@ replica in each other region of ``Replicas``, through local/services/dynamodb_re
 - Ref is the table's name; ``Fn::GetAtt`` ``Arn`` and ``StreamArn`` are the stack region's replica's,
   ``TableId`` its id.
 - Update: replicas added or removed as ``Replicas`` changes, the per-replica settings and TTL applied; a new
-  ``TableName``, ``KeySchema`` or set of LSIs replaces the table (local/services/cfn_update.py).
+  ``TableName``, ``KeySchema`` or set of LSIs replaces the table (local/services/cloudformation/updates.py).
 - Delete: the other regions' replicas first, then the stack region's table (``DeletionPolicy: Retain`` keeps it
   all, as for ``AWS::DynamoDB::Table``).
 
@@ -27,9 +27,10 @@ from typing import Any
 from moto.core.common_models import CloudFormationModel
 
 from local.patching import Patches, Target, tags_dict, truthy
-from local.services import dynamodb_options, dynamodb_replica_api
-from local.services import dynamodb_replicas as engine
-from local.services.dynamodb import WRITE_LOCK
+from local.services.dynamodb import options as dynamodb_options
+from local.services.dynamodb import replicas as dynamodb_replica_api
+from local.services.dynamodb import replication as engine
+from local.services.dynamodb.writes import WRITE_LOCK
 
 CFN_TYPE = "AWS::DynamoDB::GlobalTable"
 CURRENT_REGION_REQUIRED = (

@@ -24,8 +24,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from local.patching import Patches, Target
-from local.services import dynamodb_index_rules as rules
-from local.services.dynamodb_index_lifecycle import (
+from local.services.dynamodb import index_rules as rules
+from local.services.dynamodb.index_lifecycle import (
     ACTIVE,
     CREATING,
     DELETING,
@@ -37,7 +37,7 @@ from local.services.dynamodb_index_lifecycle import (
     transition_of,
     wait_settled,
 )
-from local.services.dynamodb_index_rules import NO_CAP, TemplateRefusal
+from local.services.dynamodb.index_rules import NO_CAP, TemplateRefusal
 
 _TABLE = "moto.dynamodb.models.table"
 _MODELS = "moto.dynamodb.models"

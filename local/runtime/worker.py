@@ -1,6 +1,6 @@
-"""The Lambda execution environment's in-process part: runs in a subprocess started by ``local.runner``.
+"""The Lambda execution environment's in-process part: runs in a subprocess started by ``local.runtime.runner``.
 
-Started as ``python -u -I -S _lambda_worker.py`` (no site-packages: the import path is exactly what a Lambda
+Started as ``python -u -I -S runtime/worker.py`` (no site-packages: the import path is exactly what a Lambda
 execution environment would have, given in DOCTABLE_WORKER_PATH). It imports the handler once (the init phase),
 then serves invocations: one JSON request per line on a private copy of stdin, the handler's output goes to
 stdout/stderr (both the same pipe, read by the parent as log lines), and each result is written to stdout as a

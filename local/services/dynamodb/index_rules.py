@@ -1,5 +1,5 @@
 """DynamoDB's and CloudFormation's refusals about secondary indexes, in their codes and words, as checks of a
-request against the table as it is (local/services/dynamodb_indexes.py calls them before changing anything).
+request against the table as it is (local/services/dynamodb/indexes.py calls them before changing anything).
 
 Where each message was checked: local/README.md, "Secondary indexes".
 """
@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from local.patching import Target
-from local.services.dynamodb_index_lifecycle import (
+from local.services.dynamodb.index_lifecycle import (
     CREATING,
     DELETING,
     key_names,

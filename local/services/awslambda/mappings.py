@@ -1,8 +1,8 @@
-"""Lambda event-source mappings on DynamoDB and Kinesis streams: served by local/esm.py (local/esm_kinesis.py)
+"""Lambda event-source mappings on DynamoDB and Kinesis streams: served by local/pollers/streams.py (local/pollers/kinesis.py)
 instead of moto's own delivery; a stream source needs StartingPosition, as on AWS.
 
 moto delivers from inside ``put_item`` and then empties the shard; here that is switched off and a poller per
-mapping (local/esm.py) delivers with AWS semantics. Mapping tags from a template become the dict ListTags
+mapping (local/pollers/streams.py) delivers with AWS semantics. Mapping tags from a template become the dict ListTags
 needs; State, StateTransitionReason and LastProcessingResult come from the poller; a mapping's function is
 pre-warmed when the mapping is created. FilterCriteria and MetricsConfig are checked as Lambda checks them
 (InvalidParameterValueException), stored normalized (empty ones are omitted, as AWS omits them) and applied by
@@ -16,12 +16,12 @@ from typing import Any
 
 from moto.awslambda.exceptions import LambdaClientError
 
-from local import filtering
 from local.auth.service_roles import stream_access_refusal
-from local.esm import get_manager
-from local.esm_kinesis import KinesisPoller
 from local.patching import Patches, Target, tags_dict, truthy
-from local.runner import get_runner
+from local.pollers import filtering
+from local.pollers.kinesis import KinesisPoller
+from local.pollers.streams import get_manager
+from local.runtime.runner import get_runner
 
 _MODELS = "moto.awslambda.models"
 PATCHES = Patches()

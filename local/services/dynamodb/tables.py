@@ -16,12 +16,12 @@ dropped the writes other threads made meanwhile and appended stream records nobo
   service's ``userIdentity``;
 - shard iterators are trimmed (moto keeps them forever: a reader polling every 100 ms grows the map);
 - CloudFormation applies TimeToLiveSpecification and PointInTimeRecoverySpecification, and updates a table
-  in place (GSIs through local/services/dynamodb_indexes.py, stream, TTL, PITR, deletion protection, tags)
+  in place (GSIs through local/services/dynamodb/indexes.py, stream, TTL, PITR, deletion protection, tags)
   instead of losing track of it; a new name, key schema or set of LSIs replaces it; a template's indexes meet
   CreateTable's rules;
 - AWS's update constraints: UpdateTimeToLive refuses a second change within an interval
   (``DOCTABLE_LOCAL_TTL_CHANGE_INTERVAL_SECONDS``, default 3600) and a change to what is already set (the
-  secondary index constraints are local/services/dynamodb_indexes.py's).
+  secondary index constraints are local/services/dynamodb/indexes.py's).
 """
 
 from __future__ import annotations
@@ -31,27 +31,23 @@ import copy
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from local import clock
-from local.esm import get_manager
 from local.patching import Patches, Target, truthy
-from local.services import dynamodb_index_rules, dynamodb_indexes, dynamodb_options, dynamodb_security
+from local.services.dynamodb import index_rules as dynamodb_index_rules
+from local.services.dynamodb import indexes as dynamodb_indexes
+from local.services.dynamodb import options as dynamodb_options
+from local.services.dynamodb import security as dynamodb_security
+from local.services.dynamodb.writes import CHANGE_LISTENERS, TEMPLATE_HANDLERS, WRITE_LOCK, in_ttl_deletion
 
 MAX_SHARD_ITERATORS = 20_000
 TTL_CHANGE_INTERVAL_ENV = "DOCTABLE_LOCAL_TTL_CHANGE_INTERVAL_SECONDS"
 TTL_RATE_LIMITED = "Time to live has been modified multiple times within a fixed interval"
 TTL_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
 
-WRITE_LOCK = threading.RLock()
-# Other modules' handlers of a template's table properties: (table, properties), on create and on update.
-TEMPLATE_HANDLERS: list[Callable[[Any, dict[str, Any]], None]] = []
-# Other modules' listeners of each committed item change of a table with a stream: (table, old item, new item),
-# called under WRITE_LOCK (a transaction's when it commits); a write that changes nothing is no change.
-CHANGE_LISTENERS: list[Callable[[Any, Any, Any], None]] = []
 _TRANSACTION = threading.local()  # .records / .changes: the transaction in progress's, else None
-_TTL = threading.local()  # .active: the TTL sweeper is deleting an item
 _UPDATE = threading.local()  # .adds: the stream adds of the UpdateItem in progress, else None
 
 _TABLE = "moto.dynamodb.models.table"
@@ -60,19 +56,11 @@ _STREAMS = "moto.dynamodbstreams.models"
 PATCHES = Patches()
 
 
-@contextlib.contextmanager
-def ttl_deletion() -> Iterator[None]:
-    """Deletions in this block are the TTL service's (their REMOVE records carry its userIdentity)."""
-    _TTL.active = True
-    try:
-        yield
-    finally:
-        _TTL.active = False
+def _wake_pollers() -> None:
+    """New stream records: the event-source mapping pollers look now (they exist only in a running server)."""
+    from local.pollers.streams import get_manager
 
-
-def in_ttl_deletion() -> bool:
-    """Whether this thread is deleting an item for the TTL service."""
-    return bool(getattr(_TTL, "active", False))
+    get_manager().wake()
 
 
 def _append_records(records: list[tuple[Any, Any]]) -> None:
@@ -83,7 +71,7 @@ def _append_records(records: list[tuple[Any, Any]]) -> None:
             shard.items.append(record)
     if records:
         with contextlib.suppress(RuntimeError):  # no mapping manager: moto used without the server
-            get_manager().wake()
+            _wake_pollers()
 
 
 def _notify(changes: list[tuple[Any, Any, Any]]) -> None:

@@ -1,6 +1,6 @@
 """DynamoDB global tables (version 2019.11.21): adding and removing replicas, and how the replicas answer.
 
-local/services/dynamodb_replicas.py replicates the writes; this module is the API around it:
+local/services/dynamodb/replication.py replicates the writes; this module is the API around it:
 
 - UpdateTable ``ReplicaUpdates`` (one Create or one Delete per call): Create makes the table in the other region
   (key schema, attribute definitions, GSIs and LSIs, billing mode, throughput, TTL setting, the stream) and copies
@@ -23,8 +23,8 @@ import time
 from typing import Any
 
 from local.patching import Patches, Target, install
-from local.services import dynamodb_replicas as engine
-from local.services.dynamodb import WRITE_LOCK
+from local.services.dynamodb import replication as engine
+from local.services.dynamodb.writes import WRITE_LOCK
 
 SOURCE_WINDOW_SECONDS = 24 * 3600.0  # a region that added a replica cannot leave within this
 LOCAL_REGION = (

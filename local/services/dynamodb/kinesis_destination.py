@@ -28,7 +28,7 @@ from typing import Any
 
 from local import state
 from local.patching import Patches, Target, replace
-from local.services.dynamodb import TEMPLATE_HANDLERS, WRITE_LOCK, in_ttl_deletion
+from local.services.dynamodb.writes import TEMPLATE_HANDLERS, WRITE_LOCK, in_ttl_deletion
 
 log = logging.getLogger("doctable.local.dynamodb_kinesis")
 
@@ -152,7 +152,7 @@ def apply_template(table: Any, properties: dict[str, Any]) -> None:
 
 @PATCHES.on_install
 def _handle_templates() -> None:
-    """KinesisStreamSpecification of a template's tables (local/services/dynamodb.py's TEMPLATE_HANDLERS)."""
+    """KinesisStreamSpecification of a template's tables (local/services/dynamodb/tables.py's TEMPLATE_HANDLERS)."""
     if apply_template not in TEMPLATE_HANDLERS:
         TEMPLATE_HANDLERS.append(apply_template)
 

@@ -2,11 +2,11 @@
 
 A global table is a ``Group``: one table name in one account, with a replica table in each of its regions (the
 first region listed is where the table was created). ``REGISTRY`` holds the groups, the time of each item's last
-write in each replica, and the replicated writes on their way; local/services/dynamodb_replica_api.py adds and
+write in each replica, and the replicated writes on their way; local/services/dynamodb/replicas.py adds and
 removes replicas (UpdateTable ``ReplicaUpdates``) and answers for them in DescribeTable and DeleteTable.
 
 - Every committed item change of a replica (PutItem, UpdateItem, DeleteItem, BatchWriteItem, a committed
-  TransactWriteItems, a TTL deletion) reaches ``on_change`` through local/services/dynamodb.py's
+  TransactWriteItems, a TTL deletion) reaches ``on_change`` through local/services/dynamodb/tables.py's
   ``CHANGE_LISTENERS``. It stamps the write (a time strictly later than any earlier write, taken under the write
   lock every region shares) and queues a copy of the item (or its deletion) for every other replica, due after
   the replication delay (``DOCTABLE_LOCAL_REPLICATION_DELAY_MS``, default 500, read once; ``set_delay_ms``).
@@ -37,7 +37,7 @@ from typing import Any
 
 from local import incidents
 from local.patching import Patches, Target
-from local.services.dynamodb import CHANGE_LISTENERS, WRITE_LOCK
+from local.services.dynamodb.writes import CHANGE_LISTENERS, WRITE_LOCK
 
 log = logging.getLogger("doctable.local.dynamodb_replicas")
 

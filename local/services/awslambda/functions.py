@@ -1,4 +1,4 @@
-"""Lambda: functions run for real (local/runner.py), keep what CloudFormation passes, and resolve Powertools.
+"""Lambda: functions run for real (local/runtime/runner.py), keep what CloudFormation passes, and resolve Powertools.
 
 - ``LambdaFunction.invoke`` runs the function's code in a warm subprocess, never Docker; InvocationType=Event
   returns 202 at once and runs in the background;
@@ -25,7 +25,7 @@ from moto.awslambda.exceptions import LambdaClientError
 
 from local import incidents
 from local.patching import Patches, Target, tags_dict
-from local.runner import encode_log_tail, get_runner
+from local.runtime.runner import encode_log_tail, get_runner
 
 log = logging.getLogger("doctable.local.lambda")
 

@@ -1,6 +1,6 @@
 """Lambda without Docker: a function's deployed code runs in a warm subprocess of the venv's Python.
 
-One ``Worker`` is one execution environment: a subprocess (``_lambda_worker.py``) started with the function's
+One ``Worker`` is one execution environment: a subprocess (``runtime/worker.py``) started with the function's
 handler, environment variables, memory setting and the import path a Lambda environment would have (the code
 from the deployed zip, then each layer's ``python/`` directories, then what the managed runtime provides). It is
 reused across invocations and replaced after a crash, a timeout, or a change of code or configuration.
@@ -10,7 +10,7 @@ Everything the function writes goes to its CloudWatch log group (``LoggingConfig
 stream per execution environment named ``YYYY/MM/DD/[$LATEST]<id>``.
 
 It is one idea, the execution environment's life (spec, worker process, pool, log sink), kept in one module
-because each part is only meaningful to the others; the worker's own side is ``_lambda_worker.py``.
+because each part is only meaningful to the others; the worker's own side is ``runtime/worker.py``.
 """
 
 from __future__ import annotations
@@ -37,15 +37,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from local import incidents, metrics
+from local import incidents
 from local.auth import principals
 from local.faults import hooks
 from local.patching import Target
+from local.runtime import metrics
 from local.timefmt import iso_ms
 
 log = logging.getLogger("doctable.local.runner")
 
-WORKER_SCRIPT = Path(__file__).with_name("_lambda_worker.py")
+WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 MARK = "\x1e"
 # The libraries the managed Python runtime provides (the SDK and its dependencies).
 RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six")

@@ -5,7 +5,7 @@ table with TTL enabled, as DynamoDB's TTL service does: each deletion is a REMOV
 ``userIdentity`` is ``{"type": "Service", "principalId": "dynamodb.amazonaws.com"}``. Like DynamoDB it skips
 values that are not numbers and values more than five years in the past. AWS deletes expired items within
 days (usually minutes); here within ``DOCTABLE_LOCAL_TTL_SWEEP_SECONDS`` (default 5; 0 turns it off). A global
-table's items expire in its first region only; local/services/dynamodb_replicas.py replicates the deletion.
+table's items expire in its first region only; local/services/dynamodb/replication.py replicates the deletion.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 
 from local import incidents
 from local.patching import Target
-from local.services import dynamodb_replicas
-from local.services.dynamodb import WRITE_LOCK, ttl_deletion
+from local.services.dynamodb import replication as dynamodb_replicas
+from local.services.dynamodb.writes import WRITE_LOCK, ttl_deletion
 
 log = logging.getLogger("doctable.local.ttl")
 

@@ -4,7 +4,7 @@ Run by ``doctable local up`` as ``python -m local.server --port PORT --dir DIR``
 ``DIR/server.json`` (pid, port, url) once it answers, logs to ``DIR/server.log`` and stops on SIGTERM/SIGINT.
 Also usable in process (tests): ``LocalAWS(port=0).start()`` ... ``.stop()``.
 
-The endpoint speaks TLS with the state directory's certificate (local/tls.py). ``--http-port`` adds a plain-HTTP
+The endpoint speaks TLS with the state directory's certificate (local/server/tls.py). ``--http-port`` adds a plain-HTTP
 listener serving the same app, so that a test can show what AWS does with a request that did not arrive over TLS
 (``aws:SecureTransport`` is false there, and a TLS-only bucket policy refuses it).
 """
@@ -24,12 +24,19 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from local import auth, compat, esm, incidents, listener, runner, seed, services, state, tls, ttl
+from local import auth, compat, incidents, services, state
 from local.auth import policy, principals, table_access
 from local.auth.middleware import AuthMiddleware
 from local.faults.middleware import FaultMiddleware
 from local.patching import Target
-from local.services import dynamodb_index_lifecycle, dynamodb_replicas
+from local.pollers import streams as esm
+from local.runtime import runner
+from local.server import listener, tls
+from local.services import iam as local_iam
+from local.services import seed
+from local.services.dynamodb import index_lifecycle as dynamodb_index_lifecycle
+from local.services.dynamodb import replication as dynamodb_replicas
+from local.services.dynamodb import ttl
 
 log = logging.getLogger("doctable.local.server")
 MOTO_TARGETS = (
@@ -37,6 +44,19 @@ MOTO_TARGETS = (
     Target("moto.moto_server.werkzeug_app", "MotoRequestHandler"),
     Target("moto.moto_server.werkzeug_app", "create_backend_app"),
 )
+
+
+def declared() -> tuple[Target, ...]:
+    """Every moto internal the local AWS relies on: the services', pollers' and runtime's, and the server's."""
+    return (
+        *services.declared(),
+        *MOTO_TARGETS,
+        *listener.MOTO_TARGETS,
+        *principals.MOTO_TARGETS,
+        *table_access.MOTO_TARGETS,
+    )
+
+
 # Backends the CDK CLI and the stack touch: their Flask apps are built before the server reports ready.
 WARM_SERVICES = (
     "cloudformation",
@@ -100,9 +120,7 @@ class LocalAWS:
         return state.endpoint_url(self.port)
 
     def start(self) -> LocalAWS:
-        compat.check(
-            MOTO_TARGETS + listener.MOTO_TARGETS + principals.MOTO_TARGETS + table_access.MOTO_TARGETS
-        )
+        compat.check(declared())
         started = time.monotonic()
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
@@ -141,7 +159,7 @@ class LocalAWS:
         runner.install(self.runner)
         for region in state.SEEDED_REGIONS:
             self.runner.provided_layers.update(seed.seed(state.ACCOUNT_ID, region))
-        principals.ensure_admin_deployer(services.iam.ensure_aws_managed_policy)
+        principals.ensure_admin_deployer(local_iam.ensure_aws_managed_policy)
         _report_iam(enforced)
         for service in WARM_SERVICES:
             if service not in dispatcher.app_instances:

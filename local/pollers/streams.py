@@ -1,4 +1,4 @@
-"""Event-source mappings for DynamoDB streams (and, through local/esm_kinesis.py, Kinesis streams) with AWS
+"""Event-source mappings for DynamoDB streams (and, through local/pollers/kinesis.py, Kinesis streams) with AWS
 semantics, replacing moto's own delivery.
 
 moto invokes the function inside ``put_item`` and then empties the stream shard, so every other reader loses
@@ -16,15 +16,15 @@ the in-process backend) from its own checkpoint, and applies:
   and the batch is retried from there (an invalid response fails the whole batch);
 - DestinationConfig.OnFailure: the invocation record of discarded records goes to an S3 bucket (with the
   payload, under ``aws/lambda/<uuid>/<shardId>/YYYY/MM/DD/<timestamp>-<uuid>``), an SQS queue or an SNS topic;
-- FilterCriteria (local/filtering.py): records no filter matches are dropped, never delivered, and the
+- FilterCriteria (local/pollers/filtering.py): records no filter matches are dropped, never delivered, and the
   checkpoint moves past them;
-- MetricsConfig EventCount: the mapping's event counts go to CloudWatch (local/metrics.py);
+- MetricsConfig EventCount: the mapping's event counts go to CloudWatch (local/runtime/metrics.py);
 - deleting the mapping stops its poller; State / StateTransitionReason / LastProcessingResult are reported.
 
 One idea, a mapping's poller; pollers wake on every stream write (no busy polling when idle), at least
 every POLL_SECONDS. A source's shards are reached through a few methods (``shard_id``, ``shard_start``,
 ``shard_end``, ``_read``, ``_event``, ``BATCH_INFO``): a DynamoDB stream's here, a Kinesis stream's in
-local/esm_kinesis.py (a checkpoint per shard).
+local/pollers/kinesis.py (a checkpoint per shard).
 """
 
 from __future__ import annotations
@@ -42,11 +42,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from local import filtering, incidents, metrics
+from local import incidents
 from local.auth import service_roles
 from local.faults import hooks
 from local.patching import Target
-from local.runner import InvokeResult, get_runner
+from local.pollers import filtering
+from local.runtime import metrics
+from local.runtime.runner import InvokeResult, get_runner
 from local.timefmt import iso_ms
 
 log = logging.getLogger("doctable.local.esm")
@@ -232,7 +234,7 @@ class StreamPoller(threading.Thread):
             return POLL_SECONDS
         return self.poll_shard(esm, found[1])
 
-    # ---- a source's shards: DynamoDB's here, Kinesis's in local/esm_kinesis.py ----
+    # ---- a source's shards: DynamoDB's here, Kinesis's in local/pollers/kinesis.py ----
     BATCH_INFO = "DDBStreamBatchInfo"  # the on-failure record's key for the batch
 
     def shard_id(self, shard: Any) -> str:

@@ -1,6 +1,6 @@
-"""Event-source mappings on a Kinesis data stream: local/esm.py's poller over each of the stream's shards.
+"""Event-source mappings on a Kinesis data stream: local/pollers/streams.py's poller over each of the stream's shards.
 
-Everything local/esm.py applies (batch size and window, Enabled, retries, bisect, record age,
+Everything local/pollers/streams.py applies (batch size and window, Enabled, retries, bisect, record age,
 ReportBatchItemFailures with the record's Kinesis ``sequenceNumber`` as ``itemIdentifier``, the on-failure
 destination, FilterCriteria on the base64-decoded ``data``, MetricsConfig, waking on writes) applies per shard:
 each shard has its own checkpoint and its records are delivered in order; a shard that appears later (a
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from local.auth import service_roles
-from local.esm import POLL_SECONDS, Record, StreamPoller
 from local.patching import Target
+from local.pollers.streams import POLL_SECONDS, Record, StreamPoller
 
 MOTO_TARGETS = (
     Target("moto.kinesis.models", "kinesis_backends"),

@@ -1,0 +1,1 @@
+"""What polls on AWS's side: event-source mappings on DynamoDB and Kinesis streams, their filters, TTL."""

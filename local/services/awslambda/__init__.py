@@ -1,0 +1,1 @@
+"""Lambda's API as AWS answers it: functions, versions and aliases, event-source mappings."""
