@@ -27,10 +27,8 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
             "moto.dynamodb.responses:DynamoHandler.update_table",
         ),
         differs=(
-            "dynamodb.*|+member|*TableClassSummary.TableClass",
-            "dynamodb.*|value|*TableClassSummary.TableClass=STANDARD",
-            "cfn.table-after-update|+member|Table.TableClassSummary.TableClass",
-            "cfn.table-after-update|value|Table.TableClassSummary.TableClass=STANDARD",
+            "*|+member|*TableClassSummary.TableClass",
+            "*|value|*TableClassSummary.TableClass=STANDARD",
         ),
     ),
     Behaviour(
@@ -40,7 +38,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         source=DDB_GUIDE + "on-demand-capacity-mode-max-throughput.html",
         test="tests/integration/test_table_options.py::test_every_table_option_deployed_changed_on_day_2_and_refused_as_aws_refuses",
         targets=(f"{_TABLE}:Table.describe",),
-        differs=("dynamodb.*|+member|*OnDemandThroughput.Max*RequestUnits",),
+        differs=("*|+member|*OnDemandThroughput.Max*RequestUnits",),
     ),
     Behaviour(
         id="dynamodb.index-arn",

@@ -229,6 +229,12 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         source=CFN_GUIDE + "resource-import.html",
         test="tests/unit/test_local_cfn_import.py::test_an_import_without_a_deletion_policy_is_refused",
         targets=("moto.cloudformation.responses:CloudFormationResponse.create_change_set",),
+        differs=(
+            "import.describe-change-set|+member|Changes[].ResourceChange.*",
+            "import.execute|error|unparsable->ok",
+            "import.describe-stack|value|Stacks[].StackStatus=IMPORT_COMPLETE",
+            "import.describe-stack|-value|Stacks[].StackStatus=CREATE_COMPLETE",
+        ),
         errors=(("cloudformation:CreateChangeSet", "ValidationError"),),
     ),
     Behaviour(

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.exceptions import ClientError
+from botocore.parsers import ResponseParserError
 
 from tests.conformance.servers import Server
 
@@ -87,6 +88,9 @@ class Run:
             answer = method(**params)
         except ClientError as exc:
             self.outcomes[step] = outcome_of(None, str(exc.response.get("Error", {}).get("Code")))
+            return None
+        except ResponseParserError:  # an answer no SDK can read (plain moto answers some errors in another protocol)
+            self.outcomes[step] = outcome_of(None, "unparsable")
             return None
         if "Body" in answer and hasattr(answer["Body"], "read"):
             answer = dict(answer, Body=answer["Body"].read().decode("utf-8", "replace"))
@@ -398,12 +402,87 @@ def cloudformation_stack(run: Run) -> None:
     run.until("the stack is deleted", lambda: _stack_status(run) in ("DELETE_COMPLETE", "GONE"))
 
 
+IMPORTED = "conformance-imported"
+IMPORT_STACK = "conformance-import"
+
+
+def _import_template(with_table: bool) -> str:
+    """A stack with a topic; with ``with_table``, also the existing table, retained (import needs a policy)."""
+    resources: dict[str, Any] = {"Topic": {"Type": "AWS::SNS::Topic"}}
+    if with_table:
+        resources["Table"] = {
+            "Type": "AWS::DynamoDB::Table",
+            "DeletionPolicy": "Retain",
+            "Properties": {
+                "TableName": IMPORTED,
+                "BillingMode": "PAY_PER_REQUEST",
+                "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+                "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+            },
+        }
+    return json.dumps({"Resources": resources})
+
+
+def cloudformation_import(run: Run) -> None:
+    """A table made through the API, then brought under a stack by an IMPORT change set (cdk import, the
+    Table -> TableV2 migration)."""
+    run.call(
+        "import.create-table",
+        "dynamodb",
+        "CreateTable",
+        TableName=IMPORTED,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+    )
+    run.call(
+        "import.create-stack",
+        "cloudformation",
+        "CreateStack",
+        StackName=IMPORT_STACK,
+        TemplateBody=_import_template(False),
+    )
+    run.until("the stack is created", lambda: _stack_status(run, IMPORT_STACK).endswith("_COMPLETE"))
+    run.call(
+        "import.create-change-set",
+        "cloudformation",
+        "CreateChangeSet",
+        StackName=IMPORT_STACK,
+        ChangeSetName="adopt",
+        ChangeSetType="IMPORT",
+        TemplateBody=_import_template(True),
+        ResourcesToImport=[
+            {
+                "ResourceType": "AWS::DynamoDB::Table",
+                "LogicalResourceId": "Table",
+                "ResourceIdentifier": {"TableName": IMPORTED},
+            }
+        ],
+    )
+    run.call(
+        "import.describe-change-set",
+        "cloudformation",
+        "DescribeChangeSet",
+        StackName=IMPORT_STACK,
+        ChangeSetName="adopt",
+    )
+    run.call(
+        "import.execute", "cloudformation", "ExecuteChangeSet", StackName=IMPORT_STACK, ChangeSetName="adopt"
+    )
+    run.until(
+        "the import settles", lambda: _stack_status(run, IMPORT_STACK).endswith(("_COMPLETE", "_FAILED"))
+    )
+    run.call("import.describe-stack", "cloudformation", "DescribeStacks", StackName=IMPORT_STACK)
+    run.call("import.resources", "cloudformation", "ListStackResources", StackName=IMPORT_STACK)
+
+
 SCENARIOS: tuple[Callable[[Run], None], ...] = (
     dynamodb_table,
     dynamodb_stream,
     s3_conditional,
     kms_and_kinesis,
     cloudformation_stack,
+    cloudformation_import,
 )
 
 
@@ -454,9 +533,9 @@ def _index_status(run: Run, name: str) -> str:
     return "GONE"
 
 
-def _stack_status(run: Run) -> str:
+def _stack_status(run: Run, name: str = STACK) -> str:
     try:
-        stacks = run.client("cloudformation").describe_stacks(StackName=STACK)["Stacks"]
+        stacks = run.client("cloudformation").describe_stacks(StackName=name)["Stacks"]
     except ClientError:
         return "GONE"
     return str(stacks[0]["StackStatus"]) if stacks else "GONE"

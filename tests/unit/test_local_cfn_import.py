@@ -199,3 +199,30 @@ def test_an_import_of_a_table_another_stack_has_is_refused(cfn: Any) -> None:
     assert message == cfn_import.IN_OTHER_STACK.format(
         type="AWS::DynamoDB::GlobalTable", identifier="u", stack="other"
     )
+
+
+def test_a_resource_written_without_properties_is_not_a_change(cfn: Any) -> None:
+    """Found by the conformance tier: moto stores a resource written without Properties with an empty one, and
+    the import then refused the unchanged resource as modified."""
+    # GIVEN a stack whose only resource is written without Properties
+    bare = {"Type": "AWS::SNS::Topic"}
+    cfn.create_stack(StackName="bare", TemplateBody=_template({"Topic": bare}))
+    # WHEN the retained table is imported into it, the topic written the same way
+    made = cfn.create_change_set(
+        StackName="bare",
+        ChangeSetName="import",
+        ChangeSetType="IMPORT",
+        TemplateBody=_template({"Topic": bare, "Table": TABLE}),
+        ResourcesToImport=[
+            {
+                "ResourceType": "AWS::DynamoDB::Table",
+                "LogicalResourceId": "Table",
+                "ResourceIdentifier": {"TableName": "t"},
+            }
+        ],
+    )
+    # THEN the change set imports the table and changes nothing else
+    changes = cfn.describe_change_set(ChangeSetName=made["Id"])["Changes"]
+    assert [(c["ResourceChange"]["LogicalResourceId"], c["ResourceChange"]["Action"]) for c in changes] == [
+        ("Table", "Import")
+    ]

@@ -91,6 +91,13 @@ def managing_stack(backend: Any, type_: str, identifier: str) -> str | None:
     return None
 
 
+def _normal(body: Any) -> Any:
+    """A template resource as it reads: moto stores one written without Properties with an empty ``Properties``."""
+    if not isinstance(body, dict):
+        return body
+    return {**body, "Properties": body.get("Properties") or {}}
+
+
 def validate(
     backend: Any, stack: Any, template: dict[str, Any], resources_to_import: list[dict[str, Any]]
 ) -> None:
@@ -130,7 +137,7 @@ def validate(
     changed = [
         name
         for name, body in resources.items()
-        if name not in importing and current_resources.get(name) != body
+        if name not in importing and _normal(current_resources.get(name)) != _normal(body)
     ]
     if (template.get("Outputs") or {}) != (current.get("Outputs") or {}):
         changed.append("Outputs")
