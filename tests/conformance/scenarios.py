@@ -89,7 +89,9 @@ class Run:
         except ClientError as exc:
             self.outcomes[step] = outcome_of(None, str(exc.response.get("Error", {}).get("Code")))
             return None
-        except ResponseParserError:  # an answer no SDK can read (plain moto answers some errors in another protocol)
+        except (
+            ResponseParserError
+        ):  # an answer no SDK can read (plain moto answers some errors in another protocol)
             self.outcomes[step] = outcome_of(None, "unparsable")
             return None
         if "Body" in answer and hasattr(answer["Body"], "read"):
