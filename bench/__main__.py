@@ -248,7 +248,7 @@ def plan_check(e2e: dict[str, Any] | None) -> dict[str, Any] | None:
     """The plan model's delivery of the local burst beside what the local poller delivered."""
     if not e2e or e2e.get("skipped") or "project" not in e2e:
         return None
-    from doctable.ops.plan import predict_delivery
+    from doctable.plan.cost import predict_delivery
 
     measured = e2e["project"]
     records, seconds = e2e["burst"], measured["burst_write_seconds"]

@@ -15,7 +15,7 @@ plan`` predicts as ``shard_capacity_records_per_second``). Lambda's own time bet
 
 Each environment answers its requests from the :mod:`bench.latency_model` store (real sleeps of each request's
 modelled service time); the prefix's PUT/DELETE lane is one for all of them. CPU: an environment of ``memory`` MB
-gets ``memory / 1769`` of a vCPU (doctable/ops/plan.py's model, ``lambda_full_vcpu_mb``), so after each batch it
+gets ``memory / 1769`` of a vCPU (doctable/plan/cost.py's model, ``lambda_full_vcpu_mb``), so after each batch it
 sleeps the batch's measured CPU time x (1 / share - 1): the batch then takes as long as its CPU work would at that
 share, plus its waits.
 """
@@ -74,7 +74,7 @@ class MappingShape:
     @classmethod
     def shipped(cls) -> MappingShape:
         from contract.knobs import KNOB_DEFAULTS
-        from doctable.ops.plan_model import value
+        from doctable.plan.figures import value
 
         return cls(
             batch_size=int(KNOB_DEFAULTS["batch_size"]),

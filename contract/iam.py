@@ -75,7 +75,7 @@ def _read_table(t: Target, *actions: str) -> Statement:
     return Statement("ReadTable", tuple(f"dynamodb:{a}" for a in actions), (t.table_arn,))
 
 
-# What a look at the live table reads (doctable/ops/capability.py observe, the capabilities' findings and drift).
+# What a look at the live table reads (doctable/capabilities/protocol.py observe, the capabilities' findings and drift).
 TABLE_OBSERVE = (
     "DescribeTable",
     "DescribeTimeToLive",
@@ -136,7 +136,7 @@ def _observe(t: Target) -> list[Statement]:
 
 
 def _borrowed(t: Target) -> list[Statement]:
-    """Preflight's look at what the knobs borrow (doctable/ops/borrowed.py)."""
+    """Preflight's look at what the knobs borrow (doctable/capabilities/borrowed.py)."""
     found: list[Statement] = []
     arn = t.config.borrowed_consumer_arn
     if arn:
@@ -163,7 +163,7 @@ def _deploy(t: Target) -> list[Statement]:
 
 
 def _ledger(t: Target) -> list[Statement]:
-    # DescribeTable: a table retained after its stack went (doctable/ops/ledger.py _retained).
+    # DescribeTable: a table retained after its stack went (doctable/core/ledger.py _retained).
     return [_read_stack(t, "DescribeStacks"), _read_table(t, "DescribeTable")]
 
 
@@ -228,7 +228,7 @@ def _verify_read_only(t: Target) -> list[Statement]:
     found += _read_mapping(t)
     if c.builtin_consumer:
         found.append(Statement("ReadConsumer", ("lambda:GetFunctionConfiguration",), t.functions))
-    # The rotation is read only of a key the stack creates (doctable/ops/verify/security.py).
+    # The rotation is read only of a key the stack creates (doctable/verify/security.py).
     rotation = ("GetKeyRotationStatus",) if c.customer_managed_key and not c.borrowed_kms_key_arn else ()
     return found + _kms_reads(t, "DescribeKey", *rotation)
 
@@ -269,7 +269,7 @@ def _reconcile(t: Target) -> list[Statement]:
 
 
 def _replay(t: Target) -> list[Statement]:
-    """doctable/ops/replay.py: the failure bucket's objects, the consumer invoked, the live items (rebase), and
+    """doctable/operate/replay.py: the failure bucket's objects, the consumer invoked, the live items (rebase), and
     the stream re-read for a record kept without its payload."""
     c = t.config
     if not c.has_mapping:
@@ -300,7 +300,7 @@ def _replay(t: Target) -> list[Statement]:
 
 
 def _teardown(t: Target) -> list[Statement]:
-    """doctable/ops/teardown.py: the plan (template, resources, ownership), the buckets emptied, the stack
+    """doctable/lifecycle/teardown.py: the plan (template, resources, ownership), the buckets emptied, the stack
     deleted (CloudFormation acts as the stack's execution role), each resource probed for its absence."""
     c = t.config
     found = [
@@ -334,7 +334,7 @@ def _teardown(t: Target) -> list[Statement]:
 
 
 def _logs(t: Target) -> list[Statement]:
-    """doctable/ops/logs.py: the consumer's log group named by the stack's output, read (and followed)."""
+    """doctable/operate/logs.py: the consumer's log group named by the stack's output, read (and followed)."""
     found = [_read_stack(t, "DescribeStacks")]
     if t.config.builtin_consumer:
         found.append(Statement("ReadProofLines", ("logs:FilterLogEvents",), t.log_groups))
@@ -342,7 +342,7 @@ def _logs(t: Target) -> list[Statement]:
 
 
 def _invoke(t: Target) -> list[Statement]:
-    """doctable/ops/invoke.py: what the mapping invokes (its FunctionArn: the alias with snapstart), invoked with
+    """doctable/operate/invoke.py: what the mapping invokes (its FunctionArn: the alias with snapstart), invoked with
     one event; without a mapping, the consumer replay invokes."""
     c = t.config
     found = [_read_stack(t, "DescribeStacks")]

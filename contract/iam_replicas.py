@@ -2,18 +2,18 @@
 (Sid, actions, resources, condition) for contract/iam.py to add to the command's part: each scoped to the table's ARN
 in each replica region and to the replica stacks ``<stack>-<region>``.
 
-- verify (full and read-only, doctable/ops/verify/replicas.py): each replica stack's status and outputs, the
+- verify (full and read-only, doctable/verify/replicas.py): each replica stack's status and outputs, the
   replica's description (its stream), the replica stack's mapping (scoped by the function it invokes); the full
-  verify's nudges (doctable/ops/verify/replica_delivery.py) also write, read and delete test items in each replica
+  verify's nudges (doctable/verify/replica_delivery.py) also write, read and delete test items in each replica
   (verify's own partition keys only, as its home test items), read each replica's stream for the nudge's record,
   and read each replica stack consumer's proof lines.
-- deploy (doctable/ops/replica_deploy.py): each replica's description (its drift, and its stream ARN), the bootstrap roles of
+- deploy (doctable/lifecycle/replica_deploy.py): each replica's description (its drift, and its stream ARN), the bootstrap roles of
   each replica region (the CLI deploys the replica stacks there), and the removal of the replica stack of a
   region the settings no longer name (which the settings cannot list: any region, this environment's replica
   stack names only).
-- preflight (and the deploy's gate, which runs it) and reconcile (doctable/ops/replica_drift.py): each replica's
+- preflight (and the deploy's gate, which runs it) and reconcile (doctable/capabilities/replica_drift.py): each replica's
   description and PITR, read for its drift; reconcile restores PITR and deletion protection there.
-- teardown (doctable/ops/teardown.py, replica_teardown.py): each replica stack read, deleted and watched until it
+- teardown (doctable/lifecycle/teardown.py, replica_teardown.py): each replica stack read, deleted and watched until it
   is gone; with deletion protection, each replica's lifted.
 
 Standard library only, as contract/iam.py."""
@@ -24,7 +24,7 @@ from contract.bootstrap import DEPLOYER_BOOTSTRAP_ROLES, bootstrap_role_arn
 from contract.knobs import DocTableConfig
 
 Condition = dict[str, dict[str, list[str]]]
-VERIFY_KEY_PREFIX = "doctable-verify-"  # verify's test items and blobs (doctable/ops/verify/checks.py)
+VERIFY_KEY_PREFIX = "doctable-verify-"  # verify's test items and blobs (doctable/verify/checks.py)
 Part = tuple[str, tuple[str, ...], tuple[str, ...], Condition | None]  # (Sid, actions, resources, condition)
 VERIFY_PARTS = ("verify", "verify-read-only")
 

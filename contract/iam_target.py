@@ -14,7 +14,7 @@ from contract.knobs import DocTableConfig
 # within S3's 63 characters, so the stack name is cut to what is left: 14 characters for this stack's longest
 # bucket logical id (StreamConsumerFailureBucket + its 8-character hash, 35 characters, + 2 dashes + 12).
 GENERATED_BUCKET_STACK_CHARS = 14
-FAILURE_PREFIX = "aws/lambda/"  # where Lambda's S3 on-failure destination writes (doctable/ops/replay.py)
+FAILURE_PREFIX = "aws/lambda/"  # where Lambda's S3 on-failure destination writes (doctable/operate/replay.py)
 
 
 def partition_of(region: str) -> str:

@@ -1,5 +1,5 @@
 """`doctable`: the project's console script. It builds the parser from each command module's ``register`` and
-turns a :class:`~doctable.errors.UserError` into one line on stderr with its exit code (``doctable --help``
+turns a :class:`~doctable.core.errors.UserError` into one line on stderr with its exit code (``doctable --help``
 lists them); with ``--json`` the same error is also one JSON document on stdout."""
 
 from __future__ import annotations
@@ -13,22 +13,11 @@ from importlib import metadata
 from typing import Any, NoReturn
 
 from doctable import local_adapter
-from doctable.errors import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, UserError, exit_code_of
-from doctable.ops import (
-    deploy,
-    invoke,
-    ledger,
-    logs,
-    plan,
-    policy,
-    preflight,
-    reconcile,
-    replay,
-    settings,
-    teardown,
-    watch,
-)
-from doctable.ops.verify import command as verify
+from doctable.core.errors import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, UserError, exit_code_of
+from doctable.lifecycle import deploy, preflight, reconcile, teardown
+from doctable.operate import invoke, ledger, logs, policy, replay, settings, watch
+from doctable.plan import cost as plan
+from doctable.verify import command as verify
 
 DESCRIPTION = (
     "The document table on AWS, done right: deploy it, check it, operate it, and run it all on an embedded "
@@ -71,7 +60,7 @@ def error_document(
 ) -> dict[str, Any]:
     """The error as ``--json`` prints it: the message, the exit code, and a stable ``code`` (``usage`` for a
     problem of the input, ``aws.*`` for AWS's, with the refused action, resource and principal where AWS named
-    them: doctable.aws.failure_fields)."""
+    them: doctable.core.aws.failure_fields)."""
     document = {"kind": "doctable-error", "command": command, "error": message, "exit": code}
     return {**document, "code": "usage", **(fields or {})}
 

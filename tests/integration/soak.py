@@ -17,7 +17,7 @@ be processed:
   switched off before replay.
 
 Then: wait until the mapping has delivered everything, read the figures, switch the faults off, run
-``doctable.ops.replay.run_replay``, and check (a) no blob of a deleted record (or dropped by an update) is
+``doctable.operate.replay.run_replay``, and check (a) no blob of a deleted record (or dropped by an update) is
 left, (b) every blob a live item lists is present, (c) exactly the poison records stay on the failure
 destination, with their payload, (d) the ``stream_records_received`` lines cover every stream record (read
 with GetRecords from TRIM_HORIZON), which matches the writes made, re-deliveries counted apart.
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from doctable.ops.replay import run_replay
+from doctable.operate.replay import run_replay
 from local.api import FaultClient
 from tests.support import localaws as lt
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from doctable.ops.replay import run_replay
+from doctable.operate.replay import run_replay
 from local.api import FaultClient, FaultSpecError
 from tests.support import localaws as lt
 

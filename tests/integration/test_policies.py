@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 import pytest
 import yaml
 
-from doctable.ops.verify.expect import WRITING_CHECKS
+from doctable.verify.expect import WRITING_CHECKS
 from tests.support import localaws as lt
 from tests.support import policies as pol
 from tests.support.policies import PLAIN, Context, Principal, doctable, policy_of, refusals, union

@@ -23,8 +23,8 @@ import boto3
 from contract import names, toolchain
 from contract.knobs import resolve_config
 from contract.settings import CONFIG_VARIABLE, default_settings, render_settings
-from doctable.ops.deploy import CDK_OUTPUT_VARIABLE
-from doctable.ops.verify.proof import parse_proof_line
+from doctable.lifecycle.deploy import CDK_OUTPUT_VARIABLE
+from doctable.verify.proof import parse_proof_line
 from infra import synth_cache
 from infra import synth_worker as synth_worker_module
 from local import api

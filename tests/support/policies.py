@@ -143,7 +143,7 @@ def without(document: dict[str, Any], sid: str) -> dict[str, Any]:
 def refusals(result: Result) -> list[tuple[str, str]]:
     """(action, resource) of every refusal the command reported as data: anywhere in the JSON it printed (its
     --json error document, a verify row's ``error``), an object whose ``code`` is ``aws.access_denied`` names
-    the ``action`` and ``resource`` AWS named (doctable.aws.failure_fields)."""
+    the ``action`` and ``resource`` AWS named (doctable.core.aws.failure_fields)."""
     found: list[tuple[str, str]] = []
     for document in json_documents(result.out):
         found += list(_refused_in(document))

@@ -1252,7 +1252,7 @@ for _env, _variable, _fragment, _label in _COLD_CASES:
 
 
 # ---------------------------------------------------------------------------------- replay's kept objects
-REPLAY = "Replay: objects on the failure bucket (`doctable.ops.replay.run_replay`)"
+REPLAY = "Replay: objects on the failure bucket (`doctable.operate.replay.run_replay`)"
 _STREAM_ARN = "arn:aws:dynamodb:eu-west-1:123456789012:table/items-dev/stream/2024-05-01T00:00:00.000"
 _METADATA_ONLY = {
     "requestContext": {"condition": "RetryAttemptsExhausted"},
@@ -1276,7 +1276,7 @@ def run_replay_case(body: bytes, dry_run: bool) -> str:
     import boto3
     from moto import mock_aws
 
-    from doctable.ops.replay import run_replay
+    from doctable.operate.replay import run_replay
 
     class NoConsumer:
         def invoke(self, **_: Any) -> Any:

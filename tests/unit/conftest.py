@@ -17,7 +17,7 @@ import pytest
 from moto import mock_aws
 
 from contract.knobs import KNOB_DEFAULTS
-from doctable.aws import Aws
+from doctable.core.aws import Aws
 from local import patching
 from local.services.dynamodb import options as dynamodb_options
 from tests.support.ops import REGION

@@ -1,13 +1,13 @@
 """AWS failures as data: a command's ``--json`` error carries a stable ``code`` and, for a refusal, the action,
-resource and principal AWS named (doctable.aws.failure_fields), so a machine reads fields, not prose."""
+resource and principal AWS named (doctable.core.aws.failure_fields), so a machine reads fields, not prose."""
 
 from __future__ import annotations
 
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
 
-from doctable.aws import failure_fields, user_error_for
 from doctable.cli import error_document
+from doctable.core.aws import failure_fields, user_error_for
 
 pytestmark = pytest.mark.unit
 

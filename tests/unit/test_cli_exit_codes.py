@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, InvalidRegionError, NoCredentialsError
 
-from doctable.aws import user_errors
 from doctable.cli import build_parser, main
-from doctable.errors import (
+from doctable.core.aws import user_errors
+from doctable.core.errors import (
     EXIT_AWS,
     EXIT_FAILED,
     EXIT_REFUSED,
@@ -37,7 +37,7 @@ def settings_raises(monkeypatch: pytest.MonkeyPatch) -> Callable[[BaseException 
                 return outcome
             raise outcome
 
-        monkeypatch.setattr("doctable.ops.settings.cmd_settings", command)
+        monkeypatch.setattr("doctable.operate.settings.cmd_settings", command)
 
     return install
 
@@ -49,7 +49,7 @@ def access_denied() -> ClientError:
 
 
 def translated(exc: BaseException) -> UserError:
-    """The UserError doctable.aws.user_errors raises for a botocore failure."""
+    """The UserError doctable.core.aws.user_errors raises for a botocore failure."""
     with pytest.raises(UserError) as raised, user_errors("doing it"):
         raise exc
     return raised.value

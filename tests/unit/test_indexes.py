@@ -12,8 +12,8 @@ from contract.findings import Level
 from contract.knobs import ConfigError, resolve_config, with_index_step
 from contract.settings import parse_settings, render_settings, resolve_settings
 from contract.shape import index_declaration, table_shape
-from doctable.ops import indexes
-from doctable.ops.table_shape import shape_findings
+from doctable.capabilities import indexes
+from doctable.capabilities.table_shape import shape_findings
 from tests.support import ops as ot
 
 BY_OWNER = {"partition": "owner:S", "sort": "createdAt:N", "projection": "include", "include": ["summary"]}
@@ -240,7 +240,7 @@ def test_verify_lists_what_an_index_gets_wrong() -> None:
         context={}, environ={}, indexes={"aaa": {"partition": "a:S"}, "bbb": {"partition": "b:S"}}
     )
     table = live({**definition("aaa", {"partition": "a:S"}), "IndexStatus": "CREATING"})
-    from doctable.ops.live import LiveTable
+    from doctable.core.live import LiveTable
 
     found = indexes.index_problems(table_shape(config), table, LiveTable.of(table))
     assert found == ["bbb missing", "aaa CREATING (backfill not finished)"]
@@ -309,7 +309,7 @@ def test_a_verify_nudge_carries_each_key_type() -> None:
 
 # ------------------------------------------------------------------------------------------ plan
 def test_plan_counts_each_index_write_and_its_storage() -> None:
-    from doctable.ops.plan import Workload, build_plan
+    from doctable.plan.cost import Workload, build_plan
 
     config = resolve_config(
         context={"gsi": "gsi1"},
@@ -327,7 +327,7 @@ def test_plan_counts_each_index_write_and_its_storage() -> None:
 
 
 def test_an_index_made_outside_the_stack_is_drift_reconcile_leaves() -> None:
-    from doctable.ops.table_shape import differences
+    from doctable.capabilities.table_shape import differences
 
     config = resolve_config(context={}, environ={}, indexes={"aaa": {"partition": "a:S"}})
     table = live(definition("aaa", {"partition": "a:S"}), definition("zzz", {"partition": "z:S"}))
@@ -336,7 +336,7 @@ def test_an_index_made_outside_the_stack_is_drift_reconcile_leaves() -> None:
 
 
 def test_a_declared_lsi_change_is_a_deploy_change_not_drift() -> None:
-    from doctable.ops.drift import changed_by_deploy
+    from doctable.capabilities.drift import changed_by_deploy
 
     deployed = resolve_config(context={}, environ={})
     target = resolve_config(context={}, environ={}, indexes={"byVersion": BY_VERSION})

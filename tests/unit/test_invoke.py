@@ -13,10 +13,10 @@ import pytest
 from stream_consumer import domain
 
 from contract import names
-from doctable.aws import Aws
 from doctable.cli import main
-from doctable.errors import UserError
-from doctable.ops import invoke as iv
+from doctable.core.aws import Aws
+from doctable.core.errors import UserError
+from doctable.operate import invoke as iv
 from tests.support import ops as ot
 from tests.unit.events import LATER, REGION, STREAM_ARN, TABLE, FakeLambdaContext
 

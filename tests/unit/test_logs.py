@@ -12,10 +12,10 @@ import pytest
 from botocore.exceptions import ClientError
 
 from contract import names
-from doctable.aws import Aws
 from doctable.cli import main
-from doctable.errors import UserError
-from doctable.ops import logs as lg
+from doctable.core.aws import Aws
+from doctable.core.errors import UserError
+from doctable.operate import logs as lg
 from tests.support import ops as ot
 
 GROUP = "/aws/lambda/doctable-items-dev-consumer"

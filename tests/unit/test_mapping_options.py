@@ -10,9 +10,9 @@ import pytest
 from contract.findings import Level
 from contract.knobs import ConfigError, resolve_config
 from contract.shape import EVENT_INSERT, EVENT_REMOVE, cleanup_filter_patterns, mapping_shape
-from doctable.ops import mapping_options
-from doctable.ops.live import mapping_differences, setting_text
-from doctable.ops.mapping_plan import MAPPING_CLEARED
+from doctable.capabilities import mapping_options
+from doctable.capabilities.mapping import MAPPING_CLEARED
+from doctable.core.live import mapping_differences, setting_text
 
 pytestmark = pytest.mark.unit
 

@@ -13,12 +13,12 @@ import pytest
 from botocore.awsrequest import AWSResponse
 
 from contract import names
-from doctable.aws import Aws, retry_config
 from doctable.cli import main
-from doctable.errors import UserError
-from doctable.ops import ledger as lg
-from doctable.ops.context import describe_stack, parse_context, resolve_knobs
-from doctable.ops.verify import record as v
+from doctable.core import ledger as lg
+from doctable.core.aws import Aws, retry_config
+from doctable.core.context import describe_stack, parse_context, resolve_knobs
+from doctable.core.errors import UserError
+from doctable.verify import record as v
 from tests.support import ops as ot
 from tests.support.cli import run_doctable
 from tests.support.ops import REGION
@@ -305,7 +305,7 @@ def test_an_unparseable_reply_is_one_line(
     def garbled(*args: Any, **kwargs: Any) -> Any:
         raise ResponseParserError("Unable to parse response (syntax error), invalid XML received:\nb'{}'")
 
-    monkeypatch.setattr("doctable.ops.capability.stack_physical_ids", garbled)
+    monkeypatch.setattr("doctable.capabilities.protocol.stack_physical_ids", garbled)
     # WHEN preflight runs THEN one line, exit 2, never a traceback
     assert main(["preflight"]) == 4  # AWS or credentials
     line = one_line_error(capsys)
@@ -315,7 +315,7 @@ def test_an_unparseable_reply_is_one_line(
 def test_untrusted_certificate_names_the_missing_bundle(monkeypatch: pytest.MonkeyPatch) -> None:
     from botocore.exceptions import SSLError
 
-    from doctable.aws import user_error_for
+    from doctable.core.aws import user_error_for
 
     failure = SSLError(endpoint_url="https://127.0.0.1:4566", error="certificate verify failed")
     monkeypatch.setenv("AWS_ENDPOINT_URL", "https://127.0.0.1:4566")

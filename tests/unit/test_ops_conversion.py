@@ -1,4 +1,4 @@
-"""doctable deploy's conversion of a single-region table to a global table (doctable/ops/conversion.py): where it
+"""doctable deploy's conversion of a single-region table to a global table (doctable/lifecycle/conversion.py): where it
 starts from the live state, each step's CDK command, a failed step stopping, a re-run continuing."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 
 from contract import names
 from contract.findings import Level
-from doctable.ops import conversion
-from doctable.ops.context import Deployment
-from doctable.ops.ownership import _table_outside
+from doctable.capabilities.ownership import _table_outside
+from doctable.core.context import Deployment
+from doctable.lifecycle import conversion
 from tests.support import ops as ot
 
 pytestmark = pytest.mark.unit

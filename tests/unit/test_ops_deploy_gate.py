@@ -7,7 +7,7 @@ import io
 import pytest
 
 from contract.findings import Finding, Level
-from doctable.ops.deploy import gate, gate_lines
+from doctable.lifecycle.deploy import gate, gate_lines
 
 pytestmark = pytest.mark.unit
 

@@ -10,11 +10,12 @@ import pytest
 from contract import names
 from contract.findings import Finding, Level, destructive
 from contract.shape import GLOBAL_TABLE_TYPE, TABLE_TYPE, table_shape
-from doctable.aws import Aws
-from doctable.ops import consumer_plan, kinesis, table_options, table_security
-from doctable.ops.mapping_plan import mapping_change
-from doctable.ops.replicas import replica_findings
-from doctable.ops.table_shape import shape_findings
+from doctable.capabilities import consumer as consumer_plan
+from doctable.capabilities import kinesis, table_options, table_security
+from doctable.capabilities.mapping import mapping_change
+from doctable.capabilities.replicas import replica_findings
+from doctable.capabilities.table_shape import shape_findings
+from doctable.core.aws import Aws
 from tests.support import ops as ot
 
 STREAM = {"stream": "new-and-old"}

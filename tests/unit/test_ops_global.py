@@ -19,24 +19,24 @@ from contract import iam, names
 from contract.findings import Finding, Level
 from contract.knobs import DocTableConfig
 from contract.shape import GLOBAL_TABLE_TYPE, TABLE_TYPE, table_shape
-from doctable.aws import Aws
-from doctable.errors import RefusedError
-from doctable.ops import conversion, replica_teardown, teardown
-from doctable.ops import preflight as p
-from doctable.ops.capability import observe_table
-from doctable.ops.context import Deployment, describe_stack, use_deployed_knobs
-from doctable.ops.deploy import gate
-from doctable.ops.drift import detect
-from doctable.ops.ledger import build_ledger
-from doctable.ops.ownership import require_owned_table
-from doctable.ops.render import Progress
-from doctable.ops.replicas import live_replica_regions, replica_stack
-from doctable.ops.teardown import plan_teardown, run_teardown
-from doctable.ops.verify.checks import Verifier
-from doctable.ops.verify.expect import Expectations, writes
-from doctable.ops.verify.items import Scratch
-from doctable.ops.verify.record import FAIL, PASS, CheckFailed, Row
-from doctable.ops.verify.replica_delivery import Region, delivery_checks
+from doctable.capabilities.drift import detect
+from doctable.capabilities.ownership import require_owned_table
+from doctable.capabilities.protocol import observe_table
+from doctable.capabilities.replicas import live_replica_regions, replica_stack
+from doctable.core.aws import Aws
+from doctable.core.context import Deployment, describe_stack, use_deployed_knobs
+from doctable.core.errors import RefusedError
+from doctable.core.ledger import build_ledger
+from doctable.core.render import Progress
+from doctable.lifecycle import conversion, replica_teardown, teardown
+from doctable.lifecycle import preflight as p
+from doctable.lifecycle.deploy import gate
+from doctable.lifecycle.teardown import plan_teardown, run_teardown
+from doctable.verify.checks import Verifier
+from doctable.verify.expect import Expectations, writes
+from doctable.verify.items import Scratch
+from doctable.verify.record import FAIL, PASS, CheckFailed, Row
+from doctable.verify.replica_delivery import Region, delivery_checks
 from local.pollers import streams as esm
 from local.runtime.runner import InvokeResult
 from local.services.awslambda import mappings

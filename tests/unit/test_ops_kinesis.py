@@ -15,18 +15,19 @@ from contract import names
 from contract.findings import Finding, Level
 from contract.knobs import DocTableConfig
 from contract.shape import cleanup_filter_patterns, mapping_shape
-from doctable.aws import Aws
+from doctable.capabilities import drift, kinesis
+from doctable.capabilities.borrowed import consumer_findings
+from doctable.capabilities.mapping import CREATED, DELETED, REPLACED, mapping_change
 from doctable.cli import main
-from doctable.ops import drift, grants, kinesis
-from doctable.ops import preflight as p
-from doctable.ops.borrowed import consumer_findings
-from doctable.ops.context import describe_stack, use_deployed_knobs
-from doctable.ops.mapping_plan import CREATED, DELETED, REPLACED, mapping_change
-from doctable.ops.plan import HOURS_PER_MONTH, KB_PER_GB, Workload, build_plan, value
-from doctable.ops.render import Progress
-from doctable.ops.verify import kinesis as vk
-from doctable.ops.verify.checks import CheckFailed, Skip, Verifier
-from doctable.ops.verify.expect import Expectations
+from doctable.core import grants
+from doctable.core.aws import Aws
+from doctable.core.context import describe_stack, use_deployed_knobs
+from doctable.core.render import Progress
+from doctable.lifecycle import preflight as p
+from doctable.plan.cost import HOURS_PER_MONTH, KB_PER_GB, Workload, build_plan, value
+from doctable.verify import kinesis as vk
+from doctable.verify.checks import CheckFailed, Skip, Verifier
+from doctable.verify.expect import Expectations
 from tests.support import ops as ot
 from tests.support.ops import REGION
 
@@ -616,7 +617,7 @@ def test_plan_models_a_kinesis_mapping_with_its_own_poll_and_shard_limits() -> N
 
 # -------------------------------------------------------------------------------------------- teardown
 def test_teardown_proves_the_created_stream_gone_or_still_there(moto_env: Aws) -> None:
-    from doctable.ops import teardown
+    from doctable.lifecycle import teardown
 
     # GIVEN the stack's stream as teardown lists it (its physical id is the stream's name)
     created_stream(moto_env, "doctable-changes")
@@ -657,7 +658,7 @@ def test_a_borrowed_kinesis_stream_must_exist_active_in_the_tables_region(moto_e
 
 
 def borrowed_kinesis(aws: Aws, arn: str) -> list[Finding]:
-    from doctable.ops.borrowed import kinesis_stream_findings
+    from doctable.capabilities.borrowed import kinesis_stream_findings
 
     return kinesis_stream_findings(aws, cfg(kinesis=arn))
 

@@ -11,10 +11,10 @@ import pytest
 
 from contract import names
 from contract.settings import CONFIG_VARIABLE
-from doctable.aws import Aws
 from doctable.cli import main
-from doctable.errors import UserError
-from doctable.ops.context import describe_stack, use_deployed_knobs
+from doctable.core.aws import Aws
+from doctable.core.context import describe_stack, use_deployed_knobs
+from doctable.core.errors import UserError
 from tests.support import ops as ot
 
 ALL_ON = {"gsi": "gsi1", "ttl": "on", "pitr": "on", "stream": "new-and-old", "consumer": "none"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from contract.findings import Level
-from doctable.ops import mapping_plan as mp
+from doctable.capabilities import mapping as mp
 from tests.support import ops as ot
 
 STREAM = {"stream": "new-and-old"}

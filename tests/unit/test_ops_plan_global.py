@@ -8,7 +8,7 @@ import pytest
 
 from contract.knobs import resolve_config
 from doctable.cli import main
-from doctable.ops.plan import HOURS_PER_MONTH, Workload, build_plan, value
+from doctable.plan.cost import HOURS_PER_MONTH, Workload, build_plan, value
 
 pytestmark = pytest.mark.unit
 

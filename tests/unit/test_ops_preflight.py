@@ -10,13 +10,13 @@ import pytest
 from contract import names
 from contract.findings import Finding, Level
 from contract.knobs import KNOB_DEFAULTS
-from doctable.aws import Aws
+from doctable.capabilities.protocol import observe_table
+from doctable.capabilities.table_shape import shape_findings
 from doctable.cli import main
-from doctable.ops import grants
-from doctable.ops import preflight as p
-from doctable.ops.capability import observe_table
-from doctable.ops.context import describe_stack, use_deployed_knobs
-from doctable.ops.table_shape import shape_findings
+from doctable.core import grants
+from doctable.core.aws import Aws
+from doctable.core.context import describe_stack, use_deployed_knobs
+from doctable.lifecycle import preflight as p
 from tests.support import ops as ot
 from tests.support.ops import REGION
 
@@ -466,7 +466,7 @@ def test_consumer_knob_changes_on_a_live_stack_say_what_the_deploy_does(moto_env
 
 
 def test_with_snapstart_on_any_function_change_publishes_the_next_version() -> None:
-    from doctable.ops import consumer_plan
+    from doctable.capabilities import consumer as consumer_plan
 
     before = ot.config_of(stream="new-and-old", snapstart="on")
     after = ot.config_of(stream="new-and-old", snapstart="on", timeout="60")

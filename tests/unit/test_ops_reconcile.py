@@ -11,13 +11,13 @@ import pytest
 from botocore.exceptions import ClientError
 
 from contract import names
-from doctable.aws import Aws
+from doctable.capabilities import drift
+from doctable.capabilities.ownership import require_owned_table
 from doctable.cli import main
-from doctable.errors import UserError
-from doctable.ops import drift
-from doctable.ops import reconcile as reconcile_module
-from doctable.ops.context import describe_stack, use_deployed_knobs
-from doctable.ops.ownership import require_owned_table
+from doctable.core.aws import Aws
+from doctable.core.context import describe_stack, use_deployed_knobs
+from doctable.core.errors import UserError
+from doctable.lifecycle import reconcile as reconcile_module
 from tests.support import ops as ot
 
 ALL_ON = {"gsi": "gsi1", "ttl": "on", "pitr": "on", "stream": "new-and-old", "owner": "team-docs"}
@@ -163,7 +163,7 @@ def test_the_ttl_rate_limit_is_one_line_saying_when_to_retry(
             raise refused
         real(aws, deployment, table, repair)
 
-    monkeypatch.setattr("doctable.ops.reconcile.apply_repair", apply)
+    monkeypatch.setattr("doctable.lifecycle.reconcile.apply_repair", apply)
     # WHEN reconcile applies
     code = main(["reconcile", "--apply", "-q"])
     # THEN one line, exit 2, saying when to retry; the other repair (PITR) was made first
@@ -194,7 +194,7 @@ def test_a_refused_step_is_data_in_the_json_error(
             raise refused
         real(aws, deployment, table, repair)
 
-    monkeypatch.setattr("doctable.ops.reconcile.apply_repair", apply)
+    monkeypatch.setattr("doctable.lifecycle.reconcile.apply_repair", apply)
     # WHEN reconcile applies with --json
     code = main(["reconcile", "--apply", "--json", "-q"])
     # THEN the error document names the refused step, what was restored before it and AWS's refusal as fields
@@ -261,7 +261,7 @@ def test_a_mapping_that_stays_busy_is_one_line(
 ) -> None:
     # GIVEN a drifted mapping that never leaves a transitional state (no state counts as settled)
     _mapping_disabled(moto, stack)
-    monkeypatch.setattr("doctable.ops.reconcile.SETTLED_MAPPING_STATES", ())
+    monkeypatch.setattr("doctable.lifecycle.reconcile.SETTLED_MAPPING_STATES", ())
     # WHEN reconcile applies with a zero bound THEN one line, exit 2
     assert main(["reconcile", "--apply", "-q", "--timeout", "0"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

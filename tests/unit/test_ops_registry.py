@@ -10,10 +10,10 @@ from types import ModuleType
 import pytest
 
 from contract.findings import CODES
-from doctable.ops import mapping_options
-from doctable.ops.capability import Capability
-from doctable.ops.drift import REPAIR_ORDER
-from doctable.ops.registry import DRIFTING, REGISTRY
+from doctable.capabilities import mapping_options
+from doctable.capabilities.drift import REPAIR_ORDER
+from doctable.capabilities.protocol import Capability
+from doctable.capabilities.registry import DRIFTING, REGISTRY
 
 pytestmark = pytest.mark.unit
 

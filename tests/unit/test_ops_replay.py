@@ -13,7 +13,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from doctable.ops.replay import run_replay
+from doctable.operate.replay import run_replay
 
 BUCKET = "failures"
 TABLE = "items-dev"

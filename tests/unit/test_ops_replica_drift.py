@@ -12,14 +12,14 @@ import pytest
 from contract import iam
 from contract.findings import Level
 from contract.knobs import DocTableConfig
-from doctable.aws import Aws
-from doctable.ops import preflight as p
-from doctable.ops.capability import Drift, observe_table
-from doctable.ops.drift import changed_by_deploy, detect, plan_repairs
-from doctable.ops.ownership import require_owned_table
-from doctable.ops.reconcile import apply_all
-from doctable.ops.render import Progress
-from doctable.ops.verify.record import FAIL, PASS
+from doctable.capabilities.drift import changed_by_deploy, detect, plan_repairs
+from doctable.capabilities.ownership import require_owned_table
+from doctable.capabilities.protocol import Drift, observe_table
+from doctable.core.aws import Aws
+from doctable.core.render import Progress
+from doctable.lifecycle import preflight as p
+from doctable.lifecycle.reconcile import apply_all
+from doctable.verify.record import FAIL, PASS
 from tests.support.ops import REGION
 from tests.unit import test_ops_global
 from tests.unit.test_ops_global import ACCOUNT, B, C, deploy_global, deployment_of, knobs, verify_rows

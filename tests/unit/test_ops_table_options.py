@@ -8,8 +8,8 @@ from typing import Any
 from contract.findings import Level
 from contract.knobs import resolve_config
 from contract.shape import table_shape
-from doctable.aws import Aws
-from doctable.ops import table_options as opts
+from doctable.capabilities import table_options as opts
+from doctable.core.aws import Aws
 
 ALL = {
     "table_class": "standard-ia",

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from contract import names
-from doctable.aws import Aws
-from doctable.errors import UserError
-from doctable.ops import teardown as t
-from doctable.ops.context import Deployment, describe_stack
-from doctable.ops.render import Progress
+from doctable.core.aws import Aws
+from doctable.core.context import Deployment, describe_stack
+from doctable.core.errors import UserError
+from doctable.core.render import Progress
+from doctable.lifecycle import teardown as t
 from tests.support import ops as ot
 
 QUIET = Progress(quiet=True, sleep=lambda s: None)
@@ -147,8 +147,8 @@ class _HeadBucket:
 
 
 def test_head_bucket_answers_present_absent_or_a_refusal_naming_list_bucket() -> None:
-    from doctable.aws import bucket_exists
-    from doctable.errors import AwsError, exit_code_of
+    from doctable.core.aws import bucket_exists
+    from doctable.core.errors import AwsError, exit_code_of
 
     assert bucket_exists(_HeadBucket(200), "b") is True
     assert bucket_exists(_HeadBucket(404), "b") is False

@@ -12,17 +12,17 @@ import pytest
 from botocore.stub import Stubber
 
 from contract import names
-from doctable.aws import Aws
 from doctable.cli import build_parser, main
-from doctable.ops import deploy
-from doctable.ops import ledger as lg
-from doctable.ops.context import Deployment, describe_stack
-from doctable.ops.render import Progress
-from doctable.ops.verify import items, proof
-from doctable.ops.verify import record as v
-from doctable.ops.verify.checks import Verifier
-from doctable.ops.verify.consumer import consumer_checks
-from doctable.ops.verify.expect import WRITING_CHECKS, Expectations
+from doctable.core import ledger as lg
+from doctable.core.aws import Aws
+from doctable.core.context import Deployment, describe_stack
+from doctable.core.render import Progress
+from doctable.lifecycle import deploy
+from doctable.verify import items, proof
+from doctable.verify import record as v
+from doctable.verify.checks import Verifier
+from doctable.verify.consumer import consumer_checks
+from doctable.verify.expect import WRITING_CHECKS, Expectations
 from tests.support import ops as ot
 
 
@@ -446,7 +446,7 @@ def test_verify_refuses_a_failed_create_beside_a_retained_table(
         deployment.stack_status, deployment.outputs = "ROLLBACK_COMPLETE", {}
         return deployment
 
-    monkeypatch.setattr("doctable.ops.command.describe_stack", rolled_back)
+    monkeypatch.setattr("doctable.core.command.describe_stack", rolled_back)
     assert main(["verify", "-q", "--timeout", "2"]) == 3  # refused by a safety gate
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "ROLLBACK_COMPLETE" in err[0] and "owns no table" in err[0]

@@ -1,4 +1,4 @@
-"""verify's encryption-at-rest and resource-policy rows (doctable/ops/verify/security.py) against moto."""
+"""verify's encryption-at-rest and resource-policy rows (doctable/verify/security.py) against moto."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from moto import mock_aws
 from contract import names, policy_doc
 from contract.knobs import resolve_config
 from contract.shape import encryption_shape
-from doctable.aws import Aws
-from doctable.ops.verify.record import CheckFailed as Failed
-from doctable.ops.verify.security import AWS_OWNED_TEXT, NO_POLICY, security_checks, security_rows
+from doctable.core.aws import Aws
+from doctable.verify.record import CheckFailed as Failed
+from doctable.verify.security import AWS_OWNED_TEXT, NO_POLICY, security_checks, security_rows
 
 pytestmark = pytest.mark.unit
 

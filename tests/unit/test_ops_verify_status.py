@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from doctable.aws import Aws
 from doctable.cli import main
-from doctable.ops.context import Deployment, describe_stack
+from doctable.core.aws import Aws
+from doctable.core.context import Deployment, describe_stack
 from tests.support import ops as ot
 
 REFUSED = {
@@ -41,7 +41,7 @@ def _with_status(monkeypatch: pytest.MonkeyPatch, status: str, reason: str | Non
         deployment.stack_status, deployment.status_reason = status, reason
         return deployment
 
-    monkeypatch.setattr("doctable.ops.command.describe_stack", described)
+    monkeypatch.setattr("doctable.core.command.describe_stack", described)
 
 
 def _items(aws: Aws) -> list[dict[str, Any]]:

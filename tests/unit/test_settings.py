@@ -14,7 +14,7 @@ import pytest
 
 from contract import settings as st
 from contract.knobs import KNOB_DEFAULTS, KNOBS, ConfigError
-from doctable.ops.context import resolve_run
+from doctable.core.context import resolve_run
 
 pytestmark = pytest.mark.unit
 

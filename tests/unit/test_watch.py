@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from contract.knobs import resolve_config
-from doctable.ops import watch as w
+from doctable.operate import watch as w
 
 LOCAL = {"DOCTABLE_DEPLOY_TARGET": "local", "AWS_ENDPOINT_URL": "https://localhost:4599"}
 

@@ -1,0 +1,116 @@
+"""Drift: live settings changed out of band that CloudFormation will not repair (it updates a property only when
+its template value changes), detected against the knobs the stack was deployed with by each capability of
+``registry.DRIFTING``, and the service calls that restore them (``doctable reconcile``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from contract.shape import mapping_shape, table_shape
+from doctable.capabilities import kinesis, repairs, replica_drift, table_options, table_security
+from doctable.capabilities.mapping import TAG_MAPPING, UPDATE_MAPPING
+from doctable.capabilities.ownership import TABLE_TAGS
+from doctable.capabilities.registry import DRIFTING
+from doctable.capabilities.repairs import TTL
+
+if TYPE_CHECKING:
+    from contract.knobs import DocTableConfig
+    from doctable.capabilities.protocol import Drift, Observed
+    from doctable.core.aws import Aws
+    from doctable.core.context import Deployment
+
+# The order repairs run in: the rate-limited TTL change last, so a refusal leaves every other repair done.
+REPAIR_ORDER = (
+    TABLE_TAGS,
+    repairs.UPDATE_TABLE,
+    repairs.PITR_CALL,
+    repairs.INSIGHTS_CALL,
+    *table_security.CALLS,
+    *kinesis.CALLS,
+    UPDATE_MAPPING,
+    TAG_MAPPING,
+    TTL,
+)
+
+
+def detect(observed: Observed) -> list[Drift]:
+    """Every drift of the deployed configuration (``observed.deployed``) on the stack's live table and what
+    hangs off it, capability by capability, then each replica region's (a global table's)."""
+    found = [found for capability in DRIFTING for found in capability.drift(observed)]
+    return found + replica_drift.replica_drifts(observed)
+
+
+def changed_by_deploy(prop: str, deployed: DocTableConfig, target: DocTableConfig) -> bool:
+    """Whether a deploy from ``deployed`` to ``target`` rewrites ``prop`` (then CloudFormation sets it, and its
+    live value is the deploy's business, not drift)."""
+    replica = replica_drift.split_prop(prop)
+    if replica is not None:  # a replica's option: the deploy sets it when it sets the home table's
+        region, base = replica
+        gone = region not in deployed.replicas or region not in target.replicas
+        return gone or changed_by_deploy(base, deployed, target)
+    if prop.startswith("table-tag:") or prop.startswith("mapping-tag:"):
+        key = prop.split(":", 1)[1]
+        return deployed.tags().get(key) != target.tags().get(key)
+    if prop.startswith("mapping:"):
+        before, after = mapping_shape(deployed), mapping_shape(target)
+        if before is None or after is None or before.starting_position != after.starting_position:
+            return True  # the mapping goes or is replaced
+        if (deployed.stream, deployed.consumer) != (target.stream, target.consumer):
+            return True
+        if kinesis.source_text(deployed) != kinesis.source_text(target):
+            return True  # the mapping moves to another source: a new mapping
+        name = prop.split(":", 1)[1]
+        return before.live_fields().get(name) != after.live_fields().get(name)
+    if prop.startswith("kinesis:"):
+        return kinesis.changed_by_deploy(deployed, target)
+    if prop in table_security.PROPS:
+        return table_security.changed_by_deploy(prop, deployed, target)
+    before_table, after_table = table_shape(deployed), table_shape(target)
+    if prop.startswith("index:"):
+        name = prop.split(":", 1)[1]
+        return before_table.index(name) != after_table.index(name)
+    if prop == "ttl":
+        return before_table.ttl_attribute != after_table.ttl_attribute
+    if prop == "pitr":
+        return before_table.pitr != after_table.pitr
+    if prop == "deletion_protection":
+        return before_table.deletion_protection != after_table.deletion_protection
+    return table_options.changed_by_deploy(prop, before_table, after_table)
+
+
+# ---------------------------------------------------------------------------------------------- repairs
+@dataclass
+class Repair:
+    """One service call restoring one or more drifted properties (in ``region``: a replica's; None: at home)."""
+
+    op: str
+    params: dict[str, Any]
+    subjects: list[str]
+    region: str | None = None
+
+
+def plan_repairs(drifts: list[Drift]) -> list[Repair]:
+    """The repairable drifts merged into one call per operation and region, in REPAIR_ORDER (each call at home
+    before the replicas', in the order the drifts name their regions)."""
+    repairs: dict[tuple[str, str | None], Repair] = {}
+    for drift in drifts:
+        if drift.op is None:
+            continue
+        repair = repairs.setdefault((drift.op, drift.region), Repair(drift.op, {}, [], drift.region))
+        repair.params.update(drift.params)
+        repair.subjects.append(drift.subject)
+    regions = list(dict.fromkeys([None, *(region for _, region in repairs)]))
+    return [
+        repairs[key] for key in sorted(repairs, key=lambda k: (REPAIR_ORDER.index(k[0]), regions.index(k[1])))
+    ]
+
+
+def apply_repair(aws: Aws, deployment: Deployment, table: dict[str, Any], repair: Repair) -> None:
+    """Make the call, in the replica's region or through the first capability that makes it; ClientErrors
+    propagate (the caller words them)."""
+    if repair.region is not None:
+        replica_drift.apply(aws.in_region(repair.region), table["TableName"], repair.op, repair.params)
+        return
+    owner = next(c for c in DRIFTING if repair.op in c.calls)
+    owner.apply(aws, deployment, table, repair.op, repair.params)

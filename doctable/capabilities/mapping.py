@@ -1,0 +1,262 @@
+"""What a deploy does to the event-source mapping: created, deleted, replaced or updated in place, found by
+comparing the mapping the deployed knobs declare with the one the target knobs declare (``contract.shape``); and
+the live mapping's drift from the deployed knobs with the calls that restore it (reconcile)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from contract import names
+from contract.findings import Finding, Level
+from contract.knobs import STARTING_LATEST, STARTING_POSITION_CFN, DocTableConfig
+from contract.shape import mapping_shape
+from doctable.capabilities import mapping_options
+from doctable.capabilities.kinesis import source_text, switch_text
+from doctable.capabilities.protocol import Drift, Observed, drift_text
+from doctable.core.aws import Aws, call_or_none
+from doctable.core.live import (
+    DESTINATION_FIELD,
+    ENABLED_FIELD,
+    mapping_differences,
+    s3_bucket_arn,
+    setting_text,
+)
+
+if TYPE_CHECKING:
+    from doctable.core.context import Deployment
+
+LATEST = STARTING_POSITION_CFN[STARTING_LATEST]
+
+MAPPING_SUBJECT = "mapping"
+CREATED, DELETED, REPLACED, UPDATED = (
+    "mapping.created",
+    "mapping.deleted",
+    "mapping.replaced",
+    "mapping.updated",
+)
+# What each repair calls.
+UPDATE_MAPPING, TAG_MAPPING = "UpdateEventSourceMapping", "TagResource (mapping)"
+MAPPING_PARAMETERS = {  # GetEventSourceMapping field -> UpdateEventSourceMapping parameter
+    "BatchSize": "BatchSize",
+    "MaximumBatchingWindowInSeconds": "MaximumBatchingWindowInSeconds",
+    "MaximumRetryAttempts": "MaximumRetryAttempts",
+    "MaximumRecordAgeInSeconds": "MaximumRecordAgeInSeconds",
+    "ParallelizationFactor": "ParallelizationFactor",
+    "BisectBatchOnFunctionError": "BisectBatchOnFunctionError",
+    "FunctionResponseTypes": "FunctionResponseTypes",
+    "FilterCriteria": "FilterCriteria",
+    "MetricsConfig": "MetricsConfig",
+}
+# What UpdateEventSourceMapping takes to remove a setting the knobs leave unset (AWS documents {} for filters).
+MAPPING_CLEARED: dict[str, Any] = {"FilterCriteria": {}, "MetricsConfig": {"Metrics": []}}
+
+
+@dataclass(frozen=True)
+class MappingChange:
+    """``before``/``after``: the starting positions (None when absent), or the in-place fields that change."""
+
+    code: str  # CREATED | DELETED | REPLACED | UPDATED
+    live: str
+    declared: str
+    effect: str
+    before: Any = None
+    after: Any = None
+
+    @property
+    def destructive(self) -> bool:
+        # Deleted: nothing consumes the stream. Replaced toward LATEST: records the old mapping had not read,
+        # and those written before the new one settles, are never delivered.
+        return self.code == DELETED or (self.code == REPLACED and self.after == LATEST)
+
+    def finding(self) -> Finding:
+        return Finding(
+            Level.CHANGE, self.code, MAPPING_SUBJECT, self.live, self.declared, self.effect,
+            self.destructive, self.before, self.after,
+        )  # fmt: skip
+
+
+def _target_function(config: DocTableConfig) -> str:
+    """What the mapping invokes: a borrowed ARN, or the built-in consumer's alias named after the position."""
+    return config.borrowed_consumer_arn or f"built-in consumer ({config.starting_position_cfn})"
+
+
+def _on(config: DocTableConfig, shown: bool) -> str:
+    return f" on {source_text(config)}" if shown else ""
+
+
+def mapping_change(deployed: DocTableConfig, target: DocTableConfig) -> MappingChange | None:
+    """The deploy's change to the mapping (None: it leaves the mapping as it is)."""
+    before, after = mapping_shape(deployed), mapping_shape(target)
+    if before is None and after is None:
+        return None
+    if before is None:
+        assert after is not None
+        return MappingChange(
+            CREATED, "absent", after.starting_position,
+            f"creates the event-source mapping: it reads the {source_text(target)} from {after.starting_position}",
+            None, after.starting_position,
+        )  # fmt: skip
+    if after is None:
+        return MappingChange(
+            DELETED, before.starting_position, "absent",
+            f"deletes the event-source mapping: the {source_text(deployed)} is no longer consumed",
+            before.starting_position, None,
+        )  # fmt: skip
+    # The source: the DynamoDB stream (a view-type change makes a new one) or the Kinesis data stream.
+    source_changes = source_text(deployed) != source_text(target)
+    if (
+        before.starting_position != after.starting_position
+        or _target_function(deployed) != _target_function(target)
+        or source_changes
+    ):
+        if deployed.reads_kinesis != target.reads_kinesis or (source_changes and target.reads_kinesis):
+            records = switch_text(deployed, target, after.starting_position, LATEST)
+        elif after.starting_position == LATEST:
+            records = "records written before the new poller settles may be skipped"
+        else:
+            records = "the new one reads the stream from its start (records are re-delivered; the consumer tolerates it)"
+        moved = f" from {source_text(deployed)} to {source_text(target)}" if source_changes else ""
+        return MappingChange(
+            REPLACED, f"{before.starting_position} → {_target_function(deployed)}{_on(deployed, source_changes)}",
+            f"{after.starting_position} → {_target_function(target)}{_on(target, source_changes)}",
+            f"replaces the event-source mapping{moved} (a new one is created first, then the old one deleted; no "
+            f"409: the built-in consumer's mapping targets an alias per position): {records}",
+            before.starting_position, after.starting_position,
+        )  # fmt: skip
+    was, will = before.live_fields(), after.live_fields()
+    changed = [name for name in will if was[name] != will[name]]
+    if not changed:
+        return None
+    return MappingChange(
+        UPDATED,
+        ", ".join(f"{name} {was[name]}" for name in changed),
+        ", ".join(f"{name} {will[name]}" for name in changed),
+        "updates the event-source mapping in place (same UUID, no re-read)",
+        {name: was[name] for name in changed},
+        {name: will[name] for name in changed},
+    )
+
+
+# --------------------------------------------------------------------------------------- drift, repairs
+def mapping_drift(aws: Aws, deployment: Deployment) -> list[Drift]:
+    """The mapping's settings, enabled state, on-failure destination and tags against the deployed knobs."""
+    config = deployment.config
+    shape = mapping_shape(config)
+    uuid = deployment.out(names.OUT_MAPPING_UUID)
+    if shape is None or not uuid:
+        return []
+    lam = aws.client("lambda")
+    mapping = call_or_none(lam.get_event_source_mapping, UUID=uuid)
+    if mapping is None:
+        how = "CloudFormation does not re-create a resource deleted behind it: tear down and deploy again"
+        return [Drift("mapping:present", "mapping", "absent", uuid, None, how=how)]
+    bucket = deployment.out(names.OUT_FAILURE_BUCKET)
+    destination = s3_bucket_arn(aws.partition, bucket) if bucket else None
+    drifts: list[Drift] = []
+    for name, live, want in mapping_differences(mapping, shape, destination):
+        if name == ENABLED_FIELD:
+            drifts.append(
+                Drift(
+                    "mapping:Enabled",
+                    "mapping state",
+                    drift_text(live),
+                    drift_text(want),
+                    UPDATE_MAPPING,
+                    {"Enabled": True},
+                )
+            )
+        elif name == DESTINATION_FIELD:
+            params: dict[str, Any] = {"DestinationConfig": {"OnFailure": {"Destination": destination}}}
+            op = UPDATE_MAPPING if destination else None
+            how = f"the stack has no {names.OUT_FAILURE_BUCKET} output"
+            drifts.append(
+                Drift(
+                    f"mapping:{name}",
+                    "mapping on-failure destination",
+                    drift_text(live),
+                    drift_text(want),
+                    op,
+                    params,
+                    how,
+                )
+            )
+        else:
+            drifts.append(
+                Drift(
+                    f"mapping:{name}",
+                    f"mapping {name}",
+                    drift_text(live) if name not in MAPPING_CLEARED else setting_text(name, live),
+                    drift_text(want) if name not in MAPPING_CLEARED else setting_text(name, want),
+                    UPDATE_MAPPING,
+                    {MAPPING_PARAMETERS[name]: MAPPING_CLEARED.get(name) if want is None else want},
+                )
+            )
+    position = mapping.get("StartingPosition")
+    if position and position != shape.starting_position:
+        how = "a mapping's starting position is fixed at creation: redeploy with a starting_position change"
+        drifts.append(
+            Drift(
+                "mapping:StartingPosition",
+                "mapping StartingPosition",
+                position,
+                shape.starting_position,
+                None,
+                how=how,
+            )
+        )
+    arn = mapping.get("EventSourceMappingArn") or (
+        f"arn:{aws.partition}:lambda:{aws.region}:{aws.account}:event-source-mapping:{uuid}"
+    )
+    tags = lam.list_tags(Resource=arn).get("Tags", {})
+    for key, value in config.tags().items():
+        if tags.get(key) != value:
+            drifts.append(
+                Drift(
+                    f"mapping-tag:{key}",
+                    f"mapping tag {key}",
+                    tags.get(key, "absent"),
+                    value,
+                    TAG_MAPPING,
+                    {key: value},
+                )
+            )
+    return drifts
+
+
+# ------------------------------------------------------------------------------------------ capability
+class MappingCapability:
+    """The event-source mapping: findings of a change against the recorded knobs (its starting position and
+    target, its settings, its filter and metrics); the live mapping's drift."""
+
+    name = "mapping"
+    compares_live = False
+    codes = frozenset(
+        {CREATED, DELETED, REPLACED, UPDATED, "mapping.events_changed", "mapping.metrics_changed"}
+    )
+    calls = (UPDATE_MAPPING, TAG_MAPPING)
+
+    def findings(self, observed: Observed) -> list[Finding]:
+        if not observed.deployment.recorded:
+            return []
+        change = mapping_change(observed.deployed, observed.target)
+        found = [change.finding()] if change is not None else []
+        return found + mapping_options.findings(observed.deployed, observed.target)
+
+    def drift(self, observed: Observed) -> list[Drift]:
+        return mapping_drift(observed.aws, observed.deployment)
+
+    def apply(
+        self, aws: Aws, deployment: Deployment, table: dict[str, Any], call: str, params: dict[str, Any]
+    ) -> None:
+        lam, uuid = aws.client("lambda"), deployment.out(names.OUT_MAPPING_UUID)
+        if call == UPDATE_MAPPING:
+            lam.update_event_source_mapping(UUID=uuid, **params)
+        elif call == TAG_MAPPING:
+            mapping = lam.get_event_source_mapping(UUID=uuid)
+            lam.tag_resource(Resource=mapping["EventSourceMappingArn"], Tags=params)
+        else:  # pragma: no cover - calls only
+            raise ValueError(call)
+
+
+MAPPING = MappingCapability()

@@ -1,0 +1,155 @@
+"""A global table's replica regions (the ``replicas`` knob): what a deploy changes of them (preflight), and the
+live replica regions as the home region's DescribeTable reports them (``live_replica_regions``), which verify and
+teardown read too.
+
+A table's resource type is fixed by its knobs: ``AWS::DynamoDB::Table`` without replicas,
+``AWS::DynamoDB::GlobalTable`` with them. A change of type is a new resource for CloudFormation, which would
+replace the table: a single-region table becoming global is converted by ``doctable deploy`` (a resource import
+of the retained table, doctable/lifecycle/conversion.py); a global table becoming single-region is refused (STOP)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from contract.findings import Finding, Level
+from contract.shape import GLOBAL_TABLE_TYPE, TABLE_TYPE, table_shape
+from doctable.core.aws import Aws, error_code
+
+if TYPE_CHECKING:
+    from contract.knobs import DocTableConfig
+    from doctable.capabilities.protocol import Observed
+
+REPLICA_ACTIVE = "ACTIVE"  # ReplicaStatus of a replica that takes reads and writes
+# A conversion to a global table (doctable/lifecycle/conversion.py): retain, take out, import, then the deploy.
+CONVERSION_UPDATES = 4
+
+
+def live_replicas(table: dict[str, Any], home: str) -> dict[str, str]:
+    """Region -> ReplicaStatus of each replica DescribeTable's ``Replicas`` lists, the home region left out."""
+    return {
+        str(r["RegionName"]): str(r.get("ReplicaStatus", ""))
+        for r in table.get("Replicas") or []
+        if r.get("RegionName") and r["RegionName"] != home
+    }
+
+
+def live_replica_regions(table: dict[str, Any], home: str) -> tuple[str, ...]:
+    """The regions besides ``home`` holding a replica of the described table, sorted."""
+    return tuple(sorted(live_replicas(table, home)))
+
+
+def replica_stack(aws: Aws, stack_name: str) -> dict[str, Any] | None:
+    """DescribeStacks' answer for ``stack_name`` in ``aws``'s region; None when it does not exist."""
+    try:
+        stacks = aws.client("cloudformation").describe_stacks(StackName=stack_name)["Stacks"]
+    except ClientError as exc:
+        if error_code(exc) == "ValidationError" and "does not exist" in str(exc):
+            return None
+        raise
+    live = [s for s in stacks if s.get("StackStatus") != "DELETE_COMPLETE"]
+    return dict(live[0]) if live else None
+
+
+def _conversion(config: DocTableConfig, live_type: str, declared_type: str) -> Finding:
+    if declared_type == GLOBAL_TABLE_TYPE:
+        return Finding(
+            Level.WARN, "table.to_global", "table type", live_type, declared_type,
+            f"replicas={','.join(config.replicas)} makes the table a global table: the resource type changes "
+            f"({live_type} -> {declared_type}), which CloudFormation cannot do in place. `doctable deploy` converts "
+            f"it with its items kept, by resource import, in {CONVERSION_UPDATES} CloudFormation operations: the "
+            "table retained, taken out of the stack, imported as a global table, then the update that adds the "
+            "replicas (an online copy to each region); a failed step stops and the next deploy continues from it",
+            False, live_type, declared_type,
+        )  # fmt: skip
+    return Finding(
+        Level.STOP, "table.to_single", "table type", live_type, declared_type,
+        "replicas=none makes the global table a single-region table: the resource type changes "
+        f"({live_type} -> {declared_type}), so CloudFormation would REPLACE the table (a new, empty one under a "
+        "fixed name fails). Converting a global table back is not automated: refused",
+        True, live_type, declared_type,
+    )  # fmt: skip
+
+
+def replica_findings(
+    config: DocTableConfig, table: dict[str, Any], live_type: str, home: str
+) -> list[Finding]:
+    """The live table's type and replica regions against ``config``'s: a type change stops; each region added
+    (an online copy) and each region removed (destructive)."""
+    declared_type = table_shape(config).resource_type
+    if live_type != declared_type:
+        return [_conversion(config, live_type, declared_type)]
+    if live_type != GLOBAL_TABLE_TYPE:
+        return []
+    statuses = live_replicas(table, home)
+    live = set(statuses)
+    findings = [
+        Finding(
+            Level.WARN,
+            "replica.busy",
+            f"replica {region}",
+            status,
+            REPLICA_ACTIVE,
+            f"the replica in {region} is {status}: DynamoDB refuses another replica change until every replica is "
+            f"{REPLICA_ACTIVE}",
+            False,
+            status,
+            REPLICA_ACTIVE,
+        )  # fmt: skip
+        for region, status in sorted(statuses.items())
+        if status != REPLICA_ACTIVE
+    ]
+    findings += [
+        Finding(
+            Level.CHANGE,
+            "replica.added",
+            f"replica {region}",
+            "absent",
+            region,
+            f"adds a replica in {region}: an ONLINE copy of the table (no downtime). It costs replicated writes in "
+            f"{region} (every write of every region), the table's storage there, and cross-region transfer of "
+            f"each write; the stack {config.replica_stack_name(region)} adds the region's consumer",
+            False,
+            None,
+            region,
+        )  # fmt: skip
+        for region in config.replicas
+        if region not in live
+    ]
+    findings += [
+        Finding(
+            Level.CHANGE,
+            "replica.removed",
+            f"replica {region}",
+            region,
+            "absent",
+            f"DELETES the replica in {region}: that region's copy of the table and the stack "
+            f"{config.replica_stack_name(region)} (its consumer and mapping) are deleted; readers and writers "
+            f"there lose their local table",
+            True,
+            region,
+            None,
+        )  # fmt: skip
+        for region in sorted(live - set(config.replicas))
+    ]
+    return findings
+
+
+class ReplicasCapability:
+    """The table's type and replica regions: findings once the table is the stack's."""
+
+    name = "replicas"
+    compares_live = True
+    codes = frozenset(
+        {"replica.added", "replica.removed", "replica.busy", "table.to_global", "table.to_single"}
+    )
+
+    def findings(self, observed: Observed) -> list[Finding]:
+        if not observed.compared:
+            return []  # ownership says why
+        live_type = observed.table_type or TABLE_TYPE
+        return replica_findings(observed.target, observed.live_table, live_type, observed.deployment.region)
+
+
+REPLICAS = ReplicasCapability()

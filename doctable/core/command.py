@@ -1,0 +1,109 @@
+"""What every command's entry shares: the common arguments, connecting to the stack, one-line errors, JSON out."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from doctable.core.aws import Aws, user_errors
+from doctable.core.context import (
+    Deployment,
+    add_knob_arguments,
+    check_binding,
+    check_region,
+    describe_stack,
+    resolve_run,
+    use_deployed_knobs,
+)
+from doctable.core.errors import UserError
+from doctable.core.render import Progress
+
+if TYPE_CHECKING:
+    from contract.knobs import DocTableConfig
+    from contract.settings import Resolved
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def add_common_arguments(parser: argparse.ArgumentParser, *, json_help: str) -> None:
+    """The settings (``--env``, ``--config``, ``-c``), the credentials (``--profile``, ``--region``), ``--json``,
+    ``-q``."""
+    add_knob_arguments(parser)
+    parser.add_argument("--json", action="store_true", help=json_help)
+    # The same everywhere: what goes to stdout (the result, the table, the JSON) is unchanged.
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress or note lines on stderr")
+
+
+def seconds(value: str) -> float:
+    """argparse type: a non-negative number of seconds."""
+    try:
+        number = float(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from exc
+    if number < 0:
+        raise argparse.ArgumentTypeError("must be >= 0")
+    return number
+
+
+def connect(args: argparse.Namespace, *, same_region: bool = True) -> tuple[DocTableConfig, Aws, Deployment]:
+    """Resolve the settings, open the session (credentials checked first, then the environment's account and
+    region binding) and describe the stack; the config returned is the one the stack was deployed with (its
+    ``Knobs`` output) whenever it recorded one.
+
+    Settings that differ from the deployed knobs are reported on stderr as pending (``deployment.pending``).
+    ``same_region``: refuse a stack whose ARNs name another region or account than the client's.
+    """
+    resolved = resolve_run(args)
+    aws = connect_aws(args, resolved)
+    deployment = use_deployed_knobs(describe_stack(aws, resolved.config))
+    deployment.overrides = resolved.overrides
+    if same_region:
+        check_region(deployment)
+    report_knobs(
+        deployment,
+        Progress(f"doctable {getattr(args, 'command', '')}".rstrip()),
+        quiet=bool(getattr(args, "quiet", False)),
+    )
+    return deployment.config, aws, deployment
+
+
+def connect_aws(args: argparse.Namespace, resolved: Resolved) -> Aws:
+    """The session for ``args`` (``--profile``, ``--region``, else the environment's region), its identity
+    checked against the environment's binding."""
+    aws = Aws.connect(
+        getattr(args, "region", None) or resolved.region, profile=getattr(args, "profile", None)
+    )
+    aws.identity()
+    check_binding(resolved, aws)
+    return aws
+
+
+def report_knobs(deployment: Deployment, progress: Progress, *, quiet: bool = False) -> None:
+    """One stderr line per pending knob (even when ``quiet``: a knob that is not live yet must never pass
+    unnoticed), and, unless ``quiet``, the note on where the knobs came from."""
+    for pending in deployment.pending:
+        progress.say(f"{pending.text()} — pending: deploy to apply")
+    if deployment.knob_note and not quiet:
+        progress.say(deployment.knob_note)
+
+
+def guarded(fn: Command) -> Command:
+    """Whatever AWS or the file system says, the user gets one line, never a traceback: exit 4 for AWS's failures
+    (doctable.core.errors.exit_code_of), 2 for the rest."""
+
+    @functools.wraps(fn)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            with user_errors(f"running `doctable {args.command}`"):
+                return fn(args)
+        except OSError as exc:
+            raise UserError(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")) from exc
+
+    return run
+
+
+def print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, default=str))

@@ -1,0 +1,1 @@
+"""Changing an environment: the guarded deploy and its steps, preflight, reconcile, teardown."""

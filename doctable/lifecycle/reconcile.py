@@ -1,0 +1,177 @@
+"""``doctable reconcile``: restore, through the service APIs, each property drifted from the configuration the
+stack was deployed with (CloudFormation will not: it only updates what its template changes), on the home table
+and, for a global table, on each replica in its region (doctable/capabilities/replica_drift.py). A dry run by default;
+``--apply`` acts, then re-reads and reports what is left."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from contract import names
+from doctable.capabilities.drift import Repair, apply_repair, detect, plan_repairs
+from doctable.capabilities.mapping import UPDATE_MAPPING
+from doctable.capabilities.ownership import require_owned_table
+from doctable.capabilities.protocol import Drift, observe_table
+from doctable.core.aws import Aws, error_code, failure_fields, user_errors
+from doctable.core.command import add_common_arguments, connect, guarded, print_json, seconds
+from doctable.core.errors import RefusedError, UserError
+from doctable.core.live import MAPPING_ON_STATES
+from doctable.core.render import Progress, now_iso, text_table
+
+if TYPE_CHECKING:
+    from doctable.core.context import Deployment
+
+# DynamoDB's answer to a second TTL change within its interval (about an hour).
+TTL_RATE_LIMIT_MESSAGE = "Time to live has been modified multiple times within a fixed interval"
+TTL_INTERVAL = timedelta(hours=1)
+SETTLED_MAPPING_STATES = (*MAPPING_ON_STATES, "Disabled")
+
+
+def ttl_rate_limited(exc: ClientError) -> bool:
+    return error_code(exc) == "ValidationException" and TTL_RATE_LIMIT_MESSAGE in str(exc)
+
+
+def render_drift(drifts: list[Drift], *, applying: bool) -> str:
+    verb = "will call" if applying else "would call"
+    return text_table(
+        ["drifted", "live", "declared", f"reconcile {verb}"],
+        [[d.subject, d.live, d.declared, d.action] for d in drifts],
+        limit=120,
+    )
+
+
+def _wait_mapping_settled(aws: Aws, deployment: Deployment, timeout: float, progress: Progress) -> None:
+    """UpdateEventSourceMapping is refused while the mapping is Creating/Updating/...: wait it out (bounded)."""
+    lam, uuid = aws.client("lambda"), deployment.out(names.OUT_MAPPING_UUID)
+
+    def probe() -> bool | None:
+        return (
+            True if lam.get_event_source_mapping(UUID=uuid).get("State") in SETTLED_MAPPING_STATES else None
+        )
+
+    settled, _ = progress.wait(f"mapping {uuid} to settle before its update", probe, timeout)
+    if settled is None:
+        raise UserError(
+            f"mapping {uuid} did not settle within {timeout:.0f}s: re-run `doctable reconcile --apply`"
+        )
+
+
+def apply_all(
+    aws: Aws,
+    deployment: Deployment,
+    table: dict[str, Any],
+    repairs: list[Repair],
+    *,
+    timeout: float,
+    progress: Progress,
+) -> list[str]:
+    """Run each repair in order; the TTL rate limit becomes one line saying when to retry (the rest is done)."""
+    done: list[str] = []
+    for repair in repairs:
+        if repair.op == UPDATE_MAPPING:
+            _wait_mapping_settled(aws, deployment, timeout, progress)
+        # A refused step ends the run: its --json error names the step (step, subjects), what was restored before
+        # it (restored), and AWS's refusal as data (code, action, resource, principal: doctable.core.aws).
+        step = {"step": repair.op, "subjects": ", ".join(repair.subjects), "restored": ", ".join(done)}
+        try:
+            with user_errors(f"restoring {', '.join(repair.subjects)} ({repair.op})"):
+                try:
+                    apply_repair(aws, deployment, table, repair)
+                except ClientError as exc:
+                    if ttl_rate_limited(exc):
+                        retry_at = (datetime.now(UTC) + TTL_INTERVAL).strftime("%H:%M UTC")
+                        others = f" ({', '.join(done)} restored)" if done else ""
+                        raise UserError(
+                            f"TTL of {table['TableName']} not restored: DynamoDB refused the change "
+                            f"({TTL_RATE_LIMIT_MESSAGE}): it allows about one TTL change per hour; "
+                            f"retry `doctable reconcile --apply` after {retry_at}{others}",
+                            {**failure_fields(exc), "code": "aws.ttl_rate_limited", "retry_after": retry_at},
+                        ) from exc
+                    raise
+        except UserError as refused:
+            refused.fields = {**step, **refused.fields}
+            raise
+        progress.say(f"restored {', '.join(repair.subjects)} ({repair.op})")
+        done += repair.subjects
+    return done
+
+
+def cmd_reconcile(args: argparse.Namespace) -> int:
+    config, aws, deployment = connect(args)
+    if deployment.exists and not deployment.recorded:
+        raise RefusedError(
+            f"stack {config.stack_name} records no {names.OUT_KNOBS} output, so its declared configuration is "
+            "unknown: redeploy it (the stack then records its knobs) before reconciling"
+        )
+    progress = Progress("doctable reconcile", quiet=args.quiet)
+    with user_errors(f"reading the drift of {config.stack_name}"):
+        table = require_owned_table(aws, deployment, doing="reconcile it")
+        drifts = detect(observe_table(aws, deployment, table))
+    repairs = plan_repairs(drifts)
+    done: list[str] = []
+    after = drifts
+    if args.apply and repairs:
+        done = apply_all(aws, deployment, table, repairs, timeout=args.timeout, progress=progress)
+        with user_errors(f"re-reading {config.stack_name} after the repairs"):
+            again = require_owned_table(aws, deployment, doing="reconcile it")
+            after = detect(observe_table(aws, deployment, again))
+    if args.json:
+        print_json(
+            {
+                "kind": "doctable-reconcile",
+                "stack": config.stack_name,
+                "table": deployment.table_name,
+                "at": now_iso(),
+                "applied": args.apply,
+                "drift": [d.as_dict() for d in drifts],
+                "restored": done,
+                "remaining": [d.as_dict() for d in after] if args.apply else None,
+            }
+        )
+    elif not drifts:
+        print(
+            f"no drift: {deployment.table_name} and its mapping are as stack {config.stack_name} declares them"
+        )
+    else:
+        print(
+            f"drift on {config.stack_name} (table {deployment.table_name}) that CloudFormation will not repair:"
+        )
+        print(render_drift(drifts, applying=args.apply))
+        if not args.apply:
+            print()
+            print(
+                f"dry run: nothing changed; `doctable reconcile --apply` makes the {len(repairs)} call(s) above"
+            )
+        elif after:
+            print()
+            print("after the repairs, still drifted:")
+            print(render_drift(after, applying=False))
+        else:
+            print()
+            print(f"reconciled: re-read, nothing drifted ({len(done)} properties restored)")
+    return 1 if after else 0
+
+
+def register(sub: Any) -> None:
+    reconcile = sub.add_parser(
+        "reconcile",
+        help="restore settings changed behind the stack (TTL, PITR, tags, deletion protection, mapping, Kinesis "
+        "destination; each replica's PITR and deletion protection); "
+        "dry run unless --apply",
+        description="Compare the live table (and each replica of a global table, in its region) and mapping with "
+        "the knobs the stack was deployed with and restore each drifted property through the service APIs. Exit 0: nothing drifted (after --apply: nothing left); "
+        "1: drift remains (always after a dry run with drift); 2 bad input, 4 AWS refused (as `doctable --help` says).",
+    )
+    add_common_arguments(reconcile, json_help="print the drift and what was restored as JSON on stdout")
+    reconcile.add_argument("--apply", action="store_true", help="make the calls (default: list them only)")
+    reconcile.add_argument(
+        "--timeout",
+        type=seconds,
+        default=120.0,
+        help="bound of the wait for a busy mapping to settle before its repair, seconds (120)",
+    )
+    reconcile.set_defaults(func=guarded(cmd_reconcile))

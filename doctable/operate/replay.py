@@ -1,0 +1,307 @@
+"""`doctable replay`: re-drive the batches kept on the failure destination through the consumer.
+
+Each object under ``aws/lambda/`` in the failure bucket is one invocation record: Lambda's metadata plus the
+batch it could not process (``payload``). Replay invokes the consumer synchronously with that batch and acts
+on the partial batch response:
+
+- every record succeeded: the object is deleted;
+- some records still fail: the object is rewritten with only those records (the rest are done), and kept;
+- the function errored: the object is kept as it was.
+
+An object is never deleted before the records it holds have succeeded, so a replay interrupted at any point
+loses nothing; replaying a record twice is harmless because the consumer's cleanup is idempotent.
+
+A REMOVE whose item has since been written again is rebased before it is replayed: blob keys the live item
+lists now are dropped from the old image, so replay never deletes a blob that a live record still lists.
+
+An invocation record without ``payload`` (Lambda keeps only ``DDBStreamBatchInfo`` when the payload is not kept:
+shard, first and last sequence number) is re-read from the stream while the stream still holds that range; once
+it does not (24 h retention), the object is kept with a one-line reason. Nothing is invoked for it then.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer
+
+from contract import names
+from doctable.core.command import add_common_arguments, connect, guarded, print_json
+from doctable.core.context import require_deployed
+from doctable.core.errors import UserError
+from doctable.core.render import now_iso, text_table
+
+FAILURE_PREFIX = "aws/lambda/"
+DRY_RUN = "dry run"
+# GetRecords pages read at most while re-reading one kept range from the stream (1,000 records each).
+_MAX_STREAM_PAGES = 100
+
+
+class NotReplayable(ValueError):
+    """The invocation record cannot be turned back into its batch; the message says why, in one line."""
+
+
+_deserialize = TypeDeserializer().deserialize
+
+
+@dataclass
+class ReplayOutcome:
+    key: str
+    records: int
+    succeeded: int = 0
+    still_failing: list[str] = field(default_factory=list)
+    rebased: int = 0
+    error: str | None = None
+    invoked: bool = False  # the consumer ran (an error is then the function's)
+    source: str = "payload"  # where the records came from: the kept payload, or the stream (re-read)
+
+    @property
+    def result(self) -> str:
+        if self.error == DRY_RUN:
+            return f"WOULD REPLAY ({self.source})"
+        if self.error and not self.invoked:
+            return "KEPT (not replayable)"
+        if self.error:
+            return "KEPT (function error)"
+        if self.still_failing:
+            return f"KEPT {len(self.still_failing)} failing"
+        return "REPLAYED, removed"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "records": self.records,
+            "succeeded": self.succeeded,
+            "still_failing": self.still_failing,
+            "rebased": self.rebased,
+            "error": self.error,
+            "source": self.source,
+            "result": self.result,
+        }
+
+
+def failure_objects(s3: Any, bucket: str) -> Iterator[str]:
+    paginator = s3.get_paginator("list_objects_v2")
+    for page in paginator.paginate(Bucket=bucket, Prefix=FAILURE_PREFIX):
+        for obj in page.get("Contents", []):
+            yield obj["Key"]
+
+
+def batch_of(invocation_record: Any, streams: Any = None) -> tuple[dict[str, Any], str]:
+    """The stream event of an invocation record, and where it came from: its ``payload`` (AWS stores a JSON
+    string; an object is accepted too), else the stream range its ``DDBStreamBatchInfo`` names, re-read."""
+    if not isinstance(invocation_record, dict):
+        raise NotReplayable("the object is not an invocation record (a JSON object): it cannot be replayed")
+    payload = invocation_record.get("payload")
+    if isinstance(payload, str):
+        try:
+            payload = json.loads(payload)
+        except ValueError:
+            raise NotReplayable("its payload is not JSON: it cannot be replayed") from None
+    if isinstance(payload, dict) and isinstance(payload.get("Records"), list):
+        return payload, "payload"
+    info = invocation_record.get("DDBStreamBatchInfo")
+    needed = ("streamArn", "shardId", "startSequenceNumber", "endSequenceNumber")
+    if not isinstance(info, dict) or not all(isinstance(info.get(k), str) and info[k] for k in needed):
+        raise NotReplayable(
+            "the invocation record has no payload with Records and no DDBStreamBatchInfo naming the stream, "
+            "shard and sequence range: it cannot be replayed"
+        )
+    if streams is None:
+        raise NotReplayable("metadata-only record: re-reading it needs the stream (not available here)")
+    return {"Records": reread(streams, info)}, "stream"
+
+
+# A refusal of the stream read names the caller's missing grant; the batch itself may still be replayable.
+ACCESS_DENIED = frozenset({"AccessDeniedException", "AccessDenied"})
+
+
+def reread(streams: Any, info: dict[str, Any]) -> list[dict[str, Any]]:
+    """The records from ``startSequenceNumber`` to ``endSequenceNumber`` of one shard, as Lambda delivers them."""
+    first, last = int(info["startSequenceNumber"]), int(info["endSequenceNumber"])
+    where = f"records {first}..{last} of shard {info['shardId']}"
+    try:
+        iterator = streams.get_shard_iterator(
+            StreamArn=info["streamArn"],
+            ShardId=info["shardId"],
+            ShardIteratorType="AT_SEQUENCE_NUMBER",
+            SequenceNumber=info["startSequenceNumber"],
+        ).get("ShardIterator")
+        records: list[dict[str, Any]] = []
+        for _ in range(_MAX_STREAM_PAGES):
+            if not iterator:
+                break
+            page = streams.get_records(ShardIterator=iterator, Limit=1000)
+            batch = page.get("Records", [])
+            records.extend(r for r in batch if first <= int(r["dynamodb"]["SequenceNumber"]) <= last)
+            if not batch or int(batch[-1]["dynamodb"]["SequenceNumber"]) >= last:
+                break
+            iterator = page.get("NextShardIterator")
+    except Exception as exc:  # trimmed, expired or deleted stream: AWS answers with several error codes
+        code = getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__)
+        if code in ACCESS_DENIED:
+            raise  # the caller's missing grant, not the stream's state: the command's one-line refusal
+        raise NotReplayable(f"the stream no longer holds {where} ({code}): kept for inspection") from None
+    if not records or int(records[0]["dynamodb"]["SequenceNumber"]) != first:
+        raise NotReplayable(f"the stream no longer holds {where} (trimmed after its 24 h retention): kept")
+    for record in records:  # what Lambda adds to a stream record, in the types its event carries
+        record["eventSourceARN"] = info["streamArn"]
+        created = record["dynamodb"].get("ApproximateCreationDateTime")
+        if hasattr(created, "timestamp"):
+            record["dynamodb"]["ApproximateCreationDateTime"] = int(created.timestamp())
+    return records
+
+
+def _listed_blobs(image: dict[str, Any] | None) -> set[str]:
+    if not image or names.BLOBS_ATTRIBUTE not in image:
+        return set()
+    try:
+        value = _deserialize(image[names.BLOBS_ATTRIBUTE])
+    except (TypeError, ValueError, KeyError):
+        return set()
+    if isinstance(value, (list, set)):
+        return {v for v in value if isinstance(v, str)}
+    return set()
+
+
+def rebase_on_live_items(ddb: Any, table: str, records: list[dict[str, Any]]) -> int:
+    """Drop from REMOVE/MODIFY old images the blob keys that the live item (if any) lists now."""
+    rebased = 0
+    for record in records:
+        change = record.get("dynamodb") or {}
+        old_image = change.get("OldImage")
+        keys = change.get("Keys")
+        if not old_image or not keys or names.BLOBS_ATTRIBUTE not in old_image:
+            continue
+        live = ddb.get_item(TableName=table, Key=keys, ConsistentRead=True).get("Item")
+        protected = _listed_blobs(live)
+        listed = _listed_blobs(old_image)
+        if not protected & listed:
+            continue
+        remaining = sorted(listed - protected)
+        old_image[names.BLOBS_ATTRIBUTE] = {"L": [{"S": k} for k in remaining]}
+        rebased += 1
+    return rebased
+
+
+def _read(s3: Any, bucket: str, key: str) -> Any:
+    try:
+        return json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+    except ValueError:
+        raise NotReplayable("the object is not JSON: it cannot be replayed") from None
+
+
+def replay_object(
+    *,
+    s3: Any,
+    lambda_client: Any,
+    ddb: Any,
+    bucket: str,
+    key: str,
+    function: str,
+    table: str,
+    streams: Any = None,
+) -> ReplayOutcome:
+    body = _read(s3, bucket, key)
+    event, source = batch_of(body, streams)
+    records = event["Records"]
+    outcome = ReplayOutcome(key=key, records=len(records), source=source)
+    outcome.rebased = rebase_on_live_items(ddb, table, records)
+    response = lambda_client.invoke(
+        FunctionName=function, InvocationType="RequestResponse", Payload=json.dumps(event).encode()
+    )
+    outcome.invoked = True
+    raw = response["Payload"].read()
+    if response.get("FunctionError"):
+        outcome.error = f"{response['FunctionError']}: {raw[:300].decode(errors='replace')}"
+        return outcome
+    reply = json.loads(raw or b"null") or {}
+    failed = {str(f.get("itemIdentifier")) for f in reply.get("batchItemFailures", []) if isinstance(f, dict)}
+    outcome.still_failing = sorted(failed)
+    outcome.succeeded = len(records) - len(failed)
+    if not failed:
+        s3.delete_object(Bucket=bucket, Key=key)
+        return outcome
+    # Keep only what still fails, so a later replay does not redo the records that are done.
+    event["Records"] = [r for r in records if str((r.get("dynamodb") or {}).get("SequenceNumber")) in failed]
+    body["payload"] = json.dumps(event)
+    body.setdefault("replay", {})["remaining"] = len(event["Records"])
+    s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(body).encode())
+    return outcome
+
+
+def run_replay(
+    *,
+    s3: Any,
+    lambda_client: Any,
+    ddb: Any,
+    bucket: str,
+    function: str,
+    table: str,
+    dry_run: bool = False,
+    streams: Any = None,
+) -> list[ReplayOutcome]:
+    outcomes: list[ReplayOutcome] = []
+    for key in list(failure_objects(s3, bucket)):
+        try:
+            if dry_run:
+                event, source = batch_of(_read(s3, bucket, key), streams)
+                outcomes.append(
+                    ReplayOutcome(key=key, records=len(event["Records"]), error=DRY_RUN, source=source)
+                )
+                continue
+            outcomes.append(
+                replay_object(
+                    s3=s3, lambda_client=lambda_client, ddb=ddb, bucket=bucket, key=key, function=function,
+                    table=table, streams=streams,
+                )
+            )  # fmt: skip
+        except NotReplayable as exc:
+            outcomes.append(ReplayOutcome(key=key, records=0, error=str(exc)))
+    return outcomes
+
+
+# ---------------------------------------------------------------------------------------------- command
+def cmd_replay(args: argparse.Namespace) -> int:
+    config, aws, deployment = connect(args)
+    require_deployed(deployment)
+    bucket = deployment.out(names.OUT_FAILURE_BUCKET)
+    function = deployment.out(names.OUT_CONSUMER_FUNCTION_NAME) or config.borrowed_consumer_arn
+    if not bucket or not function:
+        raise UserError(f"{config.stack_name} has no consumer and failure bucket: nothing to replay")
+    outcomes = run_replay(
+        s3=aws.client("s3"),
+        lambda_client=aws.client("lambda"),
+        ddb=aws.client("dynamodb"),
+        bucket=bucket,
+        function=function,
+        table=deployment.table_name,
+        dry_run=args.dry_run,
+        streams=aws.client("dynamodbstreams"),
+    )
+    kept = [o for o in outcomes if o.error or o.still_failing]
+    if args.json:
+        print_json({"kind": "doctable-replay", "bucket": bucket, "at": now_iso(),
+                    "objects": [o.as_dict() for o in outcomes], "kept": len(kept)})  # fmt: skip
+    else:
+        rows = [(o.key, o.records, o.succeeded, o.rebased, o.result + (f": {o.error}" if o.error else ""))
+                for o in outcomes]  # fmt: skip
+        print(text_table(["object", "records", "succeeded", "rebased", "result"], rows))
+        print(f"{len(outcomes) - len(kept)} replayed and removed, {len(kept)} kept in s3://{bucket}/")
+    return 1 if kept else 0
+
+
+def register(sub: Any) -> None:
+    replay = sub.add_parser(
+        "replay",
+        help="re-drive the batches kept on the failure destination through the consumer; remove them once done",
+        description="Invoke the consumer with each kept batch; delete the object only when every record in it "
+        "succeeded (still-failing records stay). Exit 1 while anything is kept.",
+    )
+    add_common_arguments(replay, json_help="print the outcome as JSON on stdout")
+    replay.add_argument("--dry-run", action="store_true", help="list what would be replayed, change nothing")
+    replay.set_defaults(func=guarded(cmd_replay))

@@ -1,0 +1,1 @@
+"""`doctable plan`: capacity and cost of a workload on the deployed shape, from published figures."""

@@ -1,0 +1,455 @@
+"""``doctable plan``: a capacity and cost model of one workload on the deployed shape, with no AWS call.
+
+The workload is given on the command line (writes per second, item size, delete ratio, blobs per item) and the
+shape by the knobs (``-c batch_size=100 -c parallelization_factor=2 ...``, resolved as the CDK app resolves
+them). Every figure is printed with the assumption it rests on and that assumption's published source.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from contract.knobs import ARCHITECTURES, DocTableConfig
+from contract.shape import table_shape
+from doctable.core.command import print_json
+from doctable.core.context import add_knob_arguments, resolve_knobs
+from doctable.core.errors import UserError
+from doctable.plan.figures import ASSUMPTIONS, HOURS_PER_MONTH, value
+from doctable.plan.global_table import limits, replica_monthly, replica_notes
+
+PRICED_REGION = "us-east-1"  # the region every price in plan_model is for
+KB_PER_GB = 1024 * 1024  # Kinesis bills GB of 1,024 KB records
+
+
+@dataclass(frozen=True)
+class Workload:
+    writes_per_second: float
+    item_kb: float = 1.0
+    delete_ratio: float = 0.1
+    blobs_per_item: int = 1
+    # the share of dropped keys listed as manifest entries with their ETag (doctable.client writes every blob
+    # so); the rest are plain keys, which the guarded consumer HEADs first
+    manifest_share: float = 1.0
+    index_share: float = 1.0  # the share of writes whose item carries each index's keys
+    stored_items: int = 0  # items kept in the table: prices the table's and the indexes' storage
+
+
+@dataclass
+class Plan:
+    workload: Workload
+    knobs: dict[str, Any]
+    shards: int
+    concurrent_consumers: int
+    records_per_second_per_shard: float
+    invocations_per_second: float
+    records_per_invocation: float
+    seconds_per_batch: float
+    shard_capacity_records_per_second: float
+    iterator_age_risk: str
+    s3_delete_keys_per_second: float
+    s3_head_per_second: float
+    s3_prefix_use: float
+    monthly_usd: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    replicas: tuple[str, ...] = ()
+    # per-region default quotas: {code, what, needed, quota, source, exceeded}
+    limits: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def monthly_total(self) -> float:
+        return sum(self.monthly_usd.values())
+
+
+def predict_delivery(
+    records: int, write_seconds: float, batch_size: int, window_s: float = 0.0
+) -> dict[str, float]:
+    """Invocations and records per invocation for ``records`` written in ``write_seconds`` to one shard, with
+    one batch per poll (four polls a second, or one per batching window when longer)."""
+    interval = max(1 / value("polls_per_second"), window_s)
+    polls = max(1, math.ceil(write_seconds / interval))
+    per_poll = records / polls
+    invocations = polls * math.ceil(per_poll / batch_size) if per_poll > batch_size else polls
+    invocations = min(invocations, records)
+    return {
+        "invocations": invocations,
+        "records_per_invocation": records / invocations if invocations else 0.0,
+    }
+
+
+def build_plan(workload: Workload, config: DocTableConfig) -> Plan:
+    w = workload
+    wcu_per_write = max(1, math.ceil(w.item_kb))
+    record_kb = max(1, math.ceil(w.item_kb * value("kinesis_record_kb_per_item_kb")))
+    if config.reads_kinesis:  # the mapping reads the Kinesis data stream's shards, polled once a second
+        shards = max(
+            int(value("kinesis_on_demand_shards")),
+            math.ceil(w.writes_per_second * record_kb / value("kinesis_shard_write_kb")),
+            math.ceil(w.writes_per_second / 1000),
+        )
+        polls = value("kinesis_polls_per_second")
+    else:
+        shards = max(1, math.ceil(w.writes_per_second * wcu_per_write / value("partition_wcu")))
+        polls = value("polls_per_second")
+    factor = config.parallelization_factor
+    per_shard = w.writes_per_second / shards
+    interval = max(1 / polls, float(config.batching_window))
+    if per_shard * interval > config.batch_size:
+        batch = float(config.batch_size)
+    else:
+        batch = max(1.0, per_shard * interval)
+    invocations = shards * per_shard / batch
+
+    # One batch: its removes' keys listed without an ETag are observed (HEAD, 64 in flight), the items read
+    # (BatchGetItem, 100 a request), then deleted (DeleteObjects, 1,000 keys a request, in parallel, each
+    # conditional on its ETag); CPU scales down with memory. A manifest entry carries its ETag: no HEAD. With
+    # blob_key_reuse=never the keys are deleted at once: no HEAD, no BatchGetItem.
+    guarded = config.guards_key_reuse
+    keys = batch * w.delete_ratio * w.blobs_per_item
+    headed = keys * (1 - w.manifest_share) if guarded else 0.0
+    s3, ddb = value("s3_latency_s"), value("dynamodb_latency_s")
+    waits = 0.0
+    if keys:
+        if headed:
+            waits += math.ceil(headed / value("observe_concurrency")) * s3
+        if guarded:
+            waits += math.ceil(batch * w.delete_ratio / 100) * ddb
+        waits += s3 + keys / value("s3_delete_per_prefix")  # parallel requests share the prefix's rate
+    if config.blob_prefix_cleanup:
+        waits += batch * w.delete_ratio * s3  # one ListObjectsV2 per REMOVE
+    cpu_share = min(1.0, config.memory / value("lambda_full_vcpu_mb"))
+    unheaded = value("cpu_s_per_key_unguarded") if not guarded else value("cpu_s_per_key_manifest")
+    seconds = waits + (headed * value("cpu_s_per_key") + (keys - headed) * unheaded) / cpu_share
+    capacity = factor * batch / seconds if seconds else math.inf
+    use = per_shard / capacity if capacity != math.inf else 0.0
+    if seconds > config.timeout:
+        risk = f"HIGH: a batch takes {seconds:.1f} s, more than the {config.timeout} s timeout"
+    elif use >= 1:
+        risk = f"HIGH: the shard needs {use:.2f}x what its consumers handle; iterator age grows without bound"
+    elif seconds > interval:
+        risk = (
+            f"MEDIUM: a batch takes {seconds:.2f} s, longer than the {interval:.2f} s poll interval; "
+            f"the consumers are {use:.0%} busy, so records wait for the batch before them"
+        )
+    else:
+        risk = f"LOW: a batch takes {seconds:.2f} s, within the {interval:.2f} s poll interval"
+
+    deletes = w.writes_per_second * w.delete_ratio
+    key_rate = deletes * w.blobs_per_item
+    head_rate = key_rate * (1 - w.manifest_share) if guarded else 0.0
+    prefix_use = max(key_rate / value("s3_delete_per_prefix"), head_rate / value("s3_get_per_prefix"))
+
+    month_s = HOURS_PER_MONTH * 3600
+    gbs_price = value(
+        "price_lambda_gbs_arm64" if config.architecture == ARCHITECTURES[0] else "price_lambda_gbs_x86_64"
+    )
+    monthly = {
+        "DynamoDB on-demand writes": w.writes_per_second
+        * wcu_per_write
+        * month_s
+        / 1e6
+        * value("price_ddb_write_per_m"),
+        "DynamoDB stream reads by Lambda": 0.0,
+        "DynamoDB consistent reads (BatchGetItem)": deletes
+        * max(1, math.ceil(w.item_kb / 4))
+        * month_s
+        / 1e6
+        * value("price_ddb_read_per_m"),
+        "Lambda requests": invocations * month_s / 1e6 * value("price_lambda_requests_per_m"),
+        "Lambda GB-seconds": invocations * seconds * config.memory / 1024 * month_s * gbs_price,
+        "S3 HEAD (GET class)": head_rate * month_s / 1000 * value("price_s3_get_per_k"),
+        "S3 DeleteObjects": 0.0,
+    }
+    monthly.update(index_monthly(w, config, month_s))
+    if not guarded:
+        del monthly["DynamoDB consistent reads (BatchGetItem)"], monthly["S3 HEAD (GET class)"]
+    if config.reads_kinesis:  # the mapping reads the Kinesis stream (billed below), not the DynamoDB stream
+        del monthly["DynamoDB stream reads by Lambda"]
+    if config.blob_prefix_cleanup:
+        monthly["S3 ListObjectsV2 (prefix cleanup)"] = deletes * month_s / 1000 * value("price_s3_list_per_k")
+    notes = [
+        "stream reads by Lambda triggers are free (DynamoDB pricing: GetRecords by Lambda triggers is not charged)",
+        "S3 DELETE requests are free (S3 pricing); DeleteObjects is counted as DELETEs",
+        "free tiers, CloudWatch logs and data transfer are left out"
+        + ("" if w.stored_items else "; storage too (give --stored-items to price the table's and indexes')"),
+    ]
+    if table_shape(config).indexes:
+        notes.append(
+            f"each index is written when a write's item carries its keys ({w.index_share:.0%} of writes, "
+            "--index-share); an update that changes an index key writes that index twice (a delete and a put)"
+        )
+    if config.has_kinesis:
+        monthly.update(kinesis_monthly(w, config, record_kb))
+        notes += kinesis_notes(config)
+    if config.snapstart:
+        # The stack deletes a replaced version, so one snapshot is cached at a time.
+        monthly["Lambda SnapStart snapshot cache (one version)"] = (
+            config.memory / 1024 * month_s * value("price_snapstart_cache_gbs")
+        )
+        notes.append(
+            f"SnapStart restores: {config.memory / 1024 * 1000 * value('price_snapstart_restore_gb'):.3f} USD per "
+            "1,000 new execution environments (Lambda does not publish how often it replaces one)"
+        )
+    if getattr(config, "customer_managed_key", False):
+        monthly["KMS customer managed key"] = value("price_kms_key_month")
+        notes.append(
+            "KMS requests left out: DynamoDB caches the table key, and S3 HEAD/DeleteObjects decrypt nothing"
+        )
+    replicas = tuple(config.replicas)
+    storage = sum(v for k, v in monthly.items() if k.endswith("storage"))
+    monthly.update(
+        replica_monthly(
+            replicas=replicas,
+            writes_per_second=w.writes_per_second,
+            item_kb=w.item_kb,
+            invocations_per_second=invocations,
+            records_per_invocation=batch,
+            memory_mb=config.memory,
+            gbs_price=gbs_price,
+            storage_usd=storage,
+            month_s=month_s,
+        )
+    )
+    notes += replica_notes(replicas)
+    write_units = w.writes_per_second * wcu_per_write + sum(
+        w.writes_per_second * w.index_share * max(1, math.ceil(index_item_kb(index, w.item_kb)))
+        for index in table_shape(config).indexes
+    )
+    read_units = deletes * max(1, math.ceil(w.item_kb / 4)) if guarded else 0.0
+    checked = limits(
+        write_units_per_second=write_units,
+        read_units_per_second=read_units,
+        concurrent_consumers=shards * factor,
+    )
+    return Plan(
+        workload=w,
+        knobs={
+            "batch_size": config.batch_size,
+            "batching_window": config.batching_window,
+            "parallelization_factor": factor,
+            "memory": config.memory,
+            "timeout": config.timeout,
+            "architecture": config.architecture,
+            "blob_prefix_cleanup": config.blob_prefix_cleanup,
+            "blob_key_reuse": config.blob_key_reuse,
+            "snapstart": config.snapstart,
+            "kinesis": config.kinesis,
+            "consumer_source": config.consumer_source,
+        },
+        shards=shards,
+        concurrent_consumers=shards * factor,
+        records_per_second_per_shard=per_shard,
+        invocations_per_second=invocations,
+        records_per_invocation=batch,
+        seconds_per_batch=seconds,
+        shard_capacity_records_per_second=capacity,
+        iterator_age_risk=risk,
+        s3_delete_keys_per_second=key_rate,
+        s3_head_per_second=head_rate,
+        s3_prefix_use=prefix_use,
+        monthly_usd=monthly,
+        notes=notes,
+        replicas=replicas,
+        limits=[dict(asdict(limit), exceeded=limit.exceeded) for limit in checked],
+    )
+
+
+def index_item_kb(index: Any, item_kb: float) -> float:
+    """The size of one index entry: the whole item with projection ALL, else its keys (0.1 KB assumed, and the
+    included attributes as much again: the plan does not know their size)."""
+    if index.projection == "ALL":
+        return item_kb
+    return min(item_kb, 0.1 * (1 + bool(index.non_key_attributes)))
+
+
+def index_monthly(w: Workload, config: DocTableConfig, month_s: float) -> dict[str, float]:
+    """Each index's write amplification (a write to an item carrying its keys also writes the index, in whole
+    1 KB units of the index entry) and, with --stored-items, the table's and each index's storage."""
+    out: dict[str, float] = {}
+    shape = table_shape(config)
+    for index in shape.indexes:
+        units = max(1, math.ceil(index_item_kb(index, w.item_kb)))
+        rate = w.writes_per_second * w.index_share * units
+        out[f"index {index.name} writes ({units} WRU each)"] = (
+            rate * month_s / 1e6 * value("price_ddb_write_per_m")
+        )
+    if w.stored_items:
+        gb_price = value("price_ddb_storage_gb_month")
+        overhead = value("index_item_overhead_bytes") / 1024
+        out["table storage"] = w.stored_items * (w.item_kb + overhead) / 1024 / 1024 * gb_price
+        for index in shape.indexes:
+            kb = index_item_kb(index, w.item_kb) + overhead
+            out[f"index {index.name} storage"] = w.stored_items * w.index_share * kb / 1024 / 1024 * gb_price
+    return out
+
+
+def kinesis_monthly(w: Workload, config: DocTableConfig, record_kb: int) -> dict[str, float]:
+    """The monthly lines of Kinesis Data Streams for DynamoDB: change data capture units, and the stack's own
+    on-demand stream (its hours, the GB ingested and the GB the mapping retrieves)."""
+    month_s = HOURS_PER_MONTH * 3600
+    cdc_units = w.writes_per_second * max(1, math.ceil(w.item_kb)) * month_s
+    lines = {"DynamoDB change data capture units (Kinesis)": cdc_units / 1e6 * value("price_cdc_per_m")}
+    if config.creates_kinesis_stream:
+        gb = w.writes_per_second * record_kb * month_s / KB_PER_GB
+        lines["Kinesis on-demand stream-hours"] = HOURS_PER_MONTH * value("price_kinesis_stream_hour")
+        lines["Kinesis data ingested"] = gb * value("price_kinesis_ingest_gb")
+        if config.reads_kinesis:
+            lines["Kinesis data retrieved by the mapping"] = gb * value("price_kinesis_retrieval_gb")
+    return lines
+
+
+def kinesis_notes(config: DocTableConfig) -> list[str]:
+    notes = [
+        "kinesis: one change record per write, ~2x the item (old and new image) rounded up to 1 KB; only changes "
+        "after the destination is ACTIVE are captured, possibly duplicated or out of order"
+    ]
+    if not config.creates_kinesis_stream:
+        notes.append(
+            "kinesis=<ARN>: the stream's own hours and GB are billed to its owner at its capacity mode's prices"
+        )
+    if config.reads_kinesis:
+        notes.append(
+            "consumer_source=kinesis: Lambda polls each Kinesis shard once a second and runs one batch per shard "
+            "per parallelization factor at a time (shards x factor concurrent batches); GetRecords is limited to "
+            "5 calls/s and 2 MB/s per shard, shared by every shared-throughput reader of the stream (a second "
+            "reader halves the mapping's share; enhanced fan-out avoids that at its own price); shards assume "
+            "on-demand capacity (4 to start)"
+        )
+    return notes
+
+
+def render(plan: Plan) -> str:
+    w = plan.workload
+    lines = [
+        f"workload: {w.writes_per_second:g} writes/s of {w.item_kb:g} KB items, {w.delete_ratio:.0%} deletes, "
+        f"{w.blobs_per_item} blob(s) per item ({w.manifest_share:.0%} with their ETag); knobs: "
+        + ", ".join(f"{k}={v}" for k, v in plan.knobs.items()),
+        f"stream shards           {plan.shards}  ({plan.records_per_second_per_shard:.1f} records/s each)",
+        f"concurrent consumers    {plan.concurrent_consumers}  (shards x parallelization_factor)",
+        f"invocations per second  {plan.invocations_per_second:.2f}  ({plan.records_per_invocation:.1f} records each)",
+        f"time per batch          {plan.seconds_per_batch:.3f} s  "
+        f"(a shard's consumers handle {plan.shard_capacity_records_per_second:,.0f} records/s)",
+        f"iterator-age risk       {plan.iterator_age_risk}",
+        f"S3 requests             {plan.s3_head_per_second:,.1f} HEAD/s and {plan.s3_delete_keys_per_second:,.1f} "
+        f"DELETE keys/s: {plan.s3_prefix_use:.1%} of one prefix's limit"
+        + ("  (OVER: spread keys over prefixes)" if plan.s3_prefix_use > 1 else ""),
+    ]
+    lines.append(
+        "limits (per region" + (f", each of {len(plan.replicas) + 1} regions" if plan.replicas else "") + "):"
+    )
+    for limit in plan.limits:
+        mark = "  EXCEEDED: ask AWS to raise it, or spread the load" if limit["exceeded"] else ""
+        lines.append(
+            f"  {limit['code']:<26} {limit['needed']:>10,.0f} of {limit['quota']:,.0f}  {limit['what']}{mark}"
+        )
+    lines.append("monthly cost (USD, us-east-1 list prices, 730 h):")
+    width = max(len(name) for name in plan.monthly_usd)
+    for name, usd in plan.monthly_usd.items():
+        lines.append(f"  {name.ljust(width)}  {usd:>12,.2f}")
+    lines.append(f"  {'total'.ljust(width)}  {plan.monthly_total:>12,.2f}")
+    lines.append("notes:")
+    lines.extend(f"  - {note}" for note in plan.notes)
+    lines.append("assumptions:")
+    for name, (number, what, source) in ASSUMPTIONS.items():
+        lines.append(f"  {name} = {number:g}: {what} [{source}]")
+    return "\n".join(lines)
+
+
+def _number(
+    args: argparse.Namespace,
+    flag: str,
+    low: float,
+    high: float,
+    *,
+    integer: bool = False,
+    above: bool = False,
+) -> float:
+    raw = getattr(args, flag.lstrip("-").replace("-", "_"))
+    allowed = (
+        f"{'a whole number' if integer else 'a number'} {'above' if above else 'from'} {low:g} to {high:g}"
+    )
+    try:
+        number = int(raw) if integer else float(raw)
+    except (TypeError, ValueError):
+        raise UserError(f"{flag} {raw!r} is not a number; allowed: {allowed}") from None
+    if not (low < number <= high if above else low <= number <= high):
+        raise UserError(f"{flag} {raw!r} is out of range; allowed: {allowed}")
+    return number
+
+
+def workload_from_args(args: argparse.Namespace) -> Workload:
+    if args.writes_per_second is None:
+        raise UserError(
+            "--writes-per-second is required: the table's writes per second (puts, updates, deletes)"
+        )
+    return Workload(
+        writes_per_second=_number(args, "--writes-per-second", 0, 10_000_000, above=True),
+        item_kb=_number(args, "--item-kb", 0, 400, above=True),
+        delete_ratio=_number(args, "--delete-ratio", 0, 1),
+        blobs_per_item=int(_number(args, "--blobs-per-item", 0, 10_000, integer=True)),
+        manifest_share=_number(args, "--manifest-share", 0, 1),
+        index_share=_number(args, "--index-share", 0, 1),
+        stored_items=int(_number(args, "--stored-items", 0, 10**13, integer=True)),
+    )
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    workload = workload_from_args(args)
+    plan = build_plan(workload, resolve_knobs(args))
+    region = getattr(args, "region", None)
+    if region and region != PRICED_REGION:
+        # The prices are published per region; only us-east-1's are held here (no AWS call, no network).
+        plan.notes.insert(
+            0,
+            f"prices are {PRICED_REGION}'s list prices: {region}'s are not known offline and may differ; the "
+            "capacity figures do not depend on the region",
+        )
+    if args.json:
+        data = asdict(plan)
+        data["monthly_total_usd"] = plan.monthly_total
+        data["assumptions"] = {
+            k: {"value": v, "what": what, "source": s} for k, (v, what, s) in ASSUMPTIONS.items()
+        }
+        print_json(data)
+    else:
+        print(render(plan))
+    return 0
+
+
+def register(sub: Any) -> None:
+    plan = sub.add_parser(
+        "plan",
+        help="capacity and cost of a workload on the knobs' shape (shards, consumers, S3 rates, monthly USD); "
+        "no AWS call",
+        description="Model one workload (writes per second, item size, delete ratio, blobs per item, the share of "
+        "manifest entries and index keys) on the shape the settings give: stream shards, concurrent consumers, "
+        "time per batch and iterator-age risk, S3 request rates, monthly cost; every figure with its source.",
+    )
+    add_knob_arguments(plan)
+    plan.add_argument("--writes-per-second", metavar="N", required=True, help="table writes per second")
+    plan.add_argument("--item-kb", default="1", metavar="KB", help="item size in KB (1)")
+    plan.add_argument("--delete-ratio", default="0.1", metavar="R", help="share of writes that delete (0.1)")
+    plan.add_argument("--blobs-per-item", default="1", metavar="N", help="blobs an item lists (1)")
+    plan.add_argument(
+        "--manifest-share",
+        default="1",
+        metavar="R",
+        help="share of blob keys listed as manifest entries with their ETag, as doctable.client writes them (1); "
+        "0 for an application writing plain keys (each costs a HEAD)",
+    )
+    plan.add_argument(
+        "--index-share",
+        default="1",
+        metavar="R",
+        help="share of writes whose item carries each index's keys (1)",
+    )
+    plan.add_argument(
+        "--stored-items",
+        default="0",
+        metavar="N",
+        help="items kept in the table, to price storage (0: not priced)",
+    )
+    plan.add_argument("--json", action="store_true", help="print the plan as JSON")
+    plan.set_defaults(func=cmd_plan)

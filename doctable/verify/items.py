@@ -1,0 +1,104 @@
+"""What verify writes: the test item (every attribute type), an attribute-exact comparison of what comes back,
+and the scratch list of everything written, removed at the end of a run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from contract import names
+from doctable.core.aws import is_not_found
+
+
+def test_item(pk: str, sk: str, now: float) -> dict[str, Any]:
+    """An item exercising every attribute type (typed wire format, so the comparison is exact)."""
+    return {
+        names.PARTITION_KEY: {"S": pk},
+        names.SORT_KEY: {"S": sk},
+        "title": {"S": "doctable acceptance ✓"},
+        "count": {"N": "42"},
+        "ratio": {"N": "-0.125"},
+        "big": {"N": "123456789012345678901234567890"},
+        "payload": {"B": bytes(range(256))},
+        "tags": {"SS": ["blue", "green", "red"]},
+        "scores": {"NS": ["1", "2.5", "-3"]},
+        "chunks": {"BS": [b"\x00\x01", b"\xff"]},
+        "flag": {"BOOL": True},
+        "nothing": {"NULL": True},
+        "nested": {
+            "M": {
+                "level": {"N": "2"},
+                "inner": {"M": {"deep": {"S": "yes"}, "list": {"L": [{"N": "1"}, {"S": "two"}]}}},
+            }
+        },
+        "items": {"L": [{"S": "a"}, {"N": "1"}, {"M": {"k": {"BOOL": False}}}, {"L": []}, {"SS": ["x"]}]},
+        names.TTL_ATTRIBUTE: {"N": str(int(now) + 86_400)},
+    }
+
+
+def canonical(value: Any) -> Any:
+    """A comparable form of a typed attribute value: sets are unordered, numbers compare as numbers."""
+    if isinstance(value, Mapping):
+        if len(value) == 1:
+            (kind, inner), *_ = value.items()
+            if kind == "N":
+                return ("N", Decimal(inner).normalize())
+            if kind == "NS":
+                return ("NS", sorted(Decimal(v).normalize() for v in inner))
+            if kind in ("SS", "BS"):
+                return (kind, sorted(bytes(v) if kind == "BS" else v for v in inner))
+            if kind == "B":
+                return ("B", bytes(inner))
+            if kind == "M":
+                return ("M", {k: canonical(v) for k, v in inner.items()})
+            if kind == "L":
+                return ("L", [canonical(v) for v in inner])
+            if kind in ("S", "BOOL", "NULL"):
+                return (kind, inner)
+        return {k: canonical(v) for k, v in value.items()}
+    return value
+
+
+def item_differences(want: Mapping[str, Any], got: Mapping[str, Any] | None) -> list[str]:
+    if got is None:
+        return ["no item returned"]
+    problems = []
+    for name in sorted(set(want) | set(got)):
+        if name not in got:
+            problems.append(f"{name} missing")
+        elif name not in want:
+            problems.append(f"{name} unexpected")
+        elif canonical(want[name]) != canonical(got[name]):
+            problems.append(f"{name} differs")
+    return problems
+
+
+@dataclass
+class Scratch:
+    """Everything a run wrote, so the ``finally`` can remove it."""
+
+    items: list[tuple[str, str]] = field(default_factory=list)
+    blobs: list[tuple[str, str]] = field(default_factory=list)  # (bucket, key)
+
+    def remove(self, ddb: Any, s3: Any, table: str) -> list[str]:
+        """Delete every item and blob written (already gone is fine); return what could not be removed."""
+        problems = []
+        for pk, sk in dict.fromkeys(self.items):
+            try:
+                ddb.delete_item(
+                    TableName=table, Key={names.PARTITION_KEY: {"S": pk}, names.SORT_KEY: {"S": sk}}
+                )
+            except (ClientError, BotoCoreError) as exc:
+                if not (isinstance(exc, ClientError) and is_not_found(exc)):
+                    problems.append(f"item {pk}/{sk}: {exc}")
+        for bucket, key in self.blobs:
+            try:
+                s3.delete_object(Bucket=bucket, Key=key)
+            except (ClientError, BotoCoreError) as exc:
+                if not (isinstance(exc, ClientError) and is_not_found(exc)):
+                    problems.append(f"blob s3://{bucket}/{key}: {exc}")
+        return problems

@@ -1,0 +1,189 @@
+"""Record-level proof that the consumer received a write: the write's sequence number read off the stream, and
+the consumer's ``stream_records_received`` log line that covers it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from contract import names
+from contract.knobs import STARTING_LATEST, STARTING_POSITION_CFN
+from doctable.core.aws import Aws, is_not_found
+
+if TYPE_CHECKING:
+    from doctable.core.render import Progress
+
+MAX_SHARDS_TRACKED = 64
+SEQUENCE_LOOKUP_BOUND = 20.0
+CLOCK_SKEW_MS = 5_000
+LOG_LOOKBACK_MS = 60_000
+# A shard iterator at the newest end of the shard: the same word as a LATEST mapping's starting position.
+NEWEST = STARTING_POSITION_CFN[STARTING_LATEST]
+
+
+def _seq(value: Any) -> int | None:
+    try:
+        return int(str(value))
+    except (TypeError, ValueError):
+        return None
+
+
+def parse_proof_line(message: str) -> dict[str, Any] | None:
+    """The structured fields of a ``stream_records_received`` log event (Powertools JSON), else None."""
+    start = message.find("{")
+    if start < 0:
+        return None
+    try:
+        line = json.loads(message[start:])
+    except ValueError:
+        return None
+    if not isinstance(line, dict) or line.get("message") != names.PROOF_LOG_MESSAGE:
+        return None
+    return line
+
+
+def covers(line: Mapping[str, Any], table: str, sequence: str | None, event_ms: int, write_ms: int) -> bool:
+    """Does this proof line cover our nudge write? By sequence number when known, else by time."""
+    if line.get("table_name") not in (None, table):
+        return False
+    if sequence is not None:
+        first, last, ours = (
+            _seq(line.get("first_sequence_number")),
+            _seq(line.get("last_sequence_number")),
+            _seq(sequence),
+        )
+        if first is not None and last is not None and ours is not None:
+            return first <= ours <= last
+    return event_ms >= write_ms - CLOCK_SKEW_MS and int(line.get("record_count") or 0) > 0
+
+
+def open_shard_iterators(streams: Any, stream_arn: str) -> list[str]:
+    """A LATEST iterator on each open shard (none when there are too many shards to follow)."""
+    shards: list[dict[str, Any]] = []
+    kwargs: dict[str, Any] = {"StreamArn": stream_arn}
+    while True:
+        description = streams.describe_stream(**kwargs)["StreamDescription"]
+        shards += description.get("Shards", [])
+        if not description.get("LastEvaluatedShardId") or len(shards) > MAX_SHARDS_TRACKED:
+            break
+        kwargs["ExclusiveStartShardId"] = description["LastEvaluatedShardId"]
+    open_shards = [s for s in shards if "EndingSequenceNumber" not in s.get("SequenceNumberRange", {})]
+    if len(open_shards) > MAX_SHARDS_TRACKED:
+        return []
+    return [
+        streams.get_shard_iterator(StreamArn=stream_arn, ShardId=shard["ShardId"], ShardIteratorType=NEWEST)[
+            "ShardIterator"
+        ]
+        for shard in open_shards
+    ]
+
+
+def capture_sequence(
+    aws: Aws,
+    stream_arn: str | None,
+    write: Callable[[], None],
+    key: Mapping[str, str],
+    *,
+    bound: float,
+    progress: Progress,
+    event_name: str | None = None,
+) -> str | None:
+    """Run ``write`` and read the sequence number of the record it made (``key``: attribute -> string value;
+    ``event_name``: the record's eventName, when the write makes several) off the stream; None if it cannot be
+    found within ``bound`` seconds."""
+    streams = aws.client("dynamodbstreams")
+
+    def sequence_of(record: dict[str, Any]) -> str | None:
+        if not is_change_of(record, key, event_name):
+            return None
+        return str(record["dynamodb"]["SequenceNumber"])
+
+    return follow_shards(
+        (lambda: open_shard_iterators(streams, stream_arn)) if stream_arn else None,
+        lambda iterator: streams.get_records(ShardIterator=iterator, Limit=1000),
+        sequence_of,
+        write,
+        bound=bound,
+        progress=progress,
+        what="the write's stream record",
+    )
+
+
+def is_change_of(change: Mapping[str, Any], key: Mapping[str, str], event_name: str | None) -> bool:
+    """The DynamoDB change record is of the item ``key`` (attribute -> string value), with ``event_name``."""
+    if event_name is not None and change.get("eventName") != event_name:
+        return False
+    keys = (change.get("dynamodb") or {}).get("Keys") or {}
+    return all(keys.get(name, {}).get("S") == value for name, value in key.items())
+
+
+def follow_shards(
+    open_iterators: Callable[[], list[str]] | None,
+    read: Callable[[str], dict[str, Any]],
+    sequence_of: Callable[[dict[str, Any]], str | None],
+    write: Callable[[], None],
+    *,
+    bound: float,
+    progress: Progress,
+    what: str,
+) -> str | None:
+    """Open an iterator on each shard (``open_iterators``; None: there is no stream), run ``write``, then read
+    the shards forward (``read``: one GetRecords) every 0.5 s until ``sequence_of`` names a record; None if no
+    record is found within ``bound`` seconds, or the shards could not be opened."""
+    try:
+        iterators = open_iterators() if open_iterators else []
+    except (ClientError, BotoCoreError):
+        iterators = []
+    write()
+    if not iterators:
+        return None
+
+    def probe() -> str | None:
+        if not iterators:
+            return ""  # every shard closed: nothing more to read
+        following = []
+        for iterator in iterators:
+            try:
+                reply = read(iterator)
+            except (ClientError, BotoCoreError):
+                continue
+            for record in reply.get("Records", []):
+                sequence = sequence_of(record)
+                if sequence:
+                    return sequence
+            if reply.get("NextShardIterator"):
+                following.append(reply["NextShardIterator"])
+        iterators[:] = following
+        return None
+
+    sequence, _ = progress.wait(what, probe, bound, interval=0.5, max_interval=0.5)
+    return sequence or None
+
+
+def find_proof(
+    aws: Aws, group: str, table: str, sequence: str | None, write_ms: int
+) -> dict[str, Any] | None:
+    """The first proof line in ``group`` that covers the write, else None."""
+    logs = aws.client("logs")
+    kwargs: dict[str, Any] = {
+        "logGroupName": group,
+        "startTime": max(0, write_ms - LOG_LOOKBACK_MS),
+        "filterPattern": f'"{names.PROOF_LOG_MESSAGE}"',
+    }
+    while True:
+        try:
+            reply = logs.filter_log_events(**kwargs)
+        except ClientError as exc:
+            if is_not_found(exc):
+                return None  # the group appears with the first invocation
+            raise
+        for event in reply.get("events", []):
+            line = parse_proof_line(event.get("message", ""))
+            if line and covers(line, table, sequence, int(event.get("timestamp", 0)), write_ms):
+                return line
+        if not reply.get("nextToken"):
+            return None
+        kwargs["nextToken"] = reply["nextToken"]
