@@ -21,6 +21,7 @@ Standard library only, as contract/iam.py."""
 from __future__ import annotations
 
 from contract.bootstrap import DEPLOYER_BOOTSTRAP_ROLES, bootstrap_role_arn
+from contract.iam_target import arn_of
 from contract.knobs import DocTableConfig
 
 Condition = dict[str, dict[str, list[str]]]
@@ -29,14 +30,10 @@ Part = tuple[str, tuple[str, ...], tuple[str, ...], Condition | None]  # (Sid, a
 VERIFY_PARTS = ("verify", "verify-read-only")
 
 
-def _arn(partition: str, service: str, region: str, account: str, resource: str) -> str:
-    return f"arn:{partition}:{service}:{region}:{account}:{resource}"
-
-
 def replica_stack_arns(config: DocTableConfig, account: str, partition: str) -> tuple[str, ...]:
     """The ARN of each replica region's stack (any of its ids)."""
     return tuple(
-        _arn(partition, "cloudformation", r, account, f"stack/{config.replica_stack_name(r)}/*")
+        arn_of(partition, "cloudformation", r, account, f"stack/{config.replica_stack_name(r)}/*")
         for r in config.replicas
     )
 
@@ -44,7 +41,7 @@ def replica_stack_arns(config: DocTableConfig, account: str, partition: str) -> 
 def replica_table_arns(config: DocTableConfig, account: str, partition: str) -> tuple[str, ...]:
     """The table's ARN in each replica region (a global table has one name in every region)."""
     return tuple(
-        _arn(partition, "dynamodb", r, account, f"table/{config.table_name}") for r in config.replicas
+        arn_of(partition, "dynamodb", r, account, f"table/{config.table_name}") for r in config.replicas
     )
 
 
@@ -56,7 +53,7 @@ def _nudge_parts(config: DocTableConfig, account: str, partition: str) -> list[P
     only_verify_keys = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{VERIFY_KEY_PREFIX}*"]}}
     reads = tuple(f"dynamodb:{a}" for a in ("DescribeStream", "GetShardIterator", "GetRecords"))
     groups = tuple(
-        _arn(partition, "logs", r, account, f"log-group:{config.replica_stack_name(r)}-*")
+        arn_of(partition, "logs", r, account, f"log-group:{config.replica_stack_name(r)}-*")
         for r in config.replicas
     )
     return [
@@ -90,10 +87,10 @@ def replica_parts(command: str, config: DocTableConfig, account: str, partition:
         ]
         if config.builtin_consumer:
             mappings = tuple(
-                _arn(partition, "lambda", r, account, "event-source-mapping:*") for r in config.replicas
+                arn_of(partition, "lambda", r, account, "event-source-mapping:*") for r in config.replicas
             )
             functions = [
-                _arn(partition, "lambda", r, account, f"function:{config.replica_stack_name(r)}-*")
+                arn_of(partition, "lambda", r, account, f"function:{config.replica_stack_name(r)}-*")
                 for r in config.replicas
             ]
             condition = {"ArnLike": {"lambda:FunctionArn": functions}}
@@ -107,7 +104,7 @@ def replica_parts(command: str, config: DocTableConfig, account: str, partition:
             for region in config.replicas
             for kind in DEPLOYER_BOOTSTRAP_ROLES
         )
-        removed = (_arn(partition, "cloudformation", "*", account, f"stack/{config.stack_name}-*/*"),)
+        removed = (arn_of(partition, "cloudformation", "*", account, f"stack/{config.stack_name}-*/*"),)
         return [
             # The gate's preflight reads each replica's drift; the same DescribeTable gives the deploy each
             # replica's stream ARN for the replica stacks.

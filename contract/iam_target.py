@@ -26,6 +26,11 @@ def partition_of(region: str) -> str:
     return "aws"
 
 
+def arn_of(partition: str, service: str, region: str, account: str, resource: str) -> str:
+    """An ARN (``region``, ``account``: empty for a service whose ARNs name none)."""
+    return f"arn:{partition}:{service}:{region}:{account}:{resource}"
+
+
 @dataclass(frozen=True)
 class Statement:
     """One Allow statement: its Sid says what it is for (and, for ``"*"``, why AWS allows no resource)."""
@@ -66,8 +71,9 @@ class Target:
             object.__setattr__(self, "partition", partition_of(self.region))
 
     def arn(self, service: str, resource: str, *, region: bool = True, account: bool = True) -> str:
-        where = f"{self.region if region else ''}:{self.account if account else ''}"
-        return f"arn:{self.partition}:{service}:{where}:{resource}"
+        return arn_of(
+            self.partition, service, self.region if region else "", self.account if account else "", resource
+        )
 
     # ---- the stack's names
     @property

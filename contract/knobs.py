@@ -5,7 +5,6 @@ Pure Python on purpose (no CDK import): the console script resolves knobs exactl
 unit tests exercise every rule without synthesizing anything. Where the values come from (doctable.toml, then
 -c and DOCTABLE_ overrides) is contract/settings.py. Every knob value literal lives here; the rest of
 the project reads the config's derived facts (``has_gsi``, ``starting_position_cfn``, ...), never raw strings.
-Long on purpose: it holds one idea, the closed set of knobs with their rules, read in one place.
 """
 
 from __future__ import annotations

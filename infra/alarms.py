@@ -48,90 +48,111 @@ class ConsumerAlarms(Construct):
         mapping_uuid: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.topic = sns.Topic(
+        self.topic = self._topic(config)
+        self._count_failed_batches(failure_bucket)
+        self.alarms = [
+            self._iterator_age(function),
+            self._consumer_errors(function),
+            self._failed_batches(failure_bucket),
+            self._keys_refused(config),
+        ]
+        if config.has_mapping_metrics and mapping_uuid is not None:
+            self.alarms.append(self._dropped_events(mapping_uuid))
+
+    def _topic(self, config: DocTableConfig) -> sns.Topic:
+        topic = sns.Topic(
             self, "Topic", display_name=f"doctable {config.table_name} alarms", enforce_ssl=True
         )
         acknowledge(
-            self.topic,
+            topic,
             "AwsSolutions::AwsSolutions-SNS2",
             "The topic carries only alarm names and states; CloudWatch cannot publish to a topic encrypted "
             "with the AWS-managed key, and a customer key per environment costs more than this data warrants.",
         )
-        # S3 request metrics for the failure bucket: the only way to count objects as they arrive.
+        return topic
+
+    @staticmethod
+    def _count_failed_batches(failure_bucket: s3.Bucket) -> None:
+        """S3 request metrics for the failure bucket: the only way to count objects as they arrive."""
         cfn_bucket = failure_bucket.node.default_child
         assert isinstance(cfn_bucket, s3.CfnBucket)
         cfn_bucket.metrics_configurations = [
             s3.CfnBucket.MetricsConfigurationProperty(id=FAILED_BATCHES_FILTER_ID)
         ]
-        self.alarms = [
-            self._alarm(
-                "IteratorAge",
-                function.metric("IteratorAge", statistic="Maximum", period=Duration.minutes(1)),
-                threshold=ITERATOR_AGE_MS,
-                evaluation_periods=3,
-                description="The consumer is falling behind its stream: oldest record older than 10 minutes.",
+
+    def _iterator_age(self, function: lambda_.IFunction) -> cloudwatch.Alarm:
+        return self._alarm(
+            "IteratorAge",
+            function.metric("IteratorAge", statistic="Maximum", period=Duration.minutes(1)),
+            threshold=ITERATOR_AGE_MS,
+            evaluation_periods=3,
+            description="The consumer is falling behind its stream: oldest record older than 10 minutes.",
+        )
+
+    def _consumer_errors(self, function: lambda_.IFunction) -> cloudwatch.Alarm:
+        return self._alarm(
+            "ConsumerErrors",
+            function.metric_errors(statistic="Sum", period=Duration.minutes(5)),
+            threshold=1,
+            evaluation_periods=3,
+            datapoints_to_alarm=2,
+            description="The consumer crashed or timed out (a whole batch failed) in 2 of the last 3 periods.",
+        )
+
+    def _failed_batches(self, failure_bucket: s3.Bucket) -> cloudwatch.Alarm:
+        return self._alarm(
+            "FailedBatches",
+            cloudwatch.Metric(
+                namespace="AWS/S3",
+                metric_name="PutRequests",
+                dimensions_map={
+                    "BucketName": failure_bucket.bucket_name,
+                    "FilterId": FAILED_BATCHES_FILTER_ID,
+                },
+                statistic="Sum",
+                period=Duration.minutes(5),
             ),
-            self._alarm(
-                "ConsumerErrors",
-                function.metric_errors(statistic="Sum", period=Duration.minutes(5)),
-                threshold=1,
-                evaluation_periods=3,
-                datapoints_to_alarm=2,
-                description="The consumer crashed or timed out (a whole batch failed) in 2 of the last 3 periods.",
+            threshold=1,
+            evaluation_periods=1,
+            description="A batch exhausted its retries and was kept in the failure bucket: inspect, fix, replay.",
+        )
+
+    def _keys_refused(self, config: DocTableConfig) -> cloudwatch.Alarm:
+        return self._alarm(
+            "KeysRefused",
+            cloudwatch.Metric(
+                namespace=names.METRICS_NAMESPACE,
+                metric_name="KeysRefused",
+                # This stack's own series: the consumer publishes under its environment and table too, so
+                # another environment's refused keys never fire this alarm.
+                dimensions_map={
+                    "service": names.SERVICE_NAME,
+                    names.METRIC_DIMENSION_ENVIRONMENT: config.env,
+                    names.METRIC_DIMENSION_TABLE: config.table_name,
+                },
+                statistic="Sum",
+                period=Duration.minutes(5),
             ),
-            self._alarm(
-                "FailedBatches",
-                cloudwatch.Metric(
-                    namespace="AWS/S3",
-                    metric_name="PutRequests",
-                    dimensions_map={
-                        "BucketName": failure_bucket.bucket_name,
-                        "FilterId": FAILED_BATCHES_FILTER_ID,
-                    },
-                    statistic="Sum",
-                    period=Duration.minutes(5),
-                ),
-                threshold=1,
-                evaluation_periods=1,
-                description="A batch exhausted its retries and was kept in the failure bucket: inspect, fix, replay.",
+            threshold=1,
+            evaluation_periods=1,
+            description="A record listed blob keys outside its own prefix; they were refused, not deleted.",
+        )
+
+    def _dropped_events(self, mapping_uuid: str) -> cloudwatch.Alarm:
+        return self._alarm(
+            "DroppedEvents",
+            cloudwatch.Metric(
+                namespace="AWS/Lambda",
+                metric_name="DroppedEventCount",
+                dimensions_map={"EventSourceMappingUUID": mapping_uuid},
+                statistic="Sum",
+                period=Duration.minutes(5),
             ),
-            self._alarm(
-                "KeysRefused",
-                cloudwatch.Metric(
-                    namespace=names.METRICS_NAMESPACE,
-                    metric_name="KeysRefused",
-                    # This stack's own series: the consumer publishes under its environment and table too, so
-                    # another environment's refused keys never fire this alarm.
-                    dimensions_map={
-                        "service": names.SERVICE_NAME,
-                        names.METRIC_DIMENSION_ENVIRONMENT: config.env,
-                        names.METRIC_DIMENSION_TABLE: config.table_name,
-                    },
-                    statistic="Sum",
-                    period=Duration.minutes(5),
-                ),
-                threshold=1,
-                evaluation_periods=1,
-                description="A record listed blob keys outside its own prefix; they were refused, not deleted.",
-            ),
-        ]
-        if config.has_mapping_metrics and mapping_uuid is not None:
-            self.alarms.append(
-                self._alarm(
-                    "DroppedEvents",
-                    cloudwatch.Metric(
-                        namespace="AWS/Lambda",
-                        metric_name="DroppedEventCount",
-                        dimensions_map={"EventSourceMappingUUID": mapping_uuid},
-                        statistic="Sum",
-                        period=Duration.minutes(5),
-                    ),
-                    threshold=1,
-                    evaluation_periods=1,
-                    description="The mapping discarded records it could not keep in the failure bucket: "
-                    "they are lost; check the bucket and its policy.",
-                )
-            )
+            threshold=1,
+            evaluation_periods=1,
+            description="The mapping discarded records it could not keep in the failure bucket: "
+            "they are lost; check the bucket and its policy.",
+        )
 
     def _alarm(
         self,

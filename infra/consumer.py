@@ -34,12 +34,7 @@ class StreamConsumer(Construct):
         change_stream: kinesis_.IStream | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        if config.reads_kinesis:
-            assert change_stream is not None
-            self.source_arn = change_stream.stream_arn
-        else:
-            assert table.table_stream_arn is not None
-            self.source_arn = table.table_stream_arn
+        self.source_arn = self._source_arn(config, table, change_stream)
         self._change_stream = change_stream if config.reads_kinesis else None
         removal = RemovalPolicy.RETAIN if config.retain_on_delete else RemovalPolicy.DESTROY
         # The buckets follow the table's encryption (infra/encryption.py), under its customer managed key if any.
@@ -51,31 +46,8 @@ class StreamConsumer(Construct):
         self.log_group: logs.LogGroup | None = None
         policy: iam.Policy | None = None
         if config.builtin_consumer:
-            self.blob_bucket = (
-                s3.Bucket.from_bucket_name(self, "BorrowedBlobBucket", config.blob_bucket)
-                if config.blob_bucket
-                else self._build_bucket("BlobBucket", removal)
-            )
-            self.log_group = logs.LogGroup(
-                self, "LogGroup", retention=logs.RetentionDays.ONE_MONTH, removal_policy=removal
-            )
-            role = iam.Role(
-                self,
-                "Role",
-                assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                description=f"doctable stream consumer of {config.table_name}",
-            )
-            policy = self._build_policy(config, role, table)
-            shape = consumer_shape(config)
-            assert shape is not None
-            self.function = consumer_function(
-                self,
-                config,
-                role=role,
-                log_group=self.log_group,
-                environment=shape.with_names(self.blob_bucket.bucket_name, table.table_name),
-                description=f"doctable stream consumer of {config.table_name}: blob cleanup + record-level proof",
-            )
+            policy = self._build_builtin(config, table, removal)
+            assert self.function is not None
             target_function_name = self.function.function_name
         else:
             assert config.borrowed_consumer_arn is not None
@@ -91,6 +63,50 @@ class StreamConsumer(Construct):
         if policy is not None:
             # Without this edge CloudFormation may create the mapping before the role can read the stream.
             self.mapping.node.add_dependency(policy)
+
+    @staticmethod
+    def _source_arn(
+        config: DocTableConfig, table: dynamodb.ITable, change_stream: kinesis_.IStream | None
+    ) -> str:
+        """The ARN the mapping reads: the Kinesis data stream's (consumer_source=kinesis), else the table's
+        stream's."""
+        if config.reads_kinesis:
+            assert change_stream is not None
+            return change_stream.stream_arn
+        assert table.table_stream_arn is not None
+        return table.table_stream_arn
+
+    def _build_builtin(
+        self, config: DocTableConfig, table: dynamodb.ITable, removal: RemovalPolicy
+    ) -> iam.Policy:
+        """The built-in consumer: its blob bucket (or the borrowed one), log group, role and function. Returns
+        the role's policy, which the mapping waits on."""
+        self.blob_bucket = (
+            s3.Bucket.from_bucket_name(self, "BorrowedBlobBucket", config.blob_bucket)
+            if config.blob_bucket
+            else self._build_bucket("BlobBucket", removal)
+        )
+        self.log_group = logs.LogGroup(
+            self, "LogGroup", retention=logs.RetentionDays.ONE_MONTH, removal_policy=removal
+        )
+        role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"doctable stream consumer of {config.table_name}",
+        )
+        policy = self._build_policy(config, role, table)
+        shape = consumer_shape(config)
+        assert shape is not None
+        self.function = consumer_function(
+            self,
+            config,
+            role=role,
+            log_group=self.log_group,
+            environment=shape.with_names(self.blob_bucket.bucket_name, table.table_name),
+            description=f"doctable stream consumer of {config.table_name}: blob cleanup + record-level proof",
+        )
+        return policy
 
     # ---------------------------------------------------------------------------------------------- buckets
     def _build_bucket(self, construct_id: str, removal: RemovalPolicy) -> s3.Bucket:
@@ -117,27 +133,20 @@ class StreamConsumer(Construct):
     # ------------------------------------------------------------------------------------------------ role
     def _build_policy(self, config: DocTableConfig, role: iam.Role, table: dynamodb.ITable) -> iam.Policy:
         """One statement per resource; the two `*` statements are for actions that have no resource type."""
+        policy = iam.Policy(self, "RolePolicy", statements=self._role_statements(config, table), roles=[role])
+        self._acknowledge_role_findings(config, policy)
+        return policy
+
+    def _role_statements(self, config: DocTableConfig, table: dynamodb.ITable) -> list[iam.PolicyStatement]:
         assert self.blob_bucket is not None and self.log_group is not None
         blob_objects = self.blob_bucket.arn_for_objects(f"{config.blob_root}*")
-        if self._change_stream is not None:
-            # The Kinesis data stream alone; no DynamoDB stream action (with stream=none there is none to read).
-            source = kinesis.read_statements(self._change_stream, self._change_stream.encryption_key)
-        else:
-            source = [
-                iam.PolicyStatement(
-                    sid="ReadOwnStream",
-                    actions=["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"],
-                    resources=[self.source_arn],
-                ),
-                iam.PolicyStatement(sid="ListStreams", actions=["dynamodb:ListStreams"], resources=["*"]),
-            ]
         statements = [
             iam.PolicyStatement(
                 sid="WriteOwnLogs",
                 actions=["logs:CreateLogStream", "logs:PutLogEvents"],
                 resources=[self.log_group.log_group_arn],
             ),
-            *source,
+            *self._source_statements(),
             # GetObject: the HEAD that observes a dropped blob's ETag and LastModified, which a conditional delete
             # with an ETag needs besides DeleteObject. With blob_key_reuse=never nothing is observed.
             iam.PolicyStatement(
@@ -180,14 +189,24 @@ class StreamConsumer(Construct):
                     conditions={"StringLike": {"s3:prefix": [f"{config.blob_root}*"]}},
                 )
             )
-        policy = iam.Policy(self, "RolePolicy", statements=statements, roles=[role])
-        stack = Stack.of(self)
-        blob_arn = (
-            f"arn:<AWS::Partition>:s3:::{config.blob_bucket}"
-            if config.blob_bucket
-            else f"<{stack.resolve(stack.get_logical_id(self._cfn(self.blob_bucket)))}.Arn>"
-        )
-        failure_arn = f"<{stack.resolve(stack.get_logical_id(self._cfn(self.failure_bucket)))}.Arn>"
+        return statements
+
+    def _source_statements(self) -> list[iam.PolicyStatement]:
+        """Read the stream the mapping reads, and nothing else."""
+        if self._change_stream is not None:
+            # The Kinesis data stream alone; no DynamoDB stream action (with stream=none there is none to read).
+            return kinesis.read_statements(self._change_stream, self._change_stream.encryption_key)
+        return [
+            iam.PolicyStatement(
+                sid="ReadOwnStream",
+                actions=["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"],
+                resources=[self.source_arn],
+            ),
+            iam.PolicyStatement(sid="ListStreams", actions=["dynamodb:ListStreams"], resources=["*"]),
+        ]
+
+    def _acknowledge_role_findings(self, config: DocTableConfig, policy: iam.Policy) -> None:
+        """cdk-nag's wildcard findings on the role's policy, each with why it is the narrowest grant."""
         findings = (
             [
                 (
@@ -202,19 +221,18 @@ class StreamConsumer(Construct):
         for finding, reason in (
             *findings,
             (
-                f"Resource::{blob_arn}/{config.blob_root}*",
+                f"Resource::{self._blob_bucket_nag_arn(config)}/{config.blob_root}*",
                 "DeleteObject (and with blob_key_reuse=guarded GetObject, for the HEAD a conditional delete "
                 "needs) must reach any blob key a record lists under the blob root; the handler refuses keys "
                 "outside the record's own <pk>/<sk>/ prefix.",
             ),
             (
-                f"Resource::{failure_arn}/aws/lambda/*",
+                f"Resource::{self._nag_arn(self.failure_bucket)}/aws/lambda/*",
                 "Lambda names failed-batch objects itself, always under "
                 "aws/lambda/<mapping>/ in the failure bucket.",
             ),
         ):
             acknowledge(policy, f"AwsSolutions::AwsSolutions-IAM5[{finding}]", reason)
-        return policy
 
     def grant_application_blobs(self, config: DocTableConfig, policy: iam.ManagedPolicy) -> None:
         """The application's side of the data contract on the runtime policy: upload, read and remove blobs
@@ -228,12 +246,7 @@ class StreamConsumer(Construct):
                 resources=[self.blob_bucket.arn_for_objects(f"{config.blob_root}*")],
             )
         )
-        stack = Stack.of(self)
-        blob_arn = (
-            f"arn:<AWS::Partition>:s3:::{config.blob_bucket}"
-            if config.blob_bucket
-            else f"<{stack.resolve(stack.get_logical_id(self._cfn(self.blob_bucket)))}.Arn>"
-        )
+        blob_arn = self._blob_bucket_nag_arn(config)
         acknowledge(
             policy,
             f"AwsSolutions::AwsSolutions-IAM5[Resource::{blob_arn}/{config.blob_root}*]",
@@ -241,8 +254,19 @@ class StreamConsumer(Construct):
             "root: the keys are made at write time, so the grant is the blob root's objects, nothing else.",
         )
 
+    # ------------------------------------------------------------------------------------------ cdk-nag ARNs
+    def _blob_bucket_nag_arn(self, config: DocTableConfig) -> str:
+        """The blob bucket's ARN as cdk-nag spells it in a finding: a borrowed bucket's by its name, this
+        stack's by its logical id."""
+        assert self.blob_bucket is not None
+        if config.blob_bucket:
+            return f"arn:<AWS::Partition>:s3:::{config.blob_bucket}"
+        return self._nag_arn(self.blob_bucket)
+
     @staticmethod
-    def _cfn(bucket: s3.IBucket) -> CfnElement:
+    def _nag_arn(bucket: s3.IBucket) -> str:
+        """An ARN of a bucket of this stack as cdk-nag spells it in a finding: ``<LogicalId.Arn>``."""
         child = bucket.node.default_child
         assert isinstance(child, CfnElement)
-        return child
+        stack = Stack.of(child)
+        return f"<{stack.resolve(stack.get_logical_id(child))}.Arn>"

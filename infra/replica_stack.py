@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import CfnOutput, CfnResource, Environment, RemovalPolicy, Stack, Tags
 from aws_cdk import aws_iam as iam
@@ -27,6 +27,9 @@ from contract.shape import consumer_shape
 from infra.checkov import add_skip
 from infra.consumer_function import consumer_function, consumer_mapping
 from infra.nag import acknowledge
+
+if TYPE_CHECKING:
+    from aws_cdk import aws_lambda as lambda_
 
 __all__ = ["REPLICA_STREAMS_CONTEXT", "ReplicaConsumerStack", "replica_stacks", "replica_streams"]
 STREAM_READ_ACTIONS = ("dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator")
@@ -96,6 +99,29 @@ class ReplicaConsumerStack(Stack):
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
             description=f"doctable stream consumer of {config.table_name}'s replica in {region}",
         )
+        policy = self._role_policy(consumer, role, log_group, stream_arn)
+        function = self._function(consumer, config, role, log_group, region)
+        # No failure destination: this consumer deletes nothing, so a batch that exhausts its retries holds no
+        # cleanup to replay; the home region's mapping keeps its own failed batches.
+        mapping = consumer_mapping(
+            consumer,
+            config,
+            function=function,
+            function_name=function.function_name,
+            source_arn=stream_arn,
+            failure_destination=None,
+        )
+        # Without this edge CloudFormation may create the mapping before the role can read the stream.
+        mapping.node.add_dependency(policy)
+        self._outputs(function, log_group, mapping, stream_arn)
+        for key, value in config.tags().items():
+            Tags.of(self).add(key, value)
+
+    @staticmethod
+    def _role_policy(
+        consumer: Construct, role: iam.Role, log_group: logs.LogGroup, stream_arn: str
+    ) -> iam.Policy:
+        """The role's policy: its own log group, and the replica's stream alone."""
         policy = iam.Policy(
             consumer,
             "RolePolicy",
@@ -118,6 +144,13 @@ class ReplicaConsumerStack(Stack):
             "dynamodb:ListStreams has no resource type; every other stream action is on this replica's own "
             "stream ARN, passed by doctable deploy.",
         )
+        return policy
+
+    @staticmethod
+    def _function(
+        consumer: Construct, config: DocTableConfig, role: iam.Role, log_group: logs.LogGroup, region: str
+    ) -> lambda_.Function:
+        """The built-in consumer with blob cleanup off."""
         shape = consumer_shape(config)
         assert shape is not None
         function = consumer_function(
@@ -142,18 +175,15 @@ class ReplicaConsumerStack(Stack):
             "DLQ never applies; it deletes nothing, so a batch that exhausts its retries holds no cleanup to "
             "replay (the home region's consumer keeps its own failed batches).",
         )
-        # No failure destination: this consumer deletes nothing, so a batch that exhausts its retries holds no
-        # cleanup to replay; the home region's mapping keeps its own failed batches.
-        mapping = consumer_mapping(
-            consumer,
-            config,
-            function=function,
-            function_name=function.function_name,
-            source_arn=stream_arn,
-            failure_destination=None,
-        )
-        # Without this edge CloudFormation may create the mapping before the role can read the stream.
-        mapping.node.add_dependency(policy)
+        return function
+
+    def _outputs(
+        self,
+        function: lambda_.Function,
+        log_group: logs.LogGroup,
+        mapping: lambda_.CfnEventSourceMapping,
+        stream_arn: str,
+    ) -> None:
         CfnOutput(
             self, names.OUT_CONSUMER_FUNCTION_NAME, value=function.function_name, description="Consumer"
         )
@@ -164,8 +194,6 @@ class ReplicaConsumerStack(Stack):
             self, names.OUT_MAPPING_UUID, value=mapping.ref, description="The event-source mapping's UUID"
         )
         CfnOutput(self, names.OUT_STREAM_ARN, value=stream_arn, description="The replica's stream")
-        for key, value in config.tags().items():
-            Tags.of(self).add(key, value)
 
 
 def replica_stacks(

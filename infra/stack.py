@@ -38,6 +38,21 @@ class DocTableStack(Stack):
         )
         self.config = config
         doc_table = DocumentTable(self, names.ID_TABLE, config=config)
+        self._table_outputs(config, doc_table)
+        self.consumer: StreamConsumer | None = None
+        if config.has_mapping:
+            self.consumer = self._consumer(config, doc_table)
+        self._output(
+            names.OUT_KNOBS,
+            config.deployed_record(),
+            "The resolved knobs of this deployment: what preflight, verify and ledger compare against",
+        )
+        for key, value in config.tags().items():
+            Tags.of(self).add(key, value)
+
+    def _table_outputs(self, config: DocTableConfig, doc_table: DocumentTable) -> None:
+        """The table's outputs: its name, ARN and runtime policy, then its key, stream, handover step, replica
+        regions and Kinesis data stream when it has them."""
         table = doc_table.table
         self._output(names.OUT_TABLE_NAME, table.table_name, "The document table's name")
         self._output(names.OUT_TABLE_ARN, table.table_arn, "The document table's ARN")
@@ -74,48 +89,50 @@ class DocTableStack(Stack):
                 doc_table.change_stream.stream_arn,
                 "The Kinesis data stream the table's changes are written to",
             )
-        self.consumer: StreamConsumer | None = None
-        if config.has_mapping:
-            self.consumer = StreamConsumer(
-                self, names.ID_CONSUMER, config=config, table=table, change_stream=doc_table.change_stream
-            )
-            self._output(names.OUT_MAPPING_UUID, self.consumer.mapping.ref, "The event-source mapping's UUID")
-            self._output(
-                names.OUT_FAILURE_BUCKET,
-                self.consumer.failure_bucket.bucket_name,
-                "Where batches that exhausted their retries are kept for replay",
-            )
-            if self.consumer.function is not None:
-                assert self.consumer.log_group is not None and self.consumer.blob_bucket is not None
-                self.consumer.grant_application_blobs(config, doc_table.runtime_policy)
-                self._output(
-                    names.OUT_CONSUMER_FUNCTION_NAME, self.consumer.function.function_name, "Consumer"
-                )
-                self._output(
-                    names.OUT_CONSUMER_FUNCTION_ARN, self.consumer.function.function_arn, "Consumer ARN"
-                )
-                self._output(
-                    names.OUT_CONSUMER_LOG_GROUP,
-                    self.consumer.log_group.log_group_name,
-                    "Where stream_records_received lines land",
-                )
-                self._output(names.OUT_BLOB_BUCKET, self.consumer.blob_bucket.bucket_name, "The blob bucket")
-                alarms = ConsumerAlarms(
-                    self,
-                    names.ID_ALARMS,
-                    config=config,
-                    function=self.consumer.function,
-                    failure_bucket=self.consumer.failure_bucket,
-                    mapping_uuid=self.consumer.mapping.ref,
-                )
-                self._output(names.OUT_ALARM_TOPIC_ARN, alarms.topic.topic_arn, "Subscribe operators here")
-        self._output(
-            names.OUT_KNOBS,
-            config.deployed_record(),
-            "The resolved knobs of this deployment: what preflight, verify and ledger compare against",
+
+    def _consumer(self, config: DocTableConfig, doc_table: DocumentTable) -> StreamConsumer:
+        """The stream consumer and its outputs; the built-in one's as well, with its alarms."""
+        consumer = StreamConsumer(
+            self,
+            names.ID_CONSUMER,
+            config=config,
+            table=doc_table.table,
+            change_stream=doc_table.change_stream,
         )
-        for key, value in config.tags().items():
-            Tags.of(self).add(key, value)
+        self._output(names.OUT_MAPPING_UUID, consumer.mapping.ref, "The event-source mapping's UUID")
+        self._output(
+            names.OUT_FAILURE_BUCKET,
+            consumer.failure_bucket.bucket_name,
+            "Where batches that exhausted their retries are kept for replay",
+        )
+        if consumer.function is not None:
+            self._builtin_consumer(config, doc_table, consumer)
+        return consumer
+
+    def _builtin_consumer(
+        self, config: DocTableConfig, doc_table: DocumentTable, consumer: StreamConsumer
+    ) -> None:
+        """The built-in consumer's grant on the runtime policy, its outputs and its alarms."""
+        function = consumer.function
+        assert function is not None and consumer.log_group is not None and consumer.blob_bucket is not None
+        consumer.grant_application_blobs(config, doc_table.runtime_policy)
+        self._output(names.OUT_CONSUMER_FUNCTION_NAME, function.function_name, "Consumer")
+        self._output(names.OUT_CONSUMER_FUNCTION_ARN, function.function_arn, "Consumer ARN")
+        self._output(
+            names.OUT_CONSUMER_LOG_GROUP,
+            consumer.log_group.log_group_name,
+            "Where stream_records_received lines land",
+        )
+        self._output(names.OUT_BLOB_BUCKET, consumer.blob_bucket.bucket_name, "The blob bucket")
+        alarms = ConsumerAlarms(
+            self,
+            names.ID_ALARMS,
+            config=config,
+            function=function,
+            failure_bucket=consumer.failure_bucket,
+            mapping_uuid=consumer.mapping.ref,
+        )
+        self._output(names.OUT_ALARM_TOPIC_ARN, alarms.topic.topic_arn, "Subscribe operators here")
 
     def _output(self, key: str, value: str, description: str) -> None:
         CfnOutput(self, key, value=value, description=description)

@@ -4,7 +4,7 @@ role can read the source the mapping reads (the table's DynamoDB stream, or the 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from contract.findings import Finding, Level
 from doctable.capabilities.kinesis import ACTIVE, declared_stream
@@ -37,6 +37,33 @@ def _probe_arns(
     )
 
 
+def _found_in_region(
+    aws: Aws,
+    arn: str,
+    subject: str,
+    other_region: tuple[str, str],
+    missing: tuple[str, str],
+    describe: Callable[[], dict[str, Any] | None],
+) -> tuple[dict[str, Any] | None, list[Finding]]:
+    """The borrowed ``arn`` as ``describe`` reads it (None: not found), with no finding; else None and the STOP
+    finding that it is in another region than the table's or not found (``other_region``, ``missing``: the
+    finding's code and what to do)."""
+    region = arn_region(arn)
+    if region and region != aws.region:
+        code, effect = other_region
+        return None, [
+            Finding(
+                Level.STOP, code, subject, f"in {region}", f"in {aws.region}", effect,
+                before=region, after=aws.region,
+            )
+        ]  # fmt: skip
+    reply = describe()
+    if reply is None:
+        code, effect = missing
+        return None, [Finding(Level.STOP, code, subject, "not found", arn, effect, before=None, after=arn)]
+    return reply, []
+
+
 def consumer_findings(
     aws: Aws, config: DocTableConfig, stream_arn: str | None, out: Callable[[str], str | None]
 ) -> list[Finding]:
@@ -44,24 +71,14 @@ def consumer_findings(
     arn = config.borrowed_consumer_arn
     if not arn:
         return []
-    region = arn_region(arn)
-    if region and region != aws.region:
-        return [
-            Finding(
-                Level.STOP, "consumer.other_region", "borrowed consumer", f"in {region}", f"in {aws.region}",
-                "a mapping needs the function in the table's region: fix the consumer knob or AWS_REGION",
-                before=region, after=aws.region,
-            )
-        ]  # fmt: skip
-    function = call_or_none(aws.client("lambda").get_function, FunctionName=arn)
+    function, stop = _found_in_region(
+        aws, arn, "borrowed consumer",
+        ("consumer.other_region", "a mapping needs the function in the table's region: fix the consumer knob or AWS_REGION"),
+        ("consumer.missing", f"consumer {arn} not found — apply its plan first (this stack wires it, never creates it)"),
+        lambda: call_or_none(aws.client("lambda").get_function, FunctionName=arn),
+    )  # fmt: skip
     if function is None:
-        return [
-            Finding(
-                Level.STOP, "consumer.missing", "borrowed consumer", "not found", arn,
-                f"consumer {arn} not found — apply its plan first (this stack wires it, never creates it)",
-                before=None, after=arn,
-            )
-        ]  # fmt: skip
+        return stop
     role = function["Configuration"].get("Role", "")
     probe_arn, reads_kinesis = _probe_arns(aws, config, stream_arn, out)
     if reads_kinesis:
@@ -96,25 +113,14 @@ def kinesis_stream_findings(aws: Aws, config: DocTableConfig) -> list[Finding]:
     arn = config.borrowed_kinesis_arn
     if not arn:
         return []
-    region = arn_region(arn)
-    if region and region != aws.region:
-        return [
-            Finding(
-                Level.STOP, "kinesis.stream_other_region", "borrowed kinesis stream", f"in {region}",
-                f"in {aws.region}",
-                "the table streams only to a Kinesis stream in its own region: fix the kinesis knob or AWS_REGION",
-                before=region, after=aws.region,
-            )
-        ]  # fmt: skip
-    reply = call_or_none(aws.client("kinesis").describe_stream_summary, StreamARN=arn)
+    reply, stop = _found_in_region(
+        aws, arn, "borrowed kinesis stream",
+        ("kinesis.stream_other_region", "the table streams only to a Kinesis stream in its own region: fix the kinesis knob or AWS_REGION"),
+        ("kinesis.stream_missing", f"stream {arn} not found — create it first (this stack streams into it, never creates it)"),
+        lambda: call_or_none(aws.client("kinesis").describe_stream_summary, StreamARN=arn),
+    )  # fmt: skip
     if reply is None:
-        return [
-            Finding(
-                Level.STOP, "kinesis.stream_missing", "borrowed kinesis stream", "not found", arn,
-                f"stream {arn} not found — create it first (this stack streams into it, never creates it)",
-                before=None, after=arn,
-            )
-        ]  # fmt: skip
+        return stop
     summary = reply["StreamDescriptionSummary"]
     status = summary.get("StreamStatus")
     mode = (summary.get("StreamModeDetails") or {}).get("StreamMode")

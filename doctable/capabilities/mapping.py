@@ -24,6 +24,7 @@ from doctable.core.live import (
 )
 
 if TYPE_CHECKING:
+    from contract.shape import MappingShape
     from doctable.core.context import Deployment
 
 LATEST = STARTING_POSITION_CFN[STARTING_LATEST]
@@ -139,6 +140,84 @@ def mapping_change(deployed: DocTableConfig, target: DocTableConfig) -> MappingC
 
 
 # --------------------------------------------------------------------------------------- drift, repairs
+def live_mapping_tags(aws: Aws, mapping: dict[str, Any], uuid: str) -> dict[str, str]:
+    """The live mapping's tags (ListTags), read on its ARN (``mapping``: GetEventSourceMapping's reply; without
+    the ARN, the one its ``uuid`` makes)."""
+    arn = mapping.get("EventSourceMappingArn") or (
+        f"arn:{aws.partition}:lambda:{aws.region}:{aws.account}:event-source-mapping:{uuid}"
+    )
+    tags: dict[str, str] = aws.client("lambda").list_tags(Resource=arn).get("Tags", {})
+    return tags
+
+
+def _difference_drift(name: str, live: Any, want: Any, destination: str | None) -> Drift:
+    """The drift of one of ``mapping_differences``: the enabled state, the on-failure destination, a setting."""
+    if name == ENABLED_FIELD:
+        return Drift(
+            "mapping:Enabled",
+            "mapping state",
+            drift_text(live),
+            drift_text(want),
+            UPDATE_MAPPING,
+            {"Enabled": True},
+        )
+    if name == DESTINATION_FIELD:
+        params: dict[str, Any] = {"DestinationConfig": {"OnFailure": {"Destination": destination}}}
+        op = UPDATE_MAPPING if destination else None
+        how = f"the stack has no {names.OUT_FAILURE_BUCKET} output"
+        return Drift(
+            f"mapping:{name}",
+            "mapping on-failure destination",
+            drift_text(live),
+            drift_text(want),
+            op,
+            params,
+            how,
+        )
+    return Drift(
+        f"mapping:{name}",
+        f"mapping {name}",
+        drift_text(live) if name not in MAPPING_CLEARED else setting_text(name, live),
+        drift_text(want) if name not in MAPPING_CLEARED else setting_text(name, want),
+        UPDATE_MAPPING,
+        {MAPPING_PARAMETERS[name]: MAPPING_CLEARED.get(name) if want is None else want},
+    )
+
+
+def _position_drift(mapping: dict[str, Any], shape: MappingShape) -> list[Drift]:
+    """The live starting position against the declared one (no repair: it is fixed at creation)."""
+    position = mapping.get("StartingPosition")
+    if not position or position == shape.starting_position:
+        return []
+    how = "a mapping's starting position is fixed at creation: redeploy with a starting_position change"
+    return [
+        Drift(
+            "mapping:StartingPosition",
+            "mapping StartingPosition",
+            position,
+            shape.starting_position,
+            None,
+            how=how,
+        )
+    ]
+
+
+def _tag_drifts(config: DocTableConfig, tags: dict[str, str]) -> list[Drift]:
+    """Each of the knobs' tags the live mapping lacks or holds another value of."""
+    return [
+        Drift(
+            f"mapping-tag:{key}",
+            f"mapping tag {key}",
+            tags.get(key, "absent"),
+            value,
+            TAG_MAPPING,
+            {key: value},
+        )
+        for key, value in config.tags().items()
+        if tags.get(key) != value
+    ]
+
+
 def mapping_drift(aws: Aws, deployment: Deployment) -> list[Drift]:
     """The mapping's settings, enabled state, on-failure destination and tags against the deployed knobs."""
     config = deployment.config
@@ -146,82 +225,18 @@ def mapping_drift(aws: Aws, deployment: Deployment) -> list[Drift]:
     uuid = deployment.out(names.OUT_MAPPING_UUID)
     if shape is None or not uuid:
         return []
-    lam = aws.client("lambda")
-    mapping = call_or_none(lam.get_event_source_mapping, UUID=uuid)
+    mapping = call_or_none(aws.client("lambda").get_event_source_mapping, UUID=uuid)
     if mapping is None:
         how = "CloudFormation does not re-create a resource deleted behind it: tear down and deploy again"
         return [Drift("mapping:present", "mapping", "absent", uuid, None, how=how)]
     bucket = deployment.out(names.OUT_FAILURE_BUCKET)
     destination = s3_bucket_arn(aws.partition, bucket) if bucket else None
-    drifts: list[Drift] = []
-    for name, live, want in mapping_differences(mapping, shape, destination):
-        if name == ENABLED_FIELD:
-            drifts.append(
-                Drift(
-                    "mapping:Enabled",
-                    "mapping state",
-                    drift_text(live),
-                    drift_text(want),
-                    UPDATE_MAPPING,
-                    {"Enabled": True},
-                )
-            )
-        elif name == DESTINATION_FIELD:
-            params: dict[str, Any] = {"DestinationConfig": {"OnFailure": {"Destination": destination}}}
-            op = UPDATE_MAPPING if destination else None
-            how = f"the stack has no {names.OUT_FAILURE_BUCKET} output"
-            drifts.append(
-                Drift(
-                    f"mapping:{name}",
-                    "mapping on-failure destination",
-                    drift_text(live),
-                    drift_text(want),
-                    op,
-                    params,
-                    how,
-                )
-            )
-        else:
-            drifts.append(
-                Drift(
-                    f"mapping:{name}",
-                    f"mapping {name}",
-                    drift_text(live) if name not in MAPPING_CLEARED else setting_text(name, live),
-                    drift_text(want) if name not in MAPPING_CLEARED else setting_text(name, want),
-                    UPDATE_MAPPING,
-                    {MAPPING_PARAMETERS[name]: MAPPING_CLEARED.get(name) if want is None else want},
-                )
-            )
-    position = mapping.get("StartingPosition")
-    if position and position != shape.starting_position:
-        how = "a mapping's starting position is fixed at creation: redeploy with a starting_position change"
-        drifts.append(
-            Drift(
-                "mapping:StartingPosition",
-                "mapping StartingPosition",
-                position,
-                shape.starting_position,
-                None,
-                how=how,
-            )
-        )
-    arn = mapping.get("EventSourceMappingArn") or (
-        f"arn:{aws.partition}:lambda:{aws.region}:{aws.account}:event-source-mapping:{uuid}"
-    )
-    tags = lam.list_tags(Resource=arn).get("Tags", {})
-    for key, value in config.tags().items():
-        if tags.get(key) != value:
-            drifts.append(
-                Drift(
-                    f"mapping-tag:{key}",
-                    f"mapping tag {key}",
-                    tags.get(key, "absent"),
-                    value,
-                    TAG_MAPPING,
-                    {key: value},
-                )
-            )
-    return drifts
+    drifts = [
+        _difference_drift(name, live, want, destination)
+        for name, live, want in mapping_differences(mapping, shape, destination)
+    ]
+    drifts += _position_drift(mapping, shape)
+    return drifts + _tag_drifts(config, live_mapping_tags(aws, mapping, uuid))
 
 
 # ------------------------------------------------------------------------------------------ capability

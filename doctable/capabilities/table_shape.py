@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from contract.findings import Finding, Level
-from contract.knobs import NONE, OFF, ON, RETAINING_ENVS, DocTableConfig
+from contract.knobs import NONE, OFF, ON, DocTableConfig
 from contract.shape import IndexShape, TableShape, table_shape
 from doctable.capabilities import indexes
 from doctable.capabilities.protocol import Drift, Observed, drift_text
@@ -25,9 +25,6 @@ from doctable.core.live import (
 if TYPE_CHECKING:
     from doctable.core.aws import Aws
     from doctable.core.context import Deployment
-
-# Environments whose data outlives the stack: a table there that becomes deletable puts that data at risk.
-DELETION_GUARDED_ENVS = RETAINING_ENVS
 
 
 # ------------------------------------------------------------------------------------------- preflight
@@ -75,7 +72,8 @@ def shape_findings(
                 Level.CHANGE, code, "deletion protection",
                 _onoff(live.deletion_protection), _onoff(shape.deletion_protection),
                 "free toggle" + (": the table becomes deletable" if off else ""),
-                off and config.env in DELETION_GUARDED_ENVS, live.deletion_protection, shape.deletion_protection,
+                # destructive where the data outlives the stack: a table there that becomes deletable risks it
+                off and config.retain_on_delete, live.deletion_protection, shape.deletion_protection,
             )
         )  # fmt: skip
     if live.billing_mode != shape.billing_mode:

@@ -1,4 +1,5 @@
-"""What every command's entry shares: the common arguments, connecting to the stack, one-line errors, JSON out."""
+"""What every command's entry shares: its registration and common arguments, connecting to the stack, one-line
+errors, JSON out."""
 
 from __future__ import annotations
 
@@ -35,6 +36,27 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, json_help: str) -> 
     parser.add_argument("--json", action="store_true", help=json_help)
     # The same everywhere: what goes to stdout (the result, the table, the JSON) is unchanged.
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress or note lines on stderr")
+
+
+def add_command(
+    sub: Any,
+    name: str,
+    func: Command,
+    *,
+    help: str,
+    description: str,
+    json_help: str | None = None,
+    guard: bool = True,
+) -> argparse.ArgumentParser:
+    """Register ``doctable NAME`` on ``sub`` (the parser's subcommands): its ``help`` line in ``doctable --help``,
+    its ``description`` in ``doctable NAME --help``, the common arguments when ``json_help`` says what ``--json``
+    prints, and ``func`` as what it runs (:func:`guarded` unless ``guard`` is false). Returns the command's parser,
+    for its own arguments."""
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=help, description=description)
+    if json_help is not None:
+        add_common_arguments(parser, json_help=json_help)
+    parser.set_defaults(func=guarded(func) if guard else func)
+    return parser
 
 
 def seconds(value: str) -> float:

@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from contract import toolchain
 from contract.findings import Finding, Level, destructive
@@ -22,14 +22,7 @@ from contract.knobs import PROJECT_ROOT, DocTableConfig
 from contract.settings import CONFIG_VARIABLE, Resolved
 from contract.shape import table_shape
 from doctable.core.aws import user_errors
-from doctable.core.command import (
-    add_common_arguments,
-    connect_aws,
-    guarded,
-    print_json,
-    report_knobs,
-    seconds,
-)
+from doctable.core.command import add_command, connect_aws, print_json, report_knobs, seconds
 from doctable.core.context import describe_stack, resolve_run, use_deployed_knobs
 from doctable.core.errors import UserError
 from doctable.core.render import Progress, now_iso
@@ -37,6 +30,10 @@ from doctable.lifecycle import conversion, replica_deploy
 from doctable.lifecycle import index_steps as index_deploy
 from doctable.lifecycle.preflight import render_findings, run_preflight
 from doctable.verify import command as verify_command
+
+if TYPE_CHECKING:
+    from doctable.core.aws import Aws
+    from doctable.core.context import Deployment
 
 # Exit codes: 0 deployed (and verified), 1 preflight stopped / cdk failed / verify failed, 2 bad input or AWS
 # refused a read, 3 the gate refused a destructive change.
@@ -162,47 +159,19 @@ def verify_args(args: argparse.Namespace, *, as_json: bool) -> argparse.Namespac
 
 
 def cmd_deploy(args: argparse.Namespace) -> int:
+    """Settings, preflight, the gate, the conversion to a global table, the home stack, the replica stacks,
+    verify: each step's refusal or failure ends the run with its exit code and the report."""
     resolved = resolve_run(args)
-    config = resolved.config
     progress = Progress("doctable deploy", quiet=args.quiet)
-    # The account/region binding is checked here, before anything is read or changed.
-    aws = connect_aws(args, resolved)
-    deployment = use_deployed_knobs(describe_stack(aws, config))
-    deployment.overrides = resolved.overrides
-    report_knobs(deployment, progress, quiet=args.quiet)
-    for override in resolved.overrides:
-        progress.say(
-            f"{override.knob}={override.value} from {override.source} (the file says {override.file_value})"
-        )
-    with user_errors(f"preflight of {config.stack_name}"):
-        findings = run_preflight(aws, deployment)
+    aws, deployment = _connect(args, resolved, progress)
+    findings = _preflight(args, resolved.config, aws, deployment)
     stops = [f for f in findings if f.level is Level.STOP]
-    if not args.json:
-        # The findings first: the gate's question refers to them.
-        print(f"deploy of {config.stack_name} (env {config.env}) to account {aws.account}, {aws.region}:")
-        print(render_findings(findings))
-        print(flush=True)
     blocked = (
         []
         if stops
         else gate(findings, allow=args.allow_destructive, interactive=not args.json and sys.stdin.isatty())
     )
-    report: dict[str, Any] = {
-        "kind": "doctable-deploy",
-        "env": config.env,
-        "stack": config.stack_name,
-        "region": aws.region,
-        "account": aws.account,
-        "at": now_iso(),
-        "settings": str(resolved.path) if resolved.path else None,
-        "overrides": [o.as_dict() for o in resolved.overrides],
-        "findings": [f.as_dict() for f in findings],
-        "destructive": [f.code for f in destructive(findings)],
-        "allowed_destructive": bool(args.allow_destructive),
-        "refused": [f.code for f in blocked],
-        "deployed": False,
-        "verified": None,
-    }
+    report = _report(args, resolved, aws, findings, blocked)
     if stops:
         return _finish(args, report, 1, [f"STOP {f.code}: {f.effect}" for f in stops])
     if blocked:
@@ -223,18 +192,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
             )  # fmt: skip
     with user_errors(f"reading the replicas of {deployment.table_name}"):
         live_replicas = replica_deploy.live_replica_regions_of(aws, deployment.table_name)
-    with user_errors(f"reading the indexes of {deployment.table_name}"):
-        plan = index_deploy.plan_indexes(aws, deployment, config)
-    if plan is not None and plan.busy:
-        index_deploy.wait_for_busy(
-            aws, deployment.table_name, plan.busy, progress.say, timeout=args.index_timeout
-        )
-    if plan is not None and plan.steps:
-        code = _deploy_index_steps(args, resolved, aws, deployment, plan, progress, report)
-    else:
-        command = cdk_command(config, args)
-        progress.say("$ " + " ".join(command))
-        code = run_cdk_deploy(command, cdk_environment(resolved, args), to_stderr=args.json)
+    code = _deploy_home(args, resolved, aws, deployment, progress, report)
     if code != 0:
         return _finish(args, report, 1, [f"cdk deploy failed (exit {code}): its output above says why"])
     code = _deploy_replicas(args, resolved, aws, live_replicas, progress, report)
@@ -243,17 +201,99 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     report["deployed"] = True
     if args.no_verify:
         return _finish(args, report, 0, [])
-    progress.say("verifying the deployed environment (doctable verify)")
-    if args.json:
-        # verify's own record goes into this report, so stdout stays one JSON document
-        captured = io.StringIO()
-        with contextlib.redirect_stdout(captured):
-            verified = verify_command.cmd_verify(verify_args(args, as_json=True))
-        report["verify"] = json.loads(captured.getvalue())
-    else:
-        verified = verify_command.cmd_verify(verify_args(args, as_json=False))
+    verified = _verify(args, progress, report)
     report["verified"] = verified == 0
     return _finish(args, report, 0 if verified == 0 else 1, [] if verified == 0 else ["verify failed"])
+
+
+def _connect(args: argparse.Namespace, resolved: Resolved, progress: Progress) -> tuple[Aws, Deployment]:
+    """The session (the account/region binding checked here, before anything is read or changed) and the
+    deployed stack; the pending knobs and this run's overrides said on stderr."""
+    aws = connect_aws(args, resolved)
+    deployment = use_deployed_knobs(describe_stack(aws, resolved.config))
+    deployment.overrides = resolved.overrides
+    report_knobs(deployment, progress, quiet=args.quiet)
+    for override in resolved.overrides:
+        progress.say(
+            f"{override.knob}={override.value} from {override.source} (the file says {override.file_value})"
+        )
+    return aws, deployment
+
+
+def _preflight(
+    args: argparse.Namespace, config: DocTableConfig, aws: Aws, deployment: Deployment
+) -> list[Finding]:
+    """Preflight's findings, printed first unless --json: the gate's question refers to them."""
+    with user_errors(f"preflight of {config.stack_name}"):
+        findings = run_preflight(aws, deployment)
+    if not args.json:
+        print(f"deploy of {config.stack_name} (env {config.env}) to account {aws.account}, {aws.region}:")
+        print(render_findings(findings))
+        print(flush=True)
+    return findings
+
+
+def _report(
+    args: argparse.Namespace,
+    resolved: Resolved,
+    aws: Aws,
+    findings: list[Finding],
+    blocked: list[Finding],
+) -> dict[str, Any]:
+    """The deploy's record (--json), before anything is deployed."""
+    config = resolved.config
+    return {
+        "kind": "doctable-deploy",
+        "env": config.env,
+        "stack": config.stack_name,
+        "region": aws.region,
+        "account": aws.account,
+        "at": now_iso(),
+        "settings": str(resolved.path) if resolved.path else None,
+        "overrides": [o.as_dict() for o in resolved.overrides],
+        "findings": [f.as_dict() for f in findings],
+        "destructive": [f.code for f in destructive(findings)],
+        "allowed_destructive": bool(args.allow_destructive),
+        "refused": [f.code for f in blocked],
+        "deployed": False,
+        "verified": None,
+    }
+
+
+def _deploy_home(
+    args: argparse.Namespace,
+    resolved: Resolved,
+    aws: Aws,
+    deployment: Deployment,
+    progress: Progress,
+    report: dict[str, Any],
+) -> int:
+    """The home stack's deploy, once the indexes an earlier run left busy have settled: one cdk deploy per index
+    change when the indexes change (doctable/lifecycle/index_steps.py), else one cdk deploy; its exit code."""
+    with user_errors(f"reading the indexes of {deployment.table_name}"):
+        plan = index_deploy.plan_indexes(aws, deployment, resolved.config)
+    if plan is not None and plan.busy:
+        index_deploy.wait_for_busy(
+            aws, deployment.table_name, plan.busy, progress.say, timeout=args.index_timeout
+        )
+    if plan is not None and plan.steps:
+        return _deploy_index_steps(args, resolved, aws, deployment, plan, progress, report)
+    command = cdk_command(resolved.config, args)
+    progress.say("$ " + " ".join(command))
+    return run_cdk_deploy(command, cdk_environment(resolved, args), to_stderr=args.json)
+
+
+def _verify(args: argparse.Namespace, progress: Progress, report: dict[str, Any]) -> int:
+    """``doctable verify`` of the environment just deployed; its exit code. With --json its record goes into the
+    report, so stdout stays one JSON document."""
+    progress.say("verifying the deployed environment (doctable verify)")
+    if not args.json:
+        return verify_command.cmd_verify(verify_args(args, as_json=False))
+    captured = io.StringIO()
+    with contextlib.redirect_stdout(captured):
+        verified = verify_command.cmd_verify(verify_args(args, as_json=True))
+    report["verify"] = json.loads(captured.getvalue())
+    return verified
 
 
 def _convert(
@@ -361,14 +401,16 @@ def _finish(args: argparse.Namespace, report: dict[str, Any], code: int, lines: 
 
 
 def register(sub: Any) -> None:
-    deploy = sub.add_parser(
+    deploy = add_command(
+        sub,
         "deploy",
+        cmd_deploy,
         help="the guarded deploy: settings, preflight, the destructive-change gate, cdk deploy, verify",
         description="Deploy one environment as doctable.toml declares it. A destructive change (an index or the "
         "stream removed, the mapping deleted, the table replaced, PITR off, TTL on...) is refused (exit 3, "
         f"nothing deployed) unless {ALLOW_FLAG} is given or confirmed at a terminal.",
+        json_help="print the findings, the gate's verdict and the outcome as JSON",
     )
-    add_common_arguments(deploy, json_help="print the findings, the gate's verdict and the outcome as JSON")
     deploy.add_argument(ALLOW_FLAG, action="store_true", help="deploy destructive changes too")
     deploy.add_argument("--outputs-file", help="write the stack's outputs to this JSON file")
     deploy.add_argument(
@@ -392,4 +434,3 @@ def register(sub: Any) -> None:
         help="bound of the wait for each index to be ACTIVE or gone, seconds (a backfill of a big table takes "
         "hours; a run stopped by it continues at the next deploy)",
     )
-    deploy.set_defaults(func=guarded(cmd_deploy))

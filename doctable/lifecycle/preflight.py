@@ -11,7 +11,7 @@ from doctable.capabilities import drift, table_security
 from doctable.capabilities.protocol import Observed, observe
 from doctable.capabilities.registry import REGISTRY
 from doctable.core.aws import Aws, user_errors
-from doctable.core.command import add_common_arguments, connect, guarded, print_json
+from doctable.core.command import add_command, connect, print_json
 from doctable.core.render import now_iso, text_table
 
 if TYPE_CHECKING:
@@ -241,15 +241,16 @@ def cmd_preflight(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    preflight = sub.add_parser(
+    preflight = add_command(
+        sub,
         "preflight",
+        cmd_preflight,
         help="observe before a deploy: foreign same-named table, what the update does to a live table, consumer",
         description="Observe before deploying (doctable deploy runs it first): a same-named table outside the "
         "stack, what the update does to the live table and what it costs, the consumer's grants. Each finding "
         "has a stable code, a destructive flag and before/after values (--json). Changes nothing. Exit 1 when a "
         "finding stops the deploy (STOP; with --strict, warnings too).",
+        json_help="print the findings as JSON on stdout",
     )
-    add_common_arguments(preflight, json_help="print the findings as JSON on stdout")
     preflight.add_argument("--strict", action="store_true", help="warnings stop the deploy too")
     preflight.add_argument("--ledger-dir", help=argparse.SUPPRESS)
-    preflight.set_defaults(func=guarded(cmd_preflight))

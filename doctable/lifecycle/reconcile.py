@@ -17,7 +17,7 @@ from doctable.capabilities.mapping import UPDATE_MAPPING
 from doctable.capabilities.ownership import require_owned_table
 from doctable.capabilities.protocol import Drift, observe_table
 from doctable.core.aws import Aws, error_code, failure_fields, user_errors
-from doctable.core.command import add_common_arguments, connect, guarded, print_json, seconds
+from doctable.core.command import add_command, connect, print_json, seconds
 from doctable.core.errors import RefusedError, UserError
 from doctable.core.live import MAPPING_ON_STATES
 from doctable.core.render import Progress, now_iso, text_table
@@ -157,16 +157,18 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    reconcile = sub.add_parser(
+    reconcile = add_command(
+        sub,
         "reconcile",
+        cmd_reconcile,
         help="restore settings changed behind the stack (TTL, PITR, tags, deletion protection, mapping, Kinesis "
         "destination; each replica's PITR and deletion protection); "
         "dry run unless --apply",
         description="Compare the live table (and each replica of a global table, in its region) and mapping with "
         "the knobs the stack was deployed with and restore each drifted property through the service APIs. Exit 0: nothing drifted (after --apply: nothing left); "
         "1: drift remains (always after a dry run with drift); 2 bad input, 4 AWS refused (as `doctable --help` says).",
+        json_help="print the drift and what was restored as JSON on stdout",
     )
-    add_common_arguments(reconcile, json_help="print the drift and what was restored as JSON on stdout")
     reconcile.add_argument("--apply", action="store_true", help="make the calls (default: list them only)")
     reconcile.add_argument(
         "--timeout",
@@ -174,4 +176,3 @@ def register(sub: Any) -> None:
         default=120.0,
         help="bound of the wait for a busy mapping to settle before its repair, seconds (120)",
     )
-    reconcile.set_defaults(func=guarded(cmd_reconcile))

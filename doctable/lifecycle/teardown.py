@@ -16,7 +16,7 @@ from contract import names
 from contract.knobs import MANAGED_BY
 from doctable.capabilities.protocol import TABLE_TYPES
 from doctable.core.aws import Aws, bucket_exists, call_or_none, is_not_found, user_errors
-from doctable.core.command import add_common_arguments, connect, guarded, print_json, seconds
+from doctable.core.command import add_command, connect, print_json, seconds
 from doctable.core.context import Deployment, describe_stack, is_ours, table_tags
 from doctable.core.errors import RefusedError
 from doctable.core.ledger import record_ledger
@@ -466,14 +466,16 @@ def cmd_teardown(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    teardown = sub.add_parser(
+    teardown = add_command(
+        sub,
         "teardown",
+        cmd_teardown,
         help="remove one environment's stack (ownership-checked, confirmed) and verify what is gone or retained",
         description="Delete one environment's stack after checking the table is ours (ManagedBy tag) and "
         "asking for confirmation (--yes skips it); empty its buckets first in destroyable environments; then "
         "check what is gone and list what is retained on purpose. Exit 1 when something is still present.",
+        json_help="print the outcome as JSON on stdout",
     )
-    add_common_arguments(teardown, json_help="print the outcome as JSON on stdout")
     teardown.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     teardown.add_argument(
         "--lift-deletion-protection",
@@ -489,4 +491,3 @@ def register(sub: Any) -> None:
     teardown.add_argument("--ledger", action="store_true", help="also write the ledger (status gone)")
     teardown.add_argument("--ledger-dir", help="ledger directory (default: $DOCTABLE_LEDGER_DIR or ./ledger)")
     teardown.add_argument("--state-dir", help=argparse.SUPPRESS)
-    teardown.set_defaults(func=guarded(cmd_teardown))

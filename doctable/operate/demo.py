@@ -15,17 +15,20 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import boto3
 
 from contract import names
-from contract.knobs import KNOB_DEFAULTS, STREAM_NEW_AND_OLD, ConfigError
+from contract.knobs import KNOB_DEFAULTS, PROJECT_ROOT, STREAM_NEW_AND_OLD, ConfigError
 from contract.settings import resolve_settings
 from doctable import local_adapter as local
 from doctable.verify.proof import parse_proof_line
 
-ROOT = Path(__file__).resolve().parent.parent
+if TYPE_CHECKING:
+    from contract.knobs import DocTableConfig
+
+ROOT = PROJECT_ROOT  # where cdk.json is: `cdk` runs there
 DEMO_KNOBS = {"env": KNOB_DEFAULTS["env"], "stream": STREAM_NEW_AND_OLD}
 WAIT_SECONDS = 60.0
 T = TypeVar("T")
@@ -59,42 +62,17 @@ def _wait(what: str, condition: Callable[[], T | None], timeout: float = WAIT_SE
 
 
 def run(keep_running: bool = True, port: int = local.DEFAULT_PORT) -> int:
-    # As the app run by `cdk deploy` below resolves it: the settings file, then these -c overrides.
-    try:
-        config = resolve_settings(context=DEMO_KNOBS, environ=os.environ).config
-    except ConfigError as exc:
-        raise DemoError("invalid settings: " + "; ".join(exc.problems)) from None
+    """The seven steps on the local AWS at ``port``; it keeps running afterwards unless ``keep_running`` is false."""
+    config = _settings()
     log = local.state_dir() / "demo.log"
 
     _step(1, "Starting the embedded local AWS (moto server mode, no Docker, no account)")
     info = local.start(port)
     print(f"      listening on {info.url}")
     env = local.client_env(info.port)
+    outputs = _deploy(config, env, info.port, log)
 
-    _step(2, "cdk bootstrap (the CDK CLI from package.json, pointed at the local AWS)")
-    _cdk(["bootstrap", f"aws://{env['CDK_DEFAULT_ACCOUNT']}/{env['CDK_DEFAULT_REGION']}"], info.port, log)
-
-    _step(3, f"cdk deploy {config.stack_name} with " + " ".join(f"-c {k}={v}" for k, v in DEMO_KNOBS.items()))
-    outputs_file = local.state_dir() / f"outputs-{config.env}.json"
-    context = [arg for k, v in DEMO_KNOBS.items() for arg in ("-c", f"{k}={v}")]
-    _cdk(
-        ["deploy", *context, "--require-approval", "never", "--outputs-file", str(outputs_file)],
-        info.port,
-        log,
-    )
-    outputs = json.loads(outputs_file.read_text())[config.stack_name]
-    for key in ("TableName", "StreamArn", "ConsumerFunctionName", "BlobBucketName", "ConsumerLogGroupName"):
-        print(f"      {key:22} {outputs[key]}")
-
-    session = boto3.session.Session(
-        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-        region_name=env["AWS_REGION"],
-    )
-    ddb, s3, logs = (
-        session.client(n, endpoint_url=info.url, verify=env["AWS_CA_BUNDLE"])
-        for n in ("dynamodb", "s3", "logs")
-    )
+    ddb, s3, logs = _clients(env, info.url)
     table, bucket, log_group = (
         outputs["TableName"],
         outputs["BlobBucketName"],
@@ -105,6 +83,66 @@ def run(keep_running: bool = True, port: int = local.DEFAULT_PORT) -> int:
     _step(4, "Writing 3 records, each listing 2 blobs uploaded under <pk>/<sk>/")
     records = [(f"doc#{run_id}-{i}", "v1") for i in range(3)]
     written_at = int(time.time() * 1000)
+    _write_records(ddb, s3, table, bucket, records)
+    _step(5, f"Deleting {records[0][0]}: the consumer should delete its blobs")
+    _delete_first(ddb, s3, table, bucket, records, run_id)
+    _step(6, f"Reading {names.PROOF_LOG_MESSAGE} from the log group {log_group}")
+    _show_proof(logs, log_group, written_at)
+
+    _step(7, "Done")
+    if keep_running:
+        print("      the local AWS keeps running; point your own shell and `cdk deploy` at it with:")
+        print('        eval "$(.venv/bin/doctable local env)"')
+        print("      stop it with `make local-down`")
+    else:
+        local.stop()
+        print("      the local AWS is stopped")
+    return 0
+
+
+def _settings() -> DocTableConfig:
+    """The settings as the app run by `cdk deploy` below resolves them: the settings file, then these -c
+    overrides."""
+    try:
+        return resolve_settings(context=DEMO_KNOBS, environ=os.environ).config
+    except ConfigError as exc:
+        raise DemoError("invalid settings: " + "; ".join(exc.problems)) from None
+
+
+def _deploy(config: DocTableConfig, env: dict[str, str], port: int, log: Path) -> dict[str, str]:
+    """Steps 2 and 3: cdk bootstrap, then cdk deploy of the stack; its outputs, the demo's printed."""
+    _step(2, "cdk bootstrap (the CDK CLI from package.json, pointed at the local AWS)")
+    _cdk(["bootstrap", f"aws://{env['CDK_DEFAULT_ACCOUNT']}/{env['CDK_DEFAULT_REGION']}"], port, log)
+
+    _step(3, f"cdk deploy {config.stack_name} with " + " ".join(f"-c {k}={v}" for k, v in DEMO_KNOBS.items()))
+    outputs_file = local.state_dir() / f"outputs-{config.env}.json"
+    context = [arg for k, v in DEMO_KNOBS.items() for arg in ("-c", f"{k}={v}")]
+    _cdk(
+        ["deploy", *context, "--require-approval", "never", "--outputs-file", str(outputs_file)],
+        port,
+        log,
+    )
+    outputs: dict[str, str] = json.loads(outputs_file.read_text())[config.stack_name]
+    for key in ("TableName", "StreamArn", "ConsumerFunctionName", "BlobBucketName", "ConsumerLogGroupName"):
+        print(f"      {key:22} {outputs[key]}")
+    return outputs
+
+
+def _clients(env: dict[str, str], url: str) -> tuple[Any, Any, Any]:
+    """DynamoDB, S3 and CloudWatch Logs clients on the local AWS at ``url``."""
+    session = boto3.session.Session(
+        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        region_name=env["AWS_REGION"],
+    )
+    ddb, s3, logs = (
+        session.client(n, endpoint_url=url, verify=env["AWS_CA_BUNDLE"]) for n in ("dynamodb", "s3", "logs")
+    )
+    return ddb, s3, logs
+
+
+def _write_records(ddb: Any, s3: Any, table: str, bucket: str, records: list[tuple[str, str]]) -> None:
+    """Step 4: each record's two blobs uploaded under <pk>/<sk>/, then the item listing them."""
     for pk, sk in records:
         keys = [f"{pk}/{sk}/page-{n}.pdf" for n in (1, 2)]
         for key in keys:
@@ -120,7 +158,11 @@ def run(keep_running: bool = True, port: int = local.DEFAULT_PORT) -> int:
         )
         print(f"      put {pk}/{sk} with blobs {keys}")
 
-    _step(5, f"Deleting {records[0][0]}: the consumer should delete its blobs")
+
+def _delete_first(
+    ddb: Any, s3: Any, table: str, bucket: str, records: list[tuple[str, str]], run_id: str
+) -> None:
+    """Step 5: the first record deleted; its blobs must go, the live records' 4 stay."""
     doomed_prefix = f"{records[0][0]}/{records[0][1]}/"
     ddb.delete_item(TableName=table, Key={"pk": {"S": records[0][0]}, "sk": {"S": records[0][1]}})
     started = time.monotonic()
@@ -139,7 +181,9 @@ def run(keep_running: bool = True, port: int = local.DEFAULT_PORT) -> int:
     if len(left) != 4:
         raise DemoError(f"expected the 4 blobs of the 2 live records to remain, found {len(left)}")
 
-    _step(6, f"Reading {names.PROOF_LOG_MESSAGE} from the log group {log_group}")
+
+def _show_proof(logs: Any, log_group: str, written_at: int) -> None:
+    """Step 6: the consumer's proof lines covering the 4 writes, read back from its log group."""
 
     def _covering() -> list[dict[str, Any]] | None:
         events = logs.filter_log_events(
@@ -154,16 +198,6 @@ def run(keep_running: bool = True, port: int = local.DEFAULT_PORT) -> int:
             "      stream_records_received: record_count={record_count} event_names={event_names} "
             "table={table_name} sequence {first_sequence_number}..{last_sequence_number}".format(**line)
         )
-
-    _step(7, "Done")
-    if keep_running:
-        print("      the local AWS keeps running; point your own shell and `cdk deploy` at it with:")
-        print('        eval "$(.venv/bin/doctable local env)"')
-        print("      stop it with `make local-down`")
-    else:
-        local.stop()
-        print("      the local AWS is stopped")
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

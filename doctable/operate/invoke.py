@@ -22,7 +22,7 @@ from typing import Any
 from contract import names
 from contract.knobs import STREAM_NEW_AND_OLD, STREAM_VIEW_TYPES
 from doctable.core.aws import arn_region, call_or_none
-from doctable.core.command import add_common_arguments, connect, guarded, print_json
+from doctable.core.command import add_command, connect, print_json
 from doctable.core.context import Deployment, require_deployed
 from doctable.core.errors import EXIT_FAILED, EXIT_OK, UserError
 from doctable.core.render import Progress
@@ -285,8 +285,10 @@ def cmd_invoke(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    invoke = sub.add_parser(
+    invoke = add_command(
+        sub,
         "invoke",
+        cmd_invoke,
         help="send one stream change record (or an event file) to the deployed consumer; print its answer and log",
         description="Build a DynamoDB-stream change record of item (--pk, --sk) listing --blobs, as the table's "
         "stream would deliver it (NEW_AND_OLD_IMAGES; insert: the new image lists the blobs; modify: the old "
@@ -295,8 +297,8 @@ def register(sub: Any) -> None:
         "the response (batchItemFailures) and the log lines, proof lines marked. The consumer really acts: a "
         "remove or modify deletes the blobs it drops. Exit 0: every record succeeded; 1: a record failed or the "
         "function errored.",
+        json_help="print the event, the response and the log as one JSON document",
     )
-    add_common_arguments(invoke, json_help="print the event, the response and the log as one JSON document")
     what = invoke.add_mutually_exclusive_group(required=True)
     what.add_argument("--event", choices=list(EVENT_NAMES), help="the change to build a record of")
     what.add_argument(
@@ -314,4 +316,3 @@ def register(sub: Any) -> None:
     invoke.add_argument(
         "--dry-run", action="store_true", help="print the event that would be sent (JSON), invoke nothing"
     )
-    invoke.set_defaults(func=guarded(cmd_invoke))

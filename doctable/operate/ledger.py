@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from doctable.core.command import add_common_arguments, connect, guarded, print_json
+from doctable.core.command import add_command, connect, print_json
 from doctable.core.ledger import record_ledger
 
 
@@ -24,17 +24,18 @@ def cmd_ledger(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    ledger = sub.add_parser(
+    ledger = add_command(
+        sub,
         "ledger",
+        cmd_ledger,
         help="write the environment's Live State (knobs, realized ids, status, last verify) as Markdown + JSON",
         description="Write ledger/<table>.md and .json: the knobs the stack was deployed with, the realized "
         "identifiers (ARNs, names), the status (live, degraded, unverified, gone...) and the last verify's rows. "
         "Changes nothing in AWS.",
+        json_help="also print the ledger as JSON on stdout",
     )
-    add_common_arguments(ledger, json_help="also print the ledger as JSON on stdout")
     ledger.add_argument("--ledger-dir", help="output directory (default: $DOCTABLE_LEDGER_DIR or ./ledger)")
     ledger.add_argument("--state-dir", help="where verify kept its last rows (default: ./.doctable)")
     ledger.add_argument(
         "--resolved-by", help="who confirmed the knobs (default: $DOCTABLE_RESOLVED_BY or $USER)"
     )
-    ledger.set_defaults(func=guarded(cmd_ledger))

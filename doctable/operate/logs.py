@@ -20,7 +20,7 @@ from botocore.exceptions import ClientError
 
 from contract import names
 from doctable.core.aws import is_not_found
-from doctable.core.command import add_common_arguments, connect, guarded, print_json
+from doctable.core.command import add_command, connect, print_json
 from doctable.core.context import require_deployed
 from doctable.core.errors import UserError
 from doctable.core.render import Progress
@@ -301,16 +301,15 @@ def _emitter(as_json: bool) -> Callable[[LogLine], None]:
 
 
 def register(sub: Any) -> None:
-    logs = sub.add_parser(
+    logs = add_command(
+        sub,
         "logs",
+        cmd_logs,
         help="the deployed consumer's log lines (its log group), proof lines (stream_records_received) marked",
         description="Read the built-in consumer's log group (the stack's ConsumerLogGroupName output) with "
         "CloudWatch Logs FilterLogEvents, on AWS or the local AWS alike. Each line is shown with its time; a "
         f"{names.PROOF_LOG_MESSAGE} line (the consumer received a batch) is marked {PROOF_MARK} and summarized. "
         "Exit 0 (also when --follow is stopped with Ctrl-C).",
-    )
-    add_common_arguments(
-        logs,
         json_help="print one JSON document (with --follow: one JSON object per line, as the lines come)",
     )
     logs.add_argument(
@@ -325,4 +324,3 @@ def register(sub: Any) -> None:
         action="store_true",
         help=f"keep polling for new lines (every {POLL_SECONDS:.0f}s) until interrupted; Ctrl-C exits 0",
     )
-    logs.set_defaults(func=guarded(cmd_logs))

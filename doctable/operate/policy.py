@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from contract import iam, names
 from doctable.core.aws import Aws
-from doctable.core.command import guarded, print_json
+from doctable.core.command import add_command, print_json
 from doctable.core.context import add_knob_arguments, describe_stack, resolve_run
 from doctable.core.errors import UserError
 
@@ -196,8 +196,10 @@ def _ci_trust(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    policy = sub.add_parser(
+    policy = add_command(
+        sub,
         "policy",
+        cmd_policy,
         help="print the least-privilege IAM policy of the deployer, operator or reader of an environment, or the "
         "trust policy of a CI role (GitHub OIDC)",
         description="Print an IAM policy document computed from the environment's settings: deployer (doctable "
@@ -225,4 +227,3 @@ def register(sub: Any) -> None:
         help="read nothing from AWS: the buckets are named by the pattern every environment's generated names "
         "share (default: the deployed stack's exact names, when the credentials can read them)",
     )
-    policy.set_defaults(func=guarded(cmd_policy))

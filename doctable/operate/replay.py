@@ -23,14 +23,16 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
+from botocore.exceptions import BotoCoreError, ClientError
 
 from contract import names
-from doctable.core.command import add_common_arguments, connect, guarded, print_json
+from doctable.core.aws import ACCESS_DENIED_CODES, error_code
+from doctable.core.command import add_command, connect, print_json
 from doctable.core.context import require_deployed
 from doctable.core.errors import UserError
 from doctable.core.render import now_iso, text_table
@@ -116,36 +118,28 @@ def batch_of(invocation_record: Any, streams: Any = None) -> tuple[dict[str, Any
     return {"Records": reread(streams, info)}, "stream"
 
 
-# A refusal of the stream read names the caller's missing grant; the batch itself may still be replayable.
-ACCESS_DENIED = frozenset({"AccessDeniedException", "AccessDenied"})
-
-
 def reread(streams: Any, info: dict[str, Any]) -> list[dict[str, Any]]:
     """The records from ``startSequenceNumber`` to ``endSequenceNumber`` of one shard, as Lambda delivers them."""
     first, last = int(info["startSequenceNumber"]), int(info["endSequenceNumber"])
     where = f"records {first}..{last} of shard {info['shardId']}"
-    try:
-        iterator = streams.get_shard_iterator(
-            StreamArn=info["streamArn"],
-            ShardId=info["shardId"],
-            ShardIteratorType="AT_SEQUENCE_NUMBER",
-            SequenceNumber=info["startSequenceNumber"],
-        ).get("ShardIterator")
-        records: list[dict[str, Any]] = []
-        for _ in range(_MAX_STREAM_PAGES):
-            if not iterator:
-                break
-            page = streams.get_records(ShardIterator=iterator, Limit=1000)
-            batch = page.get("Records", [])
-            records.extend(r for r in batch if first <= int(r["dynamodb"]["SequenceNumber"]) <= last)
-            if not batch or int(batch[-1]["dynamodb"]["SequenceNumber"]) >= last:
-                break
-            iterator = page.get("NextShardIterator")
-    except Exception as exc:  # trimmed, expired or deleted stream: AWS answers with several error codes
-        code = getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__)
-        if code in ACCESS_DENIED:
-            raise  # the caller's missing grant, not the stream's state: the command's one-line refusal
-        raise NotReplayable(f"the stream no longer holds {where} ({code}): kept for inspection") from None
+    iterator = _stream_read(
+        where,
+        streams.get_shard_iterator,
+        StreamArn=info["streamArn"],
+        ShardId=info["shardId"],
+        ShardIteratorType="AT_SEQUENCE_NUMBER",
+        SequenceNumber=info["startSequenceNumber"],
+    ).get("ShardIterator")
+    records: list[dict[str, Any]] = []
+    for _ in range(_MAX_STREAM_PAGES):
+        if not iterator:
+            break
+        page = _stream_read(where, streams.get_records, ShardIterator=iterator, Limit=1000)
+        batch = page.get("Records", [])
+        records.extend(r for r in batch if first <= int(r["dynamodb"]["SequenceNumber"]) <= last)
+        if not batch or int(batch[-1]["dynamodb"]["SequenceNumber"]) >= last:
+            break
+        iterator = page.get("NextShardIterator")
     if not records or int(records[0]["dynamodb"]["SequenceNumber"]) != first:
         raise NotReplayable(f"the stream no longer holds {where} (trimmed after its 24 h retention): kept")
     for record in records:  # what Lambda adds to a stream record, in the types its event carries
@@ -154,6 +148,18 @@ def reread(streams: Any, info: dict[str, Any]) -> list[dict[str, Any]]:
         if hasattr(created, "timestamp"):
             record["dynamodb"]["ApproximateCreationDateTime"] = int(created.timestamp())
     return records
+
+
+def _stream_read(where: str, call: Callable[..., dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
+    """One call to the stream; AWS's refusal to read ``where`` (trimmed, expired or deleted stream: several error
+    codes) makes the batch not replayable, except a refusal of the caller's grant: the command's one-line error."""
+    try:
+        return call(**kwargs)
+    except (ClientError, BotoCoreError) as exc:
+        code = error_code(exc) or type(exc).__name__
+        if code in ACCESS_DENIED_CODES:
+            raise  # the caller's missing grant, not the stream's state; the batch itself may still be replayable
+        raise NotReplayable(f"the stream no longer holds {where} ({code}): kept for inspection") from None
 
 
 def _listed_blobs(image: dict[str, Any] | None) -> set[str]:
@@ -296,12 +302,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    replay = sub.add_parser(
+    replay = add_command(
+        sub,
         "replay",
+        cmd_replay,
         help="re-drive the batches kept on the failure destination through the consumer; remove them once done",
         description="Invoke the consumer with each kept batch; delete the object only when every record in it "
         "succeeded (still-failing records stay). Exit 1 while anything is kept.",
+        json_help="print the outcome as JSON on stdout",
     )
-    add_common_arguments(replay, json_help="print the outcome as JSON on stdout")
     replay.add_argument("--dry-run", action="store_true", help="list what would be replayed, change nothing")
-    replay.set_defaults(func=guarded(cmd_replay))

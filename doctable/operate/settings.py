@@ -8,7 +8,7 @@ from typing import Any
 
 from contract.shape import table_shape
 from doctable.capabilities.indexes import index_text
-from doctable.core.command import add_common_arguments, guarded, print_json
+from doctable.core.command import add_command, print_json
 from doctable.core.context import resolve_run
 from doctable.core.render import text_table
 
@@ -49,11 +49,12 @@ def cmd_settings(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    settings = sub.add_parser(
+    add_command(
+        sub,
         "settings",
+        cmd_settings,
         help="show each knob's value for an environment and its source (file, default, override); no AWS call",
         description="Resolve an environment's settings exactly as the CDK app does (doctable.toml, then "
         "DOCTABLE_<KNOB> and -c overrides) and show each knob's value and where it came from. No AWS call.",
+        json_help="print the settings as JSON on stdout",
     )
-    add_common_arguments(settings, json_help="print the settings as JSON on stdout")
-    settings.set_defaults(func=guarded(cmd_settings))

@@ -25,7 +25,7 @@ from contract import names
 from contract.asset import stage_package
 from contract.knobs import DEPLOY_LOCAL, PROJECT_ROOT, DocTableConfig
 from doctable.core.aws import Aws, user_errors
-from doctable.core.command import add_common_arguments, connect, guarded, print_json
+from doctable.core.command import add_command, connect, print_json
 from doctable.core.context import require_deployed
 from doctable.core.errors import RefusedError, UserError
 from doctable.core.render import Progress
@@ -157,16 +157,17 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "watch",
+        cmd_watch,
         help="on the local AWS: send each change under functions/ to the deployed consumer (UpdateFunctionCode)",
         description="The consumer's inner loop: stage functions/stream_consumer as the stack's asset is staged "
         "and update the deployed function's code with it, now and at every change, without a CloudFormation "
         "update (as cdk deploy --hotswap). Local AWS only; refuses snapstart=on and powertools=bundled.",
+        json_help="with --once, print the update as JSON",
     )
-    add_common_arguments(parser, json_help="with --once, print the update as JSON")
     parser.add_argument(
         "--source", default=str(SOURCE), help="the consumer package to send (default: %(default)s)"
     )
     parser.add_argument("--once", action="store_true", help="send the code once and exit (no watching)")
-    parser.set_defaults(func=guarded(cmd_watch))

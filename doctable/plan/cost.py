@@ -10,31 +10,28 @@ from __future__ import annotations
 import argparse
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from contract.knobs import ARCHITECTURES, DocTableConfig
+from contract.knobs import ARCHITECTURES
 from contract.shape import table_shape
-from doctable.core.command import print_json
+from doctable.core.command import add_command, print_json
 from doctable.core.context import add_knob_arguments, resolve_knobs
 from doctable.core.errors import UserError
 from doctable.plan.figures import ASSUMPTIONS, HOURS_PER_MONTH, value
 from doctable.plan.global_table import limits, replica_monthly, replica_notes
+from doctable.plan.workload import KB_PER_GB as KB_PER_GB  # re-exported: Kinesis's billing unit
+from doctable.plan.workload import (
+    Workload,
+    consumer_monthly,
+    cost_notes,
+    index_item_kb,
+    option_monthly,
+)
+
+if TYPE_CHECKING:
+    from contract.knobs import DocTableConfig
 
 PRICED_REGION = "us-east-1"  # the region every price in plan_model is for
-KB_PER_GB = 1024 * 1024  # Kinesis bills GB of 1,024 KB records
-
-
-@dataclass(frozen=True)
-class Workload:
-    writes_per_second: float
-    item_kb: float = 1.0
-    delete_ratio: float = 0.1
-    blobs_per_item: int = 1
-    # the share of dropped keys listed as manifest entries with their ETag (doctable.client writes every blob
-    # so); the rest are plain keys, which the guarded consumer HEADs first
-    manifest_share: float = 1.0
-    index_share: float = 1.0  # the share of writes whose item carries each index's keys
-    stored_items: int = 0  # items kept in the table: prices the table's and the indexes' storage
 
 
 @dataclass
@@ -79,10 +76,75 @@ def predict_delivery(
     }
 
 
+@dataclass(frozen=True)
+class _Delivery:
+    """How the stream reaches the consumer: its shards, their polls, the batches they make and their pace."""
+
+    shards: int
+    per_shard: float  # records per second per shard
+    interval: float  # seconds between polls of a shard
+    batch: float  # records per invocation
+    invocations: float  # invocations per second, every shard together
+
+
 def build_plan(workload: Workload, config: DocTableConfig) -> Plan:
+    """The plan of ``workload`` on the shape ``config`` gives: the stream's delivery, a batch's time and the
+    iterator-age risk it makes, the S3 request rates, the monthly cost with its notes, the regional limits."""
     w = workload
     wcu_per_write = max(1, math.ceil(w.item_kb))
     record_kb = max(1, math.ceil(w.item_kb * value("kinesis_record_kb_per_item_kb")))
+    flow = _delivery(w, config, wcu_per_write, record_kb)
+    seconds = _batch_seconds(w, config, flow.batch)
+    capacity = config.parallelization_factor * flow.batch / seconds if seconds else math.inf
+    use = flow.per_shard / capacity if capacity != math.inf else 0.0
+    key_rate = w.deletes_per_second * w.blobs_per_item
+    head_rate = key_rate * (1 - w.manifest_share) if config.guards_key_reuse else 0.0
+    month_s = HOURS_PER_MONTH * 3600
+    gbs_price = value(
+        "price_lambda_gbs_arm64" if config.architecture == ARCHITECTURES[0] else "price_lambda_gbs_x86_64"
+    )
+    gb_seconds_usd = flow.invocations * seconds * config.memory / 1024 * month_s * gbs_price
+    monthly = consumer_monthly(w, config, wcu_per_write, flow.invocations, gb_seconds_usd, head_rate, month_s)
+    monthly.update(option_monthly(w, config, record_kb, month_s))
+    replicas = tuple(config.replicas)
+    storage = sum(v for k, v in monthly.items() if k.endswith("storage"))
+    monthly.update(
+        replica_monthly(
+            replicas=replicas,
+            writes_per_second=w.writes_per_second,
+            item_kb=w.item_kb,
+            invocations_per_second=flow.invocations,
+            records_per_invocation=flow.batch,
+            memory_mb=config.memory,
+            gbs_price=gbs_price,
+            storage_usd=storage,
+            month_s=month_s,
+        )
+    )
+    return Plan(
+        workload=w,
+        knobs=_plan_knobs(config),
+        shards=flow.shards,
+        concurrent_consumers=flow.shards * config.parallelization_factor,
+        records_per_second_per_shard=flow.per_shard,
+        invocations_per_second=flow.invocations,
+        records_per_invocation=flow.batch,
+        seconds_per_batch=seconds,
+        shard_capacity_records_per_second=capacity,
+        iterator_age_risk=_iterator_age_risk(config, seconds, use, flow.interval),
+        s3_delete_keys_per_second=key_rate,
+        s3_head_per_second=head_rate,
+        s3_prefix_use=max(key_rate / value("s3_delete_per_prefix"), head_rate / value("s3_get_per_prefix")),
+        monthly_usd=monthly,
+        notes=cost_notes(w, config) + replica_notes(replicas),
+        replicas=replicas,
+        limits=_limits(w, config, wcu_per_write, flow.shards),
+    )
+
+
+def _delivery(w: Workload, config: DocTableConfig, wcu_per_write: int, record_kb: int) -> _Delivery:
+    """The shards (the Kinesis data stream's when the mapping reads it, polled once a second; else the DynamoDB
+    stream's, one per partition's write capacity), and the batches their polls make."""
     if config.reads_kinesis:  # the mapping reads the Kinesis data stream's shards, polled once a second
         shards = max(
             int(value("kinesis_on_demand_shards")),
@@ -93,15 +155,17 @@ def build_plan(workload: Workload, config: DocTableConfig) -> Plan:
     else:
         shards = max(1, math.ceil(w.writes_per_second * wcu_per_write / value("partition_wcu")))
         polls = value("polls_per_second")
-    factor = config.parallelization_factor
     per_shard = w.writes_per_second / shards
     interval = max(1 / polls, float(config.batching_window))
     if per_shard * interval > config.batch_size:
         batch = float(config.batch_size)
     else:
         batch = max(1.0, per_shard * interval)
-    invocations = shards * per_shard / batch
+    return _Delivery(shards, per_shard, interval, batch, shards * per_shard / batch)
 
+
+def _batch_seconds(w: Workload, config: DocTableConfig, batch: float) -> float:
+    """The time the consumer takes for one batch of ``batch`` records."""
     # One batch: its removes' keys listed without an ETag are observed (HEAD, 64 in flight), the items read
     # (BatchGetItem, 100 a request), then deleted (DeleteObjects, 1,000 keys a request, in parallel, each
     # conditional on its ETag); CPU scales down with memory. A manifest entry carries its ETag: no HEAD. With
@@ -121,203 +185,54 @@ def build_plan(workload: Workload, config: DocTableConfig) -> Plan:
         waits += batch * w.delete_ratio * s3  # one ListObjectsV2 per REMOVE
     cpu_share = min(1.0, config.memory / value("lambda_full_vcpu_mb"))
     unheaded = value("cpu_s_per_key_unguarded") if not guarded else value("cpu_s_per_key_manifest")
-    seconds = waits + (headed * value("cpu_s_per_key") + (keys - headed) * unheaded) / cpu_share
-    capacity = factor * batch / seconds if seconds else math.inf
-    use = per_shard / capacity if capacity != math.inf else 0.0
+    return waits + (headed * value("cpu_s_per_key") + (keys - headed) * unheaded) / cpu_share
+
+
+def _iterator_age_risk(config: DocTableConfig, seconds: float, use: float, interval: float) -> str:
+    """The risk that the stream's iterator age grows: a batch's time against the timeout and the poll interval,
+    and the share of a shard's consumers' capacity its records ``use``."""
     if seconds > config.timeout:
-        risk = f"HIGH: a batch takes {seconds:.1f} s, more than the {config.timeout} s timeout"
-    elif use >= 1:
-        risk = f"HIGH: the shard needs {use:.2f}x what its consumers handle; iterator age grows without bound"
-    elif seconds > interval:
-        risk = (
+        return f"HIGH: a batch takes {seconds:.1f} s, more than the {config.timeout} s timeout"
+    if use >= 1:
+        return f"HIGH: the shard needs {use:.2f}x what its consumers handle; iterator age grows without bound"
+    if seconds > interval:
+        return (
             f"MEDIUM: a batch takes {seconds:.2f} s, longer than the {interval:.2f} s poll interval; "
             f"the consumers are {use:.0%} busy, so records wait for the batch before them"
         )
-    else:
-        risk = f"LOW: a batch takes {seconds:.2f} s, within the {interval:.2f} s poll interval"
+    return f"LOW: a batch takes {seconds:.2f} s, within the {interval:.2f} s poll interval"
 
-    deletes = w.writes_per_second * w.delete_ratio
-    key_rate = deletes * w.blobs_per_item
-    head_rate = key_rate * (1 - w.manifest_share) if guarded else 0.0
-    prefix_use = max(key_rate / value("s3_delete_per_prefix"), head_rate / value("s3_get_per_prefix"))
 
-    month_s = HOURS_PER_MONTH * 3600
-    gbs_price = value(
-        "price_lambda_gbs_arm64" if config.architecture == ARCHITECTURES[0] else "price_lambda_gbs_x86_64"
-    )
-    monthly = {
-        "DynamoDB on-demand writes": w.writes_per_second
-        * wcu_per_write
-        * month_s
-        / 1e6
-        * value("price_ddb_write_per_m"),
-        "DynamoDB stream reads by Lambda": 0.0,
-        "DynamoDB consistent reads (BatchGetItem)": deletes
-        * max(1, math.ceil(w.item_kb / 4))
-        * month_s
-        / 1e6
-        * value("price_ddb_read_per_m"),
-        "Lambda requests": invocations * month_s / 1e6 * value("price_lambda_requests_per_m"),
-        "Lambda GB-seconds": invocations * seconds * config.memory / 1024 * month_s * gbs_price,
-        "S3 HEAD (GET class)": head_rate * month_s / 1000 * value("price_s3_get_per_k"),
-        "S3 DeleteObjects": 0.0,
-    }
-    monthly.update(index_monthly(w, config, month_s))
-    if not guarded:
-        del monthly["DynamoDB consistent reads (BatchGetItem)"], monthly["S3 HEAD (GET class)"]
-    if config.reads_kinesis:  # the mapping reads the Kinesis stream (billed below), not the DynamoDB stream
-        del monthly["DynamoDB stream reads by Lambda"]
-    if config.blob_prefix_cleanup:
-        monthly["S3 ListObjectsV2 (prefix cleanup)"] = deletes * month_s / 1000 * value("price_s3_list_per_k")
-    notes = [
-        "stream reads by Lambda triggers are free (DynamoDB pricing: GetRecords by Lambda triggers is not charged)",
-        "S3 DELETE requests are free (S3 pricing); DeleteObjects is counted as DELETEs",
-        "free tiers, CloudWatch logs and data transfer are left out"
-        + ("" if w.stored_items else "; storage too (give --stored-items to price the table's and indexes')"),
-    ]
-    if table_shape(config).indexes:
-        notes.append(
-            f"each index is written when a write's item carries its keys ({w.index_share:.0%} of writes, "
-            "--index-share); an update that changes an index key writes that index twice (a delete and a put)"
-        )
-    if config.has_kinesis:
-        monthly.update(kinesis_monthly(w, config, record_kb))
-        notes += kinesis_notes(config)
-    if config.snapstart:
-        # The stack deletes a replaced version, so one snapshot is cached at a time.
-        monthly["Lambda SnapStart snapshot cache (one version)"] = (
-            config.memory / 1024 * month_s * value("price_snapstart_cache_gbs")
-        )
-        notes.append(
-            f"SnapStart restores: {config.memory / 1024 * 1000 * value('price_snapstart_restore_gb'):.3f} USD per "
-            "1,000 new execution environments (Lambda does not publish how often it replaces one)"
-        )
-    if getattr(config, "customer_managed_key", False):
-        monthly["KMS customer managed key"] = value("price_kms_key_month")
-        notes.append(
-            "KMS requests left out: DynamoDB caches the table key, and S3 HEAD/DeleteObjects decrypt nothing"
-        )
-    replicas = tuple(config.replicas)
-    storage = sum(v for k, v in monthly.items() if k.endswith("storage"))
-    monthly.update(
-        replica_monthly(
-            replicas=replicas,
-            writes_per_second=w.writes_per_second,
-            item_kb=w.item_kb,
-            invocations_per_second=invocations,
-            records_per_invocation=batch,
-            memory_mb=config.memory,
-            gbs_price=gbs_price,
-            storage_usd=storage,
-            month_s=month_s,
-        )
-    )
-    notes += replica_notes(replicas)
+def _limits(w: Workload, config: DocTableConfig, wcu_per_write: int, shards: int) -> list[dict[str, Any]]:
+    """The per-region default quotas the workload needs: the write and read units a second, the consumers."""
     write_units = w.writes_per_second * wcu_per_write + sum(
         w.writes_per_second * w.index_share * max(1, math.ceil(index_item_kb(index, w.item_kb)))
         for index in table_shape(config).indexes
     )
-    read_units = deletes * max(1, math.ceil(w.item_kb / 4)) if guarded else 0.0
+    read_units = w.deletes_per_second * max(1, math.ceil(w.item_kb / 4)) if config.guards_key_reuse else 0.0
     checked = limits(
         write_units_per_second=write_units,
         read_units_per_second=read_units,
-        concurrent_consumers=shards * factor,
+        concurrent_consumers=shards * config.parallelization_factor,
     )
-    return Plan(
-        workload=w,
-        knobs={
-            "batch_size": config.batch_size,
-            "batching_window": config.batching_window,
-            "parallelization_factor": factor,
-            "memory": config.memory,
-            "timeout": config.timeout,
-            "architecture": config.architecture,
-            "blob_prefix_cleanup": config.blob_prefix_cleanup,
-            "blob_key_reuse": config.blob_key_reuse,
-            "snapstart": config.snapstart,
-            "kinesis": config.kinesis,
-            "consumer_source": config.consumer_source,
-        },
-        shards=shards,
-        concurrent_consumers=shards * factor,
-        records_per_second_per_shard=per_shard,
-        invocations_per_second=invocations,
-        records_per_invocation=batch,
-        seconds_per_batch=seconds,
-        shard_capacity_records_per_second=capacity,
-        iterator_age_risk=risk,
-        s3_delete_keys_per_second=key_rate,
-        s3_head_per_second=head_rate,
-        s3_prefix_use=prefix_use,
-        monthly_usd=monthly,
-        notes=notes,
-        replicas=replicas,
-        limits=[dict(asdict(limit), exceeded=limit.exceeded) for limit in checked],
-    )
+    return [dict(asdict(limit), exceeded=limit.exceeded) for limit in checked]
 
 
-def index_item_kb(index: Any, item_kb: float) -> float:
-    """The size of one index entry: the whole item with projection ALL, else its keys (0.1 KB assumed, and the
-    included attributes as much again: the plan does not know their size)."""
-    if index.projection == "ALL":
-        return item_kb
-    return min(item_kb, 0.1 * (1 + bool(index.non_key_attributes)))
-
-
-def index_monthly(w: Workload, config: DocTableConfig, month_s: float) -> dict[str, float]:
-    """Each index's write amplification (a write to an item carrying its keys also writes the index, in whole
-    1 KB units of the index entry) and, with --stored-items, the table's and each index's storage."""
-    out: dict[str, float] = {}
-    shape = table_shape(config)
-    for index in shape.indexes:
-        units = max(1, math.ceil(index_item_kb(index, w.item_kb)))
-        rate = w.writes_per_second * w.index_share * units
-        out[f"index {index.name} writes ({units} WRU each)"] = (
-            rate * month_s / 1e6 * value("price_ddb_write_per_m")
-        )
-    if w.stored_items:
-        gb_price = value("price_ddb_storage_gb_month")
-        overhead = value("index_item_overhead_bytes") / 1024
-        out["table storage"] = w.stored_items * (w.item_kb + overhead) / 1024 / 1024 * gb_price
-        for index in shape.indexes:
-            kb = index_item_kb(index, w.item_kb) + overhead
-            out[f"index {index.name} storage"] = w.stored_items * w.index_share * kb / 1024 / 1024 * gb_price
-    return out
-
-
-def kinesis_monthly(w: Workload, config: DocTableConfig, record_kb: int) -> dict[str, float]:
-    """The monthly lines of Kinesis Data Streams for DynamoDB: change data capture units, and the stack's own
-    on-demand stream (its hours, the GB ingested and the GB the mapping retrieves)."""
-    month_s = HOURS_PER_MONTH * 3600
-    cdc_units = w.writes_per_second * max(1, math.ceil(w.item_kb)) * month_s
-    lines = {"DynamoDB change data capture units (Kinesis)": cdc_units / 1e6 * value("price_cdc_per_m")}
-    if config.creates_kinesis_stream:
-        gb = w.writes_per_second * record_kb * month_s / KB_PER_GB
-        lines["Kinesis on-demand stream-hours"] = HOURS_PER_MONTH * value("price_kinesis_stream_hour")
-        lines["Kinesis data ingested"] = gb * value("price_kinesis_ingest_gb")
-        if config.reads_kinesis:
-            lines["Kinesis data retrieved by the mapping"] = gb * value("price_kinesis_retrieval_gb")
-    return lines
-
-
-def kinesis_notes(config: DocTableConfig) -> list[str]:
-    notes = [
-        "kinesis: one change record per write, ~2x the item (old and new image) rounded up to 1 KB; only changes "
-        "after the destination is ACTIVE are captured, possibly duplicated or out of order"
-    ]
-    if not config.creates_kinesis_stream:
-        notes.append(
-            "kinesis=<ARN>: the stream's own hours and GB are billed to its owner at its capacity mode's prices"
-        )
-    if config.reads_kinesis:
-        notes.append(
-            "consumer_source=kinesis: Lambda polls each Kinesis shard once a second and runs one batch per shard "
-            "per parallelization factor at a time (shards x factor concurrent batches); GetRecords is limited to "
-            "5 calls/s and 2 MB/s per shard, shared by every shared-throughput reader of the stream (a second "
-            "reader halves the mapping's share; enhanced fan-out avoids that at its own price); shards assume "
-            "on-demand capacity (4 to start)"
-        )
-    return notes
+def _plan_knobs(config: DocTableConfig) -> dict[str, Any]:
+    """The knobs the plan depends on, as it reports them."""
+    return {
+        "batch_size": config.batch_size,
+        "batching_window": config.batching_window,
+        "parallelization_factor": config.parallelization_factor,
+        "memory": config.memory,
+        "timeout": config.timeout,
+        "architecture": config.architecture,
+        "blob_prefix_cleanup": config.blob_prefix_cleanup,
+        "blob_key_reuse": config.blob_key_reuse,
+        "snapstart": config.snapstart,
+        "kinesis": config.kinesis,
+        "consumer_source": config.consumer_source,
+    }
 
 
 def render(plan: Plan) -> str:
@@ -419,13 +334,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    plan = sub.add_parser(
+    # No AWS call, so nothing for `guarded` to translate; the knobs' arguments, no -q, its --json last.
+    plan = add_command(
+        sub,
         "plan",
+        cmd_plan,
         help="capacity and cost of a workload on the knobs' shape (shards, consumers, S3 rates, monthly USD); "
         "no AWS call",
         description="Model one workload (writes per second, item size, delete ratio, blobs per item, the share of "
         "manifest entries and index keys) on the shape the settings give: stream shards, concurrent consumers, "
         "time per batch and iterator-age risk, S3 request rates, monthly cost; every figure with its source.",
+        guard=False,
     )
     add_knob_arguments(plan)
     plan.add_argument("--writes-per-second", metavar="N", required=True, help="table writes per second")
@@ -452,4 +371,3 @@ def register(sub: Any) -> None:
         help="items kept in the table, to price storage (0: not priced)",
     )
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
-    plan.set_defaults(func=cmd_plan)

@@ -1,7 +1,6 @@
-"""The checks of ``doctable verify``: each observes one promise of ``expect`` and yields one row (check,
-expected, observed, PASS/FAIL/SKIP); a read-only run runs only those that write nothing. Test items use a unique
-partition key per run; whatever a run wrote is deleted in a ``finally``, even when a check fails. One idea, one
-class: the checks share the run's state (the table description, the mapping, the scratch list)."""
+"""The checks of ``doctable verify``, one class sharing the run's state: each observes a promise of ``expect``
+and yields a row (check, expected, observed, PASS/FAIL/SKIP); a read-only run runs only those that write
+nothing. Test items use a partition key unique to the run; what it wrote is deleted in a ``finally``."""
 
 from __future__ import annotations
 
@@ -18,6 +17,7 @@ from contract import names
 from doctable.capabilities import indexes
 from doctable.capabilities.indexes import index_nudge, index_problems
 from doctable.capabilities.kinesis import event_source
+from doctable.capabilities.mapping import live_mapping_tags
 from doctable.capabilities.ownership import ROLLED_BACK, ROLLED_BACK_ROW, SETTLED_STATES
 from doctable.core.aws import Aws, call_or_none, failure_fields, is_not_found, user_error_for
 from doctable.core.context import Deployment, table_tags
@@ -395,11 +395,7 @@ class Verifier:
     def _check_mapping_tags(self) -> str:
         uuid_ = self._require_mapping_config()
         mapping = self._mapping or self._get_mapping(uuid_)
-        arn = mapping.get("EventSourceMappingArn") or (
-            f"arn:{self.aws.partition}:lambda:{self.aws.region}:{self.aws.account}:event-source-mapping:{uuid_}"
-        )
-        tags = self.aws.client("lambda").list_tags(Resource=arn).get("Tags", {})
-        return self._compare_tags(tags)
+        return self._compare_tags(live_mapping_tags(self.aws, mapping, uuid_))
 
     # ------------------------------------------------------------------ record-level proofs (builtin only)
     def _require_builtin(self, what: str) -> None:

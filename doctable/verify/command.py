@@ -7,7 +7,7 @@ from typing import Any
 
 from doctable.capabilities.ownership import require_owned_table, rolled_back_note
 from doctable.core.aws import user_errors
-from doctable.core.command import add_common_arguments, connect, guarded, print_json, seconds
+from doctable.core.command import add_command, connect, print_json, seconds
 from doctable.core.context import require_deployed, state_dir
 from doctable.core.errors import UserError
 from doctable.core.ledger import record_ledger, region_hint, save_record
@@ -71,14 +71,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    verify = sub.add_parser(
+    verify = add_command(
+        sub,
         "verify",
+        cmd_verify,
         help="run the acceptance contract against one deployed environment (cleans up after itself)",
         description="Round-trip, queries, declared config, negative read, tags, mapping, record-level stream "
         "proof and blob clean-up, against the stack's realized resources. Exit 1 if any check fails. "
         "--read-only runs only the checks that read and lists those it skipped.",
+        json_help="print the run (rows and verdict) as JSON on stdout",
     )
-    add_common_arguments(verify, json_help="print the run (rows and verdict) as JSON on stdout")
     verify.add_argument(
         "--timeout", type=seconds, default=DEFAULT_TIMEOUT, help="bound of each wait, seconds (300)"
     )
@@ -103,4 +105,3 @@ def register(sub: Any) -> None:
     verify.add_argument(
         "--state-dir", help="where the last rows are kept (default: $DOCTABLE_STATE_DIR or ./.doctable)"
     )
-    verify.set_defaults(func=guarded(cmd_verify))

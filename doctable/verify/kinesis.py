@@ -24,7 +24,7 @@ from doctable.capabilities.kinesis import (
     streaming,
 )
 from doctable.core.aws import Aws, is_not_found
-from doctable.verify.proof import MAX_SHARDS_TRACKED, NEWEST, follow_shards, is_change_of
+from doctable.verify.proof import NEWEST, follow_shards, is_change_of, open_iterators
 from doctable.verify.record import CheckFailed, Skip
 
 if TYPE_CHECKING:
@@ -142,23 +142,16 @@ def _key_matches(config: DocTableConfig, deployment: Deployment, key: str | None
 # ------------------------------------------------------------------------------- the nudge's record
 def _open_shard_iterators(client: Any, stream_arn: str) -> list[str]:
     """A LATEST iterator on each open shard of the Kinesis stream (none when there are too many to follow)."""
-    shards: list[dict[str, Any]] = []
-    kwargs: dict[str, Any] = {"StreamARN": stream_arn}
-    while True:
-        reply = client.list_shards(**kwargs)
-        shards += reply.get("Shards", [])
-        if not reply.get("NextToken") or len(shards) > MAX_SHARDS_TRACKED:
-            break
-        kwargs = {"NextToken": reply["NextToken"]}
-    open_shards = [s for s in shards if "EndingSequenceNumber" not in s.get("SequenceNumberRange", {})]
-    if len(open_shards) > MAX_SHARDS_TRACKED:
-        return []
-    return [
-        client.get_shard_iterator(StreamARN=stream_arn, ShardId=s["ShardId"], ShardIteratorType=NEWEST)[
-            "ShardIterator"
-        ]
-        for s in open_shards
-    ]
+
+    def page(token: str | None) -> tuple[list[dict[str, Any]], str | None]:
+        reply = client.list_shards(**({"NextToken": token} if token else {"StreamARN": stream_arn}))
+        return reply.get("Shards", []), reply.get("NextToken")
+
+    def iterator_at(shard: str) -> str:
+        reply = client.get_shard_iterator(StreamARN=stream_arn, ShardId=shard, ShardIteratorType=NEWEST)
+        return reply["ShardIterator"]
+
+    return open_iterators(page, iterator_at)
 
 
 def change_record(data: Any) -> dict[str, Any] | None:

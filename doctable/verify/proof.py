@@ -60,25 +60,38 @@ def covers(line: Mapping[str, Any], table: str, sequence: str | None, event_ms: 
     return event_ms >= write_ms - CLOCK_SKEW_MS and int(line.get("record_count") or 0) > 0
 
 
-def open_shard_iterators(streams: Any, stream_arn: str) -> list[str]:
-    """A LATEST iterator on each open shard (none when there are too many shards to follow)."""
+def open_iterators(
+    page: Callable[[str | None], tuple[list[dict[str, Any]], str | None]], iterator_at: Callable[[str], str]
+) -> list[str]:
+    """A LATEST iterator (``iterator_at``: a shard id's) on each open shard of a stream, listed page by page
+    (``page``: the shards after a page token, None for the first page, and the next token); none when there are
+    too many shards to follow."""
     shards: list[dict[str, Any]] = []
-    kwargs: dict[str, Any] = {"StreamArn": stream_arn}
+    token: str | None = None
     while True:
-        description = streams.describe_stream(**kwargs)["StreamDescription"]
-        shards += description.get("Shards", [])
-        if not description.get("LastEvaluatedShardId") or len(shards) > MAX_SHARDS_TRACKED:
+        listed, token = page(token)
+        shards += listed
+        if not token or len(shards) > MAX_SHARDS_TRACKED:
             break
-        kwargs["ExclusiveStartShardId"] = description["LastEvaluatedShardId"]
     open_shards = [s for s in shards if "EndingSequenceNumber" not in s.get("SequenceNumberRange", {})]
     if len(open_shards) > MAX_SHARDS_TRACKED:
         return []
-    return [
-        streams.get_shard_iterator(StreamArn=stream_arn, ShardId=shard["ShardId"], ShardIteratorType=NEWEST)[
-            "ShardIterator"
-        ]
-        for shard in open_shards
-    ]
+    return [iterator_at(shard["ShardId"]) for shard in open_shards]
+
+
+def open_shard_iterators(streams: Any, stream_arn: str) -> list[str]:
+    """A LATEST iterator on each open shard of the DynamoDB stream (none when there are too many to follow)."""
+
+    def page(after: str | None) -> tuple[list[dict[str, Any]], str | None]:
+        start = {"ExclusiveStartShardId": after} if after else {}
+        description = streams.describe_stream(StreamArn=stream_arn, **start)["StreamDescription"]
+        return description.get("Shards", []), description.get("LastEvaluatedShardId")
+
+    def iterator_at(shard: str) -> str:
+        reply = streams.get_shard_iterator(StreamArn=stream_arn, ShardId=shard, ShardIteratorType=NEWEST)
+        return reply["ShardIterator"]
+
+    return open_iterators(page, iterator_at)
 
 
 def capture_sequence(

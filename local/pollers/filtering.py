@@ -1,6 +1,6 @@
 """Lambda event filtering (an event-source mapping's FilterCriteria): the pattern grammar Lambda documents for
 its event sources (EventBridge's), validated as CreateEventSourceMapping/UpdateEventSourceMapping validate it and
-applied to each record as Lambda's poller applies it. One idea: a pattern, checked and matched.
+applied to each record as Lambda's poller applies it.
 
 A pattern is a JSON object whose keys follow the record's fields (``{"dynamodb": {"OldImage": ...}}``) and whose
 leaves are non-empty arrays of rules, ORed: a value (string, number, boolean, null), ``{"prefix": s}``,

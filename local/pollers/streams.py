@@ -21,10 +21,10 @@ the in-process backend) from its own checkpoint, and applies:
 - MetricsConfig EventCount: the mapping's event counts go to CloudWatch (local/runtime/metrics.py);
 - deleting the mapping stops its poller; State / StateTransitionReason / LastProcessingResult are reported.
 
-One idea, a mapping's poller; pollers wake on every stream write (no busy polling when idle), at least
-every POLL_SECONDS. A source's shards are reached through a few methods (``shard_id``, ``shard_start``,
-``shard_end``, ``_read``, ``_event``, ``BATCH_INFO``): a DynamoDB stream's here, a Kinesis stream's in
-local/pollers/kinesis.py (a checkpoint per shard).
+Pollers wake on every stream write (no busy polling when idle), at least every POLL_SECONDS. A source's shards
+are reached through a few methods (``shard_id``, ``shard_start``, ``shard_end``, ``_read``, ``_event``,
+``BATCH_INFO``): a DynamoDB stream's here, a Kinesis stream's in local/pollers/kinesis.py (a checkpoint per
+shard).
 """
 
 from __future__ import annotations

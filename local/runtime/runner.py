@@ -9,8 +9,8 @@ Everything the function writes goes to its CloudWatch log group (``LoggingConfig
 ``/aws/lambda/<name>``), one log event per line, framed by START/END/REPORT lines as on Lambda, into a log
 stream per execution environment named ``YYYY/MM/DD/[$LATEST]<id>``.
 
-It is one idea, the execution environment's life (spec, worker process, pool, log sink), kept in one module
-because each part is only meaningful to the others; the worker's own side is ``runtime/worker.py``.
+This module holds the execution environment's life (spec, worker process, pool, log sink); the worker's own
+side is ``runtime/worker.py``.
 """
 
 from __future__ import annotations

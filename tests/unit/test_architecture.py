@@ -1,4 +1,5 @@
-"""The house rules as tests: no import cycle, knob values spelled only in contract/, modules of one idea."""
+"""The house rules as tests: no import cycle, knob values spelled only in contract/, no module past 500 lines
+but the listed ones."""
 
 from __future__ import annotations
 
@@ -16,6 +17,21 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("contract", "infra", "doctable", "local", "stream_consumer", "bench", "tests")
 PRODUCT_DIRS = ("contract", "infra", "doctable", "local", "functions", "bench")
 MODULE_LINES_MAX = 500
+# The only product modules allowed past MODULE_LINES_MAX, each with the reason it stays whole.
+LONG_MODULES = {
+    "contract/knobs.py": (
+        "the closed set of knobs (each with its default, parser, meaning and live-change effect) and the "
+        "rules between them, read in one place: the config type, the validation and the docs come from it"
+    ),
+    "local/runtime/runner.py": (
+        "a Lambda execution environment's life (spec, worker process, pool, log sink): each part is only "
+        "meaningful to the others"
+    ),
+    "local/pollers/streams.py": (
+        "an event-source mapping's poller, one loop holding AWS's delivery semantics (batching, retries, "
+        "bisection, record age, partial failures, on-failure destinations, filters, metrics)"
+    ),
+}
 
 
 def _strongly_connected(graph: grimp.ImportGraph) -> list[set[str]]:
@@ -93,16 +109,22 @@ def test_no_knob_value_literal_outside_contract(part: str) -> None:
     assert found == []
 
 
-def test_modules_hold_one_idea() -> None:
-    # GIVEN every product module  THEN it stays under the size of one idea, or its docstring says why it is one
-    long = []
-    for path in _product_modules():
-        text = path.read_text()
-        lines = text.count("\n")
-        docstring = ast.get_docstring(ast.parse(text)) or ""
-        if lines > MODULE_LINES_MAX and "one idea" not in docstring.lower():
-            long.append(f"{path.relative_to(ROOT)}: {lines} lines")
-    assert long == []
+def test_only_the_listed_modules_pass_500_lines() -> None:
+    # GIVEN every product module's line count
+    lines = {path.relative_to(ROOT).as_posix(): path.read_text().count("\n") for path in _product_modules()}
+    # THEN a module past the limit is listed, with its reason
+    unlisted = [
+        f"{name}: {n} lines" for name, n in lines.items() if n > MODULE_LINES_MAX and name not in LONG_MODULES
+    ]
+    assert unlisted == []
+    assert all(isinstance(reason, str) and reason.strip() for reason in LONG_MODULES.values())
+    # AND a listed module is still past it (else its entry is stale)
+    stale = [
+        f"{name}: {lines.get(name, 0)} lines"
+        for name in LONG_MODULES
+        if lines.get(name, 0) <= MODULE_LINES_MAX
+    ]
+    assert stale == []
 
 
 def test_the_entry_imports_only_the_knobs_and_the_constructs() -> None:

@@ -326,3 +326,54 @@ def test_dry_run_of_a_metadata_only_record_says_what_would_be_replayed(
     )  # fmt: skip
     assert (outcome.records, outcome.result) == (3, "WOULD REPLAY (stream)")
     assert _keys(s3) == ["aws/lambda/u/s/meta"]
+
+
+def test_a_stream_read_that_fails_in_the_client_keeps_the_batch_naming_the_error(
+    aws: dict[str, Any], stream: dict[str, Any]
+) -> None:
+    # GIVEN a metadata-only record, and a stream read that fails before AWS answers (no error code)
+    from botocore.exceptions import EndpointConnectionError
+
+    class UnreachableStreams(FakeStreams):
+        def get_records(self, ShardIterator: str, Limit: int) -> dict[str, Any]:  # noqa: N803
+            raise EndpointConnectionError(endpoint_url="https://streams.dynamodb.us-east-1.amazonaws.com")
+
+    client = stream["client"]
+    s3 = aws["s3"]
+    s3.put_object(Bucket=BUCKET, Key="aws/lambda/u/s/meta", Body=_metadata_only(stream["info"]))
+    # WHEN it is replayed
+    (outcome,) = run_replay(
+        s3=s3, lambda_client=FakeConsumer(), ddb=aws["ddb"], bucket=BUCKET, function="f", table=TABLE,
+        streams=UnreachableStreams(client.arn, client.shard, client.records),
+    )  # fmt: skip
+    # THEN the object is kept, its reason naming the error's class
+    assert outcome.result == "KEPT (not replayable)"
+    assert outcome.error == (
+        "the stream no longer holds records 102..104 of shard shardId-1 (EndpointConnectionError): "
+        "kept for inspection"
+    )
+    assert _keys(s3) == ["aws/lambda/u/s/meta"]
+
+
+def test_a_record_replay_cannot_read_is_not_reported_as_a_trimmed_stream(
+    aws: dict[str, Any], stream: dict[str, Any]
+) -> None:
+    # GIVEN a metadata-only record whose stream answers a record without its sequence number
+    client = stream["client"]
+
+    class BrokenStreams(FakeStreams):
+        def get_records(self, ShardIterator: str, Limit: int) -> dict[str, Any]:  # noqa: N803
+            page = super().get_records(ShardIterator, Limit)
+            del page["Records"][0]["dynamodb"]["SequenceNumber"]
+            return page
+
+    s3 = aws["s3"]
+    s3.put_object(Bucket=BUCKET, Key="aws/lambda/u/s/meta", Body=_metadata_only(stream["info"]))
+    # WHEN it is replayed  THEN the fault is raised as what it is, not disguised as the stream's trimming, and the
+    # object stays
+    with pytest.raises(KeyError, match="SequenceNumber"):
+        run_replay(
+            s3=s3, lambda_client=FakeConsumer(), ddb=aws["ddb"], bucket=BUCKET, function="f", table=TABLE,
+            streams=BrokenStreams(client.arn, client.shard, client.records),
+        )  # fmt: skip
+    assert _keys(s3) == ["aws/lambda/u/s/meta"]
