@@ -280,9 +280,12 @@ def bucket_exists(s3: Any, bucket: str) -> bool:
         if is_not_found(exc):
             return False
         if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 403:
+            resource = f"arn:aws:s3:::{bucket}"
             raise AwsError(
                 f"HeadBucket of {bucket} answered 403 without a reason: the caller is not authorized to perform: "
-                f"s3:ListBucket on resource: arn:aws:s3:::{bucket} (or the bucket is another account's)"
+                f"s3:ListBucket on resource: {resource} (or the bucket is another account's)",
+                {"code": "aws.access_denied", "aws_code": "403", "operation": "HeadBucket"}
+                | {"action": "s3:ListBucket", "resource": resource},
             ) from None
         raise
     return True

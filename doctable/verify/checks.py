@@ -133,7 +133,7 @@ class Verifier:
         except Skip as exc:
             row.observed, row.result = f"skipped: {exc}", SKIP
         except CheckFailed as exc:
-            row.observed, row.result = str(exc), FAIL
+            row.observed, row.result, row.error = str(exc), FAIL, exc.error
         except (ClientError, BotoCoreError) as exc:
             translated = user_error_for(exc)
             row.observed, row.result = f"error: {translated or exc}", FAIL

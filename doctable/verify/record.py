@@ -18,7 +18,12 @@ READ_ONLY = "read-only"  # the reason of each check a read-only run skipped (``s
 
 
 class CheckFailed(Exception):
-    """Raised inside a check: the row FAILs with this message as the observed value."""
+    """Raised inside a check: the row FAILs with this message as the observed value; ``error``: the AWS failure
+    behind it as data (doctable.core.aws.failure_fields), which the row's --json carries."""
+
+    def __init__(self, message: str, error: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.error = error
 
 
 class Skip(Exception):

@@ -20,7 +20,7 @@ from contract import names
 from contract.knobs import STARTING_LATEST, STARTING_POSITION_CFN, DocTableConfig
 from contract.shape import EVENT_INSERT, mapping_shape
 from doctable.capabilities.replicas import replica_stack
-from doctable.core.aws import Aws, call_or_none, user_error_for
+from doctable.core.aws import Aws, call_or_none, failure_fields, user_error_for
 from doctable.verify.proof import (
     CLOCK_SKEW_MS,
     SEQUENCE_LOOKUP_BOUND,
@@ -289,6 +289,6 @@ def _in(region: str, call: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return call(*args, **kwargs)
         except (ClientError, BotoCoreError) as exc:
-            raise CheckFailed(f"{region}: {user_error_for(exc) or exc}") from exc
+            raise CheckFailed(f"{region}: {user_error_for(exc) or exc}", failure_fields(exc)) from exc
 
     return named

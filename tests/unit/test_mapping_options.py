@@ -10,7 +10,7 @@ import pytest
 from contract.findings import Level
 from contract.knobs import ConfigError, resolve_config
 from contract.shape import EVENT_INSERT, EVENT_REMOVE, cleanup_filter_patterns, mapping_shape
-from doctable.capabilities import mapping_options
+from doctable.capabilities import mapping
 from doctable.capabilities.mapping import MAPPING_CLEARED
 from doctable.core.live import mapping_differences, setting_text
 
@@ -108,14 +108,14 @@ def test_preflight_reports_each_setting_change_with_its_values() -> None:
         return resolve_config({**STREAM, **knobs}, environ={})
 
     # GIVEN the filter turned on and the metrics off  THEN one in-place change each, with the knobs' values
-    lines = mapping_options.findings(config(), config(events="cleanup", mapping_metrics="off"))
+    lines = mapping.option_findings(config(), config(events="cleanup", mapping_metrics="off"))
     assert [(f.level, f.code, f.destructive, f.before, f.after) for f in lines] == [
         (Level.CHANGE, "mapping.events_changed", False, "all", "cleanup"),
         (Level.CHANGE, "mapping.metrics_changed", False, True, False),
     ]
     assert (lines[0].live, lines[0].declared) == ("no filter", "4 filter patterns")
     # AND back again, or nothing changed, or no mapping before: the same code the other way, or nothing
-    back = mapping_options.findings(config(events="cleanup"), config())
+    back = mapping.option_findings(config(events="cleanup"), config())
     assert [(f.code, f.before, f.after) for f in back] == [("mapping.events_changed", "cleanup", "all")]
-    assert mapping_options.findings(config(), config()) == []
-    assert mapping_options.findings(config(stream="none"), config(events="cleanup")) == []
+    assert mapping.option_findings(config(), config()) == []
+    assert mapping.option_findings(config(stream="none"), config(events="cleanup")) == []

@@ -158,3 +158,10 @@ def test_head_bucket_answers_present_absent_or_a_refusal_naming_list_bucket() ->
     message = str(refused.value)
     assert "is not authorized to perform: s3:ListBucket on resource: arn:aws:s3:::b" in message
     assert "\n" not in message and exit_code_of(refused.value) == 4
+    # AND the refusal is data for --json, as an AWS refusal with a reason is
+    fields = refused.value.fields
+    assert (fields["code"], fields["action"], fields["resource"]) == (
+        "aws.access_denied",
+        "s3:ListBucket",
+        "arn:aws:s3:::b",
+    )

@@ -27,6 +27,7 @@ from typing import Any
 from moto.core.common_models import CloudFormationModel
 
 from local.patching import Patches, Target, tags_dict, truthy
+from local.services.cloudformation import models
 from local.services.dynamodb import options as dynamodb_options
 from local.services.dynamodb import replicas as dynamodb_replica_api
 from local.services.dynamodb import replication as engine
@@ -237,22 +238,11 @@ class GlobalTable(GlobalTableModel, CloudFormationModel):
     """The registered CloudFormation model of AWS::DynamoDB::GlobalTable (its behaviour: GlobalTableModel)."""
 
 
-@PATCHES.on_install
-def _clear_model_maps() -> None:
-    """moto's cached model maps cleared, so that CloudFormation finds AWS::DynamoDB::GlobalTable."""
-    from moto.cloudformation import parsing as cp
-
-    for cached in (cp.get_model_list, cp.get_model_map, cp.get_name_type_map):
-        cached.cache_clear()
-
-
+PATCHES.on_install(models.clear_model_maps)  # so that CloudFormation finds AWS::DynamoDB::GlobalTable
 # Every moto internal this module relies on: what it replaces (nothing), and what it reads or calls.
 MOTO_TARGETS = (
     *PATCHES.targets,
-    Target("moto.cloudformation.parsing", "get_model_list"),
-    Target("moto.cloudformation.parsing", "get_model_map"),
-    Target("moto.cloudformation.parsing", "get_name_type_map"),
-    Target("moto.core.common_models", "CloudFormationModel"),
+    *models.MODEL_MAP_TARGETS,
     Target("moto.cloudformation.exceptions", "UnformattedGetAttTemplateException"),
     Target("moto.dynamodb.models.table", "Table.describe", ("self", "base_key")),
     Target("moto.dynamodb.models", "dynamodb_backends"),

@@ -368,22 +368,27 @@ def _complete_lambda_version() -> None:
     replace(LambdaVersion, "delete", version_delete)
 
 
-@PATCHES.on_install
-def _clear_model_maps() -> None:
-    """moto's cached model maps cleared, so that CloudFormation finds the models above."""
+def clear_model_maps() -> None:
+    """moto's cached model maps cleared, so that CloudFormation finds a model registered since (a module-level
+    CloudFormationModel subclass of local/ is one)."""
     from moto.cloudformation import parsing as cp
 
     for cached in (cp.get_model_list, cp.get_model_map, cp.get_name_type_map):
         cached.cache_clear()
 
 
-# Every moto internal this module relies on: what it replaces, and what it reads or calls.
-MOTO_TARGETS = (
-    *PATCHES.targets,
+PATCHES.on_install(clear_model_maps)
+# What ``clear_model_maps`` and a registered model rely on.
+MODEL_MAP_TARGETS = (
     Target("moto.cloudformation.parsing", "get_model_list"),
     Target("moto.cloudformation.parsing", "get_model_map"),
     Target("moto.cloudformation.parsing", "get_name_type_map"),
     Target("moto.core.common_models", "CloudFormationModel"),
+)
+# Every moto internal this module relies on: what it replaces, and what it reads or calls.
+MOTO_TARGETS = (
+    *PATCHES.targets,
+    *MODEL_MAP_TARGETS,
     Target(_LAMBDA, "lambda_backends"),
     Target(_LAMBDA, "LambdaVersion.__init__", ("self", "spec")),
     Target(_LAMBDA, "LambdaBackend.publish_version", ("self", "function_name", "description")),
