@@ -1,8 +1,8 @@
 """Least-privilege IAM policies for the doctable commands, computed from one environment's resolved knobs.
 
-Each command's part lists the calls its code makes (read from doctable/ops: the call, then the resource AWS
-authorizes it on), scoped to this environment's stack, table and the names CloudFormation generates from the
-stack's name; a statement whose call only exists for some knobs (a stream, a mapping, Kinesis, a KMS key, a
+Each command's part lists the calls its code makes (read from doctable/'s command modules: the call, then the
+resource AWS authorizes it on), scoped to this environment's stack, table and the names CloudFormation generates
+from the stack's name; a statement whose call only exists for some knobs (a stream, a mapping, Kinesis, a KMS key, a
 borrowed consumer) is there only when the knobs have it. A role is the union of its commands' parts (the
 reader's verify part is the read-only verify's). ``"*"`` is used only for calls AWS authorizes on no resource, each
 in a statement whose Sid says so. Standard library only: the console script prints these (``doctable policy``) and
@@ -168,7 +168,7 @@ def _ledger(t: Target) -> list[Statement]:
 
 
 def _verify(t: Target) -> list[Statement]:
-    """doctable/ops/verify: ownership, the declared configuration, test items under their own partition key,
+    """doctable/verify: ownership, the declared configuration, test items under their own partition key,
     the stream record, the mapping, the consumer and its proof line, the blob clean-up."""
     c = t.config
     found = [
@@ -215,7 +215,7 @@ def _verify(t: Target) -> list[Statement]:
 
 
 def _verify_read_only(t: Target) -> list[Statement]:
-    """``doctable verify --read-only`` (doctable/ops/verify, the checks that write nothing): ownership, the declared
+    """``doctable verify --read-only`` (doctable/verify, the checks that write nothing): ownership, the declared
     configuration, the Kinesis stream, the mapping and its tags, the consumer's configuration, the table's key. No
     item, stream record, proof line or blob: those are the checks that write."""
     c = t.config
@@ -233,7 +233,7 @@ def _verify_read_only(t: Target) -> list[Statement]:
     return found + _kms_reads(t, "DescribeKey", *rotation)
 
 
-# The calls reconcile restores drift with (doctable/ops/*.py ``apply``; drift.REPAIR_ORDER).
+# The calls reconcile restores drift with (doctable/capabilities/*.py ``apply``; drift.REPAIR_ORDER).
 TABLE_REPAIRS = (
     "TagResource",
     "UpdateTable",

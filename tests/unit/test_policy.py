@@ -224,7 +224,7 @@ def test_a_role_is_the_union_of_its_commands() -> None:
         assert set(statement.actions) == {a for part in parts if sid in part for a in part[sid].actions}
 
 
-# What the read-only verify calls (doctable/ops/verify, the checks that write nothing), and what it must not.
+# What the read-only verify calls (doctable/verify, the checks that write nothing), and what it must not.
 READ_ONLY_VERIFY = {
     "cloudformation:DescribeStacks",
     "cloudformation:ListStackResources",
