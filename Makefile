@@ -27,7 +27,7 @@ ENV_ARG := $(if $(filter command line,$(origin ENV)),--env $(ENV))
 
 .PHONY: help setup lint actionlint checkov format test test-policies unit infra-tests integration synth deploy destroy diff \
         preflight verify ledger reconcile teardown docs bad-input-doc \
-        local local-up local-down local-env bench soak live clean flags conformance
+        local local-up local-down local-env bench soak live clean flags conformance client-wheel
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -177,6 +177,13 @@ logs: setup ## the deployed consumer's log lines, proof lines marked: make logs 
 bench: setup ## benchmarks against the baseline and the floors; writes bench/results.json and results.svg (BENCH_ARGS=--quick)
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
+# What applications install: doctable-client, a wheel holding only doctable/__init__.py and doctable/client/ and
+# requiring boto3 alone (the repository's own install adds contract/, infra/ and local/). Python's standard
+# library writes it (clients/build_wheel.py), so it needs neither `make setup` nor the network.
+client-wheel: ## the application client's wheel, doctable-client (the doctable namespace alone), into dist/
+	@test -n "$(PYTHON)" || { echo "no Python >= 3.11 found; install Python 3" >&2; exit 1; }
+	$(PYTHON) clients/build_wheel.py dist
+
 docs: setup ## regenerate docs/knobs.md and doctable.toml's comments from the knob declarations
 	$(BIN)/python -m contract.reference --write
 
@@ -184,4 +191,4 @@ bad-input-doc: setup ## regenerate docs/bad-input.md from the bad-input cases (t
 	$(BIN)/python -m tests.unit.bad_inputs --write
 
 clean:
-	rm -rf cdk.out build .pytest_cache .ruff_cache .mypy_cache
+	rm -rf cdk.out build dist .pytest_cache .ruff_cache .mypy_cache
