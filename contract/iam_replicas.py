@@ -11,7 +11,7 @@ in each replica region and to the replica stacks ``<stack>-<region>``.
   each replica region (the CLI deploys the replica stacks there), and the removal of the replica stack of a
   region the settings no longer name (which the settings cannot list: any region, this environment's replica
   stack names only).
-- preflight (and the deploy's gate, which runs it) and reconcile (doctable/capabilities/replica_drift.py): each replica's
+- preflight (and the deploy's gate, which runs it) and reconcile (doctable/capabilities/replicas.py): each replica's
   description and PITR, read for its drift; reconcile restores PITR and deletion protection there.
 - teardown (doctable/lifecycle/teardown.py, replica_teardown.py): each replica stack read, deleted and watched until it
   is gone; with deletion protection, each replica's lifted.

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from contract.findings import Finding, Level
-from doctable.capabilities.kinesis import ACTIVE, declared_stream
-from doctable.core.aws import Aws, arn_region, call_or_none
+from doctable.capabilities.sources import declared_stream
+from doctable.core.answers import arn_region, call_or_none
 from doctable.core.grants import (
     KINESIS_READ_ACTIONS,
     LIST_STREAMS_ACTION,
@@ -16,11 +16,12 @@ from doctable.core.grants import (
     missing_kinesis_grants,
     missing_stream_grants,
 )
-from doctable.core.live import LiveTable
+from doctable.core.live import ACTIVE, LiveTable
 
 if TYPE_CHECKING:
     from contract.knobs import DocTableConfig
     from doctable.capabilities.protocol import Observed
+    from doctable.core.aws import Aws
 
 
 def _probe_arns(

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from contract.shape import mapping_shape, table_shape
-from doctable.capabilities import kinesis, repairs, replica_drift, table_options, table_security
+from doctable.capabilities import kinesis, repairs, replicas, sources, table_options, table_security
 from doctable.capabilities.mapping import TAG_MAPPING, UPDATE_MAPPING
 from doctable.capabilities.ownership import TABLE_TAGS
 from doctable.capabilities.registry import DRIFTING
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from contract.knobs import DocTableConfig
     from doctable.capabilities.protocol import Drift, Observed
     from doctable.core.aws import Aws
-    from doctable.core.context import Deployment
+    from doctable.core.deployment import Deployment
 
 # The order repairs run in: the rate-limited TTL change last, so a refusal leaves every other repair done.
 REPAIR_ORDER = (
@@ -38,13 +38,13 @@ def detect(observed: Observed) -> list[Drift]:
     """Every drift of the deployed configuration (``observed.deployed``) on the stack's live table and what
     hangs off it, capability by capability, then each replica region's (a global table's)."""
     found = [found for capability in DRIFTING for found in capability.drift(observed)]
-    return found + replica_drift.replica_drifts(observed)
+    return found + replicas.replica_drifts(observed)
 
 
 def changed_by_deploy(prop: str, deployed: DocTableConfig, target: DocTableConfig) -> bool:
     """Whether a deploy from ``deployed`` to ``target`` rewrites ``prop`` (then CloudFormation sets it, and its
     live value is the deploy's business, not drift)."""
-    replica = replica_drift.split_prop(prop)
+    replica = replicas.split_prop(prop)
     if replica is not None:  # a replica's option: the deploy sets it when it sets the home table's
         region, base = replica
         gone = region not in deployed.replicas or region not in target.replicas
@@ -58,7 +58,7 @@ def changed_by_deploy(prop: str, deployed: DocTableConfig, target: DocTableConfi
             return True  # the mapping goes or is replaced
         if (deployed.stream, deployed.consumer) != (target.stream, target.consumer):
             return True
-        if kinesis.source_text(deployed) != kinesis.source_text(target):
+        if sources.source_text(deployed) != sources.source_text(target):
             return True  # the mapping moves to another source: a new mapping
         name = prop.split(":", 1)[1]
         return before.live_fields().get(name) != after.live_fields().get(name)
@@ -110,7 +110,7 @@ def apply_repair(aws: Aws, deployment: Deployment, table: dict[str, Any], repair
     """Make the call, in the replica's region or through the first capability that makes it; ClientErrors
     propagate (the caller words them)."""
     if repair.region is not None:
-        replica_drift.apply(aws.in_region(repair.region), table["TableName"], repair.op, repair.params)
+        replicas.apply(aws.in_region(repair.region), table["TableName"], repair.op, repair.params)
         return
     owner = next(c for c in DRIFTING if repair.op in c.calls)
     owner.apply(aws, deployment, table, repair.op, repair.params)

@@ -13,11 +13,13 @@ from contract import names
 from contract.findings import Finding, Level
 from contract.knobs import KINESIS_RETENTION_HOURS, RETAINING_ENVS, DocTableConfig
 from doctable.capabilities.protocol import Drift, Observed
-from doctable.core.aws import Aws, error_code
+from doctable.capabilities.sources import CREATED, declared_stream
+from doctable.core.answers import error_code
 from doctable.plan.figures import HOURS_PER_MONTH, value
 
 if TYPE_CHECKING:
-    from doctable.core.context import Deployment
+    from doctable.core.aws import Aws
+    from doctable.core.deployment import Deployment
 
 # DescribeKinesisStreamingDestination's DestinationStatus values.
 ACTIVE, ENABLING, UPDATING = "ACTIVE", "ENABLING", "UPDATING"
@@ -37,16 +39,9 @@ ENABLE_CALL = "EnableKinesisStreamingDestination"
 UPDATE_CALL = "UpdateKinesisStreamingDestination"
 CALLS = (ENABLE_CALL, UPDATE_CALL)
 PROP_DESTINATION, PROP_PRECISION, PROP_OTHERS = "kinesis:destination", "kinesis:precision", "kinesis:others"
-CREATED = "created by the stack"
 
 
 # ------------------------------------------------------------------------------------------- the facts
-def declared_stream(config: DocTableConfig, out: Callable[[str], str | None]) -> str | None:
-    """The stream the table's changes must reach: the knob's ARN, or the stack's ``KinesisStreamArn`` output
-    (``out``: the deployment's output reader); None with kinesis=off or without the output."""
-    if not config.has_kinesis:
-        return None
-    return config.borrowed_kinesis_arn or out(names.OUT_KINESIS_STREAM_ARN)
 
 
 def destinations(ddb: Any, table_name: str) -> list[dict[str, Any]] | None:
@@ -84,13 +79,6 @@ def event_source(
     if config.reads_kinesis:
         return declared_stream(config, out), "the Kinesis data stream"
     return table.get("LatestStreamArn"), "the live stream"
-
-
-def source_text(config: DocTableConfig) -> str:
-    """The source a mapping of these knobs reads, as one phrase (different phrases: a different source)."""
-    if config.reads_kinesis:
-        return f"Kinesis stream {config.borrowed_kinesis_arn or CREATED}"
-    return f"DynamoDB stream {config.stream_view_type}"
 
 
 # ------------------------------------------------------------------------------------------- preflight
@@ -197,27 +185,6 @@ def findings(deployed: DocTableConfig, target: DocTableConfig) -> list[Finding]:
             )
         )  # fmt: skip
     return found
-
-
-def switch_text(deployed: DocTableConfig, target: DocTableConfig, starting_position: str, latest: str) -> str:
-    """What records a mapping moved to another source misses or re-reads (``latest``: the LATEST position)."""
-    new = source_text(target)
-    if starting_position == latest:
-        return (
-            f"the new mapping reads {new} from {latest}: changes made before its poller settles, and those the old "
-            "mapping had not read when CloudFormation deletes it, are never delivered (lost to the consumer)"
-        )
-    retention = (
-        f"{KINESIS_RETENTION_HOURS} h"
-        if not target.reads_kinesis or target.creates_kinesis_stream
-        else "that stream's retention"
-    )
-    kinesis_note = ", only changes since its destination became ACTIVE" if target.reads_kinesis else ""
-    return (
-        f"the new mapping reads {new} from {starting_position}: it re-delivers every change that source still "
-        f"holds (up to {retention}{kinesis_note}), changes the old mapping already delivered included (the "
-        "consumer tolerates duplicates)"
-    )
 
 
 # --------------------------------------------------------------------------------------- drift, repairs

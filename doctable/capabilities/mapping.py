@@ -11,9 +11,9 @@ from contract import names
 from contract.findings import Finding, Level
 from contract.knobs import STARTING_LATEST, STARTING_POSITION_CFN, DocTableConfig
 from contract.shape import mapping_shape
-from doctable.capabilities.kinesis import source_text, switch_text
 from doctable.capabilities.protocol import Drift, Observed, drift_text
-from doctable.core.aws import Aws, call_or_none
+from doctable.capabilities.sources import source_text, switch_text
+from doctable.core.answers import call_or_none
 from doctable.core.live import (
     DESTINATION_FIELD,
     ENABLED_FIELD,
@@ -26,7 +26,8 @@ from doctable.core.live import (
 
 if TYPE_CHECKING:
     from contract.shape import MappingShape
-    from doctable.core.context import Deployment
+    from doctable.core.aws import Aws
+    from doctable.core.deployment import Deployment
 
 LATEST = STARTING_POSITION_CFN[STARTING_LATEST]
 

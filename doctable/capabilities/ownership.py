@@ -4,16 +4,19 @@ stack's, and the provenance tags' drift with the call that restores it."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contract import names
 from contract.findings import Finding, Level
 from contract.knobs import MANAGED_BY, DocTableConfig
 from contract.shape import GLOBAL_TABLE_TYPE
 from doctable.capabilities.protocol import Drift, Observed, stack_table_ids
-from doctable.core.aws import Aws, call_or_none
-from doctable.core.context import STABLE_STACK_STATES, Deployment, is_ours, require_deployed, table_tags
+from doctable.core.answers import call_or_none
+from doctable.core.deployment import STABLE_STACK_STATES, Deployment, is_ours, require_deployed, table_tags
 from doctable.core.errors import RefusedError
+
+if TYPE_CHECKING:
+    from doctable.core.aws import Aws
 
 TABLE_TAGS = "TagResource (table)"  # the repair of the provenance tags
 # A stack whose create failed holds nothing usable: a same-named table beside it is retained or foreign.

@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from contract import names
 from contract.shape import GLOBAL_TABLE_TYPE, TABLE_TYPE
-from doctable.core.aws import Aws, call_or_none
+from doctable.core.answers import call_or_none
 from doctable.core.live import pitr_status
 
 if TYPE_CHECKING:
     from contract.findings import Finding
     from contract.knobs import DocTableConfig
-    from doctable.core.context import Deployment
+    from doctable.core.aws import Aws
+    from doctable.core.deployment import Deployment
 
 # The resource types a stack's table has: a single-region table, or a global table (the same name in every region).
 TABLE_TYPES = (TABLE_TYPE, GLOBAL_TABLE_TYPE)

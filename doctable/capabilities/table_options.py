@@ -17,7 +17,7 @@ from doctable.capabilities.repairs import INSIGHTS_CALL, PITR_CALL, UPDATE_TABLE
 
 if TYPE_CHECKING:
     from doctable.core.aws import Aws
-    from doctable.core.context import Deployment
+    from doctable.core.deployment import Deployment
 
 NO_CAP = -1  # DescribeTable's OnDemandThroughput for a direction without a maximum
 INSIGHTS_ENABLED = "ENABLED"

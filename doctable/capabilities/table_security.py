@@ -20,10 +20,11 @@ from contract.knobs import (
 )
 from contract.shape import EncryptionShape, encryption_shape
 from doctable.capabilities.protocol import Drift, Observed
-from doctable.core.aws import Aws, error_code
+from doctable.core.answers import error_code
 
 if TYPE_CHECKING:
-    from doctable.core.context import Deployment
+    from doctable.core.aws import Aws
+    from doctable.core.deployment import Deployment
 
 # The properties drift and a deploy's changes are compared by.
 ENCRYPTION, RESOURCE_POLICY = "encryption", "resource_policy"

@@ -24,7 +24,7 @@ from doctable.core.live import (
 
 if TYPE_CHECKING:
     from doctable.core.aws import Aws
-    from doctable.core.context import Deployment
+    from doctable.core.deployment import Deployment
 
 
 # ------------------------------------------------------------------------------------------- preflight

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import boto3
 from botocore.config import Config
@@ -29,6 +29,7 @@ from botocore.exceptions import (
 )
 from botocore.parsers import ResponseParserError
 
+from doctable.core.answers import error_code, is_not_found
 from doctable.core.errors import AwsError, UserError
 
 DEFAULT_RETRY_MODE = "adaptive"
@@ -58,12 +59,6 @@ CREDENTIAL_CODES = frozenset(
         "AuthFailure",
     }
 )
-NOT_FOUND_CODES = frozenset(
-    {"ResourceNotFoundException", "ResourceNotFound", "NoSuchEntity", "NoSuchBucket", "NotFound", "404"}
-)
-ARN_RE = re.compile(r"^arn:(?P<partition>[^:]+):(?P<service>[^:]+):(?P<region>[^:]*):(?P<account>[^:]*):")
-
-T = TypeVar("T")
 
 
 def retry_config() -> Config:
@@ -80,29 +75,6 @@ def retry_config() -> Config:
         connect_timeout=10,
         read_timeout=60,
     )
-
-
-def error_code(exc: BaseException) -> str:
-    if isinstance(exc, ClientError):
-        return str(exc.response.get("Error", {}).get("Code", ""))
-    return ""
-
-
-def is_not_found(exc: BaseException) -> bool:
-    if not isinstance(exc, ClientError):
-        return False
-    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-    return error_code(exc) in NOT_FOUND_CODES or status == 404
-
-
-def arn_region(arn: str | None) -> str | None:
-    match = ARN_RE.match(arn or "")
-    return match.group("region") if match and match.group("region") else None
-
-
-def arn_account(arn: str | None) -> str | None:
-    match = ARN_RE.match(arn or "")
-    return match.group("account") if match and match.group("account") else None
 
 
 def endpoint_hint() -> str:
@@ -289,13 +261,3 @@ def bucket_exists(s3: Any, bucket: str) -> bool:
             ) from None
         raise
     return True
-
-
-def call_or_none(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
-    """``fn(...)``, or None when AWS says the resource does not exist."""
-    try:
-        return fn(*args, **kwargs)
-    except ClientError as exc:
-        if is_not_found(exc):
-            return None
-        raise

@@ -10,15 +10,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from doctable.core.aws import Aws, user_errors
-from doctable.core.context import (
-    Deployment,
-    add_knob_arguments,
-    check_binding,
-    check_region,
-    describe_stack,
-    resolve_run,
-    use_deployed_knobs,
-)
+from doctable.core.context import add_knob_arguments, check_binding, describe_stack, resolve_run
+from doctable.core.deployment import Deployment, check_region, use_deployed_knobs
 from doctable.core.errors import UserError
 from doctable.core.render import Progress
 

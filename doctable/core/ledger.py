@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from contract.knobs import OFF, ON
-from doctable.core.aws import Aws, call_or_none, user_errors
-from doctable.core.context import Deployment, state_dir
+from doctable.core.answers import call_or_none
+from doctable.core.aws import Aws, user_errors
+from doctable.core.context import state_dir
+from doctable.core.deployment import Deployment
 from doctable.core.render import markdown_table, now_iso
 
 LEDGER_DIR_ENV = "DOCTABLE_LEDGER_DIR"

@@ -20,20 +20,20 @@ from contract import toolchain
 from contract.findings import Finding, Level, destructive
 from contract.knobs import PROJECT_ROOT, DocTableConfig
 from contract.settings import CONFIG_VARIABLE, Resolved
-from contract.shape import table_shape
 from doctable.core.aws import user_errors
 from doctable.core.command import add_command, connect_aws, print_json, report_knobs, seconds
-from doctable.core.context import describe_stack, resolve_run, use_deployed_knobs
+from doctable.core.context import describe_stack, resolve_run
+from doctable.core.deployment import use_deployed_knobs
 from doctable.core.errors import UserError
 from doctable.core.render import Progress, now_iso
-from doctable.lifecycle import conversion, replica_deploy
+from doctable.lifecycle import conversion, replica_stacks
 from doctable.lifecycle import index_steps as index_deploy
 from doctable.lifecycle.preflight import render_findings, run_preflight
 from doctable.verify import command as verify_command
 
 if TYPE_CHECKING:
     from doctable.core.aws import Aws
-    from doctable.core.context import Deployment
+    from doctable.core.deployment import Deployment
 
 # Exit codes: 0 deployed (and verified), 1 preflight stopped / cdk failed / verify failed, 2 bad input or AWS
 # refused a read, 3 the gate refused a destructive change.
@@ -191,7 +191,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
                  "items, and the next doctable deploy continues the conversion from where it stopped"],
             )  # fmt: skip
     with user_errors(f"reading the replicas of {deployment.table_name}"):
-        live_replicas = replica_deploy.live_replica_regions_of(aws, deployment.table_name)
+        live_replicas = replica_stacks.live_replica_regions_of(aws, deployment.table_name)
     code = _deploy_home(args, resolved, aws, deployment, progress, report)
     if code != 0:
         return _finish(args, report, 1, [f"cdk deploy failed (exit {code}): its output above says why"])
@@ -326,21 +326,17 @@ def _deploy_replicas(
     progress: Progress,
     report: dict[str, Any],
 ) -> int:
-    """After the home stack: the consumer stack of each replica region (on the stream the replica now has), then
-    the removal of the consumer stack of each region the home stack's update took the replica out of."""
-    config = resolved.config
-    if config.replicas:
-        streams = replica_deploy.replica_streams(aws, config.table_name, config.replicas)
-        report["replica_streams"] = streams
-        command = replica_deploy.replica_deploy_command(cdk_command(config, args), config, streams)
-        progress.say("$ " + " ".join(command))
-        code = run_cdk_deploy(command, cdk_environment(resolved, args), to_stderr=args.json)
-        if code != 0:
-            return code
-    report["replica_stacks_deleted"] = replica_deploy.remove_stale_replica_stacks(
-        aws, config, live_before, progress
+    """After the home stack: each replica region's consumer stack (doctable/lifecycle/replica_stacks.py)."""
+    environment = cdk_environment(resolved, args)
+    return replica_stacks.deploy(
+        aws,
+        resolved.config,
+        live_before,
+        cdk_command(resolved.config, args),
+        lambda command: run_cdk_deploy(command, environment, to_stderr=args.json),
+        progress,
+        report,
     )
-    return 0
 
 
 def _deploy_index_steps(
@@ -352,42 +348,21 @@ def _deploy_index_steps(
     progress: Progress,
     report: dict[str, Any],
 ) -> int:
-    """One cdk deploy per GSI creation or deletion (the last one the declared stack, the only one when there is
-    a single change), each waiting for its index; the exit code of the first that fails (CloudFormation rolls
-    that one back; the next doctable deploy continues from the live table)."""
-    config = resolved.config
-    shape = table_shape(config)
-    total = len(plan.steps)
-    if total > 1:
-        progress.say(
-            f"{total} index changes: CloudFormation takes one GSI creation or deletion per update, so this "
-            f"deploy makes {total} updates"
-        )
-    steps: list[dict[str, Any]] = report.setdefault("index_steps", [])
-    for number, step in enumerate(plan.steps):
-        progress.say(f"update {number + 1}/{total}: {step.action} index {step.index}")
-        command = cdk_command(config, args) + index_deploy.step_arguments(plan, number, shape)
-        record: dict[str, Any] = {"update": number + 1, "action": step.action, "index": step.index}
-        steps.append(record)
-        watch = index_deploy.IndexWatch(
-            aws, deployment.table_name, step, progress.say, timeout=args.index_timeout
-        )
-        with watch:
-            # CloudFormation itself waits for a new index's backfill before it completes the update.
-            code = run_cdk_deploy(
-                command,
-                cdk_environment(resolved, args),
-                to_stderr=args.json,
-                timeout=max(CDK_TIMEOUT, args.index_timeout),
-            )
-        record["exit"] = code
-        if code != 0:
-            record["progress"] = watch.lines
-            return code
-        with user_errors(f"waiting for index {step.index}"):
-            record["seconds"] = round(watch.wait_settled(), 1)
-        record["progress"] = watch.lines
-    return 0
+    """One cdk deploy per GSI creation or deletion (doctable/lifecycle/index_steps.py); the exit code of the first
+    that fails."""
+    environment = cdk_environment(resolved, args)
+    timeout = max(CDK_TIMEOUT, args.index_timeout)
+    return index_deploy.deploy_steps(
+        aws,
+        deployment.table_name,
+        resolved.config,
+        plan,
+        cdk_command(resolved.config, args),
+        lambda command: run_cdk_deploy(command, environment, to_stderr=args.json, timeout=timeout),
+        progress.say,
+        report.setdefault("index_steps", []),
+        index_timeout=args.index_timeout,
+    )
 
 
 def _finish(args: argparse.Namespace, report: dict[str, Any], code: int, lines: list[str]) -> int:

@@ -26,11 +26,13 @@ from doctable.capabilities.indexes import (
     index_changes,
     structure,
 )
-from doctable.core.aws import Aws, error_code
+from doctable.core.answers import error_code
+from doctable.core.aws import user_errors
 from doctable.core.errors import UserError
 
 if TYPE_CHECKING:
-    from doctable.core.context import Deployment
+    from doctable.core.aws import Aws
+    from doctable.core.deployment import Deployment
 
 ACTIVE = "ACTIVE"
 POLL_SECONDS = 2.0
@@ -201,3 +203,44 @@ def wait_for_busy(
         action = DELETE if status == "DELETING" else CREATE
         say(f"index {name} is {status} (an earlier change): waiting for it before the next update")
         IndexWatch(aws, table_name, Step(action, name, ()), say, timeout=timeout).wait_settled()
+
+
+def deploy_steps(
+    aws: Aws,
+    table_name: str,
+    config: DocTableConfig,
+    plan: IndexPlan,
+    base_command: list[str],
+    run: Callable[[list[str]], int],
+    say: Callable[[str], None],
+    steps: list[dict[str, Any]],
+    *,
+    index_timeout: float,
+) -> int:
+    """One cdk deploy (``run``, of ``base_command`` plus the step's context) per GSI creation or deletion, the last
+    one the declared stack and the only one when there is a single change, each waiting for its index; a record
+    per update appended to ``steps``. The exit code of the first that fails (CloudFormation rolls that one back;
+    the next doctable deploy continues from the live table)."""
+    shape = table_shape(config)
+    total = len(plan.steps)
+    if total > 1:
+        say(
+            f"{total} index changes: CloudFormation takes one GSI creation or deletion per update, so this "
+            f"deploy makes {total} updates"
+        )
+    for number, step in enumerate(plan.steps):
+        say(f"update {number + 1}/{total}: {step.action} index {step.index}")
+        record: dict[str, Any] = {"update": number + 1, "action": step.action, "index": step.index}
+        steps.append(record)
+        watch = IndexWatch(aws, table_name, step, say, timeout=index_timeout)
+        with watch:
+            # CloudFormation itself waits for a new index's backfill before it completes the update.
+            code = run(base_command + step_arguments(plan, number, shape))
+        record["exit"] = code
+        if code != 0:
+            record["progress"] = watch.lines
+            return code
+        with user_errors(f"waiting for index {step.index}"):
+            record["seconds"] = round(watch.wait_settled(), 1)
+        record["progress"] = watch.lines
+    return 0

@@ -16,7 +16,7 @@ from doctable.core.render import now_iso, text_table
 
 if TYPE_CHECKING:
     from contract.knobs import DocTableConfig
-    from doctable.core.context import Deployment
+    from doctable.core.deployment import Deployment
 
 # Finding code -> the property drift and a deploy's changes are compared by (drift.changed_by_deploy's names,
 # "stream" and "replicas", which only their knobs change, and "index", each index's declaration). Codes not

@@ -1,6 +1,6 @@
 """``doctable reconcile``: restore, through the service APIs, each property drifted from the configuration the
 stack was deployed with (CloudFormation will not: it only updates what its template changes), on the home table
-and, for a global table, on each replica in its region (doctable/capabilities/replica_drift.py). A dry run by default;
+and, for a global table, on each replica in its region (doctable/capabilities/replicas.py). A dry run by default;
 ``--apply`` acts, then re-reads and reports what is left."""
 
 from __future__ import annotations
@@ -16,14 +16,15 @@ from doctable.capabilities.drift import Repair, apply_repair, detect, plan_repai
 from doctable.capabilities.mapping import UPDATE_MAPPING
 from doctable.capabilities.ownership import require_owned_table
 from doctable.capabilities.protocol import Drift, observe_table
-from doctable.core.aws import Aws, error_code, failure_fields, user_errors
+from doctable.core.answers import error_code
+from doctable.core.aws import Aws, failure_fields, user_errors
 from doctable.core.command import add_command, connect, print_json, seconds
 from doctable.core.errors import RefusedError, UserError
 from doctable.core.live import MAPPING_ON_STATES
 from doctable.core.render import Progress, now_iso, text_table
 
 if TYPE_CHECKING:
-    from doctable.core.context import Deployment
+    from doctable.core.deployment import Deployment
 
 # DynamoDB's answer to a second TTL change within its interval (about an hour).
 TTL_RATE_LIMIT_MESSAGE = "Time to live has been modified multiple times within a fixed interval"

@@ -15,13 +15,15 @@ from botocore.exceptions import ClientError, WaiterError
 from contract import names
 from contract.knobs import MANAGED_BY
 from doctable.capabilities.protocol import TABLE_TYPES
-from doctable.core.aws import Aws, bucket_exists, call_or_none, is_not_found, user_errors
+from doctable.core.answers import call_or_none, is_not_found
+from doctable.core.aws import Aws, bucket_exists, user_errors
 from doctable.core.command import add_command, connect, print_json, seconds
-from doctable.core.context import Deployment, describe_stack, is_ours, table_tags
+from doctable.core.context import describe_stack
+from doctable.core.deployment import Deployment, is_ours, table_tags
 from doctable.core.errors import RefusedError
 from doctable.core.ledger import record_ledger
 from doctable.core.render import Progress, now_iso
-from doctable.lifecycle.replica_teardown import (
+from doctable.lifecycle.replica_stacks import (
     ReplicaStack,
     delete_replica_stacks,
     find_replica_stacks,

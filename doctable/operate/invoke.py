@@ -21,9 +21,9 @@ from typing import Any
 
 from contract import names
 from contract.knobs import STREAM_NEW_AND_OLD, STREAM_VIEW_TYPES
-from doctable.core.aws import arn_region, call_or_none
+from doctable.core.answers import arn_region, call_or_none
 from doctable.core.command import add_command, connect, print_json
-from doctable.core.context import Deployment, require_deployed
+from doctable.core.deployment import Deployment, require_deployed
 from doctable.core.errors import EXIT_FAILED, EXIT_OK, UserError
 from doctable.core.render import Progress
 from doctable.operate.logs import PROOF_MARK, marked

@@ -19,9 +19,9 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from contract import names
-from doctable.core.aws import is_not_found
+from doctable.core.answers import is_not_found
 from doctable.core.command import add_command, connect, print_json
-from doctable.core.context import require_deployed
+from doctable.core.deployment import require_deployed
 from doctable.core.errors import UserError
 from doctable.core.render import Progress
 from doctable.verify.proof import parse_proof_line

@@ -31,9 +31,10 @@ from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from contract import names
-from doctable.core.aws import ACCESS_DENIED_CODES, error_code
+from doctable.core.answers import error_code
+from doctable.core.aws import ACCESS_DENIED_CODES
 from doctable.core.command import add_command, connect, print_json
-from doctable.core.context import require_deployed
+from doctable.core.deployment import require_deployed
 from doctable.core.errors import UserError
 from doctable.core.render import now_iso, text_table
 

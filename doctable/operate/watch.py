@@ -26,7 +26,7 @@ from contract.asset import stage_package
 from contract.knobs import DEPLOY_LOCAL, PROJECT_ROOT, DocTableConfig
 from doctable.core.aws import Aws, user_errors
 from doctable.core.command import add_command, connect, print_json
-from doctable.core.context import require_deployed
+from doctable.core.deployment import require_deployed
 from doctable.core.errors import RefusedError, UserError
 from doctable.core.render import Progress
 

@@ -14,13 +14,15 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from contract import names
+from contract.shape import encryption_shape, mapping_shape, table_shape
 from doctable.capabilities import indexes
 from doctable.capabilities.indexes import index_nudge, index_problems
 from doctable.capabilities.kinesis import event_source
 from doctable.capabilities.mapping import live_mapping_tags
 from doctable.capabilities.ownership import ROLLED_BACK, ROLLED_BACK_ROW, SETTLED_STATES
-from doctable.core.aws import Aws, call_or_none, failure_fields, is_not_found, user_error_for
-from doctable.core.context import Deployment, table_tags
+from doctable.core.answers import call_or_none, is_not_found
+from doctable.core.aws import Aws, failure_fields, user_error_for
+from doctable.core.deployment import Deployment, table_tags
 from doctable.core.live import (
     ACTIVE,
     ENABLED_FIELD,
@@ -32,15 +34,16 @@ from doctable.core.live import (
     s3_bucket_arn,
 )
 from doctable.core.render import Progress
-from doctable.verify.consumer import consumer_checks
+from doctable.verify.consumer import consumer_checks, consumer_rows
 from doctable.verify.expect import LATEST, Expectations
-from doctable.verify.items import Scratch, item_differences, test_item
-from doctable.verify.kinesis import capture_kinesis_sequence, kinesis_checks
+from doctable.verify.items import Scratch, item_differences, query_index, test_item
+from doctable.verify.kinesis import capture_kinesis_sequence, kinesis_checks, kinesis_rows
+from doctable.verify.options import option_checks, option_rows
 from doctable.verify.proof import SEQUENCE_LOOKUP_BOUND, capture_sequence, find_proof
 from doctable.verify.record import FAIL, PASS, SKIP, CheckFailed, Row, Skip
-from doctable.verify.replica_delivery import delivery_checks
-from doctable.verify.replicas import replica_checks
-from doctable.verify.security import security_checks
+from doctable.verify.replica_delivery import delivery_checks, delivery_rows
+from doctable.verify.replicas import replica_checks, replica_rows
+from doctable.verify.security import security_checks, security_rows
 
 if TYPE_CHECKING:
     from contract.knobs import DocTableConfig
@@ -50,6 +53,24 @@ DEFAULT_TIMEOUT = 300.0
 DEFAULT_SETTLE = 120.0  # a fresh LATEST poller takes one to two minutes to settle
 TRANSITIONAL_MAPPING_STATES = ("Creating", "Enabling", "Updating")
 MAPPING_ENABLED = "Enabled"
+
+
+def expectations(config: DocTableConfig, home_region: str | None = None) -> Expectations:
+    """What verify expects of ``config``, with each area's rows; a global table's nudges need its ``home_region``."""
+    shape = table_shape(config)
+    security = encryption_shape(config)
+    return Expectations(
+        table=shape,
+        mapping=mapping_shape(config),
+        tags=config.tags(),
+        security=security,
+        options=tuple(option_rows(shape)),
+        security_rows=tuple(security_rows(security) if security else ()),
+        kinesis=tuple(kinesis_rows(config)),
+        consumer=tuple(consumer_rows(config)),
+        replicas=tuple(replica_rows(config)),
+        delivery=tuple(delivery_rows(config, home_region)),
+    )
 
 
 # ----------------------------------------------------------------------------------------------- runner
@@ -71,7 +92,7 @@ class Verifier:
         self.aws = aws
         self.deployment = deployment
         self.config: DocTableConfig = deployment.config
-        self.expect = Expectations.of(self.config, deployment.region)
+        self.expect = expectations(self.config, deployment.region)
         self.planned, self.skipped = self.expect.split(read_only)  # read-only: skip the checks that write
         self.timeout = timeout
         self.settle = settle
@@ -109,7 +130,7 @@ class Verifier:
             **kinesis_checks(self.aws, self.deployment),
             "pitr": self._check_pitr,
             "deletion-protection": self._check_deletion_protection,
-            **self.expect.option_checks(self.ddb, self._describe),
+            **option_checks(self.ddb, self.expect.table, self._describe),
             **security_checks(self.aws, self.expect.security, self._describe, self.deployment),
             "negative": self._check_negative,
             "table-tags": self._check_table_tags,
@@ -234,32 +255,7 @@ class Verifier:
     def _query_index(self, index: IndexShape, sk: str) -> str:
         item = {**self._key(sk), **index_nudge(index, self.pk, sk)}
         self._put(item)
-        partition = index.keys[0]
-        attempts = 0
-
-        def probe() -> int | None:
-            nonlocal attempts
-            attempts += 1
-            reply = self.ddb.query(
-                TableName=self.table,
-                IndexName=index.name,
-                KeyConditionExpression="#p = :p",
-                ExpressionAttributeNames={"#p": partition.name},
-                ExpressionAttributeValues={":p": item[partition.name]},
-                **({} if index.is_global else {"ConsistentRead": True}),
-            )
-            mine = [i for i in reply.get("Items", []) if i.get(names.SORT_KEY) == item[names.SORT_KEY]]
-            return len(mine) if mine else None
-
-        found, seconds = self.progress.wait(
-            f"{index.name} to answer (index replication is async)", probe, self.timeout
-        )
-        if found is None:
-            raise CheckFailed(
-                f"{index.name}: count 0 after {attempts} attempts / {seconds:.1f}s — replication lag "
-                "or an unfinished backfill (index added to a live table)"
-            )
-        return f"{index.name} count 1 (attempt {attempts}, {seconds:.1f}s)"
+        return query_index(self.ddb, self.table, index, item, self.progress, self.timeout)
 
     def _check_ttl(self) -> str:
         self._describe()

@@ -8,14 +8,14 @@ from typing import Any
 from doctable.capabilities.ownership import require_owned_table, rolled_back_note
 from doctable.core.aws import user_errors
 from doctable.core.command import add_command, connect, print_json, seconds
-from doctable.core.context import require_deployed, state_dir
+from doctable.core.context import state_dir
+from doctable.core.deployment import require_deployed
 from doctable.core.errors import UserError
 from doctable.core.ledger import record_ledger, region_hint, save_record
 from doctable.core.render import Progress, now_iso
 from doctable.verify.checks import DEFAULT_SETTLE, DEFAULT_TIMEOUT, Verifier
-from doctable.verify.expect import LATEST, WRITING_CHECKS
+from doctable.verify.expect import DELIVERY_PREFIX, LATEST, WRITING_CHECKS
 from doctable.verify.record import render_rows, skipped_lines, summary_line, verify_record
-from doctable.verify.replica_delivery import DELIVERY_PREFIX
 
 READ_ONLY_LEDGER = (
     "--read-only with --ledger: the ledger records full runs only (a read-only run skips the checks that write); "

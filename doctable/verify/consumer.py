@@ -15,7 +15,7 @@ from doctable.verify.record import CheckFailed
 if TYPE_CHECKING:
     from contract.knobs import DocTableConfig
     from doctable.core.aws import Aws
-    from doctable.core.context import Deployment
+    from doctable.core.deployment import Deployment
 
 ROW = ("consumer-config", "consumer function as declared")
 

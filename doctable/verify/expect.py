@@ -3,29 +3,18 @@ checks compare with, the ``expected`` text of each row, and which rows a read-on
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from contract import names
-from contract.knobs import STARTING_LATEST, STARTING_POSITION_CFN, DocTableConfig
+from contract.knobs import STARTING_LATEST, STARTING_POSITION_CFN
 from contract.shape import (
     BILLING_MODE,
     EVENT_INSERT,
     EncryptionShape,
     MappingShape,
     TableShape,
-    encryption_shape,
-    mapping_shape,
-    table_shape,
 )
 from doctable.core.live import ACTIVE, PITR_DISABLED, PITR_ENABLED, TTL_ON_STATES
-from doctable.verify.consumer import consumer_rows
-from doctable.verify.kinesis import kinesis_rows
-from doctable.verify.options import option_checks, option_rows
-from doctable.verify.replica_delivery import delivery_rows, is_delivery_row
-from doctable.verify.replicas import replica_rows
-from doctable.verify.security import security_rows
 
 # A LATEST mapping misses writes made right after it reports Enabled: verify waits for it to settle first.
 LATEST = STARTING_POSITION_CFN[STARTING_LATEST]
@@ -33,6 +22,14 @@ STABLE_STACK_TEXT = "CREATE_COMPLETE | UPDATE_COMPLETE | UPDATE_ROLLBACK_COMPLET
 # The checks that write (test items, the nudge, blobs): `doctable verify --read-only` does not run them. Every other
 # check only reads (describe, list tags, get a configuration).
 WRITING_CHECKS = ("round-trip", "query", "gsi-query", "negative", "stream-delivery", "blob-cleanup")
+DELIVERY_PREFIX = "replica-delivery:"  # a global table's nudge in one region (verify/replica_delivery.py)
+Rows = tuple[
+    tuple[str, str, str], ...
+]  # (row id, check, expected) of one area, in the order verify runs them
+
+
+def is_delivery_row(row_id: str) -> bool:
+    return row_id.startswith(DELIVERY_PREFIX)
 
 
 def writes(row_id: str) -> bool:
@@ -47,24 +44,14 @@ class Expectations:
     mapping: MappingShape | None
     tags: dict[str, str]
     security: EncryptionShape | None = None
-    kinesis: tuple[tuple[str, str, str], ...] = ()  # the Kinesis rows (verify/kinesis.py)
-    consumer: tuple[tuple[str, str, str], ...] = ()  # the consumer function's row (verify/consumer.py)
-    replicas: tuple[tuple[str, str, str], ...] = ()  # a global table's rows (verify/replicas.py)
-    delivery: tuple[tuple[str, str, str], ...] = ()  # a global table's nudges (verify/replica_delivery.py)
-
-    @classmethod
-    def of(cls, config: DocTableConfig, home_region: str | None = None) -> Expectations:
-        """The expectations of ``config``; a global table's nudges need its ``home_region``."""
-        return cls(
-            table=table_shape(config),
-            mapping=mapping_shape(config),
-            tags=config.tags(),
-            security=encryption_shape(config),
-            kinesis=tuple(kinesis_rows(config)),
-            consumer=tuple(consumer_rows(config)),
-            replicas=tuple(replica_rows(config)),
-            delivery=tuple(delivery_rows(config, home_region)),
-        )
+    # Each area's rows, made by its module (verify/checks.py: expectations): kept here as data, so what verify
+    # expects stays pure and below every check.
+    options: Rows = ()  # the table options' rows (verify/options.py)
+    security_rows: Rows = ()  # encryption and resource policy (verify/security.py)
+    kinesis: Rows = ()  # the Kinesis rows (verify/kinesis.py)
+    consumer: Rows = ()  # the consumer function's row (verify/consumer.py)
+    replicas: Rows = ()  # a global table's rows (verify/replicas.py)
+    delivery: Rows = ()  # a global table's nudges (verify/replica_delivery.py)
 
     def rows(self) -> list[tuple[str, str, str]]:
         """(row id, check, expected) of every row, in the order verify runs the checks."""
@@ -85,8 +72,8 @@ class Expectations:
             *self.kinesis,
             ("pitr", "PITR as declared", self.pitr_text),
             ("deletion-protection", "deletion protection as declared", self.deletion_protection_text),
-            *option_rows(self.table),
-            *(security_rows(self.security) if self.security else []),
+            *self.options,
+            *self.security_rows,
             ("negative", "deleted item is gone", "delete → consistent get → no item"),
             ("table-tags", "table tags", self.tags_text),
             ("mapping", "mapping enabled", "Enabled, on its declared source, → the consumer"),
@@ -114,10 +101,6 @@ class Expectations:
         if not read_only:
             return rows, []
         return [r for r in rows if not writes(r[0])], [r for r in rows if writes(r[0])]
-
-    def option_checks(self, ddb: Any, describe: Callable[[], dict[str, Any]]) -> dict[str, Callable[[], str]]:
-        """The checks of the table options' rows (``options.option_checks``) against this table shape."""
-        return option_checks(ddb, self.table, describe)
 
     @property
     def nudge_event(self) -> str:

@@ -6,12 +6,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from contract import names
-from doctable.core.aws import is_not_found
+from doctable.core.answers import is_not_found
+from doctable.verify.record import CheckFailed
+
+if TYPE_CHECKING:
+    from contract.shape import IndexShape
+    from doctable.core.render import Progress
 
 
 def test_item(pk: str, sk: str, now: float) -> dict[str, Any]:
@@ -102,3 +107,34 @@ class Scratch:
                 if not (isinstance(exc, ClientError) and is_not_found(exc)):
                     problems.append(f"blob s3://{bucket}/{key}: {exc}")
         return problems
+
+
+def query_index(
+    ddb: Any, table: str, index: IndexShape, item: dict[str, Any], progress: Progress, timeout: float
+) -> str:
+    """Query ``index`` for ``item`` (written with the index's keys) until it answers: index replication is async,
+    so the query is retried within ``timeout``. Raises CheckFailed when it never answers."""
+    partition = index.keys[0]
+    attempts = 0
+
+    def probe() -> int | None:
+        nonlocal attempts
+        attempts += 1
+        reply = ddb.query(
+            TableName=table,
+            IndexName=index.name,
+            KeyConditionExpression="#p = :p",
+            ExpressionAttributeNames={"#p": partition.name},
+            ExpressionAttributeValues={":p": item[partition.name]},
+            **({} if index.is_global else {"ConsistentRead": True}),
+        )
+        mine = [i for i in reply.get("Items", []) if i.get(names.SORT_KEY) == item[names.SORT_KEY]]
+        return len(mine) if mine else None
+
+    found, seconds = progress.wait(f"{index.name} to answer (index replication is async)", probe, timeout)
+    if found is None:
+        raise CheckFailed(
+            f"{index.name}: count 0 after {attempts} attempts / {seconds:.1f}s — replication lag "
+            "or an unfinished backfill (index added to a live table)"
+        )
+    return f"{index.name} count 1 (attempt {attempts}, {seconds:.1f}s)"

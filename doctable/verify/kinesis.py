@@ -23,12 +23,13 @@ from doctable.capabilities.kinesis import (
     destinations,
     streaming,
 )
-from doctable.core.aws import Aws, is_not_found
+from doctable.core.answers import is_not_found
 from doctable.verify.proof import NEWEST, follow_shards, is_change_of, open_iterators
 from doctable.verify.record import CheckFailed, Skip
 
 if TYPE_CHECKING:
-    from doctable.core.context import Deployment
+    from doctable.core.aws import Aws
+    from doctable.core.deployment import Deployment
     from doctable.core.render import Progress
 
 STREAM_OK_STATES = (ACTIVE, "UPDATING")  # DescribeStreamSummary's StreamStatus of a readable stream

@@ -11,9 +11,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from contract import names
 from contract.knobs import STARTING_LATEST, STARTING_POSITION_CFN
-from doctable.core.aws import Aws, is_not_found
+from doctable.core.answers import is_not_found
 
 if TYPE_CHECKING:
+    from doctable.core.aws import Aws
     from doctable.core.render import Progress
 
 MAX_SHARDS_TRACKED = 64

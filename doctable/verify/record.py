@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from doctable.core.render import now_iso, text_table
 
 if TYPE_CHECKING:
-    from doctable.core.context import Deployment
+    from doctable.core.deployment import Deployment
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 READ_ONLY = "read-only"  # the reason of each check a read-only run skipped (``skipped`` of the record)

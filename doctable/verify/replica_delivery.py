@@ -20,7 +20,9 @@ from contract import names
 from contract.knobs import STARTING_LATEST, STARTING_POSITION_CFN, DocTableConfig
 from contract.shape import EVENT_INSERT, mapping_shape
 from doctable.capabilities.replicas import replica_stack
-from doctable.core.aws import Aws, call_or_none, failure_fields, user_error_for
+from doctable.core.answers import call_or_none
+from doctable.core.aws import Aws, failure_fields, user_error_for
+from doctable.verify.expect import DELIVERY_PREFIX
 from doctable.verify.proof import (
     CLOCK_SKEW_MS,
     SEQUENCE_LOOKUP_BOUND,
@@ -31,21 +33,16 @@ from doctable.verify.proof import (
 from doctable.verify.record import CheckFailed
 
 if TYPE_CHECKING:
-    from doctable.core.context import Deployment
+    from doctable.core.deployment import Deployment
     from doctable.core.render import Progress
     from doctable.verify.items import Scratch
 
-DELIVERY_PREFIX = "replica-delivery:"
 LATEST = STARTING_POSITION_CFN[STARTING_LATEST]
 
 
 def delivery_row_id(region: str) -> str:
     """The row id of the nudge written in ``region``."""
     return f"{DELIVERY_PREFIX}{region}"
-
-
-def is_delivery_row(row_id: str) -> bool:
-    return row_id.startswith(DELIVERY_PREFIX)
 
 
 def delivery_regions(config: DocTableConfig, home: str | None) -> list[str]:

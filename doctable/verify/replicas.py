@@ -14,11 +14,12 @@ from contract.knobs import TABLE_CLASS_DEFAULT_CFN, DocTableConfig
 from contract.shape import PITR_DEFAULT_DAYS, table_shape
 from doctable.capabilities.ownership import SETTLED_STATES
 from doctable.capabilities.replicas import REPLICA_ACTIVE, live_replicas, replica_stack
-from doctable.core.aws import Aws, call_or_none
+from doctable.core.answers import call_or_none
 from doctable.verify.record import CheckFailed
 
 if TYPE_CHECKING:
-    from doctable.core.context import Deployment
+    from doctable.core.aws import Aws
+    from doctable.core.deployment import Deployment
 
 REPLICAS_ROW = "replicas"
 MAPPING_ENABLED = "Enabled"

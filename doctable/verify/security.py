@@ -13,7 +13,7 @@ from doctable.verify.record import CheckFailed
 if TYPE_CHECKING:
     from contract.shape import EncryptionShape
     from doctable.core.aws import Aws
-    from doctable.core.context import Deployment
+    from doctable.core.deployment import Deployment
 
 AWS_MANAGED_TEXT = "KMS, AWS managed key (KeyManager AWS)"
 NO_POLICY = "none"

@@ -227,12 +227,13 @@ def test_no_folder_holds_more_than_fifteen_modules(part: str) -> None:
     assert crowded == {}
 
 
-# doctable/'s floors: 12 before it was put in packages, 10 now; the goal is 8 (cli, lifecycle, verify, capabilities
-# and core each as few floors as their own imports need). A ratchet: it may only go down.
-DOCTABLE_FLOORS_MAX = 10
+# doctable/'s floors: 12 before it was put in packages, 8 now: core's leaves (errors, answers, live, render), the
+# client and the deployment record, context, the capabilities, registry and drift (verify's areas beside them),
+# preflight and verify's checks, the commands, cli.
+DOCTABLE_FLOORS_MAX = 8
 
 
-def test_the_operations_stand_on_no_more_floors_than_they_do_now() -> None:
+def test_the_operations_stand_on_at_most_eight_floors() -> None:
     chain = longest_chain(module_level_imports("doctable"))
     assert len(chain) <= DOCTABLE_FLOORS_MAX, " -> ".join(chain)
 

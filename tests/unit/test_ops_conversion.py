@@ -11,7 +11,7 @@ import pytest
 from contract import names
 from contract.findings import Level
 from doctable.capabilities.ownership import _table_outside
-from doctable.core.context import Deployment
+from doctable.core.deployment import Deployment
 from doctable.lifecycle import conversion
 from tests.support import ops as ot
 

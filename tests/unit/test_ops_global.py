@@ -24,16 +24,17 @@ from doctable.capabilities.ownership import require_owned_table
 from doctable.capabilities.protocol import observe_table
 from doctable.capabilities.replicas import live_replica_regions, replica_stack
 from doctable.core.aws import Aws
-from doctable.core.context import Deployment, describe_stack, use_deployed_knobs
+from doctable.core.context import describe_stack
+from doctable.core.deployment import Deployment, use_deployed_knobs
 from doctable.core.errors import RefusedError
 from doctable.core.ledger import build_ledger
 from doctable.core.render import Progress
-from doctable.lifecycle import conversion, replica_teardown, teardown
+from doctable.lifecycle import conversion, replica_stacks, teardown
 from doctable.lifecycle import preflight as p
 from doctable.lifecycle.deploy import gate
 from doctable.lifecycle.teardown import plan_teardown, run_teardown
-from doctable.verify.checks import Verifier
-from doctable.verify.expect import Expectations, writes
+from doctable.verify.checks import Verifier, expectations
+from doctable.verify.expect import writes
 from doctable.verify.items import Scratch
 from doctable.verify.record import FAIL, PASS, CheckFailed, Row
 from doctable.verify.replica_delivery import Region, delivery_checks
@@ -350,7 +351,7 @@ def test_verify_fails_a_disabled_replica_mapping(global_env: Aws) -> None:
 
 def test_a_single_region_table_has_no_replica_rows() -> None:
     # GIVEN knobs without replicas THEN verify plans no replica row
-    planned = {row_id for row_id, _, _ in Expectations.of(knobs()).rows()}
+    planned = {row_id for row_id, _, _ in expectations(knobs()).rows()}
     assert not {i for i in planned if i.startswith("replica")}
 
 
@@ -359,7 +360,7 @@ DELIVERY = [f"replica-delivery:{r}" for r in (REGION, B, C)]
 
 def test_a_global_table_plans_a_writing_nudge_row_per_region() -> None:
     # GIVEN a global table in REGION with replicas in B and C, its consumer built in
-    expect = Expectations.of(knobs(B, C), REGION)
+    expect = expectations(knobs(B, C), REGION)
     # THEN verify plans one replica-delivery row per region, home first, after every other row
     ids = [row_id for row_id, _, _ in expect.rows()]
     assert ids[-3:] == DELIVERY
@@ -377,7 +378,7 @@ def test_a_global_table_plans_a_writing_nudge_row_per_region() -> None:
 def test_no_nudge_row_without_replicas_a_built_in_consumer_or_a_home_region(
     config: DocTableConfig, home: str | None
 ) -> None:
-    planned = [row_id for row_id, _, _ in Expectations.of(config, home).rows()]
+    planned = [row_id for row_id, _, _ in expectations(config, home).rows()]
     assert not [i for i in planned if i.startswith("replica-delivery:")]
 
 
@@ -719,7 +720,7 @@ def test_a_replica_stack_teardown_cannot_read_is_named_not_skipped_silently(
             raise ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "DescribeStacks")
         return replica_stack(aws, name)
 
-    monkeypatch.setattr(replica_teardown, "replica_stack", denied_in_c)
+    monkeypatch.setattr(replica_stacks, "replica_stack", denied_in_c)
     # WHEN the teardown is planned THEN the plan carries one note naming C's region
     plan = plan_teardown(global_env, deployment_of(global_env, config))
     assert [C in note for note in plan.notes] == [True]

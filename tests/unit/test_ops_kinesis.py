@@ -21,13 +21,13 @@ from doctable.capabilities.mapping import CREATED, DELETED, REPLACED, mapping_ch
 from doctable.cli import main
 from doctable.core import grants
 from doctable.core.aws import Aws
-from doctable.core.context import describe_stack, use_deployed_knobs
+from doctable.core.context import describe_stack
+from doctable.core.deployment import use_deployed_knobs
 from doctable.core.render import Progress
 from doctable.lifecycle import preflight as p
 from doctable.plan.cost import HOURS_PER_MONTH, KB_PER_GB, Workload, build_plan, value
 from doctable.verify import kinesis as vk
-from doctable.verify.checks import CheckFailed, Skip, Verifier
-from doctable.verify.expect import Expectations
+from doctable.verify.checks import CheckFailed, Skip, Verifier, expectations
 from tests.support import ops as ot
 from tests.support.ops import REGION
 
@@ -278,7 +278,7 @@ def test_verify_rows_say_what_each_kinesis_setting_expects() -> None:
     )
     assert THEIRS in vk.kinesis_rows(cfg(kinesis=THEIRS))[0][2]
     # the rows sit in verify's contract, after the stream row
-    ids = [row[0] for row in Expectations.of(cfg(kinesis="on")).rows()]
+    ids = [row[0] for row in expectations(cfg(kinesis="on")).rows()]
     assert ids.index("kinesis-destination") == ids.index("stream") + 1
 
 

@@ -13,7 +13,8 @@ from contract import names
 from contract.settings import CONFIG_VARIABLE
 from doctable.cli import main
 from doctable.core.aws import Aws
-from doctable.core.context import describe_stack, use_deployed_knobs
+from doctable.core.context import describe_stack
+from doctable.core.deployment import use_deployed_knobs
 from doctable.core.errors import UserError
 from tests.support import ops as ot
 

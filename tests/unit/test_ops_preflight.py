@@ -15,7 +15,8 @@ from doctable.capabilities.table_shape import shape_findings
 from doctable.cli import main
 from doctable.core import grants
 from doctable.core.aws import Aws
-from doctable.core.context import describe_stack, use_deployed_knobs
+from doctable.core.context import describe_stack
+from doctable.core.deployment import use_deployed_knobs
 from doctable.lifecycle import preflight as p
 from tests.support import ops as ot
 from tests.support.ops import REGION

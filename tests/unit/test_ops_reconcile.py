@@ -15,7 +15,8 @@ from doctable.capabilities import drift
 from doctable.capabilities.ownership import require_owned_table
 from doctable.cli import main
 from doctable.core.aws import Aws
-from doctable.core.context import describe_stack, use_deployed_knobs
+from doctable.core.context import describe_stack
+from doctable.core.deployment import use_deployed_knobs
 from doctable.core.errors import UserError
 from doctable.lifecycle import reconcile as reconcile_module
 from tests.support import ops as ot

@@ -6,7 +6,8 @@ import pytest
 
 from contract import names
 from doctable.core.aws import Aws
-from doctable.core.context import Deployment, describe_stack
+from doctable.core.context import describe_stack
+from doctable.core.deployment import Deployment
 from doctable.core.errors import UserError
 from doctable.core.render import Progress
 from doctable.lifecycle import teardown as t

@@ -15,14 +15,15 @@ from contract import names
 from doctable.cli import build_parser, main
 from doctable.core import ledger as lg
 from doctable.core.aws import Aws
-from doctable.core.context import Deployment, describe_stack
+from doctable.core.context import describe_stack
+from doctable.core.deployment import Deployment
 from doctable.core.render import Progress
 from doctable.lifecycle import deploy
 from doctable.verify import items, proof
 from doctable.verify import record as v
-from doctable.verify.checks import Verifier
+from doctable.verify.checks import Verifier, expectations
 from doctable.verify.consumer import consumer_checks
-from doctable.verify.expect import WRITING_CHECKS, Expectations
+from doctable.verify.expect import WRITING_CHECKS
 from tests.support import ops as ot
 
 
@@ -401,7 +402,7 @@ def test_no_consumer_row_without_the_built_in_consumer() -> None:
         {"stream": "new-and-old", "consumer": BORROWED},
     ):
         # THEN verify has no consumer-config row: the function is not the stack's
-        assert Expectations.of(ot.config_of(**knobs)).consumer == ()
+        assert expectations(ot.config_of(**knobs)).consumer == ()
 
 
 def test_a_destination_other_than_the_failure_bucket_fails(moto_env: Aws) -> None:
@@ -527,7 +528,7 @@ def test_read_only_runs_every_check_that_reads_and_calls_nothing_that_writes(
     verifier = Verifier(moto_env, deployment, progress=Progress(quiet=True), timeout=2, read_only=True)
     rows = {row.id: row for row in verifier.run()}
     # THEN every check that only reads ran and none failed; the checks that write did not run
-    every = [row_id for row_id, _, _ in Expectations.of(config).rows()]
+    every = [row_id for row_id, _, _ in expectations(config).rows()]
     assert list(rows) == [row_id for row_id in every if row_id not in WRITING_CHECKS]
     assert {k: r.observed for k, r in rows.items() if r.result == v.FAIL} == {}
     assert rows["mapping"].result == rows["consumer-config"].result == v.PASS

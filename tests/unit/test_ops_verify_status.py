@@ -10,7 +10,8 @@ import pytest
 
 from doctable.cli import main
 from doctable.core.aws import Aws
-from doctable.core.context import Deployment, describe_stack
+from doctable.core.context import describe_stack
+from doctable.core.deployment import Deployment
 from tests.support import ops as ot
 
 REFUSED = {

@@ -1,0 +1,218 @@
+"""A global table's replica consumer stacks (``doctable-<table_base>-<env>-<region>``, one consumer per replica
+region), deployed and removed.
+
+Deploy: once the home stack has made every replica, the consumer stack of each replica region, and the removal of
+the consumer stack of each region that is no longer a replica. CloudFormation cannot give a stack the stream ARN of
+a replica in another region, so the deploy reads each replica's ``LatestStreamArn`` in its own region and hands the
+map to the app as the ``replica_streams`` context.
+
+Teardown: the replica stacks found in each region the knobs declare or the home table lists, deleted before the
+home stack, whose deletion removes (or retains) the global table and so the streams the replica consumers read."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError, WaiterError
+
+from contract.knobs import REPLICA_STREAMS_CONTEXT, DocTableConfig
+from doctable.capabilities.replicas import live_replica_regions, replica_stack
+from doctable.core.answers import error_code, is_not_found
+from doctable.core.aws import Aws, user_errors
+from doctable.core.errors import UserError
+
+if TYPE_CHECKING:
+    from doctable.core.render import Progress
+
+
+# ------------------------------------------------------------------------------------------ teardown
+@dataclass(frozen=True)
+class ReplicaStack:
+    """One replica region's stack as DescribeStacks reports it."""
+
+    region: str
+    name: str
+    stack_id: str
+    status: str
+
+    @property
+    def label(self) -> str:
+        return f"AWS::CloudFormation::Stack {self.name} ({self.region})"
+
+
+def replica_regions(config: DocTableConfig, table: dict[str, Any] | None, home: str) -> tuple[str, ...]:
+    """The regions that may hold a replica stack: those the knobs declare, then any other the home table lists."""
+    live = live_replica_regions(table, home) if table is not None else ()
+    return tuple(dict.fromkeys((*config.replicas, *live)))
+
+
+def find_replica_stacks(
+    aws: Aws, config: DocTableConfig, table: dict[str, Any] | None
+) -> tuple[list[ReplicaStack], list[str]]:
+    """Each replica stack that exists, in ``replica_regions`` order, and a note for each region whose stack could
+    not be read (a region only the table lists, outside the policy's declared regions)."""
+    found: list[ReplicaStack] = []
+    notes: list[str] = []
+    for region in replica_regions(config, table, aws.region):
+        name = config.replica_stack_name(region)
+        try:
+            stack = replica_stack(aws.in_region(region), name)
+        except ClientError as exc:
+            if region in config.replicas:
+                raise
+            notes.append(
+                f"replica region {region} (the table lists it, the knobs do not): stack {name} could not be read "
+                f"({error_code(exc)}): check it by hand, its consumer reads a stream this teardown deletes"
+            )
+            continue
+        if stack is not None:
+            found.append(
+                ReplicaStack(region, name, str(stack.get("StackId") or name), str(stack["StackStatus"]))
+            )
+    return found, notes
+
+
+def delete_replica_stacks(
+    aws: Aws, stacks: list[ReplicaStack], *, timeout: float, progress: Progress
+) -> tuple[list[str], list[str]]:
+    """Delete each stack and wait for it: (the labels of those gone, a line for each still present)."""
+    removed: list[str] = []
+    still: list[str] = []
+    for stack in stacks:
+        cfn = aws.in_region(stack.region).client("cloudformation")
+        progress.say(f"deleting replica stack {stack.name} in {stack.region}")
+        cfn.delete_stack(StackName=stack.stack_id)
+        try:
+            cfn.get_waiter("stack_delete_complete").wait(
+                StackName=stack.stack_id, WaiterConfig={"Delay": 5, "MaxAttempts": max(1, int(timeout // 5))}
+            )
+        except WaiterError as exc:
+            still.append(f"stack {stack.name} ({stack.region}): delete did not complete ({exc})")
+        else:
+            removed.append(stack.label)
+    return removed, still
+
+
+def lift_replica_protection(aws: Aws, table: dict[str, Any], progress: Progress) -> list[str]:
+    """Lift the deletion protection of each replica of the described (home) table that has it (a per-replica
+    setting: the home stack's deletion deletes every replica); the regions lifted."""
+    lifted = []
+    name = table["TableName"]
+    for region in live_replica_regions(table, aws.region):
+        ddb = aws.in_region(region).client("dynamodb")
+        if not ddb.describe_table(TableName=name)["Table"].get("DeletionProtectionEnabled"):
+            continue
+        ddb.update_table(TableName=name, DeletionProtectionEnabled=False)
+        progress.wait(
+            f"the replica of {name} in {region} to be ACTIVE after lifting deletion protection",
+            _active(ddb, name),
+            300,
+        )
+        lifted.append(region)
+    return lifted
+
+
+def _active(ddb: Any, name: str) -> Callable[[], bool | None]:
+    """A probe: True once the table ``name`` is ACTIVE, else None."""
+    return lambda: (
+        True if ddb.describe_table(TableName=name)["Table"].get("TableStatus") == "ACTIVE" else None
+    )
+
+
+# -------------------------------------------------------------------------------------------- deploy
+STACK_GONE_TIMEOUT = 1800.0
+
+
+def replica_streams(aws: Aws, table_name: str, regions: Sequence[str]) -> dict[str, str]:
+    """Each replica region's stream ARN, read from the replica itself; UserError for a replica that is missing or
+    has no stream (the home stack's update did not make it)."""
+    streams: dict[str, str] = {}
+    for region in regions:
+        ddb = aws.in_region(region).client("dynamodb")
+        with user_errors(f"reading the replica of {table_name} in {region}"):
+            try:
+                table = ddb.describe_table(TableName=table_name)["Table"]
+            except Exception as exc:
+                if is_not_found(exc):
+                    raise UserError(
+                        f"the table {table_name} has no replica in {region}: the home stack's update did not make "
+                        "it (its events say why)"
+                    ) from exc
+                raise
+        arn = table.get("LatestStreamArn")
+        if not arn:
+            raise UserError(
+                f"the replica of {table_name} in {region} has no stream; a global table needs one"
+            )
+        streams[region] = arn
+    return streams
+
+
+def replica_deploy_command(base: Sequence[str], config: DocTableConfig, streams: dict[str, str]) -> list[str]:
+    """``base`` (the home stack's ``cdk deploy`` command) for the replica stacks instead, with their streams."""
+    command = list(base)
+    at = command.index(config.stack_name)
+    command[at : at + 1] = [config.replica_stack_name(region) for region in config.replicas]
+    return [*command, "-c", f"{REPLICA_STREAMS_CONTEXT}={json.dumps(streams, sort_keys=True)}"]
+
+
+def remove_stale_replica_stacks(
+    aws: Aws, config: DocTableConfig, regions: Sequence[str], progress: Progress
+) -> list[str]:
+    """Delete this environment's consumer stack in each of ``regions`` the settings no longer declare (the home
+    stack's update took the replica out), waiting until each is gone; the regions whose stack was deleted."""
+    stale: list[ReplicaStack] = []
+    for region in regions:
+        if region in config.replicas:
+            continue
+        name = config.replica_stack_name(region)
+        with user_errors(f"looking for {name} in {region}"):
+            stack = replica_stack(aws.in_region(region), name)
+        if stack is not None:
+            stale.append(
+                ReplicaStack(region, name, str(stack.get("StackId") or name), str(stack["StackStatus"]))
+            )
+    with user_errors("deleting the consumer stacks of the regions no longer replicas"):
+        _, still = delete_replica_stacks(aws, stale, timeout=STACK_GONE_TIMEOUT, progress=progress)
+    if still:
+        raise UserError("; ".join(still))
+    return [stack.region for stack in stale]
+
+
+def live_replica_regions_of(aws: Aws, table_name: str) -> tuple[str, ...]:
+    """The regions of the live table's replicas besides the home region, none for a table that does not exist
+    yet or is not global."""
+    try:
+        table = aws.client("dynamodb").describe_table(TableName=table_name)["Table"]
+    except Exception as exc:
+        if is_not_found(exc):
+            return ()
+        raise
+    return live_replica_regions(table, aws.region)
+
+
+def deploy(
+    aws: Aws,
+    config: DocTableConfig,
+    live_before: Sequence[str],
+    base_command: list[str],
+    run: Callable[[list[str]], int],
+    progress: Progress,
+    report: dict[str, Any],
+) -> int:
+    """After the home stack: the consumer stack of each replica region (on the stream the replica now has, one cdk
+    deploy ``run`` of ``base_command`` with the streams as context), then the removal of the consumer stack of each
+    region the home stack's update took the replica out of (``live_before``: the replicas before it)."""
+    if config.replicas:
+        streams = replica_streams(aws, config.table_name, config.replicas)
+        report["replica_streams"] = streams
+        command = replica_deploy_command(base_command, config, streams)
+        progress.say("$ " + " ".join(command))
+        code = run(command)
+        if code != 0:
+            return code
+    report["replica_stacks_deleted"] = remove_stale_replica_stacks(aws, config, live_before, progress)
+    return 0
