@@ -1,7 +1,7 @@
 """Converting a live single-region table (``AWS::DynamoDB::Table``) to a global table
 (``AWS::DynamoDB::GlobalTable``) with its items kept: CloudFormation cannot change a resource's type in place, so
 the table is retained, taken out of the stack, and imported back as a global table (the procedure of CDK's
-Table -> TableV2 migration). ``doctable deploy`` drives it (doctable/lifecycle/conversion.py), one step per
+Table -> TableV2 migration). ``doctable deploy`` drives it (doctable/lifecycle/global_table.py), one step per
 CloudFormation operation, each step given to the app in the ``table_handover`` context (not a knob):
 
 - ``retain``: the single-region table as it is live, with DeletionPolicy and UpdateReplacePolicy Retain;

@@ -5,7 +5,7 @@ teardown read too; and their drift that CloudFormation will not repair (below).
 A table's resource type is fixed by its knobs: ``AWS::DynamoDB::Table`` without replicas,
 ``AWS::DynamoDB::GlobalTable`` with them. A change of type is a new resource for CloudFormation, which would
 replace the table: a single-region table becoming global is converted by ``doctable deploy`` (a resource import
-of the retained table, doctable/lifecycle/conversion.py); a global table becoming single-region is refused (STOP)."""
+of the retained table, doctable/lifecycle/global_table.py); a global table becoming single-region is refused (STOP)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from doctable.core.aws import Aws
 
 REPLICA_ACTIVE = "ACTIVE"  # ReplicaStatus of a replica that takes reads and writes
-# A conversion to a global table (doctable/lifecycle/conversion.py): retain, take out, import, then the deploy.
+# A conversion to a global table (doctable/lifecycle/global_table.py): retain, take out, import, then the deploy.
 CONVERSION_UPDATES = 4
 
 

@@ -26,7 +26,7 @@ from doctable.core.context import describe_stack, resolve_run
 from doctable.core.deployment import use_deployed_knobs
 from doctable.core.errors import UserError
 from doctable.core.render import Progress, now_iso
-from doctable.lifecycle import conversion, replica_stacks
+from doctable.lifecycle import global_table
 from doctable.lifecycle import index_steps as index_deploy
 from doctable.lifecycle.preflight import render_findings, run_preflight
 from doctable.verify import command as verify_command
@@ -181,7 +181,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
             f"deploy them deliberately with {ALLOW_FLAG} (make deploy ALLOW_DESTRUCTIVE=1)"
         )
         return _finish(args, report, EXIT_REFUSED, lines)
-    start = conversion.start_step(findings)
+    start = global_table.start_step(findings)
     if start is not None:
         code, failed = _convert(args, resolved, aws, start, progress, report)
         if code != 0:
@@ -191,7 +191,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
                  "items, and the next doctable deploy continues the conversion from where it stopped"],
             )  # fmt: skip
     with user_errors(f"reading the replicas of {deployment.table_name}"):
-        live_replicas = replica_stacks.live_replica_regions_of(aws, deployment.table_name)
+        live_replicas = global_table.live_replica_regions_of(aws, deployment.table_name)
     code = _deploy_home(args, resolved, aws, deployment, progress, report)
     if code != 0:
         return _finish(args, report, 1, [f"cdk deploy failed (exit {code}): its output above says why"])
@@ -304,10 +304,10 @@ def _convert(
     progress: Progress,
     report: dict[str, Any],
 ) -> tuple[int, str | None]:
-    """The single-region table converted to a global table before the deploy (doctable/lifecycle/conversion.py)."""
+    """The single-region table converted to a global table before the deploy (doctable/lifecycle/global_table.py)."""
     environment = cdk_environment(resolved, args)
     with user_errors(f"converting {resolved.config.table_name} to a global table"):
-        return conversion.convert(
+        return global_table.convert(
             aws,
             resolved.config,
             start,
@@ -326,9 +326,9 @@ def _deploy_replicas(
     progress: Progress,
     report: dict[str, Any],
 ) -> int:
-    """After the home stack: each replica region's consumer stack (doctable/lifecycle/replica_stacks.py)."""
+    """After the home stack: each replica region's consumer stack (doctable/lifecycle/global_table.py)."""
     environment = cdk_environment(resolved, args)
-    return replica_stacks.deploy(
+    return global_table.deploy_replica_stacks(
         aws,
         resolved.config,
         live_before,

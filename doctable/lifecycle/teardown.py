@@ -23,7 +23,7 @@ from doctable.core.deployment import Deployment, is_ours, table_tags
 from doctable.core.errors import RefusedError
 from doctable.core.ledger import record_ledger
 from doctable.core.render import Progress, now_iso
-from doctable.lifecycle.replica_stacks import (
+from doctable.lifecycle.global_table import (
     ReplicaStack,
     delete_replica_stacks,
     find_replica_stacks,

@@ -1,4 +1,4 @@
-"""doctable deploy's conversion of a single-region table to a global table (doctable/lifecycle/conversion.py): where it
+"""doctable deploy's conversion of a single-region table to a global table (doctable/lifecycle/global_table.py): where it
 starts from the live state, each step's CDK command, a failed step stopping, a re-run continuing."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from contract import names
 from contract.findings import Level
 from doctable.capabilities.ownership import _table_outside
 from doctable.core.deployment import Deployment
-from doctable.lifecycle import conversion
+from doctable.lifecycle import global_table as conversion
 from tests.support import ops as ot
 
 pytestmark = pytest.mark.unit

@@ -29,7 +29,7 @@ from doctable.core.deployment import Deployment, use_deployed_knobs
 from doctable.core.errors import RefusedError
 from doctable.core.ledger import build_ledger
 from doctable.core.render import Progress
-from doctable.lifecycle import conversion, replica_stacks, teardown
+from doctable.lifecycle import global_table, teardown
 from doctable.lifecycle import preflight as p
 from doctable.lifecycle.deploy import gate
 from doctable.lifecycle.teardown import plan_teardown, run_teardown
@@ -189,7 +189,7 @@ def test_a_single_region_table_declared_global_is_converted(moto_env: Aws) -> No
     assert "items kept" in converted.effect and "4 CloudFormation operations" in converted.effect
     assert not [f for f in findings if f.level is Level.STOP]
     # AND the deploy starts the conversion at its first step
-    assert conversion.start_step(findings) == "retain"
+    assert global_table.start_step(findings) == "retain"
 
 
 def test_a_global_table_declared_single_region_is_refused(global_env: Aws) -> None:
@@ -720,7 +720,7 @@ def test_a_replica_stack_teardown_cannot_read_is_named_not_skipped_silently(
             raise ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "DescribeStacks")
         return replica_stack(aws, name)
 
-    monkeypatch.setattr(replica_stacks, "replica_stack", denied_in_c)
+    monkeypatch.setattr(global_table, "replica_stack", denied_in_c)
     # WHEN the teardown is planned THEN the plan carries one note naming C's region
     plan = plan_teardown(global_env, deployment_of(global_env, config))
     assert [C in note for note in plan.notes] == [True]
