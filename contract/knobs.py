@@ -41,9 +41,16 @@ STREAM_NEW_AND_OLD = "new-and-old"
 STREAM_VALUES = (NONE, STREAM_NEW_AND_OLD)
 STREAM_VIEW_TYPES = {STREAM_NEW_AND_OLD: "NEW_AND_OLD_IMAGES"}
 PITR_VALUES = ONOFF
+# The environments the shipped settings file declares (and the ones a run without a settings file may choose):
+# each is its own tier. A settings file may declare any others (ENV_NAME_RE), each with its tier.
 ENV_VALUES = ("dev", "stg", "uat", "prod")
-RETAINING_ENVS = ("uat", "prod")  # data survives a stack deletion
-PROTECTED_ENVS = ("prod",)  # deletion protection: teardown needs a deliberate unlock step
+ENV_NAME_RE = re.compile(r"^[a-z][a-z0-9-]*$")
+ENV_NAME_ALLOWED = "lower-case letters, digits and -, starting with a letter"
+# A tier carries the rules an environment's data lives by; an environment's tier is set in the settings file only.
+TIERS = ("dev", "stg", "uat", "prod")
+PROD_TIER = "prod"
+RETAINING_TIERS = ("uat", "prod")  # data survives a stack deletion
+PROTECTED_TIERS = (PROD_TIER,)  # deletion protection: teardown needs a deliberate unlock step
 CONSUMER_AUTO, CONSUMER_BUILTIN = "auto", "builtin"
 CONSUMER_MODES = (CONSUMER_AUTO, CONSUMER_BUILTIN, NONE)
 STARTING_TRIM_HORIZON, STARTING_LATEST = "trim-horizon", "latest"
@@ -56,7 +63,7 @@ DEPLOY_AWS, DEPLOY_LOCAL = "aws", "local"
 DEPLOY_TARGETS = (DEPLOY_AWS, DEPLOY_LOCAL)
 AUTO = "auto"  # pitr, deletion_protection: the environment decides
 ENV_DEFAULT_VALUES = (AUTO, OFF, ON)
-PITR_ENVS = ("prod",)  # PITR is on unless set off explicitly
+PITR_TIERS = (PROD_TIER,)  # PITR is on unless set off explicitly
 TABLE_CLASS_CFN = {"standard": "STANDARD", "standard-ia": "STANDARD_INFREQUENT_ACCESS"}  # TableClass
 TABLE_CLASSES = tuple(TABLE_CLASS_CFN)
 TABLE_CLASS_DEFAULT_CFN = TABLE_CLASS_CFN["standard"]  # what a table without TableClassSummary has
@@ -91,6 +98,14 @@ TABLE_BASE_RE = re.compile(r"^[a-z0-9-]+$")
 # DynamoDB allows 3..255 characters; the stack name (``doctable-<table>``) is the tighter bound: 128.
 STACK_PREFIX = "doctable-"
 STACK_NAME_MAX = 128
+# CloudFormation names what it generates for a stack <stack>-<logical id>-<13-character suffix> within the resource's
+# own limit (64 for a Lambda function and an IAM role), shortening the logical id first. doctable's policies and
+# commands match the consumer's function, its role and its log group by ``<stack>-*``, so the stack name must stay
+# whole in them: at most 64 - 13 - 2 separators - 1 character of logical id = 48 (a replica region's stack,
+# ``<stack>-<region>``, too).
+GENERATED_NAME_MAX = 64
+GENERATED_SUFFIX = 13
+PREFIXED_STACK_MAX = GENERATED_NAME_MAX - GENERATED_SUFFIX - 3
 TABLE_NAME_MIN = 3
 TABLE_NAME_MAX = STACK_NAME_MAX - len(STACK_PREFIX)
 LAMBDA_ARN_RE = re.compile(
@@ -273,16 +288,31 @@ class Knob:
     per_env: str = ""  # the rule by which ``auto`` depends on the environment, when it does
     # Chosen for each run, never written in the settings file: which environment, and where it is deployed.
     per_run: bool = False
+    # Written in an environment's table of the settings file only: never [defaults], -c or DOCTABLE_ (the tier).
+    file_only: bool = False
 
 
 KNOB_METADATA = "doctable.knob"
 
 
 def knob(
-    default: str, parser: Parser, meaning: str, live: str, per_env: str = "", *, per_run: bool = False
+    default: str,
+    parser: Parser,
+    meaning: str,
+    live: str,
+    per_env: str = "",
+    *,
+    per_run: bool = False,
+    file_only: bool = False,
 ) -> Any:
     """A DocTableConfig field declared as a knob: everything about the knob sits in this one call."""
-    return field(metadata={KNOB_METADATA: Knob(default, parser, meaning, live, per_env, per_run)})
+    return field(metadata={KNOB_METADATA: Knob(default, parser, meaning, live, per_env, per_run, file_only)})
+
+
+def _check_env(problems: Problems, name: str, value: str) -> str:
+    if not ENV_NAME_RE.match(value):
+        problems.append(f"env={value!r} is not an environment name; allowed: {ENV_NAME_ALLOWED}")
+    return value
 
 
 def _check_table_base(problems: Problems, name: str, value: str) -> str:
@@ -381,20 +411,29 @@ class DocTableConfig:
         enum(ENV_DEFAULT_VALUES),
         "point-in-time recovery (continuous backups, billed on table size)",
         "a toggle in place; turning it off drops the restore window",
-        per_env="auto is on in prod, off elsewhere",
+        per_env="auto is on in the prod tier, off in the others",
     )
     table_base: str = knob(
         "items",
         text("[a-z0-9-]+", _check_table_base),
-        "the table is <table_base>-<env>, its stack doctable-<table_base>-<env> (3..119 characters)",
+        f"the table is <table_base>-<env>, its stack doctable-<table_base>-<env> (at most {PREFIXED_STACK_MAX} characters)",
         "a new name is a new table: a migration with a data copy",
     )
     env: str = knob(
         "dev",
-        enum(ENV_VALUES),
-        "the environment: names, the Environment tag and the removal policy (uat and prod keep their data)",
+        text(f"an environment the settings file declares ({ENV_NAME_ALLOWED})", _check_env),
+        "the environment: its names and the Environment tag (its tier says how its data is kept)",
         "each environment is its own stack",
         per_run=True,
+    )
+    tier: str = knob(
+        AUTO,
+        enum((AUTO, *TIERS)),
+        "the environment's tier: deletion protection and PITR by default, RETAIN on delete and what the gate "
+        "guards; set in [environments.<env>] only, never per run",
+        "a change to or from prod goes through the gate; lowering prod's protections is destructive",
+        per_env="auto is the environment's own name for dev, stg, uat and prod; any other environment says its tier",
+        file_only=True,
     )
     cost_center: str = knob(
         "",
@@ -544,7 +583,7 @@ class DocTableConfig:
         enum(ENV_DEFAULT_VALUES),
         "the table cannot be deleted until this is turned off",
         "a toggle in place; off makes the table deletable",
-        per_env="auto is on in prod, off elsewhere",
+        per_env="auto is on in the prod tier, off in the others",
     )
     contributor_insights: str = knob(
         "off",
@@ -671,7 +710,7 @@ class DocTableConfig:
     @property
     def pitr_by_default(self) -> bool:
         """The environment turns PITR on unless the knob sets it off."""
-        return self.env in PITR_ENVS
+        return self.tier in PITR_TIERS
 
     @property
     def table_class_cfn(self) -> str:
@@ -695,20 +734,25 @@ class DocTableConfig:
         return CONTRIBUTOR_INSIGHTS_CFN.get(self.contributor_insights)
 
     def warnings(self) -> list[str]:
-        """Allowed choices that drop one of prod's protections: printed at synth."""
+        """Allowed choices that drop one of the prod tier's protections: printed at synth."""
         found = []
+        where = f"env={self.env} (tier {self.tier})"
         if self.pitr_by_default and not self.has_pitr:
-            found.append(f"env={self.env} with pitr=off: the table has no point-in-time recovery")
-        if self.env in PROTECTED_ENVS and not self.deletion_protection:
+            found.append(f"{where} with pitr=off: the table has no point-in-time recovery")
+        if self.tier in PROTECTED_TIERS and not self.deletion_protection:
             found.append(
-                f"env={self.env} with deletion_protection=off: the table can be deleted without an unlock step"
+                f"{where} with deletion_protection=off: the table can be deleted without an unlock step"
             )
         return found
 
     @property
     def retain_on_delete(self) -> bool:
-        """uat and prod keep their data when the stack goes; dev and stg are rebuilt at will."""
-        return self.env in RETAINING_ENVS
+        """The uat and prod tiers keep their data when the stack goes; dev and stg are rebuilt at will."""
+        return self.tier in RETAINING_TIERS
+
+    @property
+    def is_prod(self) -> bool:
+        return self.tier == PROD_TIER
 
     @property
     def starting_position_cfn(self) -> str:
@@ -768,6 +812,7 @@ class DocTableConfig:
             "CostCenter": self.cost_center,
             "Owner": self.owner,
             "Environment": self.env,
+            "Tier": self.tier,
         }
         return {k: v for k, v in tags.items() if v}
 
@@ -945,25 +990,74 @@ def with_index_step(config: DocTableConfig, declarations: Mapping[str, Any] | st
 
 
 def _environment_rules(problems: Problems, raw: Mapping[str, str], values: dict[str, Any]) -> None:
-    """The knobs whose ``auto`` is the environment's, and the name the environment completes."""
+    """The environment's tier, the knobs whose ``auto`` is the tier's, and the names the environment completes."""
     env = values["env"]
-    if TABLE_BASE_RE.match(values["table_base"]):
-        table_len = len(values["table_base"]) + 1 + len(env)
-        if not TABLE_NAME_MIN <= table_len <= TABLE_NAME_MAX:
+    if values["tier"] == AUTO:
+        if env in ENV_VALUES:
+            values["tier"] = env
+        elif ENV_NAME_RE.match(env):
             problems.append(
-                f"table_base={values['table_base']!r} gives a table name of {table_len} characters with "
-                f"'-{env}'; allowed: {TABLE_NAME_MIN}..{TABLE_NAME_MAX} (DynamoDB allows 255, the stack name "
-                f"'{STACK_PREFIX}<table>' at most {STACK_NAME_MAX})"
+                f"env={env!r} has no tier; allowed: tier = {'|'.join(repr(t) for t in TIERS)} in "
+                f"[environments.{env}] (the tier carries the rules: deletion protection, PITR, RETAIN)"
             )
+            values["tier"] = TIERS[0]
+    if TABLE_BASE_RE.match(values["table_base"]) and ENV_NAME_RE.match(env):
+        _name_rules(problems, values["table_base"], env, values["replicas"])
+    tier = values["tier"]
     if values["pitr"] == AUTO:
-        values["pitr"] = ON if env in PITR_ENVS else OFF
+        values["pitr"] = ON if tier in PITR_TIERS else OFF
     protection = values["deletion_protection"]
-    values["deletion_protection"] = env in PROTECTED_ENVS if protection == AUTO else protection == ON
+    values["deletion_protection"] = tier in PROTECTED_TIERS if protection == AUTO else protection == ON
     if values["pitr_days"] is not None and values["pitr"] != ON:
-        why = "pitr=off" if raw["pitr"] == OFF else f"pitr=auto is off for env={env}"
+        why = "pitr=off" if raw["pitr"] == OFF else f"pitr=auto is off in tier {tier} (env={env})"
         problems.append(
             f"pitr_days={values['pitr_days']} set but PITR is off ({why}) — a recovery period needs PITR: "
             "set pitr=on, or unset pitr_days (pitr_days=off)"
+        )
+
+
+def name_limits(table_base: str, replicas: tuple[str, ...] = ()) -> list[tuple[str, int, int]]:
+    """Each generated name an environment of ``table_base`` completes, as (what, its fixed part's length, its
+    limit), the tightest first: the environment name may be as long as the first leaves room for."""
+    table_fixed = len(table_base) + 1
+    stack_fixed = len(STACK_PREFIX) + table_fixed
+    limits = [
+        ("the table name <table_base>-<env> (its stack's name is longer)", table_fixed, TABLE_NAME_MAX),
+        (
+            f"the stack name doctable-<table_base>-<env>, which the Lambda function, IAM role and log group names "
+            f"CloudFormation generates for it (at most {GENERATED_NAME_MAX} characters) must keep whole",
+            stack_fixed,
+            PREFIXED_STACK_MAX,
+        ),
+    ]
+    regions = [r for r in replicas if REGION_RE.match(r)]
+    if regions:
+        longest = max(regions, key=len)
+        limits.append(
+            (
+                f"the replica stack name doctable-<table_base>-<env>-{longest}, whose generated names must keep it "
+                "whole",
+                stack_fixed + 1 + len(longest),
+                PREFIXED_STACK_MAX,
+            )
+        )
+    return sorted(limits, key=lambda limit: limit[2] - limit[1])
+
+
+def _name_rules(problems: Problems, table_base: str, env: str, replicas: tuple[str, ...]) -> None:
+    """One problem naming the tightest generated name the environment would not fit in (the shortest table name,
+    ``a-b``, is DynamoDB's minimum of 3)."""
+    what, fixed, limit = name_limits(table_base, replicas)[0]
+    room = limit - fixed
+    if room < 1:
+        problems.append(
+            f"table_base={table_base!r} ({len(table_base)} characters) leaves no room for an environment name in "
+            f"{what}; allowed: a table_base of at most {len(table_base) + room - 1} characters"
+        )
+    elif len(env) > room:
+        problems.append(
+            f"env={env!r} with table_base={table_base!r} does not fit {what}: {fixed + len(env)} characters; "
+            f"allowed: at most {limit} (an environment name of at most {room} characters)"
         )
 
 

@@ -10,7 +10,8 @@ import argparse
 import sys
 
 from contract.knobs import KNOB_DEFAULTS, KNOBS, knob_variable
-from contract.settings import FILE_NAME, NOT_IN_FILE, PROJECT_ROOT, parse_settings, render_settings
+from contract.settings import FILE_NAME, NOT_IN_FILE, PROJECT_ROOT, parse_settings
+from contract.settings_render import render_settings
 
 REFERENCE = PROJECT_ROOT / "docs" / "knobs.md"
 

@@ -8,6 +8,7 @@ override from ``-c knob=value`` or ``DOCTABLE_<KNOB>``. The environment is chose
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -19,6 +20,8 @@ from typing import Any
 
 from contract import indexes as index_specs
 from contract.knobs import (
+    ENV_NAME_ALLOWED,
+    ENV_NAME_RE,
     ENV_VALUES,
     INDEXES,
     INTEGER,
@@ -29,6 +32,7 @@ from contract.knobs import (
     OFF,
     PROJECT_ROOT,
     REGION_RE,
+    STACK_PREFIX,
     STRING,
     STRING_ARRAY,
     ConfigError,
@@ -48,6 +52,8 @@ ACCOUNT_RE = re.compile(r"^\d{12}$")
 # Chosen per run, never written in the file: the environment (its table names it) and the deploy target
 # (`doctable local env` sets DOCTABLE_DEPLOY_TARGET=local for the local AWS).
 NOT_IN_FILE = tuple(name for name, declared in KNOBS.items() if declared.per_run)
+# Written in an environment's table only: never in [defaults], never for one run (the tier).
+FILE_ONLY = tuple(name for name, declared in KNOBS.items() if declared.file_only)
 
 BUILT_IN = "built-in default"
 CONTEXT = "-c"
@@ -74,6 +80,22 @@ class SettingsFile:
     def label(self, env: str | None = None) -> str:
         return f"{self.path.name} [environments.{env}]" if env else f"{self.path.name} [defaults]"
 
+    def declared(self) -> tuple[str, ...]:
+        """The environments a run may choose: the file's [environments.<env>] tables, or, when it declares none,
+        the shipped four."""
+        return tuple(self.environments) or ENV_VALUES
+
+    def stack_names(self) -> dict[str, str]:
+        """Each declared environment's stack name, from its table_base (its table's, [defaults]', the built-in)."""
+        names: dict[str, str] = {}
+        for env in self.declared():
+            section = self.environments.get(env, Section())
+            base = section.values.get(
+                "table_base", self.defaults.values.get("table_base", KNOB_DEFAULTS["table_base"])
+            )
+            names[env] = f"{STACK_PREFIX}{base}-{env}"
+        return names
+
 
 def _type_name(value: Any) -> str:
     return {bool: "boolean", int: "integer", float: "float", str: "string", list: "array", dict: "table"}.get(
@@ -95,7 +117,7 @@ def knob_text(name: str, value: Any) -> str | None:
     return None
 
 
-def _section(data: Any, where: str, problems: list[str]) -> Section:
+def _section(data: Any, where: str, problems: list[str], *, environment: bool = True) -> Section:
     section = Section()
     if not isinstance(data, dict):
         problems.append(f"{where}: expected a table of knobs, got a {_type_name(data)}")
@@ -112,6 +134,11 @@ def _section(data: Any, where: str, problems: list[str]) -> Section:
             index_specs.parse_indexes(problems, where, value)
             if isinstance(value, dict):
                 section.indexes = dict(value)
+        elif name in FILE_ONLY and not environment:
+            problems.append(
+                f"{where}: {name} = {value!r} belongs to each environment; allowed: {name} in "
+                "[environments.<env>] tables only"
+            )
         elif name in NOT_IN_FILE:
             problems.append(
                 f"{where}: {name} = {value!r} cannot be set in the file; it is chosen per run with "
@@ -141,15 +168,15 @@ def parse_settings(text: str, path: Path) -> SettingsFile:
     settings = SettingsFile(path=path)
     for key, value in data.items():
         if key == "defaults":
-            settings.defaults = _section(value, settings.label(), problems)
+            settings.defaults = _section(value, settings.label(), problems, environment=False)
         elif key == "environments":
             if not isinstance(value, dict):
                 problems.append(f"{path.name}: environments must be a table of [environments.<env>] tables")
                 continue
             for env, table in value.items():
-                if env not in ENV_VALUES:
+                if not ENV_NAME_RE.match(env):
                     problems.append(
-                        f"{path.name}: [environments.{env}] is not an environment; allowed: {'|'.join(ENV_VALUES)}"
+                        f"{path.name}: [environments.{env}] is not an environment name; allowed: {ENV_NAME_ALLOWED}"
                     )
                     continue
                 settings.environments[env] = _section(table, settings.label(env), problems)
@@ -157,9 +184,39 @@ def parse_settings(text: str, path: Path) -> SettingsFile:
             problems.append(
                 f"{path.name}: {key!r} is not a settings table; allowed: [defaults], [environments.<env>]"
             )
+    if not problems:
+        problems += _name_conflicts(settings)
     if problems:
         raise ConfigError(problems)
     return settings
+
+
+def _name_conflicts(settings: SettingsFile) -> list[str]:
+    """An environment whose stack name extends another's (``doctable-items-prod-eu`` beside
+    ``doctable-items-prod``): every name the other owns by ``<stack>-*`` (its functions, roles, log groups, a
+    replica region's stack ``<stack>-<region>``) would take in this one's, so a policy for one would reach the
+    other. Refused, naming both."""
+    stacks = settings.stack_names()
+    problems = []
+    for env, stack in stacks.items():
+        for other, taken in stacks.items():
+            if other != env and stack.startswith(taken + "-"):
+                problems.append(
+                    f"{settings.label(env)}: its stack {stack} begins with {taken}- (environment {other}'s stack "
+                    f"and the names it owns, its replica regions' stacks among them); allowed: a name that does not "
+                    f"extend {other!r} with '-' (e.g. {env.replace('-', '')!r} or one that starts differently)"
+                )
+    return problems
+
+
+def undeclared_env(env: str, declared: tuple[str, ...], where: str) -> str:
+    """The problem of an environment the settings do not declare, with the closest declared one."""
+    close = difflib.get_close_matches(env, declared, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return (
+        f"environment {env!r} is not declared in {where}{hint}; declared: {'|'.join(declared)} "
+        f"(add [environments.{env}] with its tier to declare it)"
+    )
 
 
 def load_settings(path: Path) -> SettingsFile:
@@ -281,6 +338,14 @@ def resolve_settings(
     path = settings_path(config_path, environ, cwd)
     settings = load_settings(path) if path is not None else None
     env = str(context.get("env") or environ.get(knob_variable("env")) or DEFAULT_ENV).strip()
+    early = _per_run_problems(context, environ)
+    declared = settings.declared() if settings is not None else ENV_VALUES
+    if ENV_NAME_RE.match(env) and env not in declared:
+        early.append(
+            undeclared_env(env, declared, path.name if path is not None else "the built-in settings")
+        )
+    if early:
+        raise ConfigError(early)
     layer, file_sources, binding = _file_layer(settings, env)
     try:
         config = resolve_config(
@@ -319,104 +384,24 @@ def resolve_settings(
     )
 
 
+def _per_run_problems(context: Mapping[str, Any], environ: Mapping[str, str]) -> list[str]:
+    """A file-only knob given for one run: refused, naming where it belongs."""
+    problems = []
+    for name in FILE_ONLY:
+        for given, source in (
+            (context.get(name), f"-c {name}="),
+            (environ.get(knob_variable(name)), knob_variable(name)),
+        ):
+            if given not in (None, ""):
+                problems.append(
+                    f"{source}{given if source.endswith('=') else '=' + str(given)} cannot be given for one run: an "
+                    f"environment's {name} is set in the settings file only; allowed: {name} = ... in "
+                    f"[environments.<env>] of {FILE_NAME}"
+                )
+    return problems
+
+
 def _locate(problem: str, file_sources: Mapping[str, str]) -> str:
     """Name the file section a bad value came from, so the user knows which line to fix."""
     name = problem.split("=", 1)[0]
     return f"{file_sources[name]}: {problem}" if name in file_sources else problem
-
-
-# ------------------------------------------------------------------------------------- the shipped file
-HEADER = """\
-# doctable's settings: one table per environment, committed with the code. Every entry point reads this file the
-# same way: `doctable deploy --env ENV`, `npx cdk deploy -c env=ENV`, every `doctable` command, the Makefile.
-# A knob's value is [environments.<env>] over [defaults] over the built-in default. For one run, `-c knob=value`
-# or DOCTABLE_<KNOB>=value overrides it (`doctable settings --env ENV` shows each value and its source).
-# An environment may set `account` and `region`: a command whose credentials resolve elsewhere stops.
-# Secondary indexes: [environments.<env>.indexes.<name>] (or [defaults.indexes.<name>]) with partition = "attr:S",
-# optional sort, projection (all | keys-only | include), include, kind = "local" for an LSI (README: Your own indexes).
-# The comments on [defaults] are generated from the knob declarations (contract/knobs.py).
-"""
-
-
-def toml_value(value: Any) -> str:
-    if isinstance(value, list):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    escaped = str(value).replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{escaped}"'
-
-
-def knob_comment(name: str) -> list[str]:
-    """The comment the file carries above a knob in [defaults]: its meaning, what it allows, a live change."""
-    declared = KNOBS[name]
-    lines = [f"# {declared.meaning}.", f"#   allowed: {declared.parser.allowed}"]
-    if declared.per_env:
-        lines[-1] += f"; {declared.per_env}"
-    lines.append(f"#   on a live stack: {declared.live}")
-    return lines
-
-
-def default_value(name: str) -> Any:
-    """A knob's built-in default as the file writes it (an integer knob as an integer)."""
-    text = KNOB_DEFAULTS[name]
-    if KNOBS[name].parser.toml == STRING_ARRAY:
-        return [] if text == NONE else text.split(",")
-    if KNOBS[name].parser.toml in (INTEGER, INTEGER_OR_OFF) and text.lstrip("-").isdigit():
-        return int(text)
-    return text
-
-
-def _render_section(section: Section, *, commented: bool) -> list[str]:
-    lines = []
-    for key in BINDING_KEYS:
-        value = getattr(section, key)
-        if value:
-            lines.append(f"{key} = {toml_value(value)}")
-    for name in KNOBS:
-        if name in section.values:
-            if commented:
-                lines += knob_comment(name)
-            lines.append(f"{name} = {toml_value(section.values[name])}")
-    return lines
-
-
-def _render_indexes(section: Section, header: str) -> list[str]:
-    lines: list[str] = []
-    if section.indexes is not None and not section.indexes:
-        lines += ["", f"[{header}.indexes]"]  # declares no index: [defaults]'s are not taken
-    for name, declared in (section.indexes or {}).items():
-        lines += ["", f"[{header}.indexes.{_toml_key(name)}]"]
-        for key, value in declared.items():
-            shown = (
-                "[" + ", ".join(toml_value(v) for v in value) + "]"
-                if isinstance(value, list)
-                else toml_value(value)
-            )
-            lines.append(f"{key} = {shown}")
-    return lines
-
-
-def _toml_key(name: str) -> str:
-    return name if re.match(r"^[A-Za-z0-9_-]+$", name) else toml_value(name)
-
-
-def render_settings(settings: SettingsFile) -> str:
-    """The file as doctable writes it: the header, [defaults] with a comment per knob, then each environment."""
-    lines = HEADER.splitlines() + ["", "[defaults]"]
-    lines += _render_section(settings.defaults, commented=True)
-    lines += _render_indexes(settings.defaults, "defaults")
-    for env in ENV_VALUES:
-        if env in settings.environments:
-            lines += ["", f"[environments.{env}]"]
-            lines += _render_section(settings.environments[env], commented=False)
-            lines += _render_indexes(settings.environments[env], f"environments.{env}")
-    return "\n".join(lines) + "\n"
-
-
-def default_settings(path: Path) -> SettingsFile:
-    """Today's built-in defaults for every knob, and an empty table per environment."""
-    defaults = Section(values={name: default_value(name) for name in KNOBS if name not in NOT_IN_FILE})
-    return SettingsFile(path=path, defaults=defaults, environments={env: Section() for env in ENV_VALUES})

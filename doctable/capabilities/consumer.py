@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from contract import names
 from contract.findings import Finding, Level
-from contract.knobs import KEY_REUSE_NEVER, OFF, ON, RETAINING_ENVS, DocTableConfig
+from contract.knobs import KEY_REUSE_NEVER, OFF, ON, RETAINING_TIERS, DocTableConfig
 from contract.shape import consumer_shape
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ def bucket_findings(deployed: DocTableConfig, target: DocTableConfig) -> list[Fi
         return []
     if deployed.retain_on_delete:
         fate = (
-            f"it is RETAINED (env={deployed.env}: {'|'.join(RETAINING_ENVS)} keep it) with every blob in it, "
+            f"it is RETAINED (env={deployed.env}, tier {deployed.tier}: the {'|'.join(RETAINING_TIERS)} tiers keep it) with every blob in it, "
             "outside the stack from then on (billed until you delete it)"
         )
     else:

@@ -11,7 +11,7 @@ from botocore.exceptions import ClientError
 
 from contract import names
 from contract.findings import Finding, Level
-from contract.knobs import KINESIS_RETENTION_HOURS, RETAINING_ENVS, DocTableConfig
+from contract.knobs import KINESIS_RETENTION_HOURS, RETAINING_TIERS, DocTableConfig
 from doctable.capabilities.protocol import Drift, Observed
 from doctable.capabilities.sources import CREATED, declared_stream
 from doctable.core.answers import error_code
@@ -125,7 +125,7 @@ def _leave_text(deployed: DocTableConfig) -> str:
         return "your stream stays as it is (the stack never deletes it)"
     if deployed.retain_on_delete:
         return (
-            f"the stack's stream is RETAINED (env={deployed.env}: {'|'.join(RETAINING_ENVS)} keep it, like the "
+            f"the stack's stream is RETAINED (env={deployed.env}, tier {deployed.tier}: the {'|'.join(RETAINING_TIERS)} tiers keep it, like the "
             "table): its unread records stay readable until its retention ends, and its stream-hours (~$"
             f"{value('price_kinesis_stream_hour') * HOURS_PER_MONTH:.2f}/month) are billed until you delete it"
         )

@@ -211,6 +211,7 @@ def test_mapping_properties_and_tags() -> None:
         "Source": "doctable",
         "PlanVersion": config.tags()["PlanVersion"],
         "Environment": "dev",
+        "Tier": "dev",
         "Owner": "docs",
         "CostCenter": "cc-7",
     }

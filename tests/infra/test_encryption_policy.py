@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from contract.knobs import ENCRYPTION_VALUES, ENV_VALUES, RETAINING_ENVS
+from contract.knobs import ENCRYPTION_VALUES, ENV_VALUES, RETAINING_TIERS
 from tests.infra.synth import only, resources, synth
 
 pytestmark = pytest.mark.infra
@@ -48,7 +48,7 @@ def test_customer_managed_creates_one_rotating_key_retained_with_the_table(env: 
     assert key["Properties"]["EnableKeyRotation"] is True
     assert key["Properties"]["PendingWindowInDays"] == 30
     assert (
-        key["DeletionPolicy"] == table["DeletionPolicy"] == ("Retain" if env in RETAINING_ENVS else "Delete")
+        key["DeletionPolicy"] == table["DeletionPolicy"] == ("Retain" if env in RETAINING_TIERS else "Delete")
     )
     # AND the table, both buckets and the output name that key
     key_arn = {"Fn::GetAtt": [key_id, "Arn"]}

@@ -111,7 +111,7 @@ def test_cdk_synth_cli_rejects_an_invalid_knob_naming_it_and_the_allowed_values(
             "-c",
             "gsi=gsi2",
             "-c",
-            "env=qa",
+            "env=Qa",
             "-o",
             "/tmp/doctable-bad",
         ],
@@ -124,5 +124,5 @@ def test_cdk_synth_cli_rejects_an_invalid_knob_naming_it_and_the_allowed_values(
     # THEN it exits non-zero with one message naming both
     assert result.returncode != 0
     assert "gsi='gsi2' is not allowed; allowed values: none|gsi1" in result.stderr
-    assert "env='qa' is not allowed; allowed values: dev|stg|uat|prod" in result.stderr
+    assert "env='Qa' is not an environment name; allowed: lower-case letters, digits and -" in result.stderr
     assert "Traceback" not in result.stderr

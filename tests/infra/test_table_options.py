@@ -110,11 +110,11 @@ def test_prod_without_pitr_or_deletion_protection_warns_at_synth() -> None:
     config, _, outdir = synth(env="prod", pitr="off", deletion_protection="off")
     # THEN the config names both, and the cloud assembly carries them as synth warnings on the table
     assert [w.split(":")[0] for w in config.warnings()] == [
-        "env=prod with pitr=off",
-        "env=prod with deletion_protection=off",
+        "env=prod (tier prod) with pitr=off",
+        "env=prod (tier prod) with deletion_protection=off",
     ]
     manifest = (outdir / f"{config.stack_name}.metadata.json").read_text()
-    assert "env=prod with pitr=off: the table has no point-in-time recovery" in manifest
+    assert "env=prod (tier prod) with pitr=off: the table has no point-in-time recovery" in manifest
     assert "deletion_protection=off" in manifest
     # AND the cdk-nag acknowledgement of PITR-off says what happened: prod set it off explicitly
     report = (outdir / "validation-report.json").read_text()

@@ -22,7 +22,8 @@ import boto3
 
 from contract import names, toolchain
 from contract.knobs import resolve_config
-from contract.settings import CONFIG_VARIABLE, default_settings, render_settings
+from contract.settings import CONFIG_VARIABLE
+from contract.settings_render import default_settings, render_settings
 from doctable.lifecycle.deploy import CDK_OUTPUT_VARIABLE
 from doctable.verify.proof import parse_proof_line
 from infra import synth_cache

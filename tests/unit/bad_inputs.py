@@ -197,7 +197,8 @@ for _knob, _value, _allowed in [
     ("ttl", "yes", "allowed values: off|on"),
     ("stream", "new-image", "allowed values: none|new-and-old"),
     ("pitr", "true", "allowed values: auto|off|on"),
-    ("env", "qa", "allowed values: dev|stg|uat|prod"),
+    ("env", "Qa", "allowed: lower-case letters, digits and -, starting with a letter"),
+    ("tier", "gold", "allowed values: auto|dev|stg|uat|prod"),
     ("table_base", "Items", "one or more of [a-z0-9-]"),
     ("table_base", "items_v2", "one or more of [a-z0-9-]"),
     ("cost_center", "cc#1", "not a valid AWS tag value"),
@@ -231,8 +232,24 @@ for _knob, _value, _allowed in [
 knob_case(
     "table_base",
     "a" * 200,
-    ["gives a table name of 204 characters", "3..119"],
-    label="`table_base=` 200 × `a` (table name too long)",
+    ["(200 characters) leaves no room for an environment name in the stack name", "at most 37 characters"],
+    label="`table_base=` 200 × `a` (no room left for the environment in the stack name)",
+)
+knob_case(
+    "env",
+    "a" * 40,
+    ["does not fit the stack name doctable-<table_base>-<env>", "an environment name of at most 33 characters"],
+    context={"env": "a" * 40, "tier": "dev"},
+    label="`env=` 40 × `a` (the generated function and role names would cut the stack name)",
+    id="knob-env-too-long",
+)
+knob_case(
+    "env",
+    "qa",
+    ["env='qa' has no tier; allowed: tier = 'dev'|'stg'|'uat'|'prod' in [environments.qa]"],
+    context={"env": "qa"},
+    label="`env=qa` without a tier (only dev, stg, uat and prod are their own tier)",
+    id="knob-env-without-tier",
 )
 knob_case(
     "owner",
@@ -276,7 +293,7 @@ knob_case(
 knob_case(
     "pitr_days",
     "7",
-    ["pitr_days=7 set but PITR is off (pitr=auto is off for env=dev)", "set pitr=on"],
+    ["pitr_days=7 set but PITR is off (pitr=auto is off in tier dev (env=dev))", "set pitr=on"],
     context={"pitr_days": "7"},
     label="`pitr_days=7` with PITR off (dev's default)",
     id="knob-pitr-days-without-pitr",
@@ -1460,7 +1477,24 @@ cli_case(
     CLI_STOPS,
     id="cli-empty-knob-name",
 )
-cli_case(["verify", "--env", "qa"], [*ONE_LINE, "env='qa' is not allowed"], CLI_STOPS, id="cli-bad-env")
+cli_case(
+    ["verify", "--env", "qa"],
+    [*ONE_LINE, "environment 'qa' is not declared in doctable.toml; declared: dev|stg|uat|prod"],
+    CLI_STOPS,
+    id="cli-bad-env",
+)
+cli_case(
+    ["verify", "--env", "prdo"],
+    [*ONE_LINE, "environment 'prdo' is not declared in doctable.toml (did you mean 'prod'?)"],
+    CLI_STOPS,
+    id="cli-env-did-you-mean",
+)
+cli_case(
+    ["verify", "--env", "dev", "-c", "tier=prod"],
+    [*ONE_LINE, "-c tier=prod cannot be given for one run", "set in the settings file only"],
+    CLI_STOPS,
+    id="cli-tier-per-run",
+)
 cli_case(
     ["verify", "--env", "dev", "-c", "env=prod"],
     [*ONE_LINE, "--env dev contradicts -c env=prod: give one"],
@@ -1499,8 +1533,30 @@ def settings_case(text: str, argv: list[str], expect: Iterable[str], *, id: str,
 
 
 settings_case(
-    "[environments.qa]\n", ["settings"], ["[environments.qa] is not an environment; allowed: dev|stg|uat|prod"],
-    id="settings-unknown-environment", label="an unknown environment table (`[environments.qa]`)",
+    "[environments.Qa]\n", ["settings"],
+    ["[environments.Qa] is not an environment name; allowed: lower-case letters, digits and -, starting with a letter"],
+    id="settings-unknown-environment", label="an environment table whose name is not one (`[environments.Qa]`)",
+)  # fmt: skip
+settings_case(
+    '[environments.qa]\ntier = "stg"\n', ["settings", "--env", "dev"],
+    ["environment 'dev' is not declared in doctable.toml; declared: qa"],
+    id="settings-undeclared-environment", label="an environment the file does not declare (`--env dev` beside `[environments.qa]` alone)",
+)  # fmt: skip
+settings_case(
+    '[environments.qa]\n', ["settings", "--env", "qa"],
+    ["env='qa' has no tier; allowed: tier = 'dev'|'stg'|'uat'|'prod' in [environments.qa]"],
+    id="settings-environment-without-tier", label="a new environment without its tier (`[environments.qa]` empty)",
+)  # fmt: skip
+settings_case(
+    '[defaults]\ntier = "prod"\n', ["settings"],
+    ["doctable.toml [defaults]: tier = 'prod' belongs to each environment; allowed: tier in [environments.<env>]"],
+    id="settings-tier-in-defaults", label="a tier in `[defaults]`",
+)  # fmt: skip
+settings_case(
+    '[environments.prod]\ntier = "prod"\n\n[environments.prod-eu]\ntier = "prod"\n', ["settings", "--env", "prod"],
+    ["doctable.toml [environments.prod-eu]: its stack doctable-items-prod-eu begins with doctable-items-prod- "
+     "(environment prod's stack"],
+    id="settings-environment-prefix", label="an environment whose stack name extends another's (`prod-eu` beside `prod`)",
 )  # fmt: skip
 settings_case(
     '[defaults]\ngsii = "gsi1"\n', ["settings"], ["gsii='gsi1' is not a knob (did you mean gsi?)"],

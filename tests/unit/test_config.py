@@ -35,6 +35,7 @@ def test_defaults_give_the_flat_dev_table() -> None:
         "Source": "doctable",
         "PlanVersion": config.tags()["PlanVersion"],
         "Environment": "dev",
+        "Tier": "dev",
     }
 
 
@@ -96,10 +97,11 @@ def test_stream_turns_on_the_builtin_consumer_by_default() -> None:
         ("ttl", "yes", "off|on"),
         ("stream", "new-image", "none|new-and-old"),
         ("pitr", "true", "off|on"),
-        ("env", "qa", "dev|stg|uat|prod"),
+        ("env", "Qa", "lower-case letters, digits and -, starting with a letter"),
+        ("env", "qa", "tier = 'dev'|'stg'|'uat'|'prod' in [environments.qa]"),
         ("table_base", "Items", "[a-z0-9-]"),
         ("table_base", "items_v2", "[a-z0-9-]"),
-        ("table_base", "a" * 200, "3..119"),
+        ("table_base", "a" * 200, "a table_base of at most 37 characters"),
         ("cost_center", "cc#1", "letters, digits"),
         ("owner", "aws:me", "not starting with 'aws:'"),
         ("owner", "x" * 257, "at most 256"),
@@ -181,6 +183,55 @@ def test_borrowed_consumer_arn_is_accepted_with_the_stream() -> None:
 def test_environment_policy(env: str, protected: bool, retained: bool) -> None:
     config = resolve_config(context={"env": env}, environ={}, defaults={})
     assert (config.deletion_protection, config.retain_on_delete) == (protected, retained)
+
+
+@pytest.mark.parametrize(
+    ("env", "tier", "protected", "retained", "pitr"),
+    [
+        ("qa", "stg", False, False, False),
+        ("prod-eu", "prod", True, True, True),
+        ("perf", "uat", False, True, False),
+    ],
+)
+def test_the_tier_not_the_name_carries_the_rules(
+    env: str, tier: str, protected: bool, retained: bool, pitr: bool
+) -> None:
+    # GIVEN an environment of any name with its tier  WHEN it resolves
+    config = resolve_config(context={"env": env}, environ={}, defaults={"tier": tier})
+    # THEN its protections are its tier's, and its tags say both
+    assert (config.deletion_protection, config.retain_on_delete, config.has_pitr) == (
+        protected,
+        retained,
+        pitr,
+    )
+    assert (config.tags()["Environment"], config.tags()["Tier"]) == (env, tier)
+
+
+@pytest.mark.parametrize(
+    ("context", "room"),
+    [
+        ({"env": "a" * 40, "tier": "dev"}, "an environment name of at most 33 characters"),
+        (
+            {
+                "env": "prod-x",
+                "tier": "prod",
+                "table_base": "a" * 20,
+                "stream": "new-and-old",
+                "replicas": "ap-southeast-2",
+            },
+            "an environment name of at most 3 characters",
+        ),
+    ],
+)
+def test_a_name_too_long_for_a_generated_name_says_which_and_how_long(
+    context: dict[str, str], room: str
+) -> None:
+    # GIVEN an environment name that would cut the stack name out of CloudFormation's generated names
+    with pytest.raises(ConfigError) as caught:
+        resolve_config(context=context, environ={}, defaults={})
+    # THEN one problem names the generated name that would not fit and the room left
+    assert len(caught.value.problems) == 1
+    assert room in caught.value.problems[0]
 
 
 def test_config_is_frozen() -> None:

@@ -10,7 +10,8 @@ import pytest
 
 from contract.findings import Level
 from contract.knobs import ConfigError, resolve_config, with_index_step
-from contract.settings import parse_settings, render_settings, resolve_settings
+from contract.settings import parse_settings, resolve_settings
+from contract.settings_render import render_settings
 from contract.shape import index_declaration, table_shape
 from doctable.capabilities import indexes
 from doctable.capabilities.table_shape import shape_findings
@@ -153,6 +154,7 @@ def test_an_environment_declaring_indexes_replaces_the_defaults(tmp_path: Path) 
     text = """
 [defaults.indexes.byOwner]
 partition = "owner:S"
+[environments.dev]
 [environments.stg.indexes.byTenant]
 partition = "tenant:S"
 [environments.uat.indexes]

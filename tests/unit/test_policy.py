@@ -11,7 +11,8 @@ import pytest
 
 from contract import iam
 from contract.knobs import resolve_config
-from contract.settings import CONFIG_VARIABLE, Section, default_settings, render_settings
+from contract.settings import CONFIG_VARIABLE, Section
+from contract.settings_render import default_settings, render_settings
 from doctable.cli import main
 
 pytestmark = pytest.mark.unit

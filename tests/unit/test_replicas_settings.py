@@ -10,6 +10,7 @@ import pytest
 
 from contract import settings as st
 from contract.knobs import ConfigError, DocTableConfig, knobs_from_record, resolve_config
+from contract.settings_render import default_settings, render_settings
 
 pytestmark = pytest.mark.unit
 
@@ -51,7 +52,7 @@ def test_the_settings_file_declares_replicas_as_a_toml_array(tmp_path: Path) -> 
     # GIVEN [defaults] with one replica and stg with two
     path = settings_file(
         tmp_path,
-        '[defaults]\nstream = "new-and-old"\nreplicas = ["eu-west-1"]\n\n'
+        '[defaults]\nstream = "new-and-old"\nreplicas = ["eu-west-1"]\n\n[environments.dev]\n\n'
         '[environments.stg]\nreplicas = ["us-west-2", "eu-west-1"]\n',
     )
     # WHEN dev and stg are resolved
@@ -97,9 +98,9 @@ def test_the_replica_stack_is_named_after_the_home_stack_and_the_region() -> Non
 
 def test_the_file_renders_replicas_as_an_array(tmp_path: Path) -> None:
     # GIVEN the built-in defaults and an environment with replicas  WHEN rendered and parsed back
-    settings = st.default_settings(tmp_path / "doctable.toml")
+    settings = default_settings(tmp_path / "doctable.toml")
     settings.environments["prod"] = st.Section(values={"replicas": ["us-west-2", "eu-west-1"]})
-    text = st.render_settings(settings)
+    text = render_settings(settings)
     parsed = st.parse_settings(text, tmp_path / "doctable.toml")
     # THEN [defaults] writes an empty array under its generated comment, and prod's regions survive
     assert "replicas = []" in text and "on a live stack: adding a replica copies the table" in text

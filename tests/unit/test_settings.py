@@ -14,6 +14,7 @@ import pytest
 
 from contract import settings as st
 from contract.knobs import KNOB_DEFAULTS, KNOBS, ConfigError
+from contract.settings_render import render_settings
 from doctable.core.context import resolve_run
 
 pytestmark = pytest.mark.unit
@@ -24,11 +25,15 @@ FILE = """\
 owner = "team-docs"
 batch_size = 50
 
+[environments.dev]
+
 [environments.stg]
 gsi = "gsi1"
 stream = "new-and-old"
 batch_size = 100
 region = "eu-west-1"
+
+[environments.uat]
 
 [environments.prod]
 account = "123456789012"
@@ -149,7 +154,33 @@ def test_app_py_reads_the_settings_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "context", "expected"),
     [
-        ("[environments.qa]\n", {}, "[environments.qa] is not an environment; allowed: dev|stg|uat|prod"),
+        (
+            "[environments.Qa]\n",
+            {},
+            "[environments.Qa] is not an environment name; allowed: lower-case letters, digits and -, starting with "
+            "a letter",
+        ),
+        ("[environments.qa]\n", {"env": "qa"}, "env='qa' has no tier; allowed: tier = 'dev'|'stg'|'uat'|'prod'"),
+        (
+            '[environments.staging]\ntier = "stg"\n[environments.qa]\ntier = "stg"\n',
+            {"env": "stagin"},
+            "environment 'stagin' is not declared in doctable.toml (did you mean 'staging'?); declared: staging|qa",
+        ),
+        ('[environments.qa]\ntier = "stg"\n', {}, "environment 'dev' is not declared in doctable.toml; declared: qa"),
+        ('[environments.qa]\ntier = "gold"\n', {"env": "qa"}, "tier='gold' is not allowed"),
+        ('[defaults]\ntier = "prod"\n', {}, "tier = 'prod' belongs to each environment"),
+        ('[environments.dev]\ntier = "dev"\n', {"tier": "prod"}, "-c tier=prod cannot be given for one run"),
+        (
+            '[environments.prod]\ntier = "prod"\n[environments.prod-eu]\ntier = "prod"\n',
+            {"env": "prod"},
+            "its stack doctable-items-prod-eu begins with doctable-items-prod- (environment prod's stack",
+        ),
+        (
+            '[environments.prod]\ntier = "prod"\nstream = "new-and-old"\nreplicas = ["eu-west-1"]\n'
+            '[environments.prod-eu-west-1]\ntier = "prod"\n',
+            {"env": "prod"},
+            "its stack doctable-items-prod-eu-west-1 begins with doctable-items-prod-",
+        ),
         ('[defaults]\ngsii = "gsi1"\n', {}, "gsii='gsi1' is not a knob (did you mean gsi?)"),
         (
             '[defaults]\nbatch_size = "50"\n',
@@ -196,17 +227,20 @@ def test_the_shipped_file_is_generated_from_the_declarations() -> None:
     path = ROOT / st.FILE_NAME
     text = path.read_text()
     # THEN it is the same text: every knob's comment is the declaration's current one
-    assert st.render_settings(st.parse_settings(text, path)) == text
+    assert render_settings(st.parse_settings(text, path)) == text
 
 
 def test_the_shipped_file_reproduces_the_built_in_defaults() -> None:
     path = ROOT / st.FILE_NAME
     shipped = st.parse_settings(path.read_text(), path)
-    assert set(shipped.defaults.values) == set(KNOBS) - set(st.NOT_IN_FILE)
+    assert set(shipped.defaults.values) == set(KNOBS) - set(st.NOT_IN_FILE) - set(st.FILE_ONLY)
     assert {k: st.knob_text(k, v) for k, v in shipped.defaults.values.items()} == {
-        k: v for k, v in KNOB_DEFAULTS.items() if k not in st.NOT_IN_FILE
+        k: v for k, v in KNOB_DEFAULTS.items() if k not in (*st.NOT_IN_FILE, *st.FILE_ONLY)
     }
-    assert set(shipped.environments) == {"dev", "stg", "uat", "prod"}
+    # the four shipped environments, each naming its own tier
+    assert {env: section.values for env, section in shipped.environments.items()} == {
+        env: {"tier": env} for env in ("dev", "stg", "uat", "prod")
+    }
 
 
 def test_every_knob_declares_its_meaning_and_live_effect() -> None:
