@@ -238,7 +238,10 @@ knob_case(
 knob_case(
     "env",
     "a" * 40,
-    ["does not fit the stack name doctable-<table_base>-<env>", "an environment name of at most 33 characters"],
+    [
+        "does not fit the stack name doctable-<table_base>-<env>",
+        "an environment name of at most 33 characters",
+    ],
     context={"env": "a" * 40, "tier": "dev"},
     label="`env=` 40 × `a` (the generated function and role names would cut the stack name)",
     id="knob-env-too-long",

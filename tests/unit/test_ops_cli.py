@@ -66,7 +66,9 @@ def test_knob_mistakes_are_user_errors(env: Path) -> None:
         parse_context(["env=dev"], "prod")
     with pytest.raises(UserError, match=r"gsi='bogus'.*env='Qa'"):
         resolve_knobs(Args(["gsi=bogus", "env=Qa"]))  # type: ignore[arg-type]
-    with pytest.raises(UserError, match=r"environment 'qa' is not declared in .*; declared: dev\|stg\|uat\|prod"):
+    with pytest.raises(
+        UserError, match=r"environment 'qa' is not declared in .*; declared: dev\|stg\|uat\|prod"
+    ):
         resolve_knobs(Args(["env=qa"]))  # type: ignore[arg-type]
 
 

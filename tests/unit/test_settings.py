@@ -160,13 +160,21 @@ def test_app_py_reads_the_settings_file(tmp_path: Path) -> None:
             "[environments.Qa] is not an environment name; allowed: lower-case letters, digits and -, starting with "
             "a letter",
         ),
-        ("[environments.qa]\n", {"env": "qa"}, "env='qa' has no tier; allowed: tier = 'dev'|'stg'|'uat'|'prod'"),
+        (
+            "[environments.qa]\n",
+            {"env": "qa"},
+            "env='qa' has no tier; allowed: tier = 'dev'|'stg'|'uat'|'prod'",
+        ),
         (
             '[environments.staging]\ntier = "stg"\n[environments.qa]\ntier = "stg"\n',
             {"env": "stagin"},
             "environment 'stagin' is not declared in doctable.toml (did you mean 'staging'?); declared: staging|qa",
         ),
-        ('[environments.qa]\ntier = "stg"\n', {}, "environment 'dev' is not declared in doctable.toml; declared: qa"),
+        (
+            '[environments.qa]\ntier = "stg"\n',
+            {},
+            "environment 'dev' is not declared in doctable.toml; declared: qa",
+        ),
         ('[environments.qa]\ntier = "gold"\n', {"env": "qa"}, "tier='gold' is not allowed"),
         ('[defaults]\ntier = "prod"\n', {}, "tier = 'prod' belongs to each environment"),
         ('[environments.dev]\ntier = "dev"\n', {"tier": "prod"}, "-c tier=prod cannot be given for one run"),
