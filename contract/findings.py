@@ -109,6 +109,10 @@ CODES: dict[str, str] = {
     "drift.detected": "changed behind the stack; the deploy will not repair it",
     # where the settings came from
     "settings.override": "a knob is overridden for this run (-c or DOCTABLE_<KNOB>) and differs from the file",
+    # the environment
+    "env.prod_unbound": "a prod-tier environment has no account binding: it deploys wherever credentials point",
+    "env.tier_changed": "the environment's tier changes (from prod, or from a tier that keeps data: destructive)",
+    "env.orphaned": "a stack of this table names an environment the settings no longer declare (renamed or removed)",
 }
 
 

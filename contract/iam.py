@@ -154,7 +154,10 @@ def _borrowed(t: Target) -> list[Statement]:
 
 
 def _preflight(t: Target) -> list[Statement]:
-    return _observe(t) + _borrowed(t)
+    # The environments' stacks, to name one the settings no longer declare (env.orphaned): ListStacks has no
+    # resource type, and reads names and statuses only.
+    listing = Statement("ListStacksAcceptsNoResource", ("cloudformation:ListStacks",), ("*",))
+    return [*_observe(t), *_borrowed(t), listing]
 
 
 def _deploy(t: Target) -> list[Statement]:

@@ -281,6 +281,8 @@ class Resolved:
     account: str | None = None
     region: str | None = None
     index_source: str = BUILT_IN  # the section whose indexes the environment takes
+    # Every environment a run may choose, with its stack name (the file's, or the shipped four's).
+    stacks: dict[str, str] = field(default_factory=dict)
 
     def rows(self) -> list[dict[str, str]]:
         """Each knob's resolved value (as text) and its source."""
@@ -381,6 +383,7 @@ def resolve_settings(
         account=binding.account,
         region=binding.region,
         index_source=index_source,
+        stacks=(settings or SettingsFile(path=Path(FILE_NAME))).stack_names(),
     )
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from contract import names
 from contract.findings import Finding, Level
-from contract.knobs import MANAGED_BY, DocTableConfig
+from contract.knobs import MANAGED_BY, STACK_PREFIX, DocTableConfig
 from contract.shape import GLOBAL_TABLE_TYPE
 from doctable.capabilities.protocol import Drift, Observed, stack_table_ids
 from doctable.core.answers import call_or_none
@@ -149,14 +149,111 @@ def _table_outside(deployment: Deployment, tags: dict[str, str]) -> Finding:
     )  # fmt: skip
 
 
+# --------------------------------------------------------------------------------------- the environment
+ACTIVE_STACK_STATES = (
+    "CREATE_IN_PROGRESS", "CREATE_FAILED", "CREATE_COMPLETE", "ROLLBACK_IN_PROGRESS", "ROLLBACK_FAILED",
+    "ROLLBACK_COMPLETE", "DELETE_FAILED", "UPDATE_IN_PROGRESS", "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS",
+    "UPDATE_COMPLETE", "UPDATE_FAILED", "UPDATE_ROLLBACK_IN_PROGRESS", "UPDATE_ROLLBACK_FAILED",
+    "UPDATE_ROLLBACK_COMPLETE_CLEANUP_IN_PROGRESS", "UPDATE_ROLLBACK_COMPLETE", "IMPORT_IN_PROGRESS",
+    "IMPORT_COMPLETE", "IMPORT_ROLLBACK_IN_PROGRESS", "IMPORT_ROLLBACK_FAILED", "IMPORT_ROLLBACK_COMPLETE",
+)  # fmt: skip
+PREVIEW_ENV_PREFIX = "pr-"  # a preview environment's name (doctable preview): never declared, never orphaned
+
+
+def environment_findings(observed: Observed) -> list[Finding]:
+    """What the settings say of the environment itself: a prod tier without an account binding, a tier change,
+    and the stacks of this table whose environment the settings no longer declare."""
+    deployment, target = observed.deployment, observed.target
+    found = []
+    if target.is_prod and not deployment.bound_account:
+        found.append(
+            Finding(
+                Level.WARN, "env.prod_unbound", f"environment {target.env}", "no account binding",
+                "account = <12 digits>",
+                f"tier prod runs wherever the credentials point: bind it (account = \"...\" in "
+                f"[environments.{target.env}]); the deploy pipeline (doctable deploy --require-binding) refuses it",
+                before=None, after=target.tier,
+            )
+        )  # fmt: skip
+    if deployment.exists and deployment.recorded and observed.deployed.tier != target.tier:
+        found.append(_tier_change(observed.deployed, target))
+    return found + _orphans(observed)
+
+
+def _tier_change(deployed: DocTableConfig, target: DocTableConfig) -> Finding:
+    lowered = (deployed.is_prod and not target.is_prod) or (
+        deployed.retain_on_delete and not target.retain_on_delete
+    )
+    effect = (
+        "lowers the environment's protections: "
+        + ", ".join(
+            what
+            for what, lost in (
+                ("deletion protection by default", deployed.is_prod and not target.is_prod),
+                ("PITR by default", deployed.pitr_by_default and not target.pitr_by_default),
+                (
+                    "its data kept when the stack goes (RETAIN)",
+                    deployed.retain_on_delete and not target.retain_on_delete,
+                ),
+            )
+            if lost
+        )
+        if lowered
+        else "the tier's rules apply from this deploy: "
+        + ("production's protections" if target.is_prod else "its defaults")
+    )
+    return Finding(
+        Level.WARN if lowered else Level.CHANGE, "env.tier_changed", f"environment {target.env}",
+        f"tier {deployed.tier}", f"tier {target.tier}", effect, lowered, deployed.tier, target.tier,
+    )  # fmt: skip
+
+
+def _orphans(observed: Observed) -> list[Finding]:
+    """Stacks named for this table's environments that no declared environment (nor its replica regions, nor a
+    preview) owns: a renamed environment leaves its old stack behind. Read from ListStacks (names and states)."""
+    declared = set(observed.deployment.declared_stacks.values())
+    if not declared:
+        return []
+    prefix = f"{STACK_PREFIX}{observed.target.table_base}-"
+    stacks = observed.once("listed stacks", lambda: _list_stacks(observed.aws))
+    found = []
+    for name, status in stacks:
+        owned = name in declared or any(name.startswith(stack + "-") for stack in declared)
+        if not name.startswith(prefix) or owned or name[len(prefix) :].startswith(PREVIEW_ENV_PREFIX):
+            continue
+        found.append(
+            Finding(
+                Level.INFO, "env.orphaned", f"stack {name}", status, "no declared environment",
+                f"names environment {name[len(prefix):]!r}, which the settings no longer declare (renamed or "
+                f"removed?): it still bills; tear it down with `doctable teardown` from a checkout that declares it",
+                before=name, after=None,
+            )
+        )  # fmt: skip
+    return found
+
+
+def _list_stacks(aws: Aws) -> list[tuple[str, str]]:
+    pages = (
+        aws.client("cloudformation")
+        .get_paginator("list_stacks")
+        .paginate(StackStatusFilter=list(ACTIVE_STACK_STATES))
+    )
+    return sorted(
+        (s["StackName"], s["StackStatus"]) for page in pages for s in page.get("StackSummaries", [])
+    )
+
+
 class OwnershipCapability:
     """Whose table: preflight's finding when the table is not the stack's; the provenance tags' drift."""
 
     name = "ownership"
     compares_live = True
     codes = frozenset(
-        {"table.created", "table.missing", "table.foreign", "table.unmanaged", "table.handover"}
-    )
+        {
+            "table.created", "table.missing", "table.foreign", "table.unmanaged", "table.handover",
+            "env.prod_unbound", "env.tier_changed", "env.orphaned",
+        }
+    )  # fmt: skip
     calls = (TABLE_TAGS,)
 
     def _tags(self, observed: Observed) -> dict[str, str]:
@@ -164,6 +261,8 @@ class OwnershipCapability:
         return observed.once("table tags", lambda: table_tags(observed.aws, arn))
 
     def findings(self, observed: Observed) -> list[Finding]:
+        """The table's owner. (The environment's own findings, ``environment_findings``, are preflight's last:
+        they are about the settings, not the live table, so they never read as its drift.)"""
         if observed.table is None:
             return [_table_absent(observed.target, observed.in_stack)]
         if not observed.in_stack:

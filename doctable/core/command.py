@@ -73,8 +73,7 @@ def connect(args: argparse.Namespace, *, same_region: bool = True) -> tuple[DocT
     """
     resolved = resolve_run(args)
     aws = connect_aws(args, resolved)
-    deployment = use_deployed_knobs(describe_stack(aws, resolved.config))
-    deployment.overrides = resolved.overrides
+    deployment = use_settings(use_deployed_knobs(describe_stack(aws, resolved.config)), resolved)
     if same_region:
         check_region(deployment)
     report_knobs(
@@ -83,6 +82,15 @@ def connect(args: argparse.Namespace, *, same_region: bool = True) -> tuple[DocT
         quiet=bool(getattr(args, "quiet", False)),
     )
     return deployment.config, aws, deployment
+
+
+def use_settings(deployment: Deployment, resolved: Resolved) -> Deployment:
+    """What the settings say beside the knobs: this run's overrides, the environment's account binding and every
+    declared environment's stack (preflight's environment findings read them)."""
+    deployment.overrides = resolved.overrides
+    deployment.bound_account = resolved.account
+    deployment.declared_stacks = dict(resolved.stacks)
+    return deployment
 
 
 def connect_aws(args: argparse.Namespace, resolved: Resolved) -> Aws:

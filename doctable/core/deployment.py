@@ -66,6 +66,8 @@ class Deployment:
     pending: list[PendingKnob] = field(default_factory=list)
     knob_note: str | None = None  # why the deployed knobs could not be used
     overrides: list[Override] = field(default_factory=list)  # this run's -c / DOCTABLE_ knobs unlike the file
+    bound_account: str | None = None  # the settings file's account binding of the environment, if any
+    declared_stacks: dict[str, str] = field(default_factory=dict)  # every declared environment's stack name
 
     @property
     def target(self) -> DocTableConfig:

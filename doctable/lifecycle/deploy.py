@@ -21,10 +21,10 @@ from contract.findings import Finding, Level, destructive
 from contract.knobs import PROJECT_ROOT, DocTableConfig
 from contract.settings import CONFIG_VARIABLE, Resolved
 from doctable.core.aws import user_errors
-from doctable.core.command import add_command, connect_aws, print_json, report_knobs, seconds
+from doctable.core.command import add_command, connect_aws, print_json, report_knobs, seconds, use_settings
 from doctable.core.context import describe_stack, resolve_run
 from doctable.core.deployment import use_deployed_knobs
-from doctable.core.errors import UserError
+from doctable.core.errors import RefusedError, UserError
 from doctable.core.render import Progress, now_iso
 from doctable.lifecycle import global_table
 from doctable.lifecycle import index_steps as index_deploy
@@ -41,6 +41,7 @@ EXIT_REFUSED = 3
 CDK_TIMEOUT = 3600.0
 INDEX_TIMEOUT = 6 * 3600.0
 ALLOW_FLAG = "--allow-destructive"
+REQUIRE_BINDING_FLAG = "--require-binding"
 
 
 def gate_lines(found: Sequence[Finding]) -> list[str]:
@@ -162,6 +163,12 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     """Settings, preflight, the gate, the conversion to a global table, the home stack, the replica stacks,
     verify: each step's refusal or failure ends the run with its exit code and the report."""
     resolved = resolve_run(args)
+    if args.require_binding and resolved.config.is_prod and not resolved.account:
+        raise RefusedError(
+            f"environment {resolved.config.env} is tier prod but binds no account ({REQUIRE_BINDING_FLAG}): "
+            f'nothing deployed; allowed: account = "<12 digits>" in [environments.{resolved.config.env}] of '
+            "the settings file, so a prod deploy runs in that account only"
+        )
     progress = Progress("doctable deploy", quiet=args.quiet)
     aws, deployment = _connect(args, resolved, progress)
     findings = _preflight(args, resolved.config, aws, deployment)
@@ -210,8 +217,7 @@ def _connect(args: argparse.Namespace, resolved: Resolved, progress: Progress) -
     """The session (the account/region binding checked here, before anything is read or changed) and the
     deployed stack; the pending knobs and this run's overrides said on stderr."""
     aws = connect_aws(args, resolved)
-    deployment = use_deployed_knobs(describe_stack(aws, resolved.config))
-    deployment.overrides = resolved.overrides
+    deployment = use_settings(use_deployed_knobs(describe_stack(aws, resolved.config)), resolved)
     report_knobs(deployment, progress, quiet=args.quiet)
     for override in resolved.overrides:
         progress.say(
@@ -387,6 +393,11 @@ def register(sub: Any) -> None:
         json_help="print the findings, the gate's verdict and the outcome as JSON",
     )
     deploy.add_argument(ALLOW_FLAG, action="store_true", help="deploy destructive changes too")
+    deploy.add_argument(
+        REQUIRE_BINDING_FLAG,
+        action="store_true",
+        help="refuse (exit 3) a prod-tier environment the settings file binds to no account (the pipeline passes it)",
+    )
     deploy.add_argument("--outputs-file", help="write the stack's outputs to this JSON file")
     deploy.add_argument(
         "--cdk-output",

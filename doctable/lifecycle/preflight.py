@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from contract.findings import Finding, Level, destructive
 from doctable.capabilities import drift, table_security
+from doctable.capabilities.ownership import environment_findings
 from doctable.capabilities.protocol import Observed, observe
 from doctable.capabilities.registry import REGISTRY
 from doctable.core.aws import Aws, user_errors
@@ -80,7 +81,8 @@ def run_preflight(aws: Aws, deployment: Deployment) -> list[Finding]:
     planned: list[Finding] = []
     for capability in REGISTRY:
         (live if capability.compares_live else planned).extend(capability.findings(observed))
-    return findings + _table_findings(observed, live) + planned + _override_findings(deployment)
+    environment = environment_findings(observed)
+    return findings + _table_findings(observed, live) + planned + environment + _override_findings(deployment)
 
 
 def _table_findings(observed: Observed, diff: list[Finding]) -> list[Finding]:

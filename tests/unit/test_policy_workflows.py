@@ -69,5 +69,5 @@ def test_deploy_promotes_dev_then_stg_then_prod_through_the_gate() -> None:
         assert steps.index(credentials) < next(
             i for i, s in enumerate(steps) if "doctable" in s.get("run", "")
         )
-    assert ["doctable", "deploy", "--env", "dev", "--json"] in runs(jobs["dev"])
+    assert ["doctable", "deploy", "--env", "dev", "--require-binding", "--json"] in runs(jobs["dev"])
     assert ["doctable", "verify", "--env", "dev"] in runs(jobs["dev"])
