@@ -186,3 +186,59 @@ def write_sdk_models(package_dir: Path, models: dict[str, bytes] | None = None) 
         target = package_dir / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
+
+
+def stage_subscriber(
+    runtime_package: Path, handler_file: str, function: str, settings_dir: Path, build: Path
+) -> tuple[Path, str]:
+    """A subscriber's code, staged for its function's asset: the wrapper's package (``runtime_package``, with its
+    bytecode as the consumer's) and the team's handler file (``handler_file``, relative to ``settings_dir``, the
+    settings file's folder) copied as ``subscriber_code/<module>.py``. Returns the directory and the handler to
+    configure (``subscriber_code.<module>:<function>``, the wrapper's ``DOCTABLE_SUBSCRIBER_HANDLER``).
+
+    The same sources give the same directory, byte for byte (its name carries their digest); a missing file, a
+    file name that is not a Python module's or a file that is not valid Python is a ValueError of one line."""
+    source = settings_dir / handler_file
+    module = Path(handler_file).stem
+    if not module.isidentifier() or Path(handler_file).suffix != ".py":
+        raise ValueError(
+            f"subscriber handler file {handler_file!r}: its name must be a Python module's "
+            "(letters, digits and '_', not starting with a digit) ending in .py"
+        )
+    if not function.isidentifier():
+        raise ValueError(f"subscriber handler function {function!r} is not a Python identifier")
+    if not source.is_file():
+        raise ValueError(f"subscriber handler file {handler_file!r} not found under {settings_dir}")
+    code = source.read_bytes()
+    try:
+        compile(code, handler_file, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        raise ValueError(
+            f"subscriber handler file {handler_file!r} is not valid Python: {exc.msg} (line {exc.lineno})"
+        ) from None
+    except ValueError as exc:  # source code with a null byte
+        raise ValueError(f"subscriber handler file {handler_file!r} is not valid Python: {exc}") from None
+    digest = hashlib.sha256(f"{sys.version_info[:2]}|{compiles_bytecode()}|{module}".encode())
+    for path in sorted(
+        p for p in runtime_package.rglob("*") if p.is_file() and not SKIPPED(str(p.parent), [p.name])
+    ):
+        digest.update(str(path.relative_to(runtime_package)).encode() + b"\0" + path.read_bytes())
+    digest.update(b"\0handler\0" + code)
+    handler = f"{names.SUBSCRIBER_CODE_PACKAGE}.{module}:{function}"
+    stage = build / f"subscriber-{digest.hexdigest()[:16]}"
+    if stage.is_dir():
+        return stage, handler
+    build.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".subscriber-", dir=build))
+    shutil.copytree(runtime_package, scratch / names.SUBSCRIBER_RUNTIME_PACKAGE, ignore=SKIPPED)
+    code_dir = scratch / names.SUBSCRIBER_CODE_PACKAGE
+    code_dir.mkdir()
+    (code_dir / "__init__.py").write_bytes(b"")
+    (code_dir / f"{module}.py").write_bytes(code)
+    if compiles_bytecode():
+        compile_tree(scratch)
+    try:
+        scratch.rename(stage)
+    except OSError:  # another synth staged the same content first
+        shutil.rmtree(scratch, ignore_errors=True)
+    return stage, handler

@@ -96,6 +96,7 @@ CODES: dict[str, str] = {
     "consumer.cannot_read_stream": "the borrowed consumer's role cannot read the stream",
     "consumer.ok": "the borrowed consumer exists and can read the stream",
     "bucket.leaves_stack": "the blob bucket leaves the stack",
+    "bucket.renamed": "bucket_names changes: the stack's buckets are replaced under new names, the old ones kept",
     # Kinesis
     "kinesis.enabled": "table changes start flowing to a Kinesis data stream",
     "kinesis.changed": "the Kinesis destination changes",
@@ -113,6 +114,8 @@ CODES: dict[str, str] = {
     "env.prod_unbound": "a prod-tier environment has no account binding: it deploys wherever credentials point",
     "env.tier_changed": "the environment's tier changes (from prod, or from a tier that keeps data: destructive)",
     "env.orphaned": "a stack of this table names an environment the settings no longer declare (renamed or removed)",
+    # preview environments
+    "preview.prod_account": "a preview deploys where a prod-tier environment's stack lives (same account and region)",
 }
 
 

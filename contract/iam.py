@@ -409,6 +409,22 @@ def role_statements(role: str, target: Target, command: str | None = None) -> li
     )
 
 
+def preview_statements(target: Target) -> list[Statement]:
+    """The preview role's policy (``doctable preview deploy|destroy|gc``): the deployer's and the operator's verify
+    and teardown, for ``target``, whose names are every preview's (contract.preview.pattern_config: the stack
+    ``doctable-<table_base>-<prefix>*`` and what it names), plus finding previews by their tags and counting a
+    table's items before a destroy."""
+    own = [
+        # DescribeStacks without a stack name (every stack of the region, read for its tags) takes no resource.
+        Statement("DescribeStacksOfRegionAcceptsNoResource", ("cloudformation:DescribeStacks",), ("*",)),
+        Statement("CountItemsBeforeDestroy", ("dynamodb:Scan",), (target.table_arn,)),
+    ]
+    return merge(
+        [*role_statements(DEPLOYER, target), *role_statements(OPERATOR, target, "verify"),
+         *role_statements(OPERATOR, target, "teardown"), *own]
+    )  # fmt: skip
+
+
 def merge(statements: Iterable[Statement]) -> list[Statement]:
     """One statement per Sid: the actions of same-Sid statements (same resources and condition) united."""
     merged: dict[str, Statement] = {}

@@ -7,12 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from contract import names
 from contract.bootstrap import bootstrap_role_arn
 from contract.knobs import DocTableConfig
 
-# CloudFormation names a resource it names itself ``<stack>-<logical id>-<random>``; for a bucket lower case and
-# within S3's 63 characters, so the stack name is cut to what is left: 14 characters for this stack's longest
-# bucket logical id (StreamConsumerFailureBucket + its 8-character hash, 35 characters, + 2 dashes + 12).
+# With bucket_names=generated, CloudFormation names a resource it names itself ``<stack>-<logical id>-<random>``; for
+# a bucket lower case and within S3's 63 characters, so the stack name is cut to what is left: 14 characters for
+# this stack's longest bucket logical id (StreamConsumerFailureBucket + its 8-character hash, 35 characters, + 2
+# dashes + 12). With bucket_names=exact the stack names them itself (contract.names.bucket_name).
 GENERATED_BUCKET_STACK_CHARS = 14
 FAILURE_PREFIX = "aws/lambda/"  # where Lambda's S3 on-failure destination writes (doctable/operate/replay.py)
 
@@ -60,9 +62,9 @@ class Target:
     account: str
     region: str
     partition: str = field(default="")
-    # The deployed stack's bucket names (its FailureBucketName and BlobBucketName outputs), when `doctable
-    # policy` could read them: the S3 statements then name these buckets exactly instead of the pattern that
-    # every environment's generated bucket names share.
+    # With bucket_names=generated, the deployed stack's bucket names (its FailureBucketName and BlobBucketName
+    # outputs), when `doctable policy` could read them: the S3 statements then name these buckets exactly instead
+    # of the pattern that every environment's generated bucket names share.
     deployed_failure_bucket: str = ""
     deployed_blob_bucket: str = ""
 
@@ -110,29 +112,43 @@ class Target:
     def generated_buckets(self) -> str:
         return self.stack.lower()[:GENERATED_BUCKET_STACK_CHARS] + "*"
 
+    def named_bucket(self, suffix: str) -> str:
+        """The exact name the stack gives its blob or failure bucket (bucket_names=exact) in this account and region."""
+        return names.bucket_name(self.config.table_name, self.account, self.region, suffix)
+
     @property
     def failure_bucket(self) -> str:
-        """The stack's failure bucket: its deployed name, else the generated-name pattern."""
+        """The stack's failure bucket: its exact name; with bucket_names=generated its deployed name, else the
+        generated-name pattern."""
+        if self.config.exact_bucket_names:
+            return self.named_bucket(names.FAILURE_BUCKET_SUFFIX)
         return self.deployed_failure_bucket or self.generated_buckets
 
     @property
     def blob_bucket(self) -> str:
-        """The blob bucket: the user's, the deployed stack's, else the generated-name pattern."""
-        return self.config.blob_bucket or self.deployed_blob_bucket or self.generated_buckets
+        """The blob bucket: the user's, the stack's exact name; with bucket_names=generated the deployed stack's,
+        else the generated-name pattern."""
+        if self.config.blob_bucket:
+            return self.config.blob_bucket
+        if self.config.exact_bucket_names:
+            return self.named_bucket(names.BLOB_BUCKET_SUFFIX)
+        return self.deployed_blob_bucket or self.generated_buckets
 
     @property
     def stack_buckets(self) -> tuple[str, ...]:
         """The buckets the stack's commands empty: the failure bucket, and the blob bucket (the stack's or the
         user's) when there is a built-in consumer or a blob_bucket; one pattern when neither name is known."""
         buckets = {self.failure_bucket}
-        if self.config.blob_bucket or (self.config.builtin_consumer and self.deployed_blob_bucket):
+        known = self.config.exact_bucket_names or self.deployed_blob_bucket
+        if self.config.blob_bucket or (self.config.builtin_consumer and known):
             buckets.add(self.blob_bucket)
         return tuple(sorted(buckets))
 
     @property
     def exact_buckets(self) -> bool:
-        """The S3 statements name the deployed buckets, not the pattern other environments share."""
-        return bool(self.deployed_failure_bucket)
+        """The S3 statements name the buckets exactly (bucket_names=exact, or the deployed stack's names read),
+        not the pattern other environments share."""
+        return self.config.exact_bucket_names or bool(self.deployed_failure_bucket)
 
     def bucket_arn(self, bucket: str, key: str | None = None) -> str:
         return f"arn:{self.partition}:s3:::{bucket}" + (f"/{key}" if key is not None else "")

@@ -19,6 +19,7 @@ from typing import Any
 
 from contract import indexes as index_specs
 from contract import names, policy_doc
+from contract import subscribers as subscriber_specs
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PLAN_SOURCE = "doctable"
@@ -134,6 +135,12 @@ MAPPING_METRICS_VALUES = ONOFF
 # delete); never: every upload gets a new key, so a dropped key is deleted at once (one request per 1,000 keys).
 KEY_REUSE_GUARDED, KEY_REUSE_NEVER = "guarded", "never"
 KEY_REUSE_VALUES = (KEY_REUSE_GUARDED, KEY_REUSE_NEVER)
+BUCKET_NAMES_EXACT, BUCKET_NAMES_GENERATED = "exact", "generated"
+BUCKET_NAMES_VALUES = (BUCKET_NAMES_EXACT, BUCKET_NAMES_GENERATED)
+# A knob that a stack's knob record predates, with the value such a stack was deployed with: its buckets were named
+# by CloudFormation. Read back so, a deploy of settings that leave the knob at its default (exact) is a rename of
+# the buckets (bucket.renamed, destructive), which the gate stops until the file keeps the names or says yes.
+RECORD_PREDATES = {"bucket_names": BUCKET_NAMES_GENERATED}
 # snapstart: on publishes a version of the consumer at each change (Lambda runs its init then and snapshots it) and
 # the mapping's alias targets it, so a new execution environment resumes from the snapshot instead of importing.
 SNAPSTART_VALUES = ONOFF
@@ -457,6 +464,14 @@ class DocTableConfig:
         "empty: the stack creates the blob bucket; a name borrows yours",
         "cleanup moves to the other bucket; the stack's bucket leaves the stack",
     )
+    bucket_names: str = knob(
+        BUCKET_NAMES_EXACT,
+        enum(BUCKET_NAMES_VALUES),
+        "exact: the stack's buckets are <table>-<account>-<region>-blobs|failures, which doctable policy names "
+        "exactly; generated: CloudFormation names them (a stack deployed before this knob has those)",
+        "a bucket's name is fixed at creation: a change replaces the stack's buckets (destructive; the old ones are "
+        "kept with their objects, docs/environments.md)",
+    )
     blob_root: str = knob(
         "",
         text("empty|<prefix/>", _check_blob_root),
@@ -633,6 +648,11 @@ class DocTableConfig:
     # The table's own secondary indexes: structured, so declared only in the settings file (contract/indexes.py),
     # never by -c or DOCTABLE_ variables; not a knob.
     indexes: tuple[index_specs.IndexSpec, ...] = field(default=())
+    # A team's own stream consumers (contract/subscribers.py): declared in the settings file only; not a knob.
+    subscribers: tuple[subscriber_specs.SubscriberSpec, ...] = field(default=())
+    # A preview environment's template and expiry (PREVIEW_CONTEXT), carried to its stacks' tags; not knobs.
+    preview_of: str = field(default="")
+    expires_at: str = field(default="")
 
     @property
     def table_name(self) -> str:
@@ -641,6 +661,11 @@ class DocTableConfig:
     @property
     def stack_name(self) -> str:
         return f"{STACK_PREFIX}{self.table_name}"
+
+    @property
+    def exact_bucket_names(self) -> bool:
+        """The stack names its buckets itself (contract.names.bucket_name), not CloudFormation."""
+        return self.bucket_names == BUCKET_NAMES_EXACT
 
     @property
     def is_global(self) -> bool:
@@ -813,6 +838,8 @@ class DocTableConfig:
             "Owner": self.owner,
             "Environment": self.env,
             "Tier": self.tier,
+            "PreviewOf": self.preview_of,
+            "ExpiresAt": self.expires_at,
         }
         return {k: v for k, v in tags.items() if v}
 
@@ -821,7 +848,7 @@ class DocTableConfig:
 
     def knob_values(self) -> dict[str, str]:
         """The knobs as resolve_config takes them: resolving these gives this config back."""
-        return {name: _knob_text(value) for name, value in asdict(self).items() if name != INDEXES}
+        return {name: _knob_text(value) for name, value in asdict(self).items() if name in KNOBS}
 
     def deployed_record(self) -> str:
         """The stack output that records the resolved knobs and the declared indexes (compact JSON), read back
@@ -829,6 +856,8 @@ class DocTableConfig:
         record: dict[str, str] = self.knob_values()
         if self.indexes:
             record[INDEXES] = index_specs.indexes_record(self.indexes)
+        if self.subscribers:
+            record[subscriber_specs.SUBSCRIBERS] = subscriber_specs.subscribers_record(self.subscribers)
         return json.dumps(record, sort_keys=True, separators=(",", ":"))
 
     @property
@@ -856,7 +885,7 @@ def knobs_from_record(record: str) -> dict[str, str]:
         raise ValueError(f"the stack's knob record is not JSON: {exc}") from None
     if not isinstance(values, dict) or not all(isinstance(v, str) for v in values.values()):
         raise ValueError("the stack's knob record is not an object of knob names to strings")
-    return {k: v for k, v in values.items() if k in KNOB_DEFAULTS}
+    return {**RECORD_PREDATES, **{k: v for k, v in values.items() if k in KNOB_DEFAULTS}}
 
 
 def indexes_of_record(record: str) -> dict[str, Any]:
@@ -942,6 +971,8 @@ def resolve_config(
     defaults: Mapping[str, Any] | None = None,
     indexes: Mapping[str, Any] | None = None,
     region: str | None = None,
+    subscribers: Mapping[str, Any] | None = None,
+    settings_dir: Path | None = None,
 ) -> DocTableConfig:
     """Build the config from the overrides (``context``, DOCTABLE_ variables) over ``defaults`` (the settings
     file's values for the environment, as text) over the built-in defaults; ``indexes``: the environment's
@@ -962,15 +993,67 @@ def resolve_config(
     index_specs.check_indexes(
         problems, specs, shorthand=GSI_SHORTHAND if values["gsi"] == names.GSI_NAME else ()
     )
+    subscribed = _subscriber_rules(problems, values, subscribers, settings_dir)
     if problems:
         raise ConfigError(problems)
-    return DocTableConfig(**values, indexes=specs)
+    return DocTableConfig(**values, indexes=specs, subscribers=subscribed)
+
+
+def _option_text(problems: Problems, at: str, option: str, value: Any) -> str | None:
+    """A subscriber's option as its knob's text, checked by that knob's parser; None with one problem."""
+    declared = KNOBS[option].parser
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        problems.append(f"{at} = {value!r} is not allowed; allowed: {declared.allowed}")
+        return None
+    found: list[str] = []
+    declared.parse(found, option, str(value))
+    if found:
+        problems.append(f"{at}: {found[0]}")
+        return None
+    return str(value)
+
+
+def _subscriber_rules(
+    problems: Problems, values: dict[str, Any], declared: Mapping[str, Any] | None, settings_dir: Path | None
+) -> tuple[subscriber_specs.SubscriberSpec, ...]:
+    """The declared subscribers, each checked, and the rules across them and the table (contract/subscribers.py)."""
+    if not declared:
+        return ()
+    specs = subscriber_specs.parse_subscribers(problems, "", dict(declared), settings_dir, _option_text)
+    builtin = values["consumer"] == CONSUMER_BUILTIN
+    subscriber_specs.check_subscribers(
+        problems,
+        specs,
+        stream_on=values["stream"] in STREAM_VIEW_TYPES,
+        kinesis_on=values["kinesis"] != OFF,
+        is_global=bool(values["replicas"]),
+        consumer_reads_stream=values["consumer"] != NONE and values["consumer_source"] != SOURCE_KINESIS,
+    )
+    if not builtin and not values["blob_bucket"]:
+        problems += [
+            f"subscriber {s.name!r}: a blobs grant needs the blob bucket; allowed: table grants, or the built-in "
+            "consumer's bucket (consumer=builtin) or blob_bucket"
+            for s in specs
+            if any(g.resource == "blobs" for g in s.grants)
+        ]
+    return specs
+
+
+def subscribers_of_record(record: str) -> dict[str, Any]:
+    """The subscriber declarations a deployed stack recorded in its knob record (none: an empty mapping)."""
+    values = json.loads(record)
+    text = values.get(subscriber_specs.SUBSCRIBERS) if isinstance(values, dict) else None
+    declared = json.loads(text) if isinstance(text, str) else {}
+    return declared if isinstance(declared, dict) else {}
 
 
 # CDK context that deploys an intermediate index set (``doctable deploy`` applies several GSI creations and
 # deletions as one CloudFormation update each): JSON of index name -> declaration, replacing the gsi shorthand
 # and the declared indexes for that one update. Namespaced, so never taken for a knob.
 INDEX_STEP_CONTEXT = "doctable:indexStep"
+# CDK context that makes the run a preview environment (contract/settings.py): JSON {"from": ENV, "expires_at":
+# ISO-8601 UTC}. Namespaced, so never taken for a knob; the settings resolve it (user_context keeps it for them).
+PREVIEW_CONTEXT = "doctable:preview"
 
 
 def with_index_step(config: DocTableConfig, declarations: Mapping[str, Any] | str) -> DocTableConfig:
@@ -1002,7 +1085,8 @@ def _environment_rules(problems: Problems, raw: Mapping[str, str], values: dict[
             )
             values["tier"] = TIERS[0]
     if TABLE_BASE_RE.match(values["table_base"]) and ENV_NAME_RE.match(env):
-        _name_rules(problems, values["table_base"], env, values["replicas"])
+        exact = values["bucket_names"] == BUCKET_NAMES_EXACT
+        _name_rules(problems, values["table_base"], env, values["replicas"], exact_buckets=exact)
     tier = values["tier"]
     if values["pitr"] == AUTO:
         values["pitr"] = ON if tier in PITR_TIERS else OFF
@@ -1016,7 +1100,9 @@ def _environment_rules(problems: Problems, raw: Mapping[str, str], values: dict[
         )
 
 
-def name_limits(table_base: str, replicas: tuple[str, ...] = ()) -> list[tuple[str, int, int]]:
+def name_limits(
+    table_base: str, replicas: tuple[str, ...] = (), *, exact_buckets: bool = True
+) -> list[tuple[str, int, int]]:
     """Each generated name an environment of ``table_base`` completes, as (what, its fixed part's length, its
     limit), the tightest first: the environment name may be as long as the first leaves room for."""
     table_fixed = len(table_base) + 1
@@ -1030,6 +1116,18 @@ def name_limits(table_base: str, replicas: tuple[str, ...] = ()) -> list[tuple[s
             PREFIXED_STACK_MAX,
         ),
     ]
+    if exact_buckets:
+        # The failure bucket's is the longer of the two bucket names (bucket_names=exact).
+        suffix = names.FAILURE_BUCKET_SUFFIX
+        limits.append(
+            (
+                f"the failure bucket name <table_base>-<env>-<account>-<region>-{suffix} (bucket_names=exact; "
+                f"S3 allows {names.BUCKET_NAME_MAX} characters, the region counted as the longest, "
+                f"{names.REGION_NAME_MAX})",
+                table_fixed + names.bucket_name_fixed_length(suffix),
+                names.BUCKET_NAME_MAX,
+            )
+        )
     regions = [r for r in replicas if REGION_RE.match(r)]
     if regions:
         longest = max(regions, key=len)
@@ -1044,10 +1142,21 @@ def name_limits(table_base: str, replicas: tuple[str, ...] = ()) -> list[tuple[s
     return sorted(limits, key=lambda limit: limit[2] - limit[1])
 
 
-def _name_rules(problems: Problems, table_base: str, env: str, replicas: tuple[str, ...]) -> None:
+def _name_rules(
+    problems: Problems, table_base: str, env: str, replicas: tuple[str, ...], *, exact_buckets: bool
+) -> None:
     """One problem naming the tightest generated name the environment would not fit in (the shortest table name,
-    ``a-b``, is DynamoDB's minimum of 3)."""
-    what, fixed, limit = name_limits(table_base, replicas)[0]
+    ``a-b``, is DynamoDB's minimum of 3), or the bucket names S3 would refuse."""
+    sample = names.bucket_name(
+        f"{table_base}-{env}", "0" * names.ACCOUNT_ID_LENGTH, "us-east-1", names.BLOB_BUCKET_SUFFIX
+    )
+    if exact_buckets and len(sample) <= names.BUCKET_NAME_MAX and not BUCKET_NAME_RE.match(sample):
+        problems.append(
+            f"table_base={table_base!r} begins the bucket names <table_base>-<env>-<account>-<region>-blobs|failures "
+            "(bucket_names=exact), which S3 refuses; allowed: a table_base starting with a letter or digit, "
+            "not with xn-- or sthree-"
+        )
+    what, fixed, limit = name_limits(table_base, replicas, exact_buckets=exact_buckets)[0]
     room = limit - fixed
     if room < 1:
         problems.append(
@@ -1176,9 +1285,9 @@ NON_KNOB_CONTEXT = frozenset({REPLICA_STREAMS_CONTEXT, TABLE_HANDOVER_CONTEXT, T
 def user_context(all_context: Mapping[str, Any]) -> dict[str, Any]:
     """The context entries a user could have meant as knobs: CDK's own keys (``@aws-cdk/...``, ``aws:cdk:...``)
     are namespaced, a knob never is; the app's own (NON_KNOB_CONTEXT) are not knobs. Unknown names then fail in
-    resolve_config."""
+    resolve_config. The preview (PREVIEW_CONTEXT) is kept: contract.settings.resolve_settings takes it out."""
     return {
         k: v
         for k, v in all_context.items()
-        if ":" not in k and not k.startswith("@") and k not in NON_KNOB_CONTEXT
+        if (":" not in k and not k.startswith("@") and k not in NON_KNOB_CONTEXT) or k == PREVIEW_CONTEXT
     }

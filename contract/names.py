@@ -72,6 +72,29 @@ def index_query_sid(number: int, index_name: str) -> str:
 
 BLOBS_ATTRIBUTE = "blobs"
 
+# The stack's buckets, named exactly (bucket_names=exact): ``<table>-<account>-<region>-<suffix>``. The account makes
+# the name AWS-wide unique (S3 bucket names are global) and the table name, unique per account and region like the
+# stack's, one per environment; the stack's ``doctable-`` prefix would take 9 of S3's 63 characters for nothing.
+BLOB_BUCKET_SUFFIX = "blobs"
+FAILURE_BUCKET_SUFFIX = "failures"
+BUCKET_NAME_MAX = 63  # S3's limit (3..63 characters)
+ACCOUNT_ID_LENGTH = 12
+# The longest region name AWS has (ap-southeast-5, us-isob-east-1, eusc-de-east-1): an environment-agnostic stack
+# names its buckets with the AWS::Region pseudo parameter, so its names' length is bounded by this one.
+REGION_NAME_MAX = 14
+
+
+def bucket_name(table_name: str, account: str, region: str, suffix: str) -> str:
+    """The exact name of the stack's blob (``BLOB_BUCKET_SUFFIX``) or failure bucket. ``account`` and ``region``
+    may be CloudFormation's pseudo parameters (a CDK token) when the stack is environment-agnostic."""
+    return f"{table_name}-{account}-{region}-{suffix}"
+
+
+def bucket_name_fixed_length(suffix: str) -> int:
+    """The characters of an exact bucket name besides the table name, with the longest region name."""
+    return len(bucket_name("", "0" * ACCOUNT_ID_LENGTH, "r" * REGION_NAME_MAX, suffix))
+
+
 # The consumer's environment-variable contract (functions/stream_consumer/settings.py validates it).
 ENV_BLOB_BUCKET = "BLOB_BUCKET"
 ENV_BLOB_ROOT = "BLOB_ROOT"
@@ -125,3 +148,34 @@ SDK_MODELS_DIR = "sdk_models"
 ENV_FLAG_ON, ENV_FLAG_OFF = "on", "off"
 # The partial-batch protocol the mapping and the consumer speak.
 FUNCTION_RESPONSE_TYPES = ("ReportBatchItemFailures",)
+
+# A subscriber's function (issue 37): doctable's wrapper (functions/subscriber_runtime/) around a team's handler.
+# Its environment-variable contract, checked at cold start; the names are under DOCTABLE_, which a subscriber's own
+# `environment` may not use, so a team's variables (TABLE_NAME, ENVIRONMENT...) never collide with them.
+ENV_SUBSCRIBER_NAME = "DOCTABLE_SUBSCRIBER"
+ENV_SUBSCRIBER_HANDLER = "DOCTABLE_SUBSCRIBER_HANDLER"  # module:function, importable from the asset's root
+# true: one call per record; false (default): the batch, as Lambda sends it
+ENV_SUBSCRIBER_PER_RECORD = "DOCTABLE_SUBSCRIBER_PER_RECORD"
+ENV_SUBSCRIBER_TABLE_NAME = "DOCTABLE_TABLE_NAME"
+ENV_SUBSCRIBER_ENVIRONMENT = "DOCTABLE_ENVIRONMENT"
+ENV_SUBSCRIBER_TRUE, ENV_SUBSCRIBER_FALSE = "true", "false"
+SUBSCRIBER_SERVICE_NAME = "doctable-subscriber"
+# Its metrics: the consumer's namespace and dimensions, plus the subscriber's name.
+METRIC_DIMENSION_SUBSCRIBER = "Subscriber"
+METRIC_SUBSCRIBER_RECORDS_RECEIVED = "RecordsReceived"
+METRIC_SUBSCRIBER_RECORDS_FAILED = "RecordsFailed"
+# The asset: the runtime package, and the team's handler file as <SUBSCRIBER_CODE_PACKAGE>/<module>.py.
+SUBSCRIBER_RUNTIME_PACKAGE = "subscriber_runtime"
+SUBSCRIBER_CODE_PACKAGE = "subscriber_code"
+SUBSCRIBER_HANDLER = "subscriber_runtime.handler.lambda_handler"  # the function's Handler
+
+# A subscriber's stack outputs: Subscriber<Id><What>, <Id> its name in CamelCase (infra/subscribers.py).
+OUT_SUBSCRIBER_FUNCTION = "FunctionName"
+OUT_SUBSCRIBER_LOG_GROUP = "LogGroup"
+OUT_SUBSCRIBER_MAPPING = "MappingUuid"
+OUT_SUBSCRIBER_FAILURE_BUCKET = "FailureBucketName"
+
+
+def subscriber_output(subscriber_id: str, what: str) -> str:
+    """The output key of one of a subscriber's names (``SubscriberSearchFunctionName``)."""
+    return f"Subscriber{subscriber_id}{what}"

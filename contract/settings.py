@@ -8,7 +8,6 @@ override from ``-c knob=value`` or ``DOCTABLE_<KNOB>``. The environment is chose
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
@@ -18,7 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contract import environments
 from contract import indexes as index_specs
+from contract import preview as preview_rules
+from contract import subscribers as subscriber_specs
 from contract.knobs import (
     ENV_NAME_ALLOWED,
     ENV_NAME_RE,
@@ -30,6 +32,7 @@ from contract.knobs import (
     KNOBS,
     NONE,
     OFF,
+    PREVIEW_CONTEXT,
     PROJECT_ROOT,
     REGION_RE,
     STACK_PREFIX,
@@ -69,6 +72,8 @@ class Section:
     # The section's index declarations (name -> table) as TOML gives them; None: the section declares none, so
     # an environment takes [defaults]'s. An environment that declares indexes declares its whole set.
     indexes: dict[str, Any] | None = None
+    # The section's subscriber declarations (name -> table), taken whole like indexes (contract/subscribers.py).
+    subscribers: dict[str, Any] | None = None
 
 
 @dataclass
@@ -76,9 +81,22 @@ class SettingsFile:
     path: Path
     defaults: Section = field(default_factory=Section)
     environments: dict[str, Section] = field(default_factory=dict)
+    # [previews]: the preview environments' name prefix, and knobs (and a binding) over their template's.
+    previews: Section = field(default_factory=Section)
+    preview_prefix: str = preview_rules.PREFIX_DEFAULT
 
     def label(self, env: str | None = None) -> str:
         return f"{self.path.name} [environments.{env}]" if env else f"{self.path.name} [defaults]"
+
+    @property
+    def previews_label(self) -> str:
+        return f"{self.path.name} [previews]"
+
+    def preview_stack_name(self, template: str, env: str) -> str:
+        """The stack of preview ``env`` from ``template``: its table_base is [previews]', else the template's."""
+        layers = (self.previews, self.environments.get(template, Section()), self.defaults)
+        base = next((s.values["table_base"] for s in layers if "table_base" in s.values), None)
+        return f"{STACK_PREFIX}{base or KNOB_DEFAULTS['table_base']}-{env}"
 
     def declared(self) -> tuple[str, ...]:
         """The environments a run may choose: the file's [environments.<env>] tables, or, when it declares none,
@@ -130,6 +148,13 @@ def _section(data: Any, where: str, problems: list[str], *, environment: bool = 
                 problems.append(f"{where}: {name} = {value!r} is not an AWS {name}; allowed: {shape}")
             else:
                 setattr(section, name, value)
+        elif name == subscriber_specs.SUBSCRIBERS:
+            if isinstance(value, dict):
+                section.subscribers = dict(value)
+            else:
+                problems.append(
+                    f"{where}: subscribers must be a table of [<section>.subscribers.<name>] tables"
+                )
         elif name == INDEXES:
             index_specs.parse_indexes(problems, where, value)
             if isinstance(value, dict):
@@ -180,43 +205,38 @@ def parse_settings(text: str, path: Path) -> SettingsFile:
                     )
                     continue
                 settings.environments[env] = _section(table, settings.label(env), problems)
+        elif key == "previews":
+            _previews_table(settings, value, problems)
         else:
             problems.append(
-                f"{path.name}: {key!r} is not a settings table; allowed: [defaults], [environments.<env>]"
+                f"{path.name}: {key!r} is not a settings table; allowed: [defaults], [environments.<env>], "
+                "[previews]"
             )
     if not problems:
-        problems += _name_conflicts(settings)
+        problems += environments.name_conflicts(
+            settings.stack_names(), settings.label, settings.environments, settings.preview_prefix
+        )
     if problems:
         raise ConfigError(problems)
     return settings
 
 
-def _name_conflicts(settings: SettingsFile) -> list[str]:
-    """An environment whose stack name extends another's (``doctable-items-prod-eu`` beside
-    ``doctable-items-prod``): every name the other owns by ``<stack>-*`` (its functions, roles, log groups, a
-    replica region's stack ``<stack>-<region>``) would take in this one's, so a policy for one would reach the
-    other. Refused, naming both."""
-    stacks = settings.stack_names()
-    problems = []
-    for env, stack in stacks.items():
-        for other, taken in stacks.items():
-            if other != env and stack.startswith(taken + "-"):
-                problems.append(
-                    f"{settings.label(env)}: its stack {stack} begins with {taken}- (environment {other}'s stack "
-                    f"and the names it owns, its replica regions' stacks among them); allowed: a name that does not "
-                    f"extend {other!r} with '-' (e.g. {env.replace('-', '')!r} or one that starts differently)"
-                )
-    return problems
-
-
-def undeclared_env(env: str, declared: tuple[str, ...], where: str) -> str:
-    """The problem of an environment the settings do not declare, with the closest declared one."""
-    close = difflib.get_close_matches(env, declared, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return (
-        f"environment {env!r} is not declared in {where}{hint}; declared: {'|'.join(declared)} "
-        f"(add [environments.{env}] with its tier to declare it)"
-    )
+def _previews_table(settings: SettingsFile, data: Any, problems: list[str]) -> None:
+    """[previews]: ``prefix`` and the knobs every preview takes over its template's (never a tier: a preview's
+    is dev)."""
+    where = settings.previews_label
+    if not isinstance(data, dict):
+        problems.append(f"{where}: expected a table of knobs and prefix, got a {_type_name(data)}")
+        return
+    knobs = dict(data)
+    if preview_rules.PREFIX_KEY in knobs:
+        prefix = knobs.pop(preview_rules.PREFIX_KEY)
+        problem = preview_rules.prefix_problem(prefix, where)
+        if problem:
+            problems.append(problem)
+        else:
+            settings.preview_prefix = prefix
+    settings.previews = _section(knobs, where, problems, environment=False)
 
 
 def load_settings(path: Path) -> SettingsFile:
@@ -281,8 +301,10 @@ class Resolved:
     account: str | None = None
     region: str | None = None
     index_source: str = BUILT_IN  # the section whose indexes the environment takes
+    preview: preview_rules.Preview | None = None  # a preview's template and expiry (PREVIEW_CONTEXT)
     # Every environment a run may choose, with its stack name (the file's, or the shipped four's).
     stacks: dict[str, str] = field(default_factory=dict)
+    preview_prefix: str = preview_rules.PREFIX_DEFAULT  # a preview environment's name begins so
 
     def rows(self) -> list[dict[str, str]]:
         """Each knob's resolved value (as text) and its source."""
@@ -298,12 +320,15 @@ class Resolved:
             "knobs": self.rows(),
             "indexes": {"source": self.index_source, "declared": self.config.index_declarations},
             "overrides": [o.as_dict() for o in self.overrides],
+            "preview": self.preview.as_dict() if self.preview else None,
         }
 
 
-def _file_layer(settings: SettingsFile | None, env: str) -> tuple[dict[str, str], dict[str, str], Section]:
+def _file_layer(
+    settings: SettingsFile | None, env: str, *, preview: bool = False
+) -> tuple[dict[str, str], dict[str, str], Section]:
     """The file's knob values for ``env`` as text, their sources (``indexes`` among them), and the merged
-    binding and index declarations."""
+    binding and index declarations; with ``preview``, ``env`` is the template and [previews] comes last."""
     values: dict[str, str] = {}
     sources: dict[str, str] = {}
     binding = Section()
@@ -312,7 +337,13 @@ def _file_layer(settings: SettingsFile | None, env: str) -> tuple[dict[str, str]
     layers = [(settings.defaults, settings.label())]
     if env in settings.environments:
         layers.append((settings.environments[env], settings.label(env)))
+    if preview:
+        layers.append((settings.previews, settings.previews_label))
     for section, label in layers:
+        if preview and section is settings.previews:
+            # The template's deletion protection is not the preview's (tier dev); [previews]' is refused.
+            values.pop("deletion_protection", None)
+            sources.pop("deletion_protection", None)
         for name, value in section.values.items():
             values[name] = knob_text(name, value) or ""
             sources[name] = label
@@ -321,6 +352,8 @@ def _file_layer(settings: SettingsFile | None, env: str) -> tuple[dict[str, str]
         if section.indexes is not None:
             binding.indexes = section.indexes
             sources[INDEXES] = label
+        if section.subscribers is not None:
+            binding.subscribers = section.subscribers
     return values, sources, binding
 
 
@@ -336,22 +369,41 @@ def resolve_settings(
     ``context``: the ``-c`` knobs (CDK context, or the CLI's ``-c``/``--env``); ``environ``: the process
     environment (only DOCTABLE_ variables are read). ConfigError lists every problem at once."""
     context = dict(context or {})
+    given_preview = context.pop(PREVIEW_CONTEXT, None)
     environ = environ if environ is not None else {}
     path = settings_path(config_path, environ, cwd)
     settings = load_settings(path) if path is not None else None
     env = str(context.get("env") or environ.get(knob_variable("env")) or DEFAULT_ENV).strip()
-    early = _per_run_problems(context, environ)
-    declared = settings.declared() if settings is not None else ENV_VALUES
-    if ENV_NAME_RE.match(env) and env not in declared:
-        early.append(
-            undeclared_env(env, declared, path.name if path is not None else "the built-in settings")
-        )
+    early = environments.per_run_problems(context, environ, FILE_ONLY, FILE_NAME)
+    preview = None
+    if given_preview is not None:
+        try:
+            preview = preview_rules.parse_context(given_preview)
+        except preview_rules.PreviewError as exc:
+            early.append(str(exc))
+    early += environments.env_problems(
+        env,
+        settings.declared() if settings is not None else ENV_VALUES,
+        preview,
+        settings.preview_prefix if settings is not None else preview_rules.PREFIX_DEFAULT,
+        path.name if path is not None else "the built-in settings",
+    )
     if early:
         raise ConfigError(early)
-    layer, file_sources, binding = _file_layer(settings, env)
+    layer, file_sources, binding = _file_layer(
+        settings, preview.of if preview else env, preview=bool(preview)
+    )
+    if preview is not None:
+        layer["tier"], file_sources["tier"] = preview_rules.PREVIEW_TIER, "preview (always dev)"
     try:
         config = resolve_config(
-            context=context, environ=environ, defaults=layer, indexes=binding.indexes, region=binding.region
+            context=context,
+            environ=environ,
+            defaults=layer,
+            indexes=binding.indexes,
+            region=binding.region,
+            subscribers=binding.subscribers,
+            settings_dir=path.parent if path is not None else None,
         )
     except ConfigError as exc:
         from_file = {
@@ -360,6 +412,9 @@ def resolve_settings(
             if name not in context and not environ.get(knob_variable(name))
         }
         raise ConfigError([_locate(problem, from_file) for problem in exc.problems]) from None
+    if preview is not None:
+        declared_stacks = (settings or SettingsFile(path=Path(FILE_NAME))).stack_names()
+        config = preview_rules.preview_config(config, preview, declared_stacks)
     index_source = file_sources.get(INDEXES, BUILT_IN)
     sources: dict[str, str] = {}
     overrides: list[Override] = []
@@ -384,24 +439,9 @@ def resolve_settings(
         region=binding.region,
         index_source=index_source,
         stacks=(settings or SettingsFile(path=Path(FILE_NAME))).stack_names(),
+        preview_prefix=settings.preview_prefix if settings is not None else preview_rules.PREFIX_DEFAULT,
+        preview=preview,
     )
-
-
-def _per_run_problems(context: Mapping[str, Any], environ: Mapping[str, str]) -> list[str]:
-    """A file-only knob given for one run: refused, naming where it belongs."""
-    problems = []
-    for name in FILE_ONLY:
-        for given, source in (
-            (context.get(name), f"-c {name}="),
-            (environ.get(knob_variable(name)), knob_variable(name)),
-        ):
-            if given not in (None, ""):
-                problems.append(
-                    f"{source}{given if source.endswith('=') else '=' + str(given)} cannot be given for one run: an "
-                    f"environment's {name} is set in the settings file only; allowed: {name} = ... in "
-                    f"[environments.<env>] of {FILE_NAME}"
-                )
-    return problems
 
 
 def _locate(problem: str, file_sources: Mapping[str, str]) -> str:

@@ -16,27 +16,32 @@ class PolicyError(ValueError):
     """One line: what was asked that no policy answers, and what is allowed."""
 
 
-def ci_trust_policy(*, account: str, repo: str, env: str, partition: str = "aws") -> dict[str, Any]:
+def ci_trust_policy(
+    *, account: str, repo: str, env: str, partition: str = "aws", preview: bool = False
+) -> dict[str, Any]:
     """The trust policy of a CI role that GitHub Actions of ``repo`` assume with OIDC: its main branch, and its
-    jobs running in the GitHub environment named ``env``."""
+    jobs running in the GitHub environment named ``env``; with ``preview``, the preview role's: its pull requests'
+    jobs only (the subject GitHub gives a job run by a pull_request event), never a branch or an environment."""
     if not REPO_RE.match(repo):
         raise PolicyError(f"--repo {repo!r}: expected OWNER/NAME, e.g. octo-org/doctable")
     provider = f"arn:{partition}:iam::{account}:oidc-provider/{GITHUB_OIDC_HOST}"
+    subjects = (
+        [f"repo:{repo}:pull_request"]
+        if preview
+        else [f"repo:{repo}:ref:refs/heads/main", f"repo:{repo}:environment:{env}"]
+    )
     return {
         "Version": POLICY_VERSION,
         "Statement": [
             {
-                "Sid": "GitHubActionsOfMainAndEnvironment",
+                "Sid": "GitHubActionsOfPullRequestsOnly" if preview else "GitHubActionsOfMainAndEnvironment",
                 "Effect": "Allow",
                 "Principal": {"Federated": provider},
                 "Action": "sts:AssumeRoleWithWebIdentity",
                 "Condition": {
                     "StringEquals": {
                         f"{GITHUB_OIDC_HOST}:aud": STS_AUDIENCE,
-                        f"{GITHUB_OIDC_HOST}:sub": [
-                            f"repo:{repo}:ref:refs/heads/main",
-                            f"repo:{repo}:environment:{env}",
-                        ],
+                        f"{GITHUB_OIDC_HOST}:sub": subjects,
                     }
                 },
             }

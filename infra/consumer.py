@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import CfnElement, RemovalPolicy, Stack
+from aws_cdk import CfnDeletionPolicy, CfnElement, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kinesis as kinesis_
@@ -11,6 +11,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from contract import names
 from contract.knobs import DocTableConfig
 from contract.shape import consumer_shape
 from infra import encryption, kinesis
@@ -40,7 +41,9 @@ class StreamConsumer(Construct):
         # The buckets follow the table's encryption (infra/encryption.py), under its customer managed key if any.
         self._bucket_encryption = encryption.bucket_encryption(config)
         self._key = table.encryption_key
-        self.failure_bucket = self._build_bucket("FailureBucket", removal)
+        self.failure_bucket = self._build_bucket(
+            "FailureBucket", removal, self._bucket_name(config, names.FAILURE_BUCKET_SUFFIX)
+        )
         self.blob_bucket: s3.IBucket | None = None
         self.function: lambda_.Function | None = None
         self.log_group: logs.LogGroup | None = None
@@ -84,7 +87,9 @@ class StreamConsumer(Construct):
         self.blob_bucket = (
             s3.Bucket.from_bucket_name(self, "BorrowedBlobBucket", config.blob_bucket)
             if config.blob_bucket
-            else self._build_bucket("BlobBucket", removal)
+            else self._build_bucket(
+                "BlobBucket", removal, self._bucket_name(config, names.BLOB_BUCKET_SUFFIX)
+            )
         )
         self.log_group = logs.LogGroup(
             self, "LogGroup", retention=logs.RetentionDays.ONE_MONTH, removal_policy=removal
@@ -109,10 +114,19 @@ class StreamConsumer(Construct):
         return policy
 
     # ---------------------------------------------------------------------------------------------- buckets
-    def _build_bucket(self, construct_id: str, removal: RemovalPolicy) -> s3.Bucket:
+    def _bucket_name(self, config: DocTableConfig, suffix: str) -> str | None:
+        """The bucket's exact name (bucket_names=exact), else None: CloudFormation generates one. An
+        environment-agnostic stack's account and region are the AWS::AccountId and AWS::Region pseudo parameters."""
+        if not config.exact_bucket_names:
+            return None
+        stack = Stack.of(self)
+        return names.bucket_name(config.table_name, stack.account, stack.region, suffix)
+
+    def _build_bucket(self, construct_id: str, removal: RemovalPolicy, bucket_name: str | None) -> s3.Bucket:
         bucket = s3.Bucket(
             self,
             construct_id,
+            bucket_name=bucket_name,
             encryption=self._bucket_encryption,
             encryption_key=self._key,
             # One data key per bucket instead of a KMS request per object (a no-op with S3-managed keys).
@@ -122,6 +136,11 @@ class StreamConsumer(Construct):
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
             removal_policy=removal,
         )
+        # A bucket is replaced only when its name changes (bucket_names): CloudFormation keeps the old one, with
+        # its blobs or failed batches, outside the stack (docs/environments.md says how to move them).
+        cfn_bucket = bucket.node.default_child
+        assert isinstance(cfn_bucket, s3.CfnBucket)
+        cfn_bucket.cfn_options.update_replace_policy = CfnDeletionPolicy.RETAIN
         acknowledge(
             bucket,
             "AwsSolutions::AwsSolutions-S1",

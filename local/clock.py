@@ -6,20 +6,49 @@ waiting for it. ``POST /_doctable/clock`` on the local AWS itself::
     {"hold_backfill": "TABLE"}          the table's GSIs that are CREATING or DELETING stay so, and so do the
                                         ones it gets next, until released: a test sees the backfill for sure
     {"release_backfill": "TABLE"}       they finish once their backfill time has passed, as before the hold
+    {"advance_seconds": N}              the time the local AWS reports moves N seconds (a number >= 0) ahead:
+                                        the ``Date`` header of every answer, which is the clock a client judges
+                                        AWS's time by (``doctable preview gc`` expires previews by it)
+    {"reset_clock": true}               the reported time is the real time again
 
-Answers ``{"tables": [REGION, ...]}``, the regions where it found the table; 404 when none holds it. Nothing
-else is moved: item TTL expiry, stream retention and every other wait go by the real clock.
+The table actions answer ``{"tables": [REGION, ...]}``, the regions where it found the table (404 when none
+holds it); the clock actions ``{"offset_seconds": S}``, how far ahead the reported time now is. Nothing else is
+moved: the times in answers' bodies (a stack's CreationTime), signature checks, item TTL expiry, stream retention
+and every other wait go by the real clock.
 """
 
 from __future__ import annotations
 
 import json
+import threading
+import time
 from typing import Any
 
 PATH = "/_doctable/clock"
 TTL_CHANGED_ATTRIBUTE = "doctable_ttl_changed"  # time.monotonic() of the table's last TTL change
 BACKFILL_HELD_ATTRIBUTE = "doctable_backfill_held"  # True while a test holds the table's index changes open
 ACTIONS = ("ttl_interval_elapsed", "hold_backfill", "release_backfill")
+CLOCK_ACTIONS = ("advance_seconds", "reset_clock")
+_offset = [0.0]  # seconds the reported time is ahead of the real one
+_offset_lock = threading.Lock()
+
+
+def now() -> float:
+    """The time the local AWS reports (epoch seconds): the real time plus the offset a test moved it by."""
+    return time.time() + _offset[0]
+
+
+def advance(seconds: float) -> float:
+    """Move the reported time ``seconds`` ahead; the offset now."""
+    with _offset_lock:
+        _offset[0] += seconds
+        return _offset[0]
+
+
+def reset() -> float:
+    with _offset_lock:
+        _offset[0] = 0.0
+        return 0.0
 
 
 def ttl_interval_elapsed(table_name: str) -> list[str]:
@@ -54,6 +83,8 @@ def handle(environ: dict[str, Any], start_response: Any, body: bytes) -> list[by
     except ValueError as exc:
         return _json(start_response, "400 Bad Request", {"error": f"not JSON: {exc}"})
     action = next(iter(spec), None) if isinstance(spec, dict) and len(spec) == 1 else None
+    if action in CLOCK_ACTIONS:
+        return _clock(start_response, action, spec[action])
     table = spec.get(action) if action in ACTIONS else None
     if not isinstance(table, str) or not table:
         allowed = " or ".join(f'{{"{a}": "<table name>"}}' for a in ACTIONS)
@@ -65,6 +96,16 @@ def handle(environ: dict[str, Any], start_response: Any, body: bytes) -> list[by
     if not regions:
         return _json(start_response, "404 Not Found", {"error": f"no table named {table!r}"})
     return _json(start_response, "200 OK", {"tables": regions})
+
+
+def _clock(start_response: Any, action: str, value: Any) -> list[bytes]:
+    if action == "reset_clock":
+        return _json(start_response, "200 OK", {"offset_seconds": reset()})
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 10 * 365 * 86400:
+        return _json(
+            start_response, "400 Bad Request", {"error": 'expected {"advance_seconds": <seconds >= 0>}'}
+        )
+    return _json(start_response, "200 OK", {"offset_seconds": advance(float(value))})
 
 
 def _json(start_response: Any, status: str, body: Any) -> list[bytes]:

@@ -1,6 +1,7 @@
 """What changing the built-in consumer's function on a live stack does: preflight's lines for its knobs (memory,
 timeout, architecture, Powertools packaging, snapstart and the environment the blob knobs write), read from the
-consumer shapes the deployed and target knobs declare, and the blob bucket leaving the stack."""
+consumer shapes the deployed and target knobs declare, the blob bucket leaving the stack, and the stack's buckets
+named another way (bucket_names)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ CREATED = "created by the stack"
 IN_PLACE = "in place: batches polled after the update run the new configuration"
 CHANGED, REPUBLISHED = "consumer.changed", "consumer.republished"
 PREFIX_CLEANUP_ON, KEY_REUSE_NEVER_CODE = "consumer.prefix_cleanup_enabled", "consumer.key_reuse_never"
+RENAMED = "bucket.renamed"
+BUCKET_MOVE_DOC = "docs/environments.md, 'Moving to exact bucket names'"
 
 
 def creates_blob_bucket(config: DocTableConfig) -> bool:
@@ -31,7 +34,7 @@ def creates_blob_bucket(config: DocTableConfig) -> bool:
 def findings(deployed: DocTableConfig, target: DocTableConfig) -> list[Finding]:
     """Preflight's CHANGE findings for each consumer setting the deploy changes (before/after: the knobs'
     values), and the blob bucket leaving the stack."""
-    found = bucket_findings(deployed, target)
+    found = bucket_findings(deployed, target) + rename_findings(deployed, target)
     before, after = consumer_shape(deployed), consumer_shape(target)
     if before is None or after is None:
         return found  # the function is created or deleted: the mapping line says so
@@ -114,6 +117,12 @@ def bucket_findings(deployed: DocTableConfig, target: DocTableConfig) -> list[Fi
         fate = (
             "CloudFormation deletes it: an empty bucket is gone; one still holding blobs refuses the delete and "
             "is left behind, outside the stack"
+            + (
+                " under its exact name, which a later deploy creating the bucket again cannot take until it is "
+                "gone (move its blobs, then delete it)"
+                if deployed.exact_bucket_names
+                else ""
+            )
         )
     now = (
         f"the consumer writes and cleans blobs in {target.blob_bucket} instead"
@@ -125,6 +134,41 @@ def bucket_findings(deployed: DocTableConfig, target: DocTableConfig) -> list[Fi
             Level.CHANGE, "bucket.leaves_stack", BUCKET_SUBJECT, CREATED, target.blob_bucket or "absent",
             f"the stack stops owning its blob bucket: {fate}; {now}",
             True, CREATED, target.blob_bucket or None,
+        )
+    ]  # fmt: skip
+
+
+def rename_findings(deployed: DocTableConfig, target: DocTableConfig) -> list[Finding]:
+    """bucket_names changes while the stack keeps its buckets: a bucket's name is fixed at creation, so each is
+    replaced; the old ones stay, outside the stack, with their objects (UpdateReplacePolicy Retain)."""
+    if deployed.bucket_names == target.bucket_names:
+        return []
+    renamed = [
+        what
+        for what, kept in (
+            ("blob", creates_blob_bucket(deployed) and creates_blob_bucket(target)),
+            ("failure", deployed.has_mapping and target.has_mapping),
+        )
+        if kept
+    ]
+    if not renamed:
+        return []  # a bucket created or deleted: its own finding says so
+    keep = f'bucket_names = "{deployed.bucket_names}" in [environments.{target.env}]'
+    effect = (
+        f"a bucket's name is fixed at creation: CloudFormation creates the {' and '.join(renamed)} bucket under "
+        f"{target.bucket_names} names and keeps the old one{'s' if len(renamed) > 1 else ''} with every object, "
+        "outside the stack; the consumer, replay and DocClient.from_stack use the new names from then on, so "
+        f"existing blobs and failed batches are copied over by hand ({BUCKET_MOVE_DOC}); or keep the names: {keep}"
+    )
+    if "blob" in renamed and (deployed.customer_managed_key or deployed.aws_managed_key):
+        effect += (
+            f"; with encryption={deployed.encryption} a copied blob gets a new ETag, and a read by the ETag its "
+            f"item recorded fails: keep the names ({keep})"
+        )
+    return [
+        Finding(
+            Level.CHANGE, RENAMED, f"{' and '.join(renamed)} bucket names", deployed.bucket_names,
+            target.bucket_names, effect, True, deployed.bucket_names, target.bucket_names,
         )
     ]  # fmt: skip
 
@@ -165,7 +209,9 @@ class ConsumerCapability:
 
     name = "consumer"
     compares_live = False
-    codes = frozenset({CHANGED, REPUBLISHED, PREFIX_CLEANUP_ON, KEY_REUSE_NEVER_CODE, "bucket.leaves_stack"})
+    codes = frozenset(
+        {CHANGED, REPUBLISHED, PREFIX_CLEANUP_ON, KEY_REUSE_NEVER_CODE, "bucket.leaves_stack", RENAMED}
+    )
 
     def findings(self, observed: Observed) -> list[Finding]:
         return findings(observed.deployed, observed.target) if observed.deployment.recorded else []

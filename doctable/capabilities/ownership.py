@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from contract import names
 from contract.findings import Finding, Level
-from contract.knobs import MANAGED_BY, STACK_PREFIX, DocTableConfig
+from contract.knobs import MANAGED_BY, STACK_PREFIX, DocTableConfig, knobs_from_record
 from contract.shape import GLOBAL_TABLE_TYPE
 from doctable.capabilities.protocol import Drift, Observed, stack_table_ids
 from doctable.core.answers import call_or_none
@@ -149,6 +149,15 @@ def _table_outside(deployment: Deployment, tags: dict[str, str]) -> Finding:
     )  # fmt: skip
 
 
+def _records(deployment: Deployment, knob: str) -> bool:
+    """The stack's knob record (its Knobs output) holds ``knob``: it was deployed by a doctable that knew it."""
+    record = deployment.out(names.OUT_KNOBS)
+    try:
+        return record is not None and knob in knobs_from_record(record)
+    except ValueError:
+        return False
+
+
 # --------------------------------------------------------------------------------------- the environment
 ACTIVE_STACK_STATES = (
     "CREATE_IN_PROGRESS", "CREATE_FAILED", "CREATE_COMPLETE", "ROLLBACK_IN_PROGRESS", "ROLLBACK_FAILED",
@@ -157,7 +166,6 @@ ACTIVE_STACK_STATES = (
     "UPDATE_ROLLBACK_COMPLETE_CLEANUP_IN_PROGRESS", "UPDATE_ROLLBACK_COMPLETE", "IMPORT_IN_PROGRESS",
     "IMPORT_COMPLETE", "IMPORT_ROLLBACK_IN_PROGRESS", "IMPORT_ROLLBACK_FAILED", "IMPORT_ROLLBACK_COMPLETE",
 )  # fmt: skip
-PREVIEW_ENV_PREFIX = "pr-"  # a preview environment's name (doctable preview): never declared, never orphaned
 
 
 def environment_findings(observed: Observed) -> list[Finding]:
@@ -219,7 +227,10 @@ def _orphans(observed: Observed) -> list[Finding]:
     found = []
     for name, status in stacks:
         owned = name in declared or any(name.startswith(stack + "-") for stack in declared)
-        if not name.startswith(prefix) or owned or name[len(prefix) :].startswith(PREVIEW_ENV_PREFIX):
+        preview = bool(observed.deployment.preview_prefix) and name[len(prefix) :].startswith(
+            observed.deployment.preview_prefix
+        )
+        if not name.startswith(prefix) or owned or preview:
             continue
         found.append(
             Finding(
@@ -271,6 +282,11 @@ class OwnershipCapability:
 
     def drift(self, observed: Observed) -> list[Drift]:
         tags = self._tags(observed)
+        expected = observed.deployed.tags()
+        if not _records(observed.deployment, "tier"):
+            # Deployed before tiers: its template never wrote the Tier tag, so its absence is not drift (the next
+            # deploy adds it).
+            expected.pop("Tier", None)
         return [
             Drift(
                 f"table-tag:{key}",
@@ -280,7 +296,7 @@ class OwnershipCapability:
                 TABLE_TAGS,
                 {key: value},
             )
-            for key, value in observed.deployed.tags().items()
+            for key, value in expected.items()
             if tags.get(key) != value
         ]
 

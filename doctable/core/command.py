@@ -90,6 +90,7 @@ def use_settings(deployment: Deployment, resolved: Resolved) -> Deployment:
     deployment.overrides = resolved.overrides
     deployment.bound_account = resolved.account
     deployment.declared_stacks = dict(resolved.stacks)
+    deployment.preview_prefix = resolved.preview_prefix
     return deployment
 
 

@@ -18,6 +18,7 @@ from contract.knobs import (
     indexes_of_record,
     knobs_from_record,
     resolve_config,
+    subscribers_of_record,
 )
 from contract.settings import Override
 from doctable.core.answers import arn_account, arn_region
@@ -68,6 +69,7 @@ class Deployment:
     overrides: list[Override] = field(default_factory=list)  # this run's -c / DOCTABLE_ knobs unlike the file
     bound_account: str | None = None  # the settings file's account binding of the environment, if any
     declared_stacks: dict[str, str] = field(default_factory=dict)  # every declared environment's stack name
+    preview_prefix: str = ""  # a preview environment's name begins so (never declared, never orphaned)
 
     @property
     def target(self) -> DocTableConfig:
@@ -129,7 +131,11 @@ def deployed_config(deployment: Deployment) -> DocTableConfig | None:
         return None
     try:
         return resolve_config(
-            context={}, environ={}, defaults=knobs_from_record(record), indexes=indexes_of_record(record)
+            context={},
+            environ={},
+            defaults=knobs_from_record(record),
+            indexes=indexes_of_record(record),
+            subscribers=subscribers_of_record(record),
         )
     except (ValueError, ConfigError) as exc:
         problems = "; ".join(exc.problems) if isinstance(exc, ConfigError) else str(exc)

@@ -4,11 +4,12 @@ environment, computed from its resolved settings (contract/iam.py), printed for 
 The account and region are the environment's binding in doctable.toml, else ``--account``/``--region``, else the
 credentials' (one STS GetCallerIdentity call, only when the binding leaves one of them open).
 
-The S3 statements name the deployed stack's buckets exactly (its FailureBucketName and BlobBucketName outputs,
-read with the credentials when they are the target account's; ``--offline`` reads nothing). CloudFormation
-generates those names from the first 14 characters of the stack name, so before the stack exists the only name
-known is a pattern that every environment of the table shares: the policy then says so, and is to be printed
-again once the stack is deployed.
+The S3 statements name the stack's buckets exactly: with bucket_names=exact (the default) the stack names them
+``<table>-<account>-<region>-blobs|failures`` (contract/names.py), so the settings alone give them. With
+bucket_names=generated CloudFormation generates them from the first 14 characters of the stack name: the deployed
+stack's FailureBucketName and BlobBucketName outputs are read with the credentials when they are the target
+account's (``--offline`` reads nothing), and before the stack exists the only name known is a pattern that every
+environment of the table shares: the policy then says so, and is to be printed again once the stack is deployed.
 """
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ import argparse
 import dataclasses
 import re
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contract import iam, names
+from contract import preview as preview_rules
+from contract.settings import FILE_NAME, SettingsFile, load_settings
 from doctable.core.aws import Aws
 from doctable.core.command import add_command, print_json
 from doctable.core.context import add_knob_arguments, describe_stack, resolve_run
@@ -65,7 +69,10 @@ def target_of(args: argparse.Namespace, resolved: Resolved) -> tuple[iam.Target,
 
 
 def with_deployed_buckets(args: argparse.Namespace, target: iam.Target) -> tuple[iam.Target, str | None]:
-    """The target with the deployed stack's bucket names, or unchanged with why they could not be read."""
+    """The target with the deployed stack's bucket names, or unchanged with why they could not be read (with
+    bucket_names=exact the settings name them: nothing is read)."""
+    if target.config.exact_bucket_names:
+        return target, None
     if args.offline:
         return target, "--offline"
     try:
@@ -95,6 +102,12 @@ def notes_of(target: iam.Target, statements: list[iam.Statement], unread: str | 
             f"buckets of every other environment of the table share: print the policy again once the stack is "
             f"deployed, for its buckets' exact names ({unread})"
         )
+    elif target.config.exact_bucket_names and any(":s3:::" in r for r in resources):
+        named = ", ".join(target.stack_buckets)
+        notes.append(
+            f"the S3 statements name the environment's buckets exactly ({named}): bucket_names=exact names them "
+            f"<table>-<account>-<region>-blobs|failures"
+        )
     elif target.exact_buckets and any(":s3:::" in r for r in resources):
         deployed = ", ".join(b for b in (target.deployed_failure_bucket, target.deployed_blob_bucket) if b)
         notes.append(
@@ -113,6 +126,8 @@ def notes_of(target: iam.Target, statements: list[iam.Statement], unread: str | 
 def cmd_policy(args: argparse.Namespace) -> int:
     if args.kind == CI_TRUST:
         return _ci_trust(args)
+    if args.preview:
+        return _preview_policy(args)
     if args.repo:
         raise UserError(f"--repo is for `doctable policy {CI_TRUST}`, not the {args.kind}'s policy")
     resolved = resolve_run(args)
@@ -172,7 +187,7 @@ def _ci_trust(args: argparse.Namespace) -> int:
     env = target.config.env
     try:
         document = iam.ci_trust_policy(
-            account=target.account, repo=args.repo, env=env, partition=target.partition
+            account=target.account, repo=args.repo, env=env, partition=target.partition, preview=args.preview
         )
     except iam.PolicyError as exc:
         raise UserError(str(exc)) from exc
@@ -185,6 +200,52 @@ def _ci_trust(args: argparse.Namespace) -> int:
                 "env": env,
                 "account": target.account,
                 "policy": document,
+                "notes": sources,
+            }
+        )
+    else:
+        print_json(document)
+        for note in sources:
+            print(f"doctable policy: {note}", file=sys.stderr)
+    return 0
+
+
+def _preview_policy(args: argparse.Namespace) -> int:
+    """``doctable policy deployer --preview --env TEMPLATE``: the preview role's policy, scoped to the names every
+    preview of the template has (``<prefix>*``: contract.preview.pattern_config)."""
+    if args.kind != iam.DEPLOYER:
+        raise UserError(
+            f"--preview is for `doctable policy {iam.DEPLOYER}` and `{CI_TRUST}`, not the {args.kind}'s"
+        )
+    resolved = resolve_run(args)
+    settings = load_settings(resolved.path) if resolved.path else SettingsFile(path=Path(FILE_NAME))
+    config = resolved.config
+    pattern = preview_rules.pattern_config(config, settings.preview_prefix)
+    problems = preview_rules.borrowed_problems(pattern, config.env)
+    if not config.exact_bucket_names:
+        problems.append(
+            f"preview of {config.env}: bucket_names={config.bucket_names!r} names buckets by a pattern every "
+            "environment of the table shares; allowed: bucket_names=exact for a policy scoped to previews"
+        )
+    if problems:
+        raise UserError("; ".join(problems))
+    target, sources = target_of(args, resolved)
+    target = dataclasses.replace(target, config=pattern)
+    statements = iam.preview_statements(target)
+    document = iam.policy_document(statements)
+    if args.json:
+        print_json(
+            {
+                "kind": "doctable-policy",
+                "role": "preview",
+                "template": config.env,
+                "stack": target.stack,
+                "table": target.config.table_name,
+                "account": target.account,
+                "region": target.region,
+                "policy": document,
+                "size": iam.document_size(document),
+                "unscoped": [s.sid for s in iam.unscoped(statements)],
                 "notes": sources,
             }
         )
@@ -218,6 +279,12 @@ def register(sub: Any) -> None:
         help=f"only this command's part of the role's policy (one of {'|'.join(iam.COMMANDS)})",
     )
     policy.add_argument("--repo", metavar="OWNER/NAME", help=f"{CI_TRUST}: the GitHub repository")
+    policy.add_argument(
+        "--preview",
+        action="store_true",
+        help=f"the preview role's: {iam.DEPLOYER} --preview --env TEMPLATE, its policy scoped to the previews' "
+        f"names; {CI_TRUST} --preview, its trust of pull-request jobs only",
+    )
     policy.add_argument(
         "--json", action="store_true", help="print the policy with its target and notes as JSON"
     )

@@ -100,3 +100,12 @@ class FaultClient:
         the regions holding it."""
         action = "hold_backfill" if held else "release_backfill"
         return list(self._call("POST", {action: table_name}, path=clock.PATH)["tables"])
+
+    def advance_clock(self, seconds: float) -> float:
+        """The clock control: the time the local AWS reports (its answers' Date header) moves ``seconds`` ahead;
+        the offset now."""
+        return float(self._call("POST", {"advance_seconds": seconds}, path=clock.PATH)["offset_seconds"])
+
+    def reset_clock(self) -> float:
+        """The clock control: the reported time is the real time again."""
+        return float(self._call("POST", {"reset_clock": True}, path=clock.PATH)["offset_seconds"])

@@ -15,6 +15,7 @@ from typing import Any
 
 from werkzeug.serving import ThreadedWSGIServer
 
+from local import clock
 from local.patching import Target
 
 log = logging.getLogger("doctable.local.server")
@@ -136,6 +137,10 @@ def handler_class() -> type[Any]:
         def send_response(self, code: int, message: str | None = None) -> None:
             self.status = code
             super().send_response(code, message)
+
+        def date_time_string(self, timestamp: float | None = None) -> str:
+            # The Date header tells the local AWS's time, which a test may move ahead (local/clock.py).
+            return str(super().date_time_string(clock.now() if timestamp is None else timestamp))
 
         def end_headers(self) -> None:
             if self.keep_alive and self.declared is None:

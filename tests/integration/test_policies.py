@@ -100,7 +100,7 @@ def test_each_command_succeeds_with_exactly_its_policy(
 
 @pytest.mark.integration
 def test_the_policies_name_the_deployed_buckets_so_no_other_environments_bucket_matches(ctx: Context) -> None:
-    # GIVEN the deployed stack, whose bucket names CloudFormation generated from 14 characters of the stack name
+    # GIVEN the deployed stack, whose buckets are named <table>-<account>-<region>-blobs|failures (bucket_names=exact)
     failure, blob = ctx.stack.outputs["FailureBucketName"], ctx.stack.outputs["BlobBucketName"]
     # WHEN the operator's policy is printed with the credentials of the stack's account
     result = doctable(ctx.admin_env, "policy", "operator", "--env", PLAIN.env, "--json")
@@ -111,15 +111,15 @@ def test_the_policies_name_the_deployed_buckets_so_no_other_environments_bucket_
     named = {r.split(":::", 1)[1].split("/", 1)[0] for s in record["policy"]["Statement"] for r in s["Resource"]
              if ":s3:::" in r}  # fmt: skip
     assert named == {failure, blob}
-    # AND a bucket of another environment of the same table, whose generated name starts alike, matches none
+    # AND a bucket of another environment of the same table, whose name starts alike, matches none
     other_environments = f"{failure[:14]}{'x' * (len(failure) - 14)}"
     s3 = [r for s in record["policy"]["Statement"] for r in s["Resource"] if r.startswith("arn:aws:s3:::")]
     theirs = (f"arn:aws:s3:::{other_environments}", f"arn:aws:s3:::{other_environments}/blobs/k")
     assert not [r for r in s3 for arn in theirs if fnmatch.fnmatchcase(arn, r)]
-    # AND offline, or before a deploy, the pattern the environments share is used and named as such
+    # AND offline (as before a deploy) the settings alone name the same two buckets: no pattern
     offline = doctable(ctx.admin_env, "policy", "operator", "--env", PLAIN.env, "--json", "--offline").json()
-    assert offline["buckets"]["exact"] is False and offline["buckets"]["failure"] == f"{failure[:14]}*"
-    assert any("print the policy again once the stack is deployed" in note for note in offline["notes"])
+    assert offline["buckets"] == record["buckets"] and offline["policy"] == record["policy"]
+    assert not any("print the policy again once the stack is deployed" in note for note in offline["notes"])
 
 
 @pytest.mark.integration

@@ -232,8 +232,11 @@ for _knob, _value, _allowed in [
 knob_case(
     "table_base",
     "a" * 200,
-    ["(200 characters) leaves no room for an environment name in the stack name", "at most 37 characters"],
-    label="`table_base=` 200 × `a` (no room left for the environment in the stack name)",
+    [
+        "(200 characters) leaves no room for an environment name in the failure bucket name",
+        "at most 24 characters",
+    ],
+    label="`table_base=` 200 × `a` (no room left for the environment in the bucket names)",
 )
 knob_case(
     "env",
@@ -242,10 +245,32 @@ knob_case(
         "does not fit the stack name doctable-<table_base>-<env>",
         "an environment name of at most 33 characters",
     ],
-    context={"env": "a" * 40, "tier": "dev"},
-    label="`env=` 40 × `a` (the generated function and role names would cut the stack name)",
+    context={"env": "a" * 40, "tier": "dev", "bucket_names": "generated"},
+    label="`env=` 40 × `a`, `bucket_names=generated` (the generated function and role names would cut the stack name)",
     id="knob-env-too-long",
 )
+knob_case(
+    "env",
+    "e" * 21,
+    [
+        "does not fit the failure bucket name <table_base>-<env>-<account>-<region>-failures",
+        "an environment name of at most 20 characters",
+    ],
+    context={"env": "e" * 21, "tier": "dev"},
+    label="`env=` 21 × `e` (the exact failure bucket name would pass S3's 63 characters)",
+    id="knob-env-too-long-for-the-bucket",
+)
+knob_case(
+    "table_base",
+    "-items",
+    [
+        "begins the bucket names",
+        "allowed: a table_base starting with a letter or digit, not with xn-- or sthree-",
+    ],
+    label="`table_base=-items` (S3 refuses a bucket name that starts with `-`)",
+    id="knob-table_base-leading-dash",
+)
+knob_case("bucket_names", "auto", ["allowed values: exact|generated"])
 knob_case(
     "env",
     "qa",
@@ -1608,6 +1633,73 @@ add(
         lambda: run_cli(["settings", "--config", "/nonexistent/missing.toml"]),
         (*ONE_LINE, "settings file /nonexistent/missing.toml not found"), CLI_STOPS, "settings-missing-file",
     )
+)  # fmt: skip
+
+PREVIEWS = "Previews (`doctable preview …`: contract/preview.py, checked before any AWS call)"
+_STG = '[environments.stg]\nstream = "new-and-old"\n'
+_KEY_ARN = "arn:aws:kms:eu-west-1:123456789012:key/0123abcd-0123-0123-0123-0123456789ab"
+
+
+def preview_case(text: str, argv: list[str], expect: Iterable[str], *, id: str, label: str) -> None:
+    add(Case(PREVIEWS, label, lambda: _with_settings(text, argv), (*ONE_LINE, *expect), CLI_STOPS, id))
+
+
+for _knob, _value, _extra in [
+    ("blob_bucket", '"shared-blobs"', ""),
+    ("kinesis", '"arn:aws:kinesis:eu-west-1:123456789012:stream/shared"', ""),
+    ("consumer", '"arn:aws:lambda:eu-west-1:123456789012:function:shared"', ""),
+    ("kms_key", f'"{_KEY_ARN}"', 'encryption = "customer-managed"\n'),
+    ("replicas", '["us-west-2"]', 'region = "eu-west-1"\n'),
+]:
+    preview_case(
+        f"{_STG}{_extra}{_knob} = {_value}\n", ["preview", "deploy", "12", "--from", "stg"],
+        [f"preview pr-12 from stg: {_knob}=", "is a borrowed resource; allowed: previews own every resource"],
+        id=f"preview-borrowed-{_knob}", label=f"a preview of an environment that borrows a resource (`{_knob} = {_value}`)",
+    )  # fmt: skip
+preview_case(
+    _STG, ["preview", "deploy", "12", "--from", "qa"],
+    ["preview pr-12 from qa: environment 'qa' is not declared in doctable.toml; declared: stg"],
+    id="preview-undeclared-template", label="a preview from an environment the file does not declare (`--from qa`)",
+)  # fmt: skip
+preview_case(
+    _STG, ["preview", "deploy", "Pr_1", "--from", "stg"],
+    ["preview name 'Pr_1' is not a name; allowed: lower-case letters, digits and -"],
+    id="preview-bad-name", label="a preview name that is not one (`Pr_1`)",
+)  # fmt: skip
+preview_case(
+    _STG, ["preview", "deploy", "x" * 40, "--from", "stg"],
+    [f"env='pr-{'x' * 40}' with table_base='items' does not fit the ", "allowed: at most"],
+    id="preview-name-too-long", label="a preview name too long for the generated names (40 characters)",
+)  # fmt: skip
+preview_case(
+    _STG + '\n[environments.pr]\ntier = "dev"\n', ["preview", "deploy", "1", "--from", "stg"],
+    ["preview pr-1: its stack doctable-items-pr-1 begins with environment pr's stack doctable-items-pr"],
+    id="preview-extends-declared", label="a preview whose stack extends a declared environment's (`pr-1` beside `[environments.pr]`)",
+)  # fmt: skip
+preview_case(
+    _STG, ["preview", "deploy", "12", "--from", "stg", "--expires", "3x"],
+    ["--expires '3x' is not a preview lifetime; allowed: a whole number of minutes, hours or days"],
+    id="preview-bad-lifetime", label="a lifetime that is not one (`--expires 3x`)",
+)  # fmt: skip
+preview_case(
+    _STG + "\n[previews]\nprefix = 7\n", ["preview", "list"],
+    ["doctable.toml [previews]: prefix = 7 is not a preview prefix; allowed: a string of lower-case letters"],
+    id="preview-bad-prefix", label="a `[previews] prefix` that is not one (`prefix = 7`)",
+)  # fmt: skip
+preview_case(
+    _STG + "\n[environments.pr-main]\ntier = \"dev\"\n", ["preview", "list"],
+    ["[environments.pr-main]: its name begins with the preview prefix 'pr-', so it would be taken for a preview"],
+    id="preview-declared-with-prefix", label="a declared environment whose name carries the preview prefix (`pr-main`)",
+)  # fmt: skip
+preview_case(
+    _STG + "\n[previews]\ndeletion_protection = \"on\"\n", ["preview", "deploy", "12", "--from", "stg"],
+    ["preview pr-12 from stg: deletion_protection='on' keeps the preview from being torn down"],
+    id="preview-protected", label="deletion protection for previews (`[previews] deletion_protection = \"on\"`)",
+)  # fmt: skip
+preview_case(
+    _STG + "\n[previews]\ntier = \"prod\"\n", ["preview", "list"],
+    ["doctable.toml [previews]: tier = 'prod' belongs to each environment"],
+    id="preview-tier", label="a tier for previews (`[previews] tier = \"prod\"`: a preview's is always dev)",
 )  # fmt: skip
 
 cli_case(

@@ -101,7 +101,7 @@ def test_stream_turns_on_the_builtin_consumer_by_default() -> None:
         ("env", "qa", "tier = 'dev'|'stg'|'uat'|'prod' in [environments.qa]"),
         ("table_base", "Items", "[a-z0-9-]"),
         ("table_base", "items_v2", "[a-z0-9-]"),
-        ("table_base", "a" * 200, "a table_base of at most 37 characters"),
+        ("table_base", "a" * 200, "a table_base of at most 24 characters"),
         ("cost_center", "cc#1", "letters, digits"),
         ("owner", "aws:me", "not starting with 'aws:'"),
         ("owner", "x" * 257, "at most 256"),
@@ -210,7 +210,15 @@ def test_the_tier_not_the_name_carries_the_rules(
 @pytest.mark.parametrize(
     ("context", "room"),
     [
-        ({"env": "a" * 40, "tier": "dev"}, "an environment name of at most 33 characters"),
+        (
+            {"env": "a" * 40, "tier": "dev"},
+            "the failure bucket name <table_base>-<env>-<account>-<region>-failures",
+        ),
+        ({"env": "a" * 40, "tier": "dev"}, "an environment name of at most 20 characters"),
+        (
+            {"env": "a" * 40, "tier": "dev", "bucket_names": "generated"},
+            "an environment name of at most 33 characters",
+        ),
         (
             {
                 "env": "prod-x",
@@ -218,6 +226,7 @@ def test_the_tier_not_the_name_carries_the_rules(
                 "table_base": "a" * 20,
                 "stream": "new-and-old",
                 "replicas": "ap-southeast-2",
+                "bucket_names": "generated",
             },
             "an environment name of at most 3 characters",
         ),

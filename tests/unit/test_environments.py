@@ -4,6 +4,7 @@ environment the settings no longer declare; and the pipeline's refusal of an unb
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -63,6 +64,7 @@ def observed(
         )
     deployment.bound_account = bound
     deployment.declared_stacks = dict(declared or {})
+    deployment.preview_prefix = "pr-"
     return Observed(Stacks(stacks or []), deployment, None, False, {}, {})  # type: ignore[arg-type]
 
 
@@ -143,3 +145,33 @@ def test_every_deploy_of_the_pipeline_requires_the_binding() -> None:
     workflow = (ROOT / ".github" / "workflows" / "deploy.yml").read_text()
     deploys = re.findall(r"run: doctable deploy .*", workflow)
     assert deploys and all("--require-binding" in line for line in deploys), deploys
+
+
+# ------------------------------------------------------------------------------------------ upgrading
+@pytest.mark.parametrize(("recorded", "drifted"), [(False, set()), (True, {"table-tag:Tier"})])
+def test_a_stack_deployed_before_tiers_is_not_drifted_for_its_missing_tier_tag(
+    recorded: bool, drifted: set[str]
+) -> None:
+    # GIVEN a stack whose table carries every tag but Tier, its knob record with or without the tier knob
+    from contract import names
+    from doctable.capabilities.ownership import OWNERSHIP
+
+    deployed = config("prod")
+    record = json.loads(deployed.deployed_record())
+    if not recorded:
+        record.pop("tier")
+    look = observed(deployed, deployed=deployed)
+    look.deployment.outputs[names.OUT_KNOBS] = json.dumps(record)
+    tags = {k: v for k, v in deployed.tags().items() if k != "Tier"}
+    look._reads["table tags"] = tags
+    look = Observed(
+        look.aws,
+        look.deployment,
+        {"TableArn": "arn:aws:dynamodb:us-east-1:123456789012:table/items-prod"},
+        True,
+        {},
+        {},
+        _reads=look._reads,
+    )
+    # THEN the missing Tier tag is drift only where the stack's template wrote it
+    assert {d.prop for d in OWNERSHIP.drift(look)} == drifted

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -119,3 +120,16 @@ def test_a_held_backfill_stays_creating_until_released_and_then_ends_as_before(
     # WHEN it is released THEN it is ACTIVE (its time has passed), and the control says so for each region
     assert post(b'{"release_backfill": "docs"}') == ("200 OK", {"tables": sorted(REGIONS)})
     assert status() == "ACTIVE"
+
+
+def test_the_clock_control_moves_the_reported_time_ahead_and_back() -> None:
+    # GIVEN the real time  WHEN a test moves the local AWS's clock two hours ahead
+    try:
+        assert post(b'{"advance_seconds": 7200}') == ("200 OK", {"offset_seconds": 7200.0})
+        # THEN the time it reports (its answers' Date header) is two hours ahead, to within the call's own time
+        assert 7199 <= clock.now() - time.time() <= 7201
+        for bad in (b'{"advance_seconds": -1}', b'{"advance_seconds": "1h"}', b'{"advance_seconds": true}'):
+            assert post(bad)[0] == "400 Bad Request", bad
+    finally:
+        # AND a reset makes it the real time again
+        assert post(b'{"reset_clock": true}') == ("200 OK", {"offset_seconds": 0.0})

@@ -25,6 +25,7 @@ PREFLIGHT_CODES = {
     "table.no_template_change",
     "drift.detected",
     "settings.override",
+    "preview.prod_account",  # doctable preview deploy's own warning (doctable/operate/preview.py)
 }
 # Modules whose findings a capability returns as its own (none today: the mapping's options are in its module).
 DELEGATES: dict[str, tuple[ModuleType, ...]] = {}

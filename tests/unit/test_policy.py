@@ -3,6 +3,8 @@ arguments, output and one-line errors. No AWS (the account and region are given 
 
 from __future__ import annotations
 
+import dataclasses
+import fnmatch
 import json
 from pathlib import Path
 from typing import Any
@@ -116,7 +118,8 @@ def test_statements_scope_to_the_environments_stack_and_table() -> None:
     assert found["VerifyTestItemsOnly"].condition == {
         "ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["doctable-verify-*"]}
     }
-    assert found["WriteVerifyBlobs"].resources == ("arn:aws:s3:::doctable-items*/blobs/doctable-verify-*",)
+    blobs = f"items-dev-{ACCOUNT}-{REGION}-blobs"
+    assert found["WriteVerifyBlobs"].resources == (f"arn:aws:s3:::{blobs}/blobs/doctable-verify-*",)
     assert found["ListVerifyBlobs"].condition == {"StringLike": {"s3:prefix": ["blobs/doctable-verify-*"]}}
     # another environment's policy names its own stack
     other = iam.role_statements("operator", target("prod", **FULL))
@@ -212,6 +215,56 @@ def test_logs_reads_the_consumers_log_group_and_invoke_invokes_what_the_mapping_
     borrowed = statements("operator", "invoke", stream="new-and-old", consumer=arn)
     assert borrowed["InvokeConsumer"].resources == (arn, f"{arn}:*")
     assert set(statements("operator", "logs", stream="new-and-old", consumer=arn)) == {"ReadStack"}
+
+
+def s3_buckets(document: dict[str, Any]) -> set[str]:
+    """The bucket names a policy document's S3 resources name."""
+    return {
+        r.split(":::", 1)[1].split("/", 1)[0]
+        for s in document["Statement"]
+        for r in s["Resource"]
+        if r.startswith("arn:aws:s3:::")
+    }
+
+
+@pytest.mark.parametrize("role", iam.ROLES)
+def test_exact_bucket_names_differ_per_environment_and_no_resource_of_one_matches_anothers_buckets(
+    role: str,
+) -> None:
+    # GIVEN two environments of one table whose names start alike, in one account and region (bucket_names=exact)
+    ours, theirs = target("prod", **FULL), target("prod-eu", tier="prod", **FULL)
+    # THEN each names its buckets exactly, from the settings alone
+    assert (ours.exact_buckets, ours.failure_bucket, ours.blob_bucket) == (
+        True,
+        f"items-prod-{ACCOUNT}-{REGION}-failures",
+        f"items-prod-{ACCOUNT}-{REGION}-blobs",
+    )
+    assert ours.stack_buckets == (ours.blob_bucket, ours.failure_bucket)
+    # AND no S3 resource of one environment's policy matches an object or a bucket of the other's
+    resources = [r for s in iam.role_statements(role, ours) for r in s.resources if ":s3:::" in r]
+    for bucket in theirs.stack_buckets:
+        for arn in (theirs.bucket_arn(bucket), theirs.bucket_arn(bucket, "blobs/k")):
+            assert not [r for r in resources if fnmatch.fnmatchcase(arn, r)], (arn, resources)
+
+
+def test_generated_bucket_names_keep_the_deployed_names_or_the_shared_pattern() -> None:
+    # GIVEN an environment whose buckets CloudFormation names (bucket_names=generated)
+    generated = target(bucket_names="generated", **FULL)
+    # THEN before its names are read the policy names the pattern every environment shares
+    assert (generated.exact_buckets, generated.failure_bucket) == (False, "doctable-items*")
+    found = {s.sid: s for s in iam.role_statements("operator", generated)}
+    assert found["WriteVerifyBlobs"].resources == ("arn:aws:s3:::doctable-items*/blobs/doctable-verify-*",)
+    # AND once the deployed stack's names are read, those
+    deployed = dataclasses.replace(
+        generated,
+        deployed_failure_bucket="doctable-items-dev-f-1",
+        deployed_blob_bucket="doctable-items-dev-b-1",
+    )
+    assert (deployed.exact_buckets, deployed.failure_bucket, deployed.blob_bucket) == (
+        True,
+        "doctable-items-dev-f-1",
+        "doctable-items-dev-b-1",
+    )
 
 
 def test_a_borrowed_consumer_is_named_exactly() -> None:
@@ -360,8 +413,10 @@ def test_the_bound_environments_policy_needs_no_credentials(
     assert document["Version"] == "2012-10-17"
     stack = f"arn:aws:cloudformation:{REGION}:{ACCOUNT}:stack/doctable-items-stg/*"
     assert {s["Sid"]: s for s in document["Statement"]}["ReadStack"]["Resource"] == [stack]
-    # AND stderr says what its bucket pattern covers
-    assert "doctable-items*" in err
+    # AND its S3 statements name the environment's two buckets exactly, from the settings alone, and stderr says so
+    buckets = {f"items-stg-{ACCOUNT}-{REGION}-{kind}" for kind in ("blobs", "failures")}
+    assert s3_buckets(document) == buckets
+    assert "name the environment's buckets exactly" in err and "*" not in "".join(s3_buckets(document))
 
 
 def test_json_names_the_target_and_one_commands_part(

@@ -71,3 +71,41 @@ def test_deploy_promotes_dev_then_stg_then_prod_through_the_gate() -> None:
         )
     assert ["doctable", "deploy", "--env", "dev", "--require-binding", "--json"] in runs(jobs["dev"])
     assert ["doctable", "verify", "--env", "dev"] in runs(jobs["dev"])
+
+
+def test_previews_deploy_per_pull_request_destroy_on_close_and_gc_on_schedule() -> None:
+    workflow = load("previews.yml")
+    assert workflow["on"]["pull_request"] == {"types": ["opened", "synchronize", "reopened", "closed"]}
+    assert "schedule" in workflow["on"]
+    assert workflow["permissions"] == {"contents": "read", "id-token": "write"}
+    jobs = workflow["jobs"]
+    assert list(jobs) == ["deploy", "destroy", "gc"]
+    # the pull-request jobs run in no GitHub environment: their OIDC subject is the pull request's, which the
+    # preview role's trust (`doctable policy ci-trust --preview`) alone accepts
+    assert "environment" not in jobs["deploy"] and "environment" not in jobs["destroy"]
+    assert jobs["gc"]["environment"] == "previews"
+    roles = {
+        name: next(s for s in job["steps"] if s.get("uses", "").startswith(CREDENTIALS_ACTION))["with"]
+        for name, job in jobs.items()
+    }
+    assert (
+        roles["deploy"]["role-to-assume"]
+        == roles["destroy"]["role-to-assume"]
+        == "${{ vars.DOCTABLE_PREVIEW_ROLE_ARN }}"
+    )
+    assert roles["gc"]["role-to-assume"] == "${{ vars.DOCTABLE_PREVIEW_GC_ROLE_ARN }}"
+    assert all("aws-access-key-id" not in r for r in roles.values())
+    # each job runs its preview command: pr-<number> from stg's settings, verified by the deploy's own path
+    assert runs(jobs["deploy"])[-1] == [
+        "doctable", "preview", "deploy", "$PR_NUMBER", "--from", "stg", "--expires", "72h", "--json",
+    ]  # fmt: skip
+    assert "--no-verify" not in runs(jobs["deploy"])[-1]
+    assert jobs["deploy"]["env"]["PR_NUMBER"] == "${{ github.event.pull_request.number }}"
+    assert runs(jobs["destroy"])[-1][:4] == ["doctable", "preview", "destroy", "$PR_NUMBER"]
+    assert runs(jobs["gc"])[-1][:3] == ["doctable", "preview", "gc"]
+    # nothing a pull request runs deploys or tears down a declared environment
+    for job in jobs.values():
+        for command in runs(job):
+            assert command[:2] != ["doctable", "deploy"] and command[:2] != ["doctable", "teardown"]
+    assert "closed" not in jobs["deploy"]["if"].replace("!= 'closed'", "")
+    assert "== 'closed'" in jobs["destroy"]["if"]

@@ -1,0 +1,351 @@
+"""A team's own stream consumers, declared per environment in the settings file beside the table:
+
+    [environments.prod.subscribers.search]
+    handler = "subscribers/search.py:handler"        # a file relative to doctable.toml's folder, and its function
+    filters = ['{"eventName": ["INSERT", "MODIFY"]}'] # Lambda filter patterns (JSON), OR-ed; none: every record
+    batch_size = 100                                 # the mapping's and the function's options, as the consumer's
+    source = "dynamodb"                              # or "kinesis": the table's Kinesis destination
+    per_record = false                               # true: one call per record, an exception fails that record
+    grants = ["table:read", "blobs:read"]            # what it may touch; or {resource = "arn:...", actions = [...]}
+    [environments.prod.subscribers.search.environment]
+    SEARCH_TABLE = "search-prod"                     # never a secret: an SSM parameter or Secrets Manager ARN
+
+An environment that declares ``subscribers`` declares its whole set; otherwise it takes ``[defaults]``'s.
+Each subscriber gets its own function running doctable's wrapper (functions/subscriber_runtime/), role, log
+group, tagged event-source mapping and failure destination (infra/subscribers.py). Standard library only.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SUBSCRIBERS = "subscribers"
+NAME_RE = re.compile(r"^[a-z][a-z0-9-]*$")
+NAME_MAX = 20  # its resources are named <stack>-<name>-...: the stack name keeps the room it needs
+HANDLER_RE = re.compile(r"^(?P<file>[A-Za-z0-9_./-]+\.py):(?P<function>[A-Za-z_][A-Za-z0-9_]*)$")
+SOURCE_DYNAMODB, SOURCE_KINESIS = "dynamodb", "kinesis"
+SOURCES = (SOURCE_DYNAMODB, SOURCE_KINESIS)
+# An event-source mapping takes up to 5 filter patterns, OR-ed (Lambda's quota; it can be raised to 10).
+MAX_FILTERS = 5
+# What a DynamoDB stream record carries, top level and under `dynamodb` (Lambda's event for DynamoDB Streams).
+RECORD_FIELDS = frozenset(
+    {"eventID", "eventName", "eventVersion", "eventSource", "awsRegion", "eventSourceARN", "dynamodb",
+     "userIdentity"}
+)  # fmt: skip
+DYNAMODB_FIELDS = frozenset(
+    {"ApproximateCreationDateTime", "Keys", "NewImage", "OldImage", "SequenceNumber", "SizeBytes",
+     "StreamViewType"}
+)  # fmt: skip
+# The grants a subscriber may declare by name: the table and the blob bucket of its own environment.
+GRANTS = {
+    "table:read": ("table", ("dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query")),
+    "table:write": ("table", ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")),
+    "blobs:read": ("blobs", ("s3:GetObject",)),
+    "blobs:write": ("blobs", ("s3:PutObject", "s3:DeleteObject")),
+}
+ARN_RE = re.compile(r"^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:(\d{12})?:.+$")
+ACTION_RE = re.compile(r"^[a-z0-9-]+:[A-Za-z0-9]+$")  # one action, no wildcard
+# Options a subscriber takes, checked with the consumer's knob of the same name (contract/knobs.py).
+MAPPING_OPTIONS = (
+    "batch_size", "batching_window", "parallelization_factor", "max_retries", "max_record_age", "starting_position",
+)  # fmt: skip
+FUNCTION_OPTIONS = ("memory", "timeout", "architecture")
+OPTIONS = (*MAPPING_OPTIONS, *FUNCTION_OPTIONS)
+FIELDS = ("handler", "filters", "source", "per_record", "grants", "environment", "requirements", *OPTIONS)
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+SECRET_NAME_RE = re.compile(r"(SECRET|PASSWORD|PASSWD|TOKEN|API_?KEY|PRIVATE_?KEY|CREDENTIAL)", re.IGNORECASE)
+SECRET_VALUE_RE = re.compile(r"^(AKIA|ASIA)[0-9A-Z]{16}$|-----BEGIN [A-Z ]*PRIVATE KEY-----")
+REFERENCE_RE = re.compile(r"^(arn:aws[a-z-]*:(ssm|secretsmanager):|\{\{resolve:(ssm|secretsmanager)|ssm:/)")
+RESERVED_ENV = re.compile(r"^(AWS_|LAMBDA_|_HANDLER$|DOCTABLE_|POWERTOOLS_)")
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What a subscriber's role may do: ``actions`` on ``resource`` ("table", "blobs" or an ARN)."""
+
+    resource: str
+    actions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SubscriberSpec:
+    """One declared subscriber: its handler, filters, source, options, environment and grants."""
+
+    name: str
+    handler_file: str  # relative to the settings file's folder
+    function: str
+    filters: tuple[str, ...] = ()  # canonical JSON of each pattern
+    source: str = SOURCE_DYNAMODB
+    per_record: bool = False
+    options: tuple[tuple[str, str], ...] = ()  # (option, value as the knob's text), as declared
+    environment: tuple[tuple[str, str], ...] = ()
+    grants: tuple[Grant, ...] = ()
+    declaration: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    # The handler file's absolute path, known when read from the settings file (not from a stack's record).
+    path: str = field(default="", compare=False, hash=False, repr=False)
+
+    @property
+    def module(self) -> str:
+        """The handler file's module name, as the function's asset holds it (``subscriber_code.<stem>``)."""
+        return Path(self.handler_file).stem
+
+    def option(self, name: str) -> str | None:
+        return dict(self.options).get(name)
+
+    @property
+    def reads_kinesis(self) -> bool:
+        return self.source == SOURCE_KINESIS
+
+
+def _where(where: str, name: str) -> str:
+    return f"{where} subscriber {name!r}".lstrip()
+
+
+def _check_handler(
+    problems: list[str], at: str, value: Any, base: Path | None
+) -> tuple[str, str, str] | None:
+    match = HANDLER_RE.match(value) if isinstance(value, str) else None
+    if match is None:
+        problems.append(f"{at}: handler = {value!r} is malformed; allowed: \"<file>.py:<function>\", the file "
+                        "relative to the settings file's folder")  # fmt: skip
+        return None
+    file, function = match["file"], match["function"]
+    if not Path(file).stem.isidentifier():
+        problems.append(f"{at}: handler file {file}: its name must be a Python module's (letters, digits and _, "
+                        "not starting with a digit)")  # fmt: skip
+        return None
+    if base is None:  # read back from a stack's record: the file was checked when it was deployed
+        return file, function, ""
+    path = (base / file).resolve()
+    if not path.is_file():
+        problems.append(f"{at}: handler file {file} not found (looked in {base}); allowed: a .py file relative "
+                        "to the settings file's folder")  # fmt: skip
+        return None
+    try:
+        tree = ast.parse(path.read_text(), filename=str(path))
+    except (SyntaxError, UnicodeDecodeError, ValueError) as exc:
+        problems.append(f"{at}: handler file {file} is not valid Python ({exc.__class__.__name__}: {exc})")
+        return None
+    defined = sorted(n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    if function not in defined:
+        problems.append(f"{at}: handler function {function} is not defined in {file}; the file defines: "
+                        f"{', '.join(defined) or 'no function'}")  # fmt: skip
+        return None
+    return file, function, str(path)
+
+
+def _check_pattern_fields(pattern: Mapping[str, Any]) -> list[str]:
+    """The fields a pattern names that a DynamoDB stream record lacks."""
+    unknown = [f for f in pattern if f not in RECORD_FIELDS]
+    inner = pattern.get("dynamodb")
+    if isinstance(inner, Mapping):
+        unknown += [f"dynamodb.{f}" for f in inner if f not in DYNAMODB_FIELDS]
+    return unknown
+
+
+def _check_filters(problems: list[str], at: str, value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        problems.append(f"{at}: filters must be an array of JSON strings (Lambda filter patterns)")
+        return ()
+    if len(value) > MAX_FILTERS:
+        problems.append(f"{at}: {len(value)} filters; allowed: at most {MAX_FILTERS} (an event-source "
+                        "mapping's filter patterns, OR-ed)")  # fmt: skip
+        return ()
+    patterns = []
+    for text in value:
+        try:
+            pattern = json.loads(text)
+        except ValueError:
+            pattern = None
+        if not isinstance(pattern, dict) or not pattern:
+            problems.append(f"{at}: filter {text!r} is not a JSON object; allowed: a Lambda filter pattern such "
+                            "as '{\"eventName\": [\"INSERT\"]}'")  # fmt: skip
+            continue
+        unknown = _check_pattern_fields(pattern)
+        if unknown:
+            problems.append(f"{at}: filter {text!r} names {', '.join(unknown)}, which DynamoDB stream records "
+                            f"lack; allowed fields: {', '.join(sorted(RECORD_FIELDS))} and, under dynamodb, "
+                            f"{', '.join(sorted(DYNAMODB_FIELDS))}")  # fmt: skip
+            continue
+        patterns.append(json.dumps(pattern, sort_keys=True, separators=(",", ":")))
+    return tuple(patterns)
+
+
+def _check_grants(problems: list[str], at: str, value: Any) -> tuple[Grant, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        problems.append(f"{at}: grants must be an array; allowed: {', '.join(GRANTS)} or "
+                        "{resource = \"arn:...\", actions = [\"service:Action\"]}")  # fmt: skip
+        return ()
+    grants = []
+    for item in value:
+        if isinstance(item, str) and item in GRANTS:
+            resource, actions = GRANTS[item]
+            grants.append(Grant(resource, actions))
+        elif isinstance(item, dict) and set(item) == {"resource", "actions"}:
+            resource, actions = item["resource"], item["actions"]
+            if not isinstance(resource, str) or not ARN_RE.match(resource) or "*" in resource:
+                problems.append(
+                    f"{at}: grant resource {resource!r} is not one ARN; allowed: an ARN without *"
+                )
+            elif (
+                not isinstance(actions, list)
+                or not actions
+                or not all(isinstance(a, str) and ACTION_RE.match(a) for a in actions)
+            ):
+                problems.append(f"{at}: grant actions {actions!r} are not service:Action names; allowed: an "
+                                "array of actions without *")  # fmt: skip
+            else:
+                grants.append(Grant(resource, tuple(actions)))
+        else:
+            problems.append(f"{at}: grant {item!r} does not exist; allowed: {', '.join(GRANTS)} or "
+                            "{resource = \"arn:...\", actions = [\"service:Action\"]}")  # fmt: skip
+    return tuple(grants)
+
+
+def _check_environment(problems: list[str], at: str, value: Any) -> tuple[tuple[str, str], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        problems.append(f"{at}: environment must be a table of strings")
+        return ()
+    found = []
+    for key, text in value.items():
+        if not ENV_NAME_RE.match(key) or RESERVED_ENV.match(key):
+            problems.append(f"{at}: environment variable {key!r} is not allowed; allowed: a name of letters, "
+                            "digits and _ not starting with AWS_, LAMBDA_, DOCTABLE_ or POWERTOOLS_")  # fmt: skip
+        elif SECRET_VALUE_RE.search(text) or (SECRET_NAME_RE.search(key) and not REFERENCE_RE.match(text)):
+            problems.append(f"{at}: environment variable {key} looks like a secret written in the file; allowed: "
+                            "a reference (an SSM parameter or Secrets Manager ARN, granted to the subscriber "
+                            "with grants), never the secret itself in a committed file")  # fmt: skip
+        else:
+            found.append((key, text))
+    return tuple(sorted(found))
+
+
+def parse_subscriber(
+    problems: list[str], where: str, name: str, data: Any, base: Path | None, check_option: Any
+) -> SubscriberSpec | None:
+    """One ``[<section>.subscribers.<name>]`` table; ``check_option(problems, option, value)`` parses an option
+    as the consumer's knob of the same name (returning its text, or None with a problem)."""
+    at = _where(where, name)
+    if not NAME_RE.match(name) or len(name) > NAME_MAX:
+        problems.append(
+            f"{at}: the name is not allowed; allowed: [a-z][a-z0-9-]*, at most {NAME_MAX} characters"
+        )
+        return None
+    if not isinstance(data, dict):
+        problems.append(f"{at}: expected a table of the subscriber's settings")
+        return None
+    unknown = sorted(set(data) - set(FIELDS))
+    if unknown:
+        problems.append(
+            f"{at}: {', '.join(unknown)} is not a subscriber setting; allowed: {', '.join(FIELDS)}"
+        )
+        return None
+    if "requirements" in data:
+        problems.append(f"{at}: requirements are not installed yet (a wheelhouse per function platform is not "
+                        "built); allowed: a handler that imports the standard library, boto3 and Powertools")  # fmt: skip
+        return None
+    handler = _check_handler(problems, at, data.get("handler"), base)
+    source = data.get("source", SOURCE_DYNAMODB)
+    if source not in SOURCES:
+        problems.append(f"{at}: source = {source!r} is not allowed; allowed: {'|'.join(SOURCES)}")
+    per_record = data.get("per_record", False)
+    if not isinstance(per_record, bool):
+        problems.append(f"{at}: per_record = {per_record!r} is not allowed; allowed: true|false")
+    options = []
+    for option in OPTIONS:
+        if option in data:
+            text = check_option(problems, f"{at}: {option}", option, data[option])
+            if text is not None:
+                options.append((option, text))
+    spec = SubscriberSpec(
+        name=name,
+        handler_file=handler[0] if handler else "",
+        function=handler[1] if handler else "",
+        filters=_check_filters(problems, at, data.get("filters")),
+        source=source,
+        per_record=per_record is True,
+        options=tuple(options),
+        environment=_check_environment(problems, at, data.get("environment")),
+        grants=_check_grants(problems, at, data.get("grants")),
+        declaration=dict(data),
+        path=handler[2] if handler else "",
+    )
+    return spec if handler else None
+
+
+def parse_subscribers(
+    problems: list[str], where: str, data: Any, base: Path | None, check_option: Any
+) -> tuple[SubscriberSpec, ...]:
+    """The ``subscribers`` table of one section: name -> its table."""
+    if not isinstance(data, dict):
+        problems.append(
+            f"{where}: subscribers must be a table of [<section>.subscribers.<name>] tables".lstrip(": ")
+        )
+        return ()
+    specs = [
+        parse_subscriber(problems, where, name, table, base, check_option) for name, table in data.items()
+    ]
+    return tuple(spec for spec in specs if spec is not None)
+
+
+def subscribers_record(specs: tuple[SubscriberSpec, ...]) -> str:
+    """The declarations as a stack records them (compact JSON of name -> declaration, sorted)."""
+    return json.dumps({s.name: dict(s.declaration) for s in specs}, sort_keys=True, separators=(",", ":"))
+
+
+def direct_readers(specs: tuple[SubscriberSpec, ...]) -> list[str]:
+    """The subscribers that read the table's DynamoDB stream themselves (each one of its shard's readers)."""
+    return [s.name for s in specs if s.source == SOURCE_DYNAMODB]
+
+
+# A DynamoDB stream shard has at most two simultaneous readers on a single-region table (more are throttled:
+# "More than 2 processes are reading from the same streams shard"), one on a global table (Streams quotas in
+# the DynamoDB developer guide). Beyond that, the table's Kinesis destination fans out.
+STREAM_READERS_MAX = 2
+GLOBAL_STREAM_READERS_MAX = 1
+
+
+def check_subscribers(
+    problems: list[str],
+    specs: tuple[SubscriberSpec, ...],
+    *,
+    stream_on: bool,
+    kinesis_on: bool,
+    is_global: bool,
+    consumer_reads_stream: bool,
+) -> None:
+    """The rules across a table's subscribers: what each source needs, and the stream's reader limit."""
+    if specs and is_global:
+        problems.append(
+            f"subscribers ({', '.join(s.name for s in specs)}) on a global table are not supported yet: the "
+            "cleanup consumer is already the one reader AWS recommends per replica stream, and Kinesis is not "
+            "available with replicas; allowed: no subscribers with replicas"
+        )
+        return
+    for spec in specs:
+        if spec.reads_kinesis and not kinesis_on:
+            problems.append(f"subscriber {spec.name!r}: source = \"kinesis\" needs the table's Kinesis destination; "
+                            "allowed: kinesis=on (or a stream ARN), or source = \"dynamodb\"")  # fmt: skip
+        if not spec.reads_kinesis and not stream_on:
+            problems.append(f"subscriber {spec.name!r}: source = \"dynamodb\" needs the table's stream; allowed: "
+                            "stream=new-and-old, or source = \"kinesis\"")  # fmt: skip
+    direct = direct_readers(specs)
+    readers = len(direct) + (1 if consumer_reads_stream else 0)
+    if readers > STREAM_READERS_MAX:
+        problems.append(
+            f"{readers} readers of the table's DynamoDB stream ({'the cleanup consumer, ' if consumer_reads_stream else ''}"
+            f"{', '.join(direct)}); allowed: at most {STREAM_READERS_MAX} per shard (more are throttled): read the "
+            'others from the Kinesis destination (source = "kinesis" with kinesis=on)'
+        )
