@@ -33,7 +33,7 @@ from bench.figures import figure as _figure
 from bench.table import render, render_fullshard, render_plan_check
 
 RESULTS = BENCH_DIR / "results.json"
-SECTIONS = ("throughput", "fullshard", "client", "coldstart", "e2e", "size")
+SECTIONS = ("throughput", "fullshard", "client", "coldstart", "subscriber", "e2e", "size")
 SCHEMA = 1
 
 SVG = BENCH_DIR / "results.svg"
@@ -79,6 +79,16 @@ def build_figures(sections: dict[str, Any]) -> list[dict[str, Any]]:
         figures.extend(cold_figures(cold))
     elif cold is not None:
         figures.append(_skipped("cold_start_remove_ms", "Cold start", cold.get("skipped", "not run")))
+
+    sub = sections.get("subscriber")
+    if sub and not sub.get("skipped"):
+        from bench.subscriber import subscriber_figures
+
+        figures.extend(subscriber_figures(sub))
+    elif sub is not None:
+        figures.append(
+            _skipped("subscriber_cold_start_ms", "Subscriber wrapper", sub.get("skipped", "not run"))
+        )
 
     e2e = sections.get("e2e")
     if e2e is not None:
@@ -219,6 +229,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--client-puts", type=int, default=20, help="client section: puts per writer (20)")
     parser.add_argument(
+        "--subscriber-rounds", type=int, default=200, help="subscriber section: batches per CPU process (200)"
+    )
+    parser.add_argument(
         "--only",
         default=",".join(SECTIONS),
         help=f"comma-separated sections to run (of {','.join(SECTIONS)})",
@@ -238,6 +251,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.batch_sizes, args.repeats, args.s3_ms = (10, 30), 1, 20.0
         args.cold_runs, args.singles, args.burst = 3, 3, 20
         args.fullshard_writes, args.fullshard_seconds, args.client_puts = 200, 1.0, 3
+        args.subscriber_rounds = 20
     unknown = sorted({s.strip() for s in args.only.split(",") if s.strip()} - set(SECTIONS))
     if unknown:
         parser.error(f"--only: unknown section(s) {','.join(unknown)}; allowed: {','.join(SECTIONS)}")
@@ -311,6 +325,14 @@ def main(argv: list[str] | None = None) -> int:
             lambda: __import__("bench.coldstart", fromlist=["run"]).run(args.cold_runs),
         ),
         (
+            "subscriber",
+            f"subscriber wrapper: {args.cold_runs} cold starts x 4 handlers, CPU per record over "
+            f"{args.subscriber_rounds} batches of 100, wrapper and handler alone",
+            lambda: __import__("bench.subscriber", fromlist=["run"]).run(
+                args.cold_runs, rounds=args.subscriber_rounds, repeats=args.repeats
+            ),
+        ),
+        (
             "e2e",
             f"end-to-end on the local AWS: {args.singles} singles + {args.burst:,} burst",
             lambda: __import__("bench.e2e", fromlist=["run"]).run(args.singles, args.burst),
@@ -355,6 +377,7 @@ def main(argv: list[str] | None = None) -> int:
             "fullshard_writes": args.fullshard_writes,
             "fullshard_seconds": args.fullshard_seconds,
             "client_puts": args.client_puts,
+            "subscriber_rounds": args.subscriber_rounds,
             "sections": sorted(wanted),
             "variants": list(args.variants) if args.variants else None,
             "quick": args.quick,

@@ -16,15 +16,19 @@ from aws_cdk import (
     Tags,
     Validations,
 )
+from aws_cdk import aws_s3 as s3
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
 from contract import names
 from contract.knobs import ConfigError, DocTableConfig
+from contract.subscribers import SubscriberSpec
 from infra.alarms import ConsumerAlarms
 from infra.checkov import CheckovSkips
 from infra.consumer import StreamConsumer
 from infra.replica_stack import REPLICA_STREAMS_CONTEXT, replica_stacks, replica_streams
+from infra.subscribers import Subscriber, subscriber_id
+from infra.subscribers import outputs as subscriber_outputs
 from infra.table import DocumentTable
 
 
@@ -40,8 +44,10 @@ class DocTableStack(Stack):
         doc_table = DocumentTable(self, names.ID_TABLE, config=config)
         self._table_outputs(config, doc_table)
         self.consumer: StreamConsumer | None = None
+        self.alarms: ConsumerAlarms | None = None
         if config.has_mapping:
             self.consumer = self._consumer(config, doc_table)
+        self.subscribers = [self._subscriber(config, doc_table, spec) for spec in config.subscribers]
         self._output(
             names.OUT_KNOBS,
             config.deployed_record(),
@@ -133,6 +139,30 @@ class DocTableStack(Stack):
             mapping_uuid=consumer.mapping.ref,
         )
         self._output(names.OUT_ALARM_TOPIC_ARN, alarms.topic.topic_arn, "Subscribe operators here")
+        self.alarms = alarms
+
+    def _subscriber(
+        self, config: DocTableConfig, doc_table: DocumentTable, spec: SubscriberSpec
+    ) -> Subscriber:
+        """A team's subscriber beside the consumer (infra/subscribers.py), and its outputs."""
+        blob_bucket = self.consumer.blob_bucket if self.consumer is not None else None
+        if blob_bucket is None and config.blob_bucket:
+            blob_bucket = s3.Bucket.from_bucket_name(
+                self, f"SubscriberBlobBucket{subscriber_id(spec.name)}", config.blob_bucket
+            )
+        subscriber = Subscriber(
+            self,
+            f"Subscriber{subscriber_id(spec.name)}",
+            config=config,
+            spec=spec,
+            table=doc_table.table,
+            blob_bucket=blob_bucket,
+            change_stream=doc_table.change_stream,
+            topic=self.alarms.topic if self.alarms is not None else None,
+        )
+        for key, (value, what) in subscriber_outputs(subscriber).items():
+            self._output(key, value, f"Subscriber {spec.name}'s {what}")
+        return subscriber
 
     def _output(self, key: str, value: str, description: str) -> None:
         CfnOutput(self, key, value=value, description=description)

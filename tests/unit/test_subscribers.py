@@ -1,0 +1,209 @@
+"""Subscribers declared in the settings file (contract/subscribers.py, resolved by contract/knobs.py): what a
+declaration becomes, what a stack records of it, and every bad input as one problem naming the subscriber and
+what is allowed; the stream's reader limit."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contract.knobs import ConfigError, resolve_config, subscribers_of_record
+from contract.settings import resolve_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+HANDLER = "examples/subscribers/search.py:handler"
+STREAM = {"stream": "new-and-old"}
+
+
+def resolve(subscribers: dict[str, Any], **knobs: str) -> Any:
+    return resolve_config(context={**STREAM, **knobs}, environ={}, subscribers=subscribers, settings_dir=ROOT)
+
+
+def problems(subscribers: dict[str, Any], **knobs: str) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        resolve(subscribers, **knobs)
+    return caught.value.problems
+
+
+def test_a_declaration_becomes_a_subscriber_with_its_options() -> None:
+    config = resolve(
+        {
+            "search": {
+                "handler": HANDLER,
+                "filters": ['{"eventName": ["INSERT", "MODIFY"]}'],
+                "batch_size": 25,
+                "memory": 256,
+                "grants": ["table:read", "blobs:read"],
+                "environment": {"SEARCH_TABLE": "search-dev"},
+            }
+        }
+    )
+    (spec,) = config.subscribers
+    assert (spec.name, spec.handler_file, spec.function, spec.module) == (
+        "search", "examples/subscribers/search.py", "handler", "search"
+    )  # fmt: skip
+    assert spec.filters == ('{"eventName":["INSERT","MODIFY"]}',)
+    assert dict(spec.options) == {"batch_size": "25", "memory": "256"}
+    assert [g.resource for g in spec.grants] == ["table", "blobs"]
+    assert spec.environment == (("SEARCH_TABLE", "search-dev"),)
+    assert spec.path == str(ROOT / "examples/subscribers/search.py")
+
+
+def test_the_stack_records_the_declarations_and_reads_them_back() -> None:
+    config = resolve({"search": {"handler": HANDLER, "batch_size": 25}})
+    record = config.deployed_record()
+    again = resolve_config(context={**STREAM}, environ={}, subscribers=subscribers_of_record(record))
+    assert again.subscribers == config.subscribers
+    assert json.loads(json.loads(record)["subscribers"]) == {"search": {"handler": HANDLER, "batch_size": 25}}
+
+
+def test_an_environment_declaring_subscribers_replaces_the_defaults(tmp_path: Path) -> None:
+    (tmp_path / "subscribers").mkdir()
+    (tmp_path / "subscribers" / "audit.py").write_text("def handler(event, context):\n    return None\n")
+    path = tmp_path / "doctable.toml"
+    path.write_text(
+        '[defaults]\nstream = "new-and-old"\n[defaults.subscribers.audit]\nhandler = "subscribers/audit.py:handler"\n'
+        '[environments.dev]\ntier = "dev"\n[environments.stg]\ntier = "stg"\n[environments.stg.subscribers]\n'
+    )
+    dev = resolve_settings({"env": "dev"}, {}, config_path=path).config
+    stg = resolve_settings({"env": "stg"}, {}, config_path=path).config
+    assert [s.name for s in dev.subscribers] == ["audit"] and stg.subscribers == ()
+
+
+@pytest.mark.parametrize(
+    ("subscribers", "knobs", "expected"),
+    [
+        (
+            {"Search": {"handler": HANDLER}},
+            {},
+            "subscriber 'Search': the name is not allowed; allowed: [a-z][a-z0-9-]*",
+        ),
+        (
+            {"search": {"handler": "search.py"}},
+            {},
+            "handler = 'search.py' is malformed; allowed: \"<file>.py:<function>\"",
+        ),
+        ({"search": {"handler": "nope/missing.py:handler"}}, {}, "handler file nope/missing.py not found"),
+        (
+            {"search": {"handler": "examples/subscribers/search.py:handle"}},
+            {},
+            "handler function handle is not defined in examples/subscribers/search.py; the file defines: ",
+        ),
+        ({"search": {"handler": HANDLER, "filters": ["INSERT"]}}, {}, "filter 'INSERT' is not a JSON object"),
+        (
+            {"search": {"handler": HANDLER, "filters": ['{"eventname": ["INSERT"]}']}},
+            {},
+            "names eventname, which DynamoDB stream records lack",
+        ),
+        (
+            {"search": {"handler": HANDLER, "filters": ['{"dynamodb": {"NewImages": {}}}']}},
+            {},
+            "names dynamodb.NewImages, which DynamoDB stream records lack",
+        ),
+        (
+            {"search": {"handler": HANDLER, "filters": [f'{{"eventName": ["E{i}"]}}' for i in range(6)]}},
+            {},
+            "6 filters; allowed: at most 5",
+        ),
+        (
+            {"search": {"handler": HANDLER, "grants": ["table:admin"]}},
+            {},
+            "grant 'table:admin' does not exist",
+        ),
+        (
+            {
+                "search": {
+                    "handler": HANDLER,
+                    "grants": [
+                        {"resource": "arn:aws:sqs:us-east-1:123456789012:*", "actions": ["sqs:SendMessage"]}
+                    ],
+                }
+            },
+            {},
+            "is not one ARN; allowed: an ARN without *",
+        ),
+        (
+            {"search": {"handler": HANDLER, "batch_size": 0}},
+            {},
+            "subscriber 'search': batch_size: batch_size='0' is out of range",
+        ),
+        (
+            {"search": {"handler": HANDLER, "memory": "lots"}},
+            {},
+            "subscriber 'search': memory: memory='lots'",
+        ),
+        (
+            {"search": {"handler": HANDLER, "environment": {"DB_PASSWORD": "hunter2"}}},
+            {},
+            "environment variable DB_PASSWORD looks like a secret written in the file",
+        ),
+        (
+            {"search": {"handler": HANDLER, "environment": {"KEY": "AKIAABCDEFGHIJKLMNOP"}}},
+            {},
+            "environment variable KEY looks like a secret written in the file",
+        ),
+        (
+            {"search": {"handler": HANDLER, "environment": {"AWS_REGION": "x"}}},
+            {},
+            "environment variable 'AWS_REGION' is not allowed",
+        ),
+        (
+            {"search": {"handler": HANDLER, "source": "sqs"}},
+            {},
+            "source = 'sqs' is not allowed; allowed: dynamodb|kinesis",
+        ),
+        (
+            {"search": {"handler": HANDLER, "source": "kinesis"}},
+            {},
+            'source = "kinesis" needs the table\'s Kinesis destination',
+        ),
+        (
+            {"search": {"handler": HANDLER, "retries": 3}},
+            {},
+            "retries is not a subscriber setting; allowed: ",
+        ),
+        (
+            {"search": {"handler": HANDLER, "requirements": "requirements.txt"}},
+            {},
+            "requirements are not installed yet",
+        ),
+        (
+            {"a": {"handler": HANDLER}, "b": {"handler": HANDLER}},
+            {},
+            "3 readers of the table's DynamoDB stream (the cleanup consumer, a, b); allowed: at most 2 per shard",
+        ),
+        (
+            {"a": {"handler": HANDLER}},
+            {"replicas": "us-west-2", "region": ""},
+            "on a global table are not supported yet",
+        ),
+    ],
+)
+def test_each_bad_subscriber_is_one_problem_naming_it_and_what_is_allowed(
+    subscribers: dict[str, Any], knobs: dict[str, str], expected: str
+) -> None:
+    knobs = {k: v for k, v in knobs.items() if k != "region"}
+    found = problems(subscribers, **knobs)
+    assert len(found) == 1 and expected in found[0], found
+
+
+def test_the_reader_limit_counts_only_direct_readers() -> None:
+    # GIVEN the cleanup consumer and one direct subscriber (two readers), and two more on the Kinesis destination
+    config = resolve(
+        {
+            "a": {"handler": HANDLER},
+            "b": {"handler": HANDLER, "source": "kinesis"},
+            "c": {"handler": HANDLER, "source": "kinesis"},
+        },
+        kinesis="on",
+    )
+    assert [s.name for s in config.subscribers] == ["a", "b", "c"]
+
+
+def test_a_secret_given_as_a_reference_is_allowed() -> None:
+    arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:search-token"
+    (spec,) = resolve({"search": {"handler": HANDLER, "environment": {"API_TOKEN": arn}}}).subscribers
+    assert spec.environment == (("API_TOKEN", arn),)
