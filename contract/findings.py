@@ -96,6 +96,11 @@ CODES: dict[str, str] = {
     "consumer.cannot_read_stream": "the borrowed consumer's role cannot read the stream",
     "consumer.ok": "the borrowed consumer exists and can read the stream",
     "bucket.leaves_stack": "the blob bucket leaves the stack",
+    # a team's subscribers (contract/subscribers.py)
+    "subscriber.added": "a subscriber is added: its function and mapping are created",
+    "subscriber.removed": "a subscriber is removed: its function and mapping are deleted",
+    "subscriber.replaced": "a subscriber's source or starting position changes: a new mapping replaces its mapping",
+    "subscriber.updated": "a subscriber's filters, batching or function settings change in place",
     "bucket.renamed": "bucket_names changes: the stack's buckets are replaced under new names, the old ones kept",
     # Kinesis
     "kinesis.enabled": "table changes start flowing to a Kinesis data stream",

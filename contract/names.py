@@ -176,6 +176,11 @@ OUT_SUBSCRIBER_MAPPING = "MappingUuid"
 OUT_SUBSCRIBER_FAILURE_BUCKET = "FailureBucketName"
 
 
-def subscriber_output(subscriber_id: str, what: str) -> str:
+def subscriber_id(name: str) -> str:
+    """A subscriber's construct and output id: its name in CamelCase (``search-index`` -> ``SearchIndex``)."""
+    return "".join(part.capitalize() for part in name.split("-"))
+
+
+def subscriber_output(name: str, what: str) -> str:
     """The output key of one of a subscriber's names (``SubscriberSearchFunctionName``)."""
-    return f"Subscriber{subscriber_id}{what}"
+    return f"Subscriber{subscriber_id(name)}{what}"

@@ -45,8 +45,8 @@ def _nag_arn(resource: Any) -> str:
 
 
 def subscriber_id(name: str) -> str:
-    """A subscriber's construct and output id: its name in CamelCase (``search-index`` -> ``SearchIndex``)."""
-    return "".join(part.capitalize() for part in name.split("-"))
+    """A subscriber's construct id (contract.names.subscriber_id: its outputs' too)."""
+    return names.subscriber_id(name)
 
 
 def options(config: DocTableConfig, spec: SubscriberSpec) -> DocTableConfig:
@@ -345,7 +345,7 @@ class Subscriber(Construct):
 
 def outputs(subscriber: Subscriber) -> dict[str, tuple[Any, str]]:
     """The stack outputs of one subscriber, keyed by output id: what verify, logs, invoke and replay read."""
-    sid = subscriber_id(subscriber.spec.name)
+    sid = subscriber.spec.name
     return {
         names.subscriber_output(sid, names.OUT_SUBSCRIBER_FUNCTION): (
             subscriber.function.function_name,

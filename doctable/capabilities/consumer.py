@@ -5,6 +5,7 @@ named another way (bucket_names)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from contract import names
@@ -13,6 +14,7 @@ from contract.knobs import KEY_REUSE_NEVER, OFF, ON, RETAINING_TIERS, DocTableCo
 from contract.shape import consumer_shape
 
 if TYPE_CHECKING:
+    from contract.subscribers import SubscriberSpec
     from doctable.capabilities.protocol import Observed
 
 SUBJECT = "consumer function"
@@ -204,17 +206,76 @@ def _environment_finding(
     )
 
 
+# ------------------------------------------------------------------------------------------- subscribers
+SUBSCRIBER_ADDED, SUBSCRIBER_REMOVED = "subscriber.added", "subscriber.removed"
+SUBSCRIBER_REPLACED, SUBSCRIBER_UPDATED = "subscriber.replaced", "subscriber.updated"
+
+
+def _reads(spec: SubscriberSpec, config: DocTableConfig) -> tuple[str, str]:
+    """What a subscriber's mapping reads and from where: a change of either is a new mapping."""
+    return spec.source, spec.option("starting_position") or config.starting_position
+
+
+def subscriber_findings(deployed: DocTableConfig, target: DocTableConfig) -> list[Finding]:
+    """Each subscriber the deploy adds, removes, replaces (another source or starting position: a new mapping)
+    or updates in place (filters, batching, its function's settings, environment, grants)."""
+    before = {s.name: s for s in deployed.subscribers}
+    after = {s.name: s for s in target.subscribers}
+    found = [
+        Finding(
+            Level.CHANGE, SUBSCRIBER_ADDED, f"subscriber {name}", "absent", after[name].handler_file,
+            "a new function and mapping, reading from its starting position (from LATEST: the changes made before "
+            "its poller settles never reach it)", False, None, name,
+        )
+        for name in sorted(after.keys() - before.keys())
+    ]  # fmt: skip
+    found += [
+        Finding(
+            Level.CHANGE, SUBSCRIBER_REMOVED, f"subscriber {name}", before[name].handler_file, "absent",
+            "its function, mapping and log group are deleted: the changes after this deploy never reach it; its "
+            "failure bucket goes with it (kept, with its failed batches, where the tier keeps data)", True, name, None,
+        )
+        for name in sorted(before.keys() - after.keys())
+    ]  # fmt: skip
+    for name in sorted(before.keys() & after.keys()):
+        was, now = _reads(before[name], deployed), _reads(after[name], target)
+        if was != now:
+            found.append(
+                Finding(
+                    Level.CHANGE, SUBSCRIBER_REPLACED, f"subscriber {name}", "/".join(was), "/".join(now),
+                    "a new mapping replaces its mapping: it skips the changes made while the new one settles, or "
+                    "re-reads what its source still holds", True, list(was), list(now),
+                )
+            )  # fmt: skip
+        elif before[name] != after[name]:
+            found.append(
+                Finding(
+                    Level.CHANGE, SUBSCRIBER_UPDATED, f"subscriber {name}", "deployed declaration", "declared",
+                    "updated in place (its filters, batching, function settings, environment or grants): batches "
+                    "polled after the update run with it", False, name, name,
+                )
+            )  # fmt: skip
+    return found
+
+
 class ConsumerCapability:
     """The built-in consumer's function and blob bucket: findings of a change against the recorded knobs."""
 
     name = "consumer"
     compares_live = False
     codes = frozenset(
-        {CHANGED, REPUBLISHED, PREFIX_CLEANUP_ON, KEY_REUSE_NEVER_CODE, "bucket.leaves_stack", RENAMED}
-    )
+        {
+            CHANGED, REPUBLISHED, PREFIX_CLEANUP_ON, KEY_REUSE_NEVER_CODE, "bucket.leaves_stack", RENAMED,
+            SUBSCRIBER_ADDED, SUBSCRIBER_REMOVED, SUBSCRIBER_REPLACED, SUBSCRIBER_UPDATED,
+        }
+    )  # fmt: skip
 
     def findings(self, observed: Observed) -> list[Finding]:
-        return findings(observed.deployed, observed.target) if observed.deployment.recorded else []
+        if not observed.deployment.recorded:
+            return subscriber_findings(replace(observed.target, subscribers=()), observed.target)
+        return findings(observed.deployed, observed.target) + subscriber_findings(
+            observed.deployed, observed.target
+        )
 
 
 CONSUMER = ConsumerCapability()

@@ -4,6 +4,7 @@ truth a command checks), the settings that would change it, and its ownership ta
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -231,3 +232,23 @@ def table_tags(aws: Aws, table_arn: str) -> dict[str, str]:
 def is_ours(tags: dict[str, str]) -> bool:
     """Made by a doctable stack: the provenance tag says so."""
     return tags.get("ManagedBy") == MANAGED_BY
+
+
+def subscriber_output(deployment: Deployment, name: str, what: str) -> str:
+    """One of subscriber ``name``'s names from the stack's outputs (``names.OUT_SUBSCRIBER_*``); UserError naming
+    the declared subscribers when the deployed knobs declare no such subscriber, or the stack has not made it."""
+    declared = [s.name for s in deployment.config.subscribers]
+    if name not in declared:
+        close = difflib.get_close_matches(name, declared, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UserError(
+            f"stack {deployment.config.stack_name} has no subscriber {name!r}{hint}; declared: "
+            f"{', '.join(declared) or 'none'} (subscribers are declared in the settings file and deployed)"
+        )
+    value = deployment.out(names.subscriber_output(name, what))
+    if not value:
+        raise UserError(
+            f"stack {deployment.config.stack_name} has no {names.subscriber_output(name, what)} output: deploy the "
+            f"subscriber {name!r} first (doctable deploy --env {deployment.config.env})"
+        )
+    return value

@@ -23,7 +23,7 @@ from contract import names
 from contract.knobs import STREAM_NEW_AND_OLD, STREAM_VIEW_TYPES
 from doctable.core.answers import arn_region, call_or_none
 from doctable.core.command import add_command, connect, print_json
-from doctable.core.deployment import Deployment, require_deployed
+from doctable.core.deployment import Deployment, require_deployed, subscriber_output
 from doctable.core.errors import EXIT_FAILED, EXIT_OK, UserError
 from doctable.core.render import Progress
 from doctable.operate.logs import PROOF_MARK, marked
@@ -247,7 +247,11 @@ def cmd_invoke(args: argparse.Namespace) -> int:
     if args.dry_run:
         print_json(event)
         return EXIT_OK
-    function = consumer_target(aws, deployment)
+    function = (
+        subscriber_output(deployment, args.subscriber, names.OUT_SUBSCRIBER_FUNCTION)
+        if args.subscriber
+        else consumer_target(aws, deployment)
+    )
     progress.say(f"invoking {function} with {len(event['Records'])} record(s) (RequestResponse)")
     result = invoke_consumer(aws.client("lambda"), function, event)
     if args.json:
@@ -303,6 +307,9 @@ def register(sub: Any) -> None:
     what.add_argument("--event", choices=list(EVENT_NAMES), help="the change to build a record of")
     what.add_argument(
         "--file", metavar="EVENT.json", help="send this event as it is (a JSON object with a Records list)"
+    )
+    invoke.add_argument(
+        "--subscriber", metavar="NAME", help="invoke this subscriber's function (through its wrapper) instead"
     )
     invoke.add_argument("--pk", metavar="PK", help="the item's partition key (with --event)")
     invoke.add_argument("--sk", metavar="SK", help="the item's sort key (with --event)")

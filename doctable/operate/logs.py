@@ -21,7 +21,7 @@ from botocore.exceptions import ClientError
 from contract import names
 from doctable.core.answers import is_not_found
 from doctable.core.command import add_command, connect, print_json
-from doctable.core.deployment import require_deployed
+from doctable.core.deployment import require_deployed, subscriber_output
 from doctable.core.errors import UserError
 from doctable.core.render import Progress
 from doctable.verify.proof import parse_proof_line
@@ -251,7 +251,11 @@ def cmd_logs(args: argparse.Namespace) -> int:
     since = parse_duration(args.since)
     config, aws, deployment = connect(args)
     require_deployed(deployment)
-    group = consumer_log_group(deployment)
+    group = (
+        subscriber_output(deployment, args.subscriber, names.OUT_SUBSCRIBER_LOG_GROUP)
+        if args.subscriber
+        else consumer_log_group(deployment)
+    )
     start_ms = int((time.time() - since) * 1000)
     progress = Progress("doctable logs", quiet=args.quiet)
     logs = aws.client("logs")
@@ -317,6 +321,11 @@ def register(sub: Any) -> None:
         default=DEFAULT_SINCE,
         metavar="DURATION",
         help=f"how far back to start: {DURATION_FORMS} ({DEFAULT_SINCE})",
+    )
+    logs.add_argument(
+        "--subscriber",
+        metavar="NAME",
+        help="read this subscriber's log group instead of the consumer's (its proof lines name it)",
     )
     logs.add_argument(
         "-f",

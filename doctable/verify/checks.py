@@ -44,6 +44,7 @@ from doctable.verify.record import FAIL, PASS, SKIP, CheckFailed, Row, Skip
 from doctable.verify.replica_delivery import delivery_checks, delivery_rows
 from doctable.verify.replicas import replica_checks, replica_rows
 from doctable.verify.security import security_checks, security_rows
+from doctable.verify.subscribers import subscriber_checks, subscriber_rows
 
 if TYPE_CHECKING:
     from contract.knobs import DocTableConfig
@@ -68,6 +69,7 @@ def expectations(config: DocTableConfig, home_region: str | None = None) -> Expe
         security_rows=tuple(security_rows(security) if security else ()),
         kinesis=tuple(kinesis_rows(config)),
         consumer=tuple(consumer_rows(config)),
+        subscribers=tuple(subscriber_rows(config)),
         replicas=tuple(replica_rows(config)),
         delivery=tuple(delivery_rows(config, home_region)),
     )
@@ -137,6 +139,7 @@ class Verifier:
             "mapping": self._check_mapping,
             "mapping-tags": self._check_mapping_tags,
             **consumer_checks(self.aws, self.deployment),
+            **subscriber_checks(self.aws, self.deployment),
             **replica_checks(self.aws, self.deployment, self._describe),
             "stream-delivery": self._check_delivery,
             "blob-cleanup": self._check_cleanup,

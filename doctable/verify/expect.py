@@ -50,6 +50,7 @@ class Expectations:
     security_rows: Rows = ()  # encryption and resource policy (verify/security.py)
     kinesis: Rows = ()  # the Kinesis rows (verify/kinesis.py)
     consumer: Rows = ()  # the consumer function's row (verify/consumer.py)
+    subscribers: Rows = ()  # a row per subscriber (verify/subscribers.py)
     replicas: Rows = ()  # a global table's rows (verify/replicas.py)
     delivery: Rows = ()  # a global table's nudges (verify/replica_delivery.py)
 
@@ -79,6 +80,7 @@ class Expectations:
             ("mapping", "mapping enabled", "Enabled, on its declared source, → the consumer"),
             ("mapping-tags", "mapping tags", self.tags_text),
             *self.consumer,
+            *self.subscribers,
             *self.replicas,
             (
                 "stream-delivery",

@@ -163,3 +163,37 @@ def test_an_insert_reaches_the_subscriber_and_a_filtered_remove_does_not(local_a
     lines = proof_lines(local_aws, group)
     assert not any(events(p, "REMOVE") for p in lines), [p["event_names"] for p in lines]
     assert ddb.get_item(TableName=SEARCH_TABLE, Key=key).get("Item") is not None
+
+
+def test_logs_and_invoke_reach_a_subscriber_by_name(
+    doctable: Callable[..., Result], local_aws: lt.LocalAWS
+) -> None:
+    # WHEN its logs are read  THEN they are its log group's, its proof lines counted
+    logs = doctable("logs", "--env", "dev", "--subscriber", "search", "--since", "1h", "--json")
+    assert logs.code == 0, logs.err
+    report = logs.json()
+    assert (
+        report["log_group"] == outputs(local_aws)["SubscriberSearchLogGroup"] and report["proof_lines"] >= 2
+    )
+    # WHEN a change record is sent to it  THEN its wrapper runs the team's handler: the projection written
+    invoked = doctable(
+        "invoke", "--env", "dev", "--subscriber", "search", "--event", "insert", "--pk", "doc#9", "--sk", "v1"
+    )
+    assert invoked.code == 0, invoked.out + invoked.err
+    item = (
+        local_aws.client("dynamodb")
+        .get_item(TableName=SEARCH_TABLE, Key={"pk": {"S": "doc#9"}, "sk": {"S": "v1"}})
+        .get("Item")
+    )
+    assert item is not None
+    # AND a subscriber the stack does not have is one line naming the declared ones
+    unknown = doctable("logs", "--env", "dev", "--subscriber", "serch")
+    assert unknown.code == 2
+    assert "has no subscriber 'serch' (did you mean 'search'?); declared: search" in unknown.err
+
+
+def test_verify_checks_each_subscriber(doctable: Callable[..., Result]) -> None:
+    result = doctable("verify", "--env", "dev", "--read-only", "--json")
+    assert result.code == 0, result.out + result.err
+    rows = {row["id"]: row for row in result.json()["rows"]}
+    assert rows["subscriber:search"]["result"] == "PASS", rows["subscriber:search"]

@@ -207,3 +207,41 @@ def test_a_secret_given_as_a_reference_is_allowed() -> None:
     arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:search-token"
     (spec,) = resolve({"search": {"handler": HANDLER, "environment": {"API_TOKEN": arn}}}).subscribers
     assert spec.environment == (("API_TOKEN", arn),)
+
+
+# ------------------------------------------------------------------------------------------ day 2
+@pytest.mark.parametrize(
+    ("before", "after", "expected"),
+    [
+        ({}, {"a": {"handler": HANDLER}}, [("subscriber.added", "CHANGE", False)]),
+        ({"a": {"handler": HANDLER}}, {}, [("subscriber.removed", "CHANGE", True)]),
+        (
+            {"a": {"handler": HANDLER}},
+            {"a": {"handler": HANDLER, "starting_position": "latest"}},
+            [("subscriber.replaced", "CHANGE", True)],
+        ),
+        (
+            {"a": {"handler": HANDLER}},
+            {"a": {"handler": HANDLER, "source": "kinesis"}},
+            [("subscriber.replaced", "CHANGE", True)],
+        ),
+        (
+            {"a": {"handler": HANDLER}},
+            {"a": {"handler": HANDLER, "batch_size": 7}},
+            [("subscriber.updated", "CHANGE", False)],
+        ),
+        (
+            {"a": {"handler": HANDLER}},
+            {"a": {"handler": HANDLER, "filters": ['{"eventName": ["INSERT"]}']}},
+            [("subscriber.updated", "CHANGE", False)],
+        ),
+        ({"a": {"handler": HANDLER}}, {"a": {"handler": HANDLER}}, []),
+    ],
+)
+def test_a_subscriber_change_is_a_finding_and_removing_or_replacing_one_goes_through_the_gate(
+    before: dict[str, Any], after: dict[str, Any], expected: list[tuple[str, str, bool]]
+) -> None:
+    from doctable.capabilities.consumer import subscriber_findings
+
+    found = subscriber_findings(resolve(before, kinesis="on"), resolve(after, kinesis="on"))
+    assert [(f.code, f.level.value, f.destructive) for f in found] == expected
