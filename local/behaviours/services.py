@@ -175,8 +175,9 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
     Behaviour(
         id="cloudformation.update-and-rollback",
         service="cloudformation",
-        rule="An update creates replacements first and deletes old resources in the cleanup phase; a failed step "
-        "rolls the stack back to its previous resources (UPDATE_ROLLBACK_FAILED when the rollback fails).",
+        rule="An update creates replacements first and deletes old resources in the cleanup phase (keeping those "
+        "whose DeletionPolicy, or for a replacement UpdateReplacePolicy, is Retain); a failed step rolls the stack "
+        "back to its previous resources (UPDATE_ROLLBACK_FAILED when the rollback fails).",
         source=CFN_GUIDE + "using-cfn-updating-stacks-update-behaviors.html",
         test="tests/integration/test_cfn_updates.py::"
         "test_a_failed_update_deletes_what_it_created_and_restores_what_it_changed",

@@ -99,3 +99,25 @@ def test_a_templates_log_group_keeps_its_retention_and_its_arn_form(cfn: Any) ->
     assert [
         g["retentionInDays"] for g in logs.describe_log_groups(logGroupNamePrefix="/doctable/t")["logGroups"]
     ] == [30]
+
+
+@pytest.mark.parametrize(("policy", "kept"), [("Retain", True), ("Delete", False)])
+def test_a_replaced_resource_is_kept_when_its_update_replace_policy_is_retain(
+    cfn: Any, policy: str, kept: bool
+) -> None:
+    # GIVEN a bucket with its UpdateReplacePolicy  WHEN its name changes (a create-only property: a replacement)
+    def bucket(name: str) -> dict[str, Any]:
+        return {
+            "Bucket": {
+                "Type": "AWS::S3::Bucket",
+                "UpdateReplacePolicy": policy,
+                "Properties": {"BucketName": name},
+            }
+        }
+
+    _deploy(cfn, bucket("doctable-old-name"), {})
+    _deploy(cfn, bucket("doctable-new-name"), {}, update=True)
+    # THEN the new bucket exists, and the old one stays only under Retain (AWS: UpdateReplacePolicy attribute)
+    names = {b["Name"] for b in boto3.client("s3", region_name=REGION).list_buckets()["Buckets"]}
+    assert "doctable-new-name" in names
+    assert ("doctable-old-name" in names) is kept

@@ -7,7 +7,8 @@
   replaced event-source mapping on the same stream and function meets Lambda's 409); a custom-named resource
   that needs replacement (a table with a TableName whose KeySchema or LocalSecondaryIndexes change) fails with
   AWS's message, which names it by that name;
-- removed resources are deleted in the cleanup phase, dependents first (``Retain`` ones are kept);
+- removed resources are deleted in the cleanup phase, dependents first (``Retain`` ones are kept), and so are the
+  old resources of replacements (unless their ``UpdateReplacePolicy`` is ``Retain``);
 - a failed step rolls the update back: created resources are deleted, updated ones are updated back to their
   previous properties, replaced ones get their old resource back; ``UpdateFailed`` then tells the stack
   whether the rollback itself failed (``UPDATE_ROLLBACK_FAILED``, as on AWS);
@@ -272,7 +273,9 @@ def _clean_up(
 ) -> None:
     """Cleanup phase: replaced and removed resources go, dependents first. A failure here is reported as the
     resource's DELETE_FAILED event; the update itself has succeeded (as on AWS)."""
-    doomed = list(reversed(cleanup))
+    # A replaced resource whose UpdateReplacePolicy is Retain stays, outside the stack (as a removed one whose
+    # DeletionPolicy is Retain does).
+    doomed = [entry for entry in reversed(cleanup) if entry[2].get("UpdateReplacePolicy") != "Retain"]
     for name in reversed(_dependency_order(removed, old_json)):
         body = old_json[name]
         resource = rmap._parsed_resources.pop(name, None)
