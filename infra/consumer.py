@@ -15,7 +15,14 @@ from contract import names
 from contract.knobs import DocTableConfig
 from contract.shape import consumer_shape
 from infra import encryption, kinesis
-from infra.consumer_function import RUNTIME, consumer_function, consumer_mapping
+from infra.consumer_function import (
+    RUNTIME,
+    consumer_function,
+    consumer_mapping,
+    keep_failures,
+    stream_reads,
+    write_logs,
+)
 from infra.nag import acknowledge
 
 __all__ = ["RUNTIME", "StreamConsumer"]
@@ -160,11 +167,7 @@ class StreamConsumer(Construct):
         assert self.blob_bucket is not None and self.log_group is not None
         blob_objects = self.blob_bucket.arn_for_objects(f"{config.blob_root}*")
         statements = [
-            iam.PolicyStatement(
-                sid="WriteOwnLogs",
-                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                resources=[self.log_group.log_group_arn],
-            ),
+            write_logs(self.log_group),
             *self._source_statements(),
             # GetObject: the HEAD that observes a dropped blob's ETag and LastModified, which a conditional delete
             # with an ETag needs besides DeleteObject. With blob_key_reuse=never nothing is observed.
@@ -175,16 +178,7 @@ class StreamConsumer(Construct):
                 else ["s3:DeleteObject"],
                 resources=[blob_objects],
             ),
-            iam.PolicyStatement(
-                sid="KeepFailedBatches",
-                actions=["s3:PutObject"],
-                resources=[self.failure_bucket.arn_for_objects("aws/lambda/*")],
-            ),
-            iam.PolicyStatement(
-                sid="LocateFailureBucket",
-                actions=["s3:ListBucket"],
-                resources=[self.failure_bucket.bucket_arn],
-            ),
+            *keep_failures(self.failure_bucket),
         ]
         if config.guards_key_reuse:
             # The records' current items, read (consistently) before a blob is deleted: a key an item lists is kept.
@@ -215,14 +209,7 @@ class StreamConsumer(Construct):
         if self._change_stream is not None:
             # The Kinesis data stream alone; no DynamoDB stream action (with stream=none there is none to read).
             return kinesis.read_statements(self._change_stream, self._change_stream.encryption_key)
-        return [
-            iam.PolicyStatement(
-                sid="ReadOwnStream",
-                actions=["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"],
-                resources=[self.source_arn],
-            ),
-            iam.PolicyStatement(sid="ListStreams", actions=["dynamodb:ListStreams"], resources=["*"]),
-        ]
+        return stream_reads(self.source_arn)
 
     def _acknowledge_role_findings(self, config: DocTableConfig, policy: iam.Policy) -> None:
         """cdk-nag's wildcard findings on the role's policy, each with why it is the narrowest grant."""

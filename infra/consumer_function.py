@@ -14,6 +14,7 @@ from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
@@ -213,3 +214,39 @@ def _bundle_with_powertools() -> Path:
     except OSError:  # another synth staged the same content first
         shutil.rmtree(scratch, ignore_errors=True)
     return stage
+
+
+# ---------------------------------------------------------------------------------- a stream reader's role
+def write_logs(log_group: logs.ILogGroup) -> iam.PolicyStatement:
+    """A function's own log group, and nothing else of CloudWatch Logs."""
+    return iam.PolicyStatement(
+        sid="WriteOwnLogs",
+        actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+        resources=[log_group.log_group_arn],
+    )
+
+
+def keep_failures(failure_bucket: s3.IBucket) -> list[iam.PolicyStatement]:
+    """Lambda writes a mapping's failed batches with the function's role: under aws/lambda/ of its own bucket."""
+    return [
+        iam.PolicyStatement(
+            sid="KeepFailedBatches",
+            actions=["s3:PutObject"],
+            resources=[failure_bucket.arn_for_objects("aws/lambda/*")],
+        ),
+        iam.PolicyStatement(
+            sid="LocateFailureBucket", actions=["s3:ListBucket"], resources=[failure_bucket.bucket_arn]
+        ),
+    ]
+
+
+def stream_reads(stream_arn: str) -> list[iam.PolicyStatement]:
+    """Read one DynamoDB stream (ListStreams has no resource type)."""
+    return [
+        iam.PolicyStatement(
+            sid="ReadOwnStream",
+            actions=["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"],
+            resources=[stream_arn],
+        ),
+        iam.PolicyStatement(sid="ListStreams", actions=["dynamodb:ListStreams"], resources=["*"]),
+    ]

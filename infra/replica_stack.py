@@ -25,7 +25,7 @@ from contract import names
 from contract.knobs import REGION_RE, REPLICA_STREAMS_CONTEXT, ConfigError, DocTableConfig
 from contract.shape import consumer_shape
 from infra.checkov import add_skip
-from infra.consumer_function import consumer_function, consumer_mapping
+from infra.consumer_function import consumer_function, consumer_mapping, write_logs
 from infra.nag import acknowledge
 
 if TYPE_CHECKING:
@@ -127,11 +127,7 @@ class ReplicaConsumerStack(Stack):
             "RolePolicy",
             roles=[role],
             statements=[
-                iam.PolicyStatement(
-                    sid="WriteOwnLogs",
-                    actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                    resources=[log_group.log_group_arn],
-                ),
+                write_logs(log_group),
                 iam.PolicyStatement(
                     sid="ReadReplicaStream", actions=list(STREAM_READ_ACTIONS), resources=[stream_arn]
                 ),

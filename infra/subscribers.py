@@ -29,7 +29,7 @@ from contract.knobs import KNOBS, PROJECT_ROOT, DocTableConfig, resolve_config
 from contract.shape import mapping_shape
 from contract.subscribers import SubscriberSpec
 from infra import encryption, kinesis
-from infra.consumer_function import ARCHITECTURES, RUNTIME
+from infra.consumer_function import ARCHITECTURES, RUNTIME, keep_failures, stream_reads, write_logs
 from infra.nag import acknowledge
 
 ITERATOR_AGE_MS = 10 * 60 * 1000
@@ -138,35 +138,12 @@ class Subscriber(Construct):
         change_stream: kinesis_.IStream | None,
     ) -> list[iam.PolicyStatement]:
         """Its logs, its source, its failure bucket, and its grants: one statement per resource."""
-        statements = [
-            iam.PolicyStatement(
-                sid="WriteOwnLogs",
-                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                resources=[self.log_group.log_group_arn],
-            ),
-            iam.PolicyStatement(
-                sid="KeepFailedBatches",
-                actions=["s3:PutObject"],
-                resources=[self.failure_bucket.arn_for_objects("aws/lambda/*")],
-            ),
-            iam.PolicyStatement(
-                sid="LocateFailureBucket",
-                actions=["s3:ListBucket"],
-                resources=[self.failure_bucket.bucket_arn],
-            ),
-        ]
+        statements = [write_logs(self.log_group), *keep_failures(self.failure_bucket)]
         if spec.reads_kinesis:
             assert change_stream is not None
             statements += kinesis.read_statements(change_stream, change_stream.encryption_key)
         else:
-            statements += [
-                iam.PolicyStatement(
-                    sid="ReadOwnStream",
-                    actions=["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"],
-                    resources=[self.source_arn],
-                ),
-                iam.PolicyStatement(sid="ListStreams", actions=["dynamodb:ListStreams"], resources=["*"]),
-            ]
+            statements += stream_reads(self.source_arn)
         for number, grant in enumerate(spec.grants):
             statements.append(
                 iam.PolicyStatement(
