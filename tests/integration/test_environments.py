@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.support import localaws as lt
-from tests.support.cli import Result, run_doctable
+from tests.support.cli import Result, settings_runner
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
 
@@ -51,18 +51,7 @@ def doctable(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Callable[..., Result]:
     lt.run_cdk(local_aws, ["bootstrap", f"aws://{lt.ACCOUNT}/{EU}"], tmp_path_factory.mktemp("envs-boot"))
-    state = tmp_path_factory.mktemp("envs-state")
-    base = {
-        **local_aws.env,
-        "DOCTABLE_CONFIG": str(settings),
-        "DOCTABLE_STATE_DIR": str(state / "state"),
-        "DOCTABLE_LEDGER_DIR": str(state / "ledger"),
-    }
-
-    def run(*args: str) -> Result:
-        return run_doctable(list(args), env=base, timeout=900)
-
-    return run
+    return settings_runner(local_aws.env, settings, tmp_path_factory.mktemp("envs-state"))
 
 
 def live(aws: lt.LocalAWS, region: str, stack: str, table: str) -> dict[str, Any]:

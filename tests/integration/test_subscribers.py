@@ -19,7 +19,7 @@ import pytest
 from contract import names
 from doctable.verify.proof import parse_proof_line
 from tests.support import localaws as lt
-from tests.support.cli import Result, run_doctable
+from tests.support.cli import Result, settings_runner
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -71,18 +71,7 @@ def doctable(
         ],
         BillingMode="PAY_PER_REQUEST",
     )
-    state = tmp_path_factory.mktemp("subs-state")
-    base = {
-        **local_aws.env,
-        "DOCTABLE_CONFIG": str(settings),
-        "DOCTABLE_STATE_DIR": str(state / "state"),
-        "DOCTABLE_LEDGER_DIR": str(state / "ledger"),
-    }
-
-    def run(*args: str) -> Result:
-        return run_doctable(list(args), env=base, timeout=900)
-
-    return run
+    return settings_runner(local_aws.env, settings, tmp_path_factory.mktemp("subs-state"))
 
 
 def outputs(aws: lt.LocalAWS) -> dict[str, str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,3 +42,21 @@ def run_doctable(
     )  # fmt: skip
     assert "Traceback" not in proc.stderr, proc.stderr
     return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def settings_runner(
+    aws_env: Mapping[str, str], settings: Path, state: Path, *, timeout: float = 900
+) -> Callable[..., Result]:
+    """``run(*args)``: the console script on the local AWS (``aws_env``) with this settings file and its own
+    verify state and ledger under ``state``."""
+    base = {
+        **aws_env,
+        "DOCTABLE_CONFIG": str(settings),
+        "DOCTABLE_STATE_DIR": str(state / "state"),
+        "DOCTABLE_LEDGER_DIR": str(state / "ledger"),
+    }
+
+    def run(*args: str) -> Result:
+        return run_doctable(list(args), env=base, timeout=timeout)
+
+    return run
