@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import CfnDeletionPolicy, CfnElement, RemovalPolicy, Stack
+from aws_cdk import CfnElement, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kinesis as kinesis_
@@ -15,6 +15,7 @@ from contract import names
 from contract.knobs import DocTableConfig
 from contract.shape import consumer_shape
 from infra import encryption, kinesis
+from infra.buckets import private_bucket
 from infra.consumer_function import (
     RUNTIME,
     consumer_function,
@@ -130,31 +131,16 @@ class StreamConsumer(Construct):
         return names.bucket_name(config.table_name, stack.account, stack.region, suffix)
 
     def _build_bucket(self, construct_id: str, removal: RemovalPolicy, bucket_name: str | None) -> s3.Bucket:
-        bucket = s3.Bucket(
+        return private_bucket(
             self,
             construct_id,
+            removal=removal,
             bucket_name=bucket_name,
             encryption=self._bucket_encryption,
-            encryption_key=self._key,
-            # One data key per bucket instead of a KMS request per object (a no-op with S3-managed keys).
-            bucket_key_enabled=self._bucket_encryption != s3.BucketEncryption.S3_MANAGED,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            removal_policy=removal,
-        )
-        # A bucket is replaced only when its name changes (bucket_names): CloudFormation keeps the old one, with
-        # its blobs or failed batches, outside the stack (docs/environments.md says how to move them).
-        cfn_bucket = bucket.node.default_child
-        assert isinstance(cfn_bucket, s3.CfnBucket)
-        cfn_bucket.cfn_options.update_replace_policy = CfnDeletionPolicy.RETAIN
-        acknowledge(
-            bucket,
-            "AwsSolutions::AwsSolutions-S1",
-            "Object-level audit is CloudTrail data events' job; a third bucket for server access "
+            key=self._key,
+            audit_reason="Object-level audit is CloudTrail data events' job; a third bucket for server access "
             "logs per environment would cost more than the blobs it audits.",
         )
-        return bucket
 
     # ------------------------------------------------------------------------------------------------ role
     def _build_policy(self, config: DocTableConfig, role: iam.Role, table: dynamodb.ITable) -> iam.Policy:

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import CfnDeletionPolicy, CfnElement, Duration, RemovalPolicy, Stack
+from aws_cdk import CfnElement, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_dynamodb as dynamodb
@@ -29,6 +29,7 @@ from contract.knobs import KNOBS, PROJECT_ROOT, DocTableConfig, resolve_config
 from contract.shape import mapping_shape
 from contract.subscribers import SubscriberSpec
 from infra import encryption, kinesis
+from infra.buckets import private_bucket
 from infra.consumer_function import ARCHITECTURES, RUNTIME, keep_failures, stream_reads, write_logs
 from infra.nag import acknowledge
 
@@ -100,24 +101,12 @@ class Subscriber(Construct):
 
     # ------------------------------------------------------------------------------------------- parts
     def _bucket(self, removal: RemovalPolicy) -> s3.Bucket:
-        bucket = s3.Bucket(
+        return private_bucket(
             self,
             "FailureBucket",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            removal_policy=removal,
+            removal=removal,
+            audit_reason="A subscriber's failed batches: object-level audit is CloudTrail data events' job.",
         )
-        cfn_bucket = bucket.node.default_child
-        assert isinstance(cfn_bucket, s3.CfnBucket)
-        cfn_bucket.cfn_options.update_replace_policy = CfnDeletionPolicy.RETAIN
-        acknowledge(
-            bucket,
-            "AwsSolutions::AwsSolutions-S1",
-            "A subscriber's failed batches: object-level audit is CloudTrail data events' job.",
-        )
-        return bucket
 
     @staticmethod
     def _source_arn(
