@@ -6,8 +6,11 @@ Powertools (the bench's interpreter holds the layer's package for both), in the 
   as the consumer's cold start), interleaved in a shuffled order per round; wall ms to the response and CPU ms.
   The wrapper's goal: within 1.1x of the handler alone. The handler uses Powertools' Logger (``small.py``), as a
   handler on the layer does; ``plain.py``, the same work without Powertools, is reported beside it.
-* CPU per record: a batch of ``batch`` INSERTs handled ``rounds`` times in one warm process (``_cpu_child.py``):
-  the wrapper in batch mode (goal: within 1.1x of the handler alone) and with ``per_record`` (one call per record).
+* CPU per record: a batch of ``batch`` INSERTs handled ``rounds`` times in one warm process (``_cpu_child.py``),
+  as Lambda's Python runtime calls a handler (the invocation's JSON body decoded, the response encoded): the
+  wrapper in batch mode (goal: within 1.1x of the handler alone) and with ``per_record`` (one call per record);
+  and the handler call alone, without the runtime's part (reported: the wrapper's fixed cost per batch is
+  the same in both, the ratio is stricter).
 """
 
 from __future__ import annotations
@@ -132,8 +135,10 @@ def cold_starts(roots: Roots, event_path: Path, runs: int, rng: random.Random) -
 
 
 def cpu_per_record(roots: Roots, event_path: Path, rounds: int, repeats: int) -> dict[str, Any]:
-    """Microseconds of CPU per record, the median of ``repeats`` children per variant (interleaved)."""
+    """Microseconds of CPU per record, the median of ``repeats`` children per variant (interleaved): as Lambda's
+    runtime calls the handler (``us_per_record``) and the handler call alone (``call_us_per_record``)."""
     per_record: dict[str, list[float]] = {name: [] for name in CPU}
+    per_call: dict[str, list[float]] = {name: [] for name in CPU}
     problems: list[str] = []
     for _ in range(repeats):
         for name, (team_file, wrapped, function, per_rec) in CPU.items():
@@ -164,10 +169,20 @@ def cpu_per_record(roots: Roots, event_path: Path, rounds: int, repeats: int) ->
             result = json.loads(lines[-1].split(" ", 1)[1])
             if result["response"] != OK:
                 problems.append(f"{name}: response {result['response']}")
-            per_record[name].append(result["cpu_s"] / (result["rounds"] * result["records"]) * 1e6)
+            records = result["rounds"] * result["records"]
+            per_record[name].append(result["runtime_cpu_s"] / records * 1e6)
+            per_call[name].append(result["cpu_s"] / records * 1e6)
     return {
         "problems": sorted(set(problems)),
-        **{name: {"us_per_record": statistics.median(v), "samples": v} for name, v in per_record.items()},
+        **{
+            name: {
+                "us_per_record": statistics.median(v),
+                "samples": v,
+                "call_us_per_record": statistics.median(per_call[name]),
+                "call_samples": per_call[name],
+            }
+            for name, v in per_record.items()
+        },
     }
 
 
@@ -218,12 +233,15 @@ def subscriber_figures(section: dict[str, Any]) -> list[dict[str, Any]]:
                 },
             )
         )
-    alone = cpu["alone"]["us_per_record"]
-    for fid, name, what, goal in (
-        ("subscriber_cpu_us_per_record", "wrapper", "batch mode", True),
-        ("subscriber_per_record_cpu_us_per_record", "wrapper_per_record", "per_record = true", False),
-    ):
-        value = cpu[name]["us_per_record"]
+    for fid, name, key, what, goal in (
+        ("subscriber_cpu_us_per_record", "wrapper", "us_per_record", "batch mode, as Lambda's runtime calls it "
+         "(the invocation's JSON decoded, the response encoded)", True),
+        ("subscriber_call_cpu_us_per_record", "wrapper", "call_us_per_record", "batch mode, the handler call alone",
+         False),
+        ("subscriber_per_record_cpu_us_per_record", "wrapper_per_record", "us_per_record", "per_record = true, as "
+         "Lambda's runtime calls it", False),
+    ):  # fmt: skip
+        value, alone = cpu[name][key], cpu["alone"][key]
         figures.append(
             figure(
                 fid,
@@ -236,9 +254,9 @@ def subscriber_figures(section: dict[str, Any]) -> list[dict[str, Any]]:
                 target=f"<= {TARGET_RATIO:g}x alone" if goal else "(reported)",
                 met=(value / alone <= TARGET_RATIO and not wrong) if goal else None,
                 note=f"median of {section['repeats']} processes; the wrapper adds "
-                f"{(value - alone) * section['batch']:.0f} us per batch (proof line, EMF metrics, the batch walk): "
-                f"within {TARGET_RATIO:g}x of a handler spending >= {(value - alone) / (TARGET_RATIO - 1):.0f} us "
-                "per record" + problems,
+                f"{(value - alone) * section['batch']:.0f} us per batch (proof line with its EMF metrics, the batch "
+                f"walk): within {TARGET_RATIO:g}x of a handler spending >= "
+                f"{max(value - alone, 0) / (TARGET_RATIO - 1):.0f} us per record" + problems,
             )
         )
     return figures

@@ -131,14 +131,41 @@ def only(lines: list[dict[str, Any]], message: str) -> dict[str, Any]:
 
 
 def metrics_of(lines: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(metric -> value, dimension -> value) of the one EMF blob the invocation emitted."""
-    (blob,) = [line for line in lines if "_aws" in line]
-    (directive,) = blob["_aws"]["CloudWatchMetrics"]
-    assert directive["Namespace"] == "Doctable"
-    values = {
-        m["Name"]: sum(v) if isinstance(v := blob[m["Name"]], list) else v for m in directive["Metrics"]
+    """(metric -> its values summed over the invocation's EMF documents, dimension -> value): what CloudWatch
+    extracts from the lines; every document has the same namespace and dimensions."""
+    blobs = [line for line in lines if "_aws" in line]
+    values: dict[str, Any] = {}
+    dimension_sets = []
+    for blob in blobs:
+        (directive,) = blob["_aws"]["CloudWatchMetrics"]
+        assert directive["Namespace"] == "Doctable" and isinstance(blob["_aws"]["Timestamp"], int)
+        dimension_sets.append({name: blob[name] for name in directive["Dimensions"][0]})
+        for metric in directive["Metrics"]:
+            assert metric["Unit"] == "Count"
+            values[metric["Name"]] = values.get(metric["Name"], 0) + blob[metric["Name"]]
+    assert blobs and all(d == dimension_sets[0] for d in dimension_sets), dimension_sets
+    return values, dimension_sets[0]
+
+
+def test_the_proof_line_is_the_received_metric_and_has_powertools_keys(load_wrapper, stdout_json):
+    # GIVEN a batch of two records  WHEN the wrapper handles it (its team handler reports no failure)
+    wrapper = load_wrapper()
+    wrapper.lambda_handler(stream_event(insert(1, "doc#1"), insert(2, "doc#2")), FakeLambdaContext())
+    wrapper.lambda_handler(stream_event(insert(3, "doc#3")), FakeLambdaContext())
+    lines = stdout_json()
+    # THEN each batch wrote exactly one line: the proof line, which is also the EMF document of both metrics
+    assert [line["message"] for line in lines] == ["stream_records_received"] * 2
+    first, second = lines
+    assert (first["RecordsReceived"], first["RecordsFailed"], second["RecordsReceived"]) == (2, 0, 1)
+    # AND it carries the keys Powertools' Logger writes with inject_lambda_context, the cold start once
+    context = FakeLambdaContext()
+    assert {k: first[k] for k in ("level", "service", "function_name", "function_request_id")} == {
+        "level": "INFO",
+        "service": SERVICE,
+        "function_name": context.function_name,
+        "function_request_id": context.aws_request_id,
     }
-    return values, {name: blob[name] for name in directive["Dimensions"][0]}
+    assert (first["cold_start"], second["cold_start"]) == (True, False)
 
 
 # ------------------------------------------------------------------------------------------------ batch mode
