@@ -20,6 +20,8 @@ KINESIS_ACTIONS = (
     "kinesis:DescribeStreamSummary",
     "kinesis:ListShards",
 )
+# What Lambda's pollers call on an enhanced fan-out consumer (the resource type of SubscribeToShard).
+FAN_OUT_ACTION = "kinesis:SubscribeToShard"
 SESSION = "lambda-esm"
 
 
@@ -34,11 +36,15 @@ def function_role(account_id: str, region: str, function_arn: str) -> str:
         return ""
 
 
-def stream_access_refusal(role: str, stream_arn: str) -> str | None:
-    """AWS's message when ``role`` lacks an action a mapping reads its stream with; None if it has them all."""
+def stream_access_refusal(role: str, source_arn: str) -> str | None:
+    """AWS's message when ``role`` lacks an action a mapping reads its source with; None if it has them all. A
+    Kinesis enhanced fan-out consumer's ARN: the stream's reads on its stream, and SubscribeToShard on it."""
     checks: list[tuple[str, str, dict[str, list[str]]]]
+    stream_arn, _, consumer = source_arn.partition("/consumer/")
     if stream_arn.split(":")[2:3] == ["kinesis"]:
         checks = [(action, stream_arn, {}) for action in KINESIS_ACTIONS]
+        if consumer:
+            checks.append((FAN_OUT_ACTION, source_arn, {}))
         key = kinesis_customer_key(stream_arn)
         if key is not None:  # records of a stream under a customer managed key are decrypted as the role
             region = stream_arn.split(":")[3]
@@ -49,7 +55,7 @@ def stream_access_refusal(role: str, stream_arn: str) -> str | None:
     for action, resource, context in checks:
         if not principals.role_may(role, SESSION, action, resource, context=context).allowed:
             return (
-                f"Cannot access stream {stream_arn}. Please ensure the role can perform the GetRecords, "
+                f"Cannot access stream {source_arn}. Please ensure the role can perform the GetRecords, "
                 "GetShardIterator, DescribeStream, and ListStreams Actions on your stream in IAM."
             )
     return None

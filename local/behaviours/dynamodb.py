@@ -147,6 +147,22 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         "the scenarios do not compare",
     ),
     Behaviour(
+        id="dynamodb.stream-shard-readers",
+        service="dynamodb",
+        rule="At most two processes read a stream shard at once: a GetRecords by a third reader active on the shard "
+        "(one iterator lineage, or one event-source mapping) is throttled with LimitExceededException; a mapping so "
+        "throttled backs off, stays Enabled and delivers once fewer readers are active.",
+        source=DDB_GUIDE + "Streams.html#Streams.Processing",
+        test="tests/unit/test_local_stream_readers.py::test_two_readers_read_and_a_third_is_throttled_with_awss_error",
+        targets=(
+            "moto.dynamodbstreams.models:DynamoDBStreamsBackend.get_shard_iterator",
+            "moto.dynamodbstreams.models:DynamoDBStreamsBackend.get_records",
+        ),
+        # botocore's model: GetRecords' LimitExceededException, "More than 2 processes are reading from the same
+        # streams shard at the same time"; the DynamoDB Streams Kinesis adapter (awslabs) retries it as throttling.
+        errors=(("dynamodbstreams:GetRecords", "LimitExceededException"),),
+    ),
+    Behaviour(
         id="dynamodb.transactions",
         service="dynamodb",
         rule="TransactWriteItems is all or nothing: a cancelled transaction changes no item and writes no stream "

@@ -12,6 +12,7 @@ CFN_TEMPLATES = "https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateRe
 S3_GUIDE = "https://docs.aws.amazon.com/AmazonS3/latest/userguide/"
 LAMBDA_GUIDE = "https://docs.aws.amazon.com/lambda/latest/dg/"
 IAM_GUIDE = "https://docs.aws.amazon.com/IAM/latest/UserGuide/"
+CW_API = "https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/"
 
 
 @dataclass(frozen=True)

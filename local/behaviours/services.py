@@ -5,6 +5,7 @@ from __future__ import annotations
 from local.behaviours.registry import (
     CFN_GUIDE,
     CFN_TEMPLATES,
+    CW_API,
     DDB_GUIDE,
     IAM_GUIDE,
     LAMBDA_GUIDE,
@@ -268,6 +269,25 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         replaces=(("AWS::Kinesis::Stream", "Name"),),
     ),
     Behaviour(
+        id="kinesis.fan-out-consumers",
+        service="kinesis",
+        rule="An enhanced fan-out consumer's ARN ends with its creation time (:<epoch seconds>); deregistering by "
+        "stream and name removes that consumer; AWS::Kinesis::StreamConsumer registers one (Ref and ConsumerARN its "
+        "ARN, replaced on any change); a Lambda mapping reads through one with SubscribeToShard on it.",
+        source="https://docs.aws.amazon.com/kinesis/latest/APIReference/API_RegisterStreamConsumer.html",
+        test="tests/unit/test_local_kinesis_fan_out.py::"
+        "test_a_consumers_arn_is_as_aws_gives_it_and_deregistering_by_name_removes_that_one",
+        targets=(
+            "moto.kinesis.models:Consumer.__init__",
+            "moto.kinesis.models:KinesisBackend.deregister_stream_consumer",
+        ),
+        replaces=(
+            ("AWS::Kinesis::StreamConsumer", "ConsumerName"),
+            ("AWS::Kinesis::StreamConsumer", "StreamARN"),
+            ("AWS::Kinesis::StreamConsumer", "Tags"),
+        ),
+    ),
+    Behaviour(
         id="cloudformation.table-in-place-updates",
         service="cloudformation",
         rule="A template's table is updated in place (indexes, stream, TTL, PITR, throughput, options, tags) unless "
@@ -327,6 +347,49 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
             "moto.logs.models:LogGroup.get_cfn_attribute",
         ),
         replaces=(("AWS::Logs::LogGroup", "LogGroupName"),),
+    ),
+    # ---- CloudWatch ----
+    Behaviour(
+        id="cloudwatch.dashboards-global",
+        service="cloudwatch",
+        rule="Dashboards are global to the account: one put in any region is got, listed, tagged and deleted from "
+        "every region; DeleteDashboards deletes those of its names that exist.",
+        source=CW_API + "API_PutDashboard.html",
+        test="tests/unit/test_local_dashboard.py::test_a_dashboard_is_global_to_the_account",
+        targets=(
+            "moto.cloudwatch.models:CloudWatchBackend.put_dashboard",
+            "moto.cloudwatch.models:CloudWatchBackend.get_dashboard",
+            "moto.cloudwatch.models:CloudWatchBackend.list_dashboards",
+            "moto.cloudwatch.models:CloudWatchBackend.delete_dashboards",
+            "moto.cloudwatch.models:CloudWatchBackend.list_tags_for_resource",
+        ),
+        unchecked="the side-by-side scenarios make no dashboard and the references model no region: PutDashboard's "
+        'documentation in botocore\'s model says it ("All dashboards in your account are global")',
+    ),
+    Behaviour(
+        id="cloudwatch.dashboard-body-validated",
+        service="cloudwatch",
+        rule="PutDashboard refuses a body that is not a JSON object with a widgets array of objects, or a metric "
+        "row that is not an array (InvalidParameterInput listing each error's dataPath, also in "
+        "DashboardValidationMessages), and a name outside 1-255 of A-Z, a-z, 0-9, - and _; its Tags apply to a new "
+        "dashboard only.",
+        source=CW_API + "API_PutDashboard.html",
+        test="tests/unit/test_local_dashboard.py::test_put_dashboard_refuses_a_body_cloudwatch_refuses",
+        targets=("moto.cloudwatch.responses:CloudWatchResponse.put_dashboard",),
+        errors=(("cloudwatch:PutDashboard", "InvalidParameterInput"),),
+    ),
+    Behaviour(
+        id="cloudformation.dashboard",
+        service="cloudwatch",
+        rule="AWS::CloudWatch::Dashboard's body is checked as PutDashboard checks it (the stack fails with "
+        "CloudWatch's message), an update puts the new body and tags in place, and a new DashboardName replaces it.",
+        source=CFN_TEMPLATES + "aws-resource-cloudwatch-dashboard.html",
+        test="tests/unit/test_local_dashboard.py::test_a_templates_dashboard_is_created_updated_replaced_and_deleted",
+        targets=(
+            "moto.cloudwatch.models:Dashboard.create_from_cloudformation_json",
+            "moto.cloudwatch.models:Dashboard.update_from_cloudformation_json",
+        ),
+        replaces=(("AWS::CloudWatch::Dashboard", "DashboardName"),),
     ),
     # ---- IAM evaluation ----
     Behaviour(

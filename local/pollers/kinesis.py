@@ -23,6 +23,7 @@ MOTO_TARGETS = (
     Target("moto.kinesis.models", "kinesis_backends"),
     Target("moto.kinesis.models", "Shard.get_records", ("self", "last_sequence_id", "limit")),
     Target("moto.kinesis.models", "Shard.get_max_sequence_number", ("self",)),
+    Target("moto.kinesis.models", "Stream.get_consumer_by_arn", ("self", "consumer_arn")),
 )
 
 
@@ -34,6 +35,32 @@ class KinesisRecord(Record):
     @property
     def created(self) -> float:
         return self.arrival
+
+
+CONSUMER_SEPARATOR = (
+    "/consumer/"  # a Kinesis enhanced fan-out consumer's ARN: <stream ARN>/consumer/<name>:<time>
+)
+
+
+def stream_arn_of(source_arn: str) -> str:
+    """The stream's ARN of a mapping's source: itself, or the stream a fan-out consumer's ARN names."""
+    stream, separator, _ = source_arn.partition(CONSUMER_SEPARATOR)
+    return stream if separator else source_arn
+
+
+def is_consumer_arn(source_arn: str) -> bool:
+    return CONSUMER_SEPARATOR in source_arn and source_arn.split(":")[2:3] == ["kinesis"]
+
+
+def consumer_of(account_id: str, region: str, consumer_arn: str) -> Any:
+    """moto's registered consumer of this ARN, None when it is not (or no longer) registered."""
+    from moto.kinesis.models import kinesis_backends
+
+    for stream in list(kinesis_backends[account_id][region].streams.values()):
+        found = stream.get_consumer_by_arn(consumer_arn)
+        if found is not None:
+            return found
+    return None
 
 
 class KinesisPoller(StreamPoller):
@@ -53,8 +80,12 @@ class KinesisPoller(StreamPoller):
         """moto's stream of the mapping, None when it is gone (or was replaced by another of the same name)."""
         from moto.kinesis.models import kinesis_backends
 
+        source = esm.event_source_arn
+        if is_consumer_arn(source) and consumer_of(self.account_id, self.region, source) is None:
+            return None  # its enhanced fan-out consumer was deregistered: nothing to read through
         backend = kinesis_backends[self.account_id][self.region]
-        return next((s for s in list(backend.streams.values()) if s.arn == esm.event_source_arn), None)
+        arn = stream_arn_of(source)
+        return next((s for s in list(backend.streams.values()) if s.arn == arn), None)
 
     def shards(self, esm: Any) -> list[Any]:
         stream = self.stream(esm)

@@ -19,7 +19,10 @@ the in-process backend) from its own checkpoint, and applies:
 - FilterCriteria (local/pollers/filtering.py): records no filter matches are dropped, never delivered, and the
   checkpoint moves past them;
 - MetricsConfig EventCount: the mapping's event counts go to CloudWatch (local/runtime/metrics.py);
-- deleting the mapping stops its poller; State / StateTransitionReason / LastProcessingResult are reported.
+- deleting the mapping stops its poller; State / StateTransitionReason / LastProcessingResult are reported;
+- a GetRecords throttled because two other readers are active on the shard
+  (local/services/dynamodb/stream_readers.py: the poller is one reader) is backed off and retried: nothing is
+  invoked, the mapping stays Enabled, its records are delivered once fewer readers are active.
 
 Pollers wake on every stream write (no busy polling when idle), at least every POLL_SECONDS. A source's shards
 are reached through a few methods (``shard_id``, ``shard_start``, ``shard_end``, ``_read``, ``_event``,
@@ -62,6 +65,7 @@ MOTO_TARGETS = (
     Target("moto.dynamodb.models", "dynamodb_backends"),
     Target("moto.dynamodb.models.table", "StreamShard.get", ("self", "start", "quantity")),
     Target("moto.dynamodbstreams.models", "dynamodbstreams_backends"),
+    Target("moto.core.exceptions", "JsonRESTError"),
     Target(
         "moto.dynamodbstreams.models",
         "DynamoDBStreamsBackend.get_shard_iterator",
@@ -92,6 +96,9 @@ def poll_cadence(environ: Mapping[str, str] | None = None) -> str:
 
 
 RETRY_BACKOFF_SECONDS = (0.1, 0.2, 0.4, 0.8, 1.0)
+# A GetRecords refused because the shard has its readers: AWS's code, and how long the poller waits to try again.
+THROTTLED_CODE = "LimitExceededException"
+THROTTLED_BACKOFF_SECONDS = 0.25
 
 
 @dataclass
@@ -117,6 +124,7 @@ class PollerState:
     polls: int = 0  # passes of the poller's loop, enabled or not: "it has looked since" for tests
     invocations: int = 0
     filtered_out: int = 0  # records dropped by the mapping's FilterCriteria
+    throttled: int = 0  # GetRecords refused because two other readers were active on the shard
     last_error: str | None = None  # the local AWS's own failure in a poll ("Type: message"), for tests to see
     history: list[dict[str, Any]] = field(default_factory=list)
 
@@ -216,9 +224,11 @@ class StreamPoller(threading.Thread):
             "AT_SEQUENCE_NUMBER",
             start,  # type: ignore[arg-type]
         )
-        result = streams.get_records(iterator.arn, limit)
-        # Our iterators are single-use: drop them so a long-running poller does not grow the backend's map.
-        streams.shard_iterators.pop(iterator.arn, None)
+        try:
+            result = streams.get_records(iterator.arn, limit)
+        finally:
+            # Our iterators are single-use: drop them so a long-running poller does not grow the backend's map.
+            streams.shard_iterators.pop(iterator.arn, None)
         streams.shard_iterators.pop(result.get("NextShardIterator", ""), None)
         return [Record(int(r["dynamodb"]["SequenceNumber"]), r) for r in result["Records"]]
 
@@ -269,7 +279,16 @@ class StreamPoller(threading.Thread):
         self.status.window_started = None
         if not service_roles.may_read(self.status, esm):  # Lambda reads as the function's role
             return POLL_SECONDS
-        records = self._read(esm, shard, self.status.checkpoint, batch_size)
+        from moto.core.exceptions import JsonRESTError
+
+        try:
+            records = self._read(esm, shard, self.status.checkpoint, batch_size)
+        except JsonRESTError as exc:
+            if exc.error_type.rpartition("#")[2] != THROTTLED_CODE:
+                raise
+            # As Lambda: no invocation, the mapping stays Enabled; its poller backs off and reads again.
+            self.status.throttled += 1
+            return THROTTLED_BACKOFF_SECONDS
         if records:
             kept = self._filtered(esm, records)
             if kept:
@@ -589,6 +608,7 @@ class MappingManager:
                 "polls": poller.status.polls,
                 "invocations": poller.status.invocations,
                 "filtered_out": poller.status.filtered_out,
+                "throttled": poller.status.throttled,
                 "last_result": poller.status.last_result,
                 "last_error": poller.status.last_error,
             }

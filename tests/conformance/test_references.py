@@ -36,9 +36,11 @@ RICH = dict(
 )  # fmt: skip
 BOTOCORE_SERVICE = {
     "dynamodb": "dynamodb",
+    "dynamodbstreams": "dynamodbstreams",
     "s3": "s3",
     "lambda": "lambda",
     "cloudformation": "cloudformation",
+    "cloudwatch": "cloudwatch",
 }
 
 

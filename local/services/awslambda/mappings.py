@@ -15,11 +15,12 @@ import threading
 from typing import Any
 
 from moto.awslambda.exceptions import LambdaClientError
+from moto.core.exceptions import JsonRESTError
 
 from local.auth.service_roles import stream_access_refusal
 from local.patching import Patches, Target, tags_dict, truthy
 from local.pollers import filtering
-from local.pollers.kinesis import KinesisPoller
+from local.pollers.kinesis import KinesisPoller, consumer_of, is_consumer_arn, stream_arn_of
 from local.pollers.streams import get_manager
 from local.runtime.runner import get_runner
 
@@ -150,7 +151,12 @@ def _create_served(backend: Any, spec: dict[str, Any]) -> Any:
     _check_starting_position(spec)
     _check_stream_access(backend, spec)
     _check_filter_and_metrics(spec)
+    consumer = _fan_out_consumer(backend, spec)
+    if consumer is not None:  # moto knows streams only: created on the consumer's stream, then given its ARN
+        spec["EventSourceArn"] = stream_arn_of(consumer)
     esm = PATCHES.original(create_event_source_mapping)(backend, spec)
+    if consumer is not None:
+        esm.event_source_arn = consumer
     source = esm._get_service_source_from_arn()
     if source in _STREAM_SOURCES:
         _forget_moto_delivery(backend, esm.function_arn)
@@ -214,6 +220,17 @@ class MappingConflict(LambdaClientError):
             f"The event source arn ({source_arn}) and function ({function}) provided mapping already "
             f"exists. Please update or delete the existing mapping with UUID {uuid}",
         )
+
+
+def _fan_out_consumer(backend: Any, spec: dict[str, Any]) -> str | None:
+    """The source's ARN when it is a Kinesis enhanced fan-out consumer (registered: else Lambda's "Invalid
+    EventSourceArn"), None for any other source."""
+    source = str(spec.get("EventSourceArn") or "")
+    if not is_consumer_arn(source):
+        return None
+    if consumer_of(backend.account_id, backend.region_name, source) is None:
+        raise JsonRESTError("ResourceNotFoundException", "Invalid EventSourceArn")
+    return source
 
 
 def _check_stream_access(backend: Any, spec: dict[str, Any]) -> None:

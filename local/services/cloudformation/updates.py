@@ -56,9 +56,11 @@ REPLACING: dict[str, tuple[str, ...]] = {
     "AWS::Logs::LogGroup": ("LogGroupName",),
     "AWS::SNS::Topic": ("TopicName", "FifoTopic"),
     "AWS::CloudWatch::Alarm": ("AlarmName",),
+    "AWS::CloudWatch::Dashboard": ("DashboardName",),
     "AWS::IAM::Role": ("RoleName", "Path"),
     "AWS::IAM::ManagedPolicy": ("ManagedPolicyName", "Path", "Description"),
     # AWS::Kinesis::Stream's Name: local/services/kinesis.py replaces a renamed stream itself.
+    "AWS::Kinesis::StreamConsumer": ("ConsumerName", "StreamARN", "Tags"),
 }
 NAME_PROPERTY = {
     "AWS::CloudWatch::Alarm": "AlarmName",
