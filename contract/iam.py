@@ -19,6 +19,12 @@ from typing import Any
 
 from contract.bootstrap import DEPLOYER_BOOTSTRAP_ROLES
 from contract.iam_replicas import VERIFY_KEY_PREFIX, replica_parts
+from contract.iam_subscribers import (
+    read_subscribers,
+    replay_subscribers,
+    subscriber_functions,
+    subscriber_proof_lines,
+)
 from contract.iam_target import (
     FAILURE_PREFIX,
     GENERATED_BUCKET_STACK_CHARS,
@@ -157,7 +163,15 @@ def _preflight(t: Target) -> list[Statement]:
     # The environments' stacks, to name one the settings no longer declare (env.orphaned): ListStacks has no
     # resource type, and reads names and statuses only.
     listing = Statement("ListStacksAcceptsNoResource", ("cloudformation:ListStacks",), ("*",))
-    return [*_observe(t), *_borrowed(t), listing]
+    return [*_observe(t), *_borrowed(t), listing, *_stream_readers(t)]
+
+
+def _stream_readers(t: Target) -> list[Statement]:
+    """The mappings live on the table's stream, counted against its reader limit (doctable/capabilities/consumer.py):
+    ListEventSourceMappings is authorized on no resource (the Service Authorization Reference lists none)."""
+    if not t.config.has_stream:
+        return []
+    return [Statement("ListMappingsAcceptsNoResource", ("lambda:ListEventSourceMappings",), ("*",))]
 
 
 def _deploy(t: Target) -> list[Statement]:
@@ -187,17 +201,18 @@ def _verify(t: Target) -> list[Statement]:
     ]
     if c.has_gsi or c.indexes:
         found.append(Statement("QueryIndexes", ("dynamodb:Query",), (f"{t.table_arn}/index/*",)))
-    if c.has_stream and not c.reads_kinesis:
+    direct = any(not s.reads_kinesis for s in c.subscribers)
+    if c.has_stream and (not c.reads_kinesis or direct):
         reads = ("DescribeStream", "GetShardIterator", "GetRecords")
         stream = (f"{t.table_arn}/stream/*",)
         found.append(Statement("ReadStreamRecord", tuple(f"dynamodb:{a}" for a in reads), stream))
-    if c.reads_kinesis:
-        # the nudge's record read off the Kinesis stream, when the mapping reads that stream
+    if c.reads_kinesis or any(s.reads_kinesis for s in c.subscribers):
+        # the nudge's record read off the Kinesis stream, when the mapping (or a subscriber's) reads that stream
         kinesis_reads = ("DescribeStreamSummary", "ListShards", "GetShardIterator", "GetRecords")
         found.append(
             Statement("ReadKinesisRecord", tuple(f"kinesis:{a}" for a in kinesis_reads), t.kinesis_streams)
         )
-    found += _read_mapping(t)
+    found += _read_mapping(t) + read_subscribers(t) + subscriber_proof_lines(t)
     if c.builtin_consumer:
         found.append(Statement("ReadConsumer", ("lambda:GetFunctionConfiguration",), t.functions))
         found.append(Statement("ReadProofLines", ("logs:FilterLogEvents",), t.log_groups))
@@ -228,7 +243,7 @@ def _verify_read_only(t: Target) -> list[Statement]:
         _read_table(t, *TABLE_OBSERVE),
         *_describe_kinesis(t),
     ]
-    found += _read_mapping(t)
+    found += _read_mapping(t) + read_subscribers(t)
     if c.builtin_consumer:
         found.append(Statement("ReadConsumer", ("lambda:GetFunctionConfiguration",), t.functions))
     # The rotation is read only of a key the stack creates (doctable/verify/security.py).
@@ -276,10 +291,11 @@ def _replay(t: Target) -> list[Statement]:
     the stream re-read for a record kept without its payload."""
     c = t.config
     if not c.has_mapping:
-        return [_read_stack(t, "DescribeStacks")]
+        return [_read_stack(t, "DescribeStacks"), *replay_subscribers(t)]
     bucket = t.failure_bucket
     return [
         _read_stack(t, "DescribeStacks"),
+        *replay_subscribers(t),
         Statement(
             "ListFailedBatches",
             ("s3:ListBucket",),
@@ -314,8 +330,9 @@ def _teardown(t: Target) -> list[Statement]:
     if c.deletion_protection:
         # --lift-deletion-protection: only a table the settings protect needs the unlock step.
         found.append(Statement("LiftDeletionProtection", ("dynamodb:UpdateTable",), (t.table_arn,)))
-    if c.has_mapping:
-        # The failure bucket (and the built-in consumer's blob bucket) are the stack's only buckets.
+    if c.has_mapping or c.subscribers:
+        # The failure buckets (the consumer's, each subscriber's) and the built-in consumer's blob bucket are the
+        # stack's only buckets.
         bucket_arns = tuple(t.bucket_arn(b) for b in t.stack_buckets)
         actions = ("s3:ListBucket", "s3:ListBucketVersions", "s3:DeleteObject", "s3:DeleteObjectVersion")
         found.append(
@@ -341,7 +358,7 @@ def _logs(t: Target) -> list[Statement]:
     found = [_read_stack(t, "DescribeStacks")]
     if t.config.builtin_consumer:
         found.append(Statement("ReadProofLines", ("logs:FilterLogEvents",), t.log_groups))
-    return found
+    return found + subscriber_proof_lines(t)  # --subscriber NAME: its own log group
 
 
 def _invoke(t: Target) -> list[Statement]:
@@ -349,6 +366,8 @@ def _invoke(t: Target) -> list[Statement]:
     one event; without a mapping, the consumer replay invokes."""
     c = t.config
     found = [_read_stack(t, "DescribeStacks")]
+    if c.subscribers:  # --subscriber NAME: its function, named by the stack's output
+        found.append(Statement("InvokeSubscribers", ("lambda:InvokeFunction",), subscriber_functions(t)))
     if not c.has_mapping:  # nothing to invoke: the command says so after reading the stack
         return found
     return [

@@ -135,10 +135,21 @@ class Target:
         return self.deployed_blob_bucket or self.generated_buckets
 
     @property
+    def subscriber_failure_buckets(self) -> tuple[str, ...]:
+        """Each subscriber's own failure bucket: its exact name (bucket_names=exact), else the generated-name pattern."""
+        subscribers = self.config.subscribers
+        if not subscribers:
+            return ()
+        if self.config.exact_bucket_names:
+            return tuple(self.named_bucket(names.subscriber_failure_suffix(s.name)) for s in subscribers)
+        return (self.generated_buckets,)
+
+    @property
     def stack_buckets(self) -> tuple[str, ...]:
-        """The buckets the stack's commands empty: the failure bucket, and the blob bucket (the stack's or the
-        user's) when there is a built-in consumer or a blob_bucket; one pattern when neither name is known."""
-        buckets = {self.failure_bucket}
+        """The buckets the stack's commands empty: the failure bucket, each subscriber's, and the blob bucket (the
+        stack's or the user's) when there is a built-in consumer or a blob_bucket; one pattern when neither name is
+        known."""
+        buckets = {self.failure_bucket, *self.subscriber_failure_buckets}
         known = self.config.exact_bucket_names or self.deployed_blob_bucket
         if self.config.blob_bucket or (self.config.builtin_consumer and known):
             buckets.add(self.blob_bucket)

@@ -1029,6 +1029,8 @@ def _subscriber_rules(
         is_global=bool(values["replicas"]),
         consumer_reads_stream=values["consumer"] != NONE and values["consumer_source"] != SOURCE_KINESIS,
     )
+    if values["bucket_names"] == BUCKET_NAMES_EXACT:
+        problems += subscriber_specs.failure_bucket_problems(f"{values['table_base']}-{values['env']}", specs)
     if not builtin and not values["blob_bucket"]:
         problems += [
             f"subscriber {s.name!r}: a blobs grant needs the blob bucket; allowed: table grants, or the built-in "

@@ -90,6 +90,11 @@ def bucket_name(table_name: str, account: str, region: str, suffix: str) -> str:
     return f"{table_name}-{account}-{region}-{suffix}"
 
 
+def subscriber_failure_suffix(subscriber: str) -> str:
+    """The suffix of a subscriber's own failure bucket: ``<table>-<account>-<region>-<subscriber>-failures``."""
+    return f"{subscriber}-{FAILURE_BUCKET_SUFFIX}"
+
+
 def bucket_name_fixed_length(suffix: str) -> int:
     """The characters of an exact bucket name besides the table name, with the longest region name."""
     return len(bucket_name("", "0" * ACCOUNT_ID_LENGTH, "r" * REGION_NAME_MAX, suffix))
@@ -184,3 +189,28 @@ def subscriber_id(name: str) -> str:
 def subscriber_output(name: str, what: str) -> str:
     """The output key of one of a subscriber's names (``SubscriberSearchFunctionName``)."""
     return f"Subscriber{subscriber_id(name)}{what}"
+
+
+# The environment's CloudWatch dashboard (infra/dashboard.py): its construct id, and the output naming it, which
+# `doctable verify` and `doctable logs` turn into its console link (a stack deployed before it has none).
+ID_DASHBOARD = "Overview"
+OUT_DASHBOARD_NAME = "DashboardName"
+# The built-in consumer's own metrics the dashboard shows (functions/stream_consumer/constants.py writes them).
+METRIC_RECORDS_RECEIVED = "RecordsReceived"
+METRIC_BLOBS_DELETED = "BlobsDeleted"
+METRIC_RECORDS_FAILED = "RecordsFailed"
+METRIC_KEYS_REFUSED = "KeysRefused"
+# The console's host per partition (a region's prefix); aws elsewhere.
+_CONSOLE_HOSTS = (("cn-", "console.amazonaws.cn"), ("us-gov-", "console.amazonaws-us-gov.com"))
+
+
+def dashboard_url(region: str, dashboard_name: str | None) -> str | None:
+    """The CloudWatch console's link to a dashboard (its name: letters, digits, ``-`` and ``_``, nothing to
+    escape); None without one (a stack deployed before the dashboard has no OUT_DASHBOARD_NAME output)."""
+    if not dashboard_name:
+        return None
+    host = next(
+        (host for prefix, host in _CONSOLE_HOSTS if region.startswith(prefix)),
+        f"{region}.console.aws.amazon.com",
+    )
+    return f"https://{host}/cloudwatch/home?region={region}#dashboards/dashboard/{dashboard_name}"

@@ -29,6 +29,10 @@ READ_ACTIONS = (
     "kinesis:ListShards",
 )
 
+# What a mapping reading through an enhanced fan-out consumer adds, on the consumer's ARN: Lambda subscribes each
+# shard to it (SubscribeToShard, whose resource type is the consumer) and describes it.
+FAN_OUT_ACTIONS = ("kinesis:DescribeStreamConsumer", "kinesis:SubscribeToShard")
+
 
 def change_stream(scope: Construct, config: DocTableConfig, key: kms.IKey | None) -> kinesis.IStream | None:
     """The stream the table's changes go to; None with kinesis=off."""
@@ -75,3 +79,10 @@ def read_statements(stream: kinesis.IStream, key: kms.IKey | None) -> list[iam.P
             )
         )
     return statements
+
+
+def fan_out_statement(consumer_arn: str) -> iam.PolicyStatement:
+    """Read through this one enhanced fan-out consumer (its stream's READ_ACTIONS are granted beside it)."""
+    return iam.PolicyStatement(
+        sid="ReadThroughFanOut", actions=list(FAN_OUT_ACTIONS), resources=[consumer_arn]
+    )

@@ -112,18 +112,75 @@ def test_each_subscriber_has_its_alarms(template: dict[str, Any]) -> None:
     assert len(alarms) == 2
 
 
-def test_cfn_lint_is_clean(template: dict[str, Any], tmp_path: Path) -> None:
-    (tmp_path / "subscribers.template.json").write_text(json.dumps(template))
+@pytest.fixture(scope="module")
+def fanned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The cleanup consumer and two subscribers on the Kinesis destination: three readers of its shards."""
+    audit2 = {**AUDIT, "per_record": False}
+    return synth(
+        tmp_path_factory.mktemp("fanned"),
+        {"search": SEARCH, "audit": AUDIT, "archive": audit2},
+        kinesis="on",
+        consumer_source="kinesis",
+    )
+
+
+def test_more_than_two_kinesis_readers_each_subscriber_reads_through_its_own_fan_out_consumer(
+    template: dict[str, Any], fanned: dict[str, Any]
+) -> None:
+    # GIVEN one subscriber on Kinesis beside a consumer on the stream: it reads shared, no consumer registered
+    assert resources(template, "AWS::Kinesis::StreamConsumer") == {}
+    # GIVEN the consumer and two subscribers on Kinesis  THEN each subscriber registers its own consumer
+    consumers = resources(fanned, "AWS::Kinesis::StreamConsumer")
+    assert sorted(c["Properties"]["ConsumerName"] for c in consumers.values()) == [
+        "doctable-items-dev-archive",
+        "doctable-items-dev-audit",
+    ]
+    for name, logical in (("Audit", "audit"), ("Archive", "archive")):
+        (consumer_id,) = [k for k in consumers if k.startswith(f"Subscriber{name}")]
+        assert "ChangeStream" in json.dumps(consumers[consumer_id]["Properties"]["StreamARN"])
+        # AND its mapping reads the consumer, its role may subscribe to that consumer alone
+        mapping = of(fanned, "AWS::Lambda::EventSourceMapping", f"Subscriber{name}")["Properties"]
+        assert mapping["EventSourceArn"] == {"Fn::GetAtt": [consumer_id, "ConsumerARN"]}, logical
+        statements = of(fanned, "AWS::IAM::Policy", f"Subscriber{name}")["Properties"]["PolicyDocument"]
+        (fan_out,) = [s for s in statements["Statement"] if s["Sid"] == "ReadThroughFanOut"]
+        assert sorted(fan_out["Action"]) == ["kinesis:DescribeStreamConsumer", "kinesis:SubscribeToShard"]
+        assert fan_out["Resource"] == {"Fn::GetAtt": [consumer_id, "ConsumerARN"]}
+    # AND the cleanup consumer and the subscriber on the DynamoDB stream read as before
+    consumer_mapping = [
+        m["Properties"]
+        for k, m in resources(fanned, "AWS::Lambda::EventSourceMapping").items()
+        if not k.startswith("Subscriber")
+    ]
+    assert [json.dumps(m["EventSourceArn"]).count("ConsumerARN") for m in consumer_mapping] == [0]
+
+
+def test_cfn_lint_is_clean(template: dict[str, Any], fanned: dict[str, Any], tmp_path: Path) -> None:
+    files = []
+    for name, body in (("subscribers", template), ("fanned", fanned)):
+        files.append(tmp_path / f"{name}.template.json")
+        files[-1].write_text(json.dumps(body))
     result = subprocess.run(
         [
             str(Path(sys.executable).parent / "cfn-lint"),
             "--config-file",
             str(ROOT / ".cfnlintrc.yaml"),
             "--",
-            str(tmp_path / "subscribers.template.json"),
+            *map(str, files),
         ],
         capture_output=True,
         text=True,
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_each_subscribers_failure_bucket_has_its_exact_name(template: dict[str, Any]) -> None:
+    # bucket_names=exact (the default): <table>-<account>-<region>-<name>-failures, which the operator's policy names
+    for name, logical in (("search", "SubscriberSearch"), ("audit", "SubscriberAudit")):
+        bucket = of(template, "AWS::S3::Bucket", logical)["Properties"]["BucketName"]
+        assert bucket == {
+            "Fn::Join": [
+                "",
+                ["items-dev-", {"Ref": "AWS::AccountId"}, "-", {"Ref": "AWS::Region"}, f"-{name}-failures"],
+            ]
+        }, bucket
