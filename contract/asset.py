@@ -31,9 +31,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from contract import names
+from contract import names, wheelhouse
 
 TASK_ROOT = "/var/task"  # where Lambda unpacks a function's code
+UNCHECKED_HASH = py_compile.PycInvalidationMode.UNCHECKED_HASH
 SKIPPED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.md", ".mypy_cache")
 
 
@@ -189,15 +190,68 @@ def write_sdk_models(package_dir: Path, models: dict[str, bytes] | None = None) 
 
 
 def stage_subscriber(
-    runtime_package: Path, handler_file: str, function: str, settings_dir: Path, build: Path
+    runtime_package: Path,
+    handler_file: str,
+    function: str,
+    settings_dir: Path,
+    build: Path,
+    *,
+    requirements: str = "",
+    platform: wheelhouse.Platform | None = None,
+    cache: Path | None = None,
 ) -> tuple[Path, str]:
     """A subscriber's code, staged for its function's asset: the wrapper's package (``runtime_package``, with its
-    bytecode as the consumer's) and the team's handler file (``handler_file``, relative to ``settings_dir``, the
-    settings file's folder) copied as ``subscriber_code/<module>.py``. Returns the directory and the handler to
-    configure (``subscriber_code.<module>:<function>``, the wrapper's ``DOCTABLE_SUBSCRIBER_HANDLER``).
+    bytecode as the consumer's), the team's handler file (``handler_file``, relative to ``settings_dir``, the
+    settings file's folder) copied as ``subscriber_code/<module>.py`` and, with ``requirements`` (a file relative
+    to ``settings_dir``, or absolute), its packages installed for ``platform`` from the wheelhouse cached under
+    ``cache`` (``build/wheelhouse``: contract/wheelhouse.py). Returns the directory and the handler to configure
+    (``subscriber_code.<module>:<function>``, the wrapper's ``DOCTABLE_SUBSCRIBER_HANDLER``).
 
-    The same sources give the same directory, byte for byte (its name carries their digest); a missing file, a
-    file name that is not a Python module's or a file that is not valid Python is a ValueError of one line."""
+    The same sources (and wheels) give the same directory, byte for byte (its name carries their digest); a
+    missing file, a file name that is not a Python module's, a file that is not valid Python or requirements
+    without a wheel for the platform are a ValueError of one line."""
+    module, code = _handler_code(settings_dir, handler_file, function)
+    site = None
+    if requirements:
+        lines = wheelhouse.read_requirements(settings_dir / requirements, requirements)
+        target = platform or wheelhouse.lambda_platform("arm64")
+        site = wheelhouse.installed(lines, target, cache or build / wheelhouse.CACHE)
+    digest = hashlib.sha256(f"{sys.version_info[:2]}|{compiles_bytecode()}|{module}".encode())
+    for path in sorted(
+        p for p in runtime_package.rglob("*") if p.is_file() and not SKIPPED(str(p.parent), [p.name])
+    ):
+        digest.update(str(path.relative_to(runtime_package)).encode() + b"\0" + path.read_bytes())
+    digest.update(b"\0handler\0" + code)
+    if site is not None:
+        digest.update(b"\0wheels\0" + wheelhouse.wheels_digest(site))
+    handler = f"{names.SUBSCRIBER_CODE_PACKAGE}.{module}:{function}"
+    stage = build / f"subscriber-{digest.hexdigest()[:16]}"
+    if stage.is_dir():
+        return stage, handler
+    build.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".subscriber-", dir=build))
+    if site is not None:
+        _copy_requirements(site, scratch)
+    shutil.copytree(runtime_package, scratch / names.SUBSCRIBER_RUNTIME_PACKAGE, ignore=SKIPPED)
+    code_dir = scratch / names.SUBSCRIBER_CODE_PACKAGE
+    code_dir.mkdir()
+    (code_dir / "__init__.py").write_bytes(b"")
+    (code_dir / f"{module}.py").write_bytes(code)
+    if compiles_bytecode():
+        # The requirements' bytecode where it compiles (a broken file fails its own import alone).
+        if site is not None:
+            compileall.compile_dir(str(scratch), ddir=TASK_ROOT, quiet=2, invalidation_mode=UNCHECKED_HASH)
+        for package in (names.SUBSCRIBER_RUNTIME_PACKAGE, names.SUBSCRIBER_CODE_PACKAGE):
+            compile_tree(scratch / package, f"{TASK_ROOT}/{package}")
+    try:
+        scratch.rename(stage)
+    except OSError:  # another synth staged the same content first
+        shutil.rmtree(scratch, ignore_errors=True)
+    return stage, handler
+
+
+def _handler_code(settings_dir: Path, handler_file: str, function: str) -> tuple[str, bytes]:
+    """The handler file's module name and bytes, checked (a ValueError of one line)."""
     source = settings_dir / handler_file
     module = Path(handler_file).stem
     if not module.isidentifier() or Path(handler_file).suffix != ".py":
@@ -218,27 +272,16 @@ def stage_subscriber(
         ) from None
     except ValueError as exc:  # source code with a null byte
         raise ValueError(f"subscriber handler file {handler_file!r} is not valid Python: {exc}") from None
-    digest = hashlib.sha256(f"{sys.version_info[:2]}|{compiles_bytecode()}|{module}".encode())
-    for path in sorted(
-        p for p in runtime_package.rglob("*") if p.is_file() and not SKIPPED(str(p.parent), [p.name])
-    ):
-        digest.update(str(path.relative_to(runtime_package)).encode() + b"\0" + path.read_bytes())
-    digest.update(b"\0handler\0" + code)
-    handler = f"{names.SUBSCRIBER_CODE_PACKAGE}.{module}:{function}"
-    stage = build / f"subscriber-{digest.hexdigest()[:16]}"
-    if stage.is_dir():
-        return stage, handler
-    build.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=".subscriber-", dir=build))
-    shutil.copytree(runtime_package, scratch / names.SUBSCRIBER_RUNTIME_PACKAGE, ignore=SKIPPED)
-    code_dir = scratch / names.SUBSCRIBER_CODE_PACKAGE
-    code_dir.mkdir()
-    (code_dir / "__init__.py").write_bytes(b"")
-    (code_dir / f"{module}.py").write_bytes(code)
-    if compiles_bytecode():
-        compile_tree(scratch)
-    try:
-        scratch.rename(stage)
-    except OSError:  # another synth staged the same content first
-        shutil.rmtree(scratch, ignore_errors=True)
-    return stage, handler
+    return module, code
+
+
+def _copy_requirements(site: Path, root: Path) -> None:
+    """The installed requirements at the asset's root (Lambda's ``/var/task`` is first on the import path)."""
+    ours = {names.SUBSCRIBER_RUNTIME_PACKAGE, names.SUBSCRIBER_CODE_PACKAGE}
+    taken = ours & {p.name for p in site.iterdir()}
+    if taken:
+        raise wheelhouse.WheelhouseError(
+            f"the requirements install a top-level {', '.join(sorted(taken))}, which doctable's wrapper uses; "
+            "allowed: packages with other top-level names"
+        )
+    shutil.copytree(site, root, dirs_exist_ok=True)

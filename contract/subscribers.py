@@ -7,6 +7,7 @@
     source = "dynamodb"                              # or "kinesis": the table's Kinesis destination
     per_record = false                               # true: one call per record, an exception fails that record
     grants = ["table:read", "blobs:read"]            # what it may touch; or {resource = "arn:...", actions = [...]}
+    requirements = "subscribers/requirements.txt"    # packages installed into its asset (contract/wheelhouse.py)
     [environments.prod.subscribers.search.environment]
     SEARCH_TABLE = "search-prod"                     # never a secret: an SSM parameter or Secrets Manager ARN
 
@@ -24,6 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from contract import names, wheelhouse
 
 SUBSCRIBERS = "subscribers"
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]*$")
@@ -89,6 +92,8 @@ class SubscriberSpec:
     declaration: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
     # The handler file's absolute path, known when read from the settings file (not from a stack's record).
     path: str = field(default="", compare=False, hash=False, repr=False)
+    requirements: str = ""  # a requirements file relative to the settings file's folder, as declared
+    requirements_path: str = field(default="", compare=False, hash=False, repr=False)  # its absolute path
 
     @property
     def module(self) -> str:
@@ -232,6 +237,28 @@ def _check_environment(problems: list[str], at: str, value: Any) -> tuple[tuple[
     return tuple(sorted(found))
 
 
+def _check_requirements(
+    problems: list[str], at: str, value: Any, base: Path | None
+) -> tuple[str, str] | None:
+    """(the file as declared, its absolute path) of a ``requirements`` file of plain requirement lines; ("", "")
+    when none is declared; None with a problem. Its packages are installed when the asset is staged."""
+    if value is None:
+        return "", ""
+    if not isinstance(value, str) or not value or Path(value).is_absolute():
+        problems.append(f"{at}: requirements = {value!r} is not allowed; allowed: a requirements file relative "
+                        "to the settings file's folder")  # fmt: skip
+        return None
+    if base is None:  # read back from a stack's record: the file was checked when it was deployed
+        return value, ""
+    path = (base / value).resolve()
+    try:
+        wheelhouse.read_requirements(path, value)
+    except wheelhouse.WheelhouseError as exc:
+        problems.append(f"{at}: {exc}")
+        return None
+    return value, str(path)
+
+
 def parse_subscriber(
     problems: list[str], where: str, name: str, data: Any, base: Path | None, check_option: Any
 ) -> SubscriberSpec | None:
@@ -252,10 +279,7 @@ def parse_subscriber(
             f"{at}: {', '.join(unknown)} is not a subscriber setting; allowed: {', '.join(FIELDS)}"
         )
         return None
-    if "requirements" in data:
-        problems.append(f"{at}: requirements are not installed yet (a wheelhouse per function platform is not "
-                        "built); allowed: a handler that imports the standard library, boto3 and Powertools")  # fmt: skip
-        return None
+    requirements = _check_requirements(problems, at, data.get("requirements"), base)
     handler = _check_handler(problems, at, data.get("handler"), base)
     source = data.get("source", SOURCE_DYNAMODB)
     if source not in SOURCES:
@@ -281,8 +305,10 @@ def parse_subscriber(
         grants=_check_grants(problems, at, data.get("grants")),
         declaration=dict(data),
         path=handler[2] if handler else "",
+        requirements=requirements[0] if requirements else "",
+        requirements_path=requirements[1] if requirements else "",
     )
-    return spec if handler else None
+    return spec if handler and requirements is not None else None
 
 
 def parse_subscribers(
@@ -334,6 +360,13 @@ def check_subscribers(
             "available with replicas; allowed: no subscribers with replicas"
         )
         return
+    on_kinesis = [s.name for s in specs if s.reads_kinesis]
+    if len(on_kinesis) > KINESIS_FAN_OUT_CONSUMERS_MAX:
+        problems.append(
+            f"{len(on_kinesis)} subscribers read the Kinesis destination, each through its own enhanced fan-out "
+            f"consumer; allowed: at most {KINESIS_FAN_OUT_CONSUMERS_MAX} (Kinesis registers at most "
+            f"{KINESIS_FAN_OUT_CONSUMERS_MAX} consumers per stream)"
+        )
     for spec in specs:
         if spec.reads_kinesis and not kinesis_on:
             problems.append(f"subscriber {spec.name!r}: source = \"kinesis\" needs the table's Kinesis destination; "
@@ -349,3 +382,45 @@ def check_subscribers(
             f"{', '.join(direct)}); allowed: at most {STREAM_READERS_MAX} per shard (more are throttled): read the "
             'others from the Kinesis destination (source = "kinesis" with kinesis=on)'
         )
+
+
+# Kinesis: a shard's shared read throughput (2 MB/s and 5 GetRecords calls per second) is divided among every
+# reader polling it; Lambda's guide has a function read through its own enhanced fan-out consumer (2 MB/s per
+# shard of its own, pushed by SubscribeToShard) when more share the stream, and a stream registers at most 20
+# (the Kinesis quotas page). The cleanup consumer on Kinesis reads shared; so do the subscribers while they and
+# it are at most two.
+KINESIS_SHARED_READERS_MAX = 2
+KINESIS_FAN_OUT_CONSUMERS_MAX = 20
+
+
+def kinesis_readers(specs: tuple[SubscriberSpec, ...], consumer_reads_kinesis: bool) -> int:
+    """The readers of the table's Kinesis destination: the subscribers on it and the cleanup consumer."""
+    return sum(1 for s in specs if s.reads_kinesis) + (1 if consumer_reads_kinesis else 0)
+
+
+def fans_out(specs: tuple[SubscriberSpec, ...], consumer_reads_kinesis: bool) -> bool:
+    """Do the subscribers on Kinesis each read through their own enhanced fan-out consumer?"""
+    return kinesis_readers(specs, consumer_reads_kinesis) > KINESIS_SHARED_READERS_MAX
+
+
+def fan_out_consumer_name(stack_name: str, subscriber: str) -> str:
+    """A subscriber's enhanced fan-out consumer: ``<stack>-<subscriber>`` (at most 48 + 1 + 20 characters, within
+    Kinesis's 128 of ``[a-zA-Z0-9_.-]``)."""
+    return f"{stack_name}-{subscriber}"
+
+
+def failure_bucket_problems(table_name: str, specs: tuple[SubscriberSpec, ...]) -> list[str]:
+    """With bucket_names=exact, each subscriber's failure bucket is ``<table>-<account>-<region>-<name>-failures``:
+    a name that would pass S3's 63 characters (the region counted as the longest) is one line with the room."""
+    problems = []
+    for spec in specs:
+        length = len(table_name) + names.bucket_name_fixed_length(names.subscriber_failure_suffix(spec.name))
+        if length > names.BUCKET_NAME_MAX:
+            room = len(spec.name) - (length - names.BUCKET_NAME_MAX)
+            problems.append(
+                f"subscriber {spec.name!r}: its failure bucket <table>-<account>-<region>-{spec.name}-"
+                f"{names.FAILURE_BUCKET_SUFFIX} of table {table_name} would be {length} characters (bucket_names="
+                f"exact, the region counted as the longest, {names.REGION_NAME_MAX}); allowed: at most "
+                f"{names.BUCKET_NAME_MAX} (S3): a subscriber name of at most {max(room, 0)} characters here"
+            )
+    return problems

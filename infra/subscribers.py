@@ -23,11 +23,11 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from contract import names
+from contract import names, wheelhouse
 from contract.asset import stage_subscriber
-from contract.knobs import KNOBS, PROJECT_ROOT, DocTableConfig, resolve_config
+from contract.knobs import KNOBS, PROJECT_ROOT, ConfigError, DocTableConfig, resolve_config
 from contract.shape import mapping_shape
-from contract.subscribers import SubscriberSpec
+from contract.subscribers import SubscriberSpec, fan_out_consumer_name, fans_out
 from infra import encryption, kinesis
 from infra.buckets import private_bucket
 from infra.consumer_function import ARCHITECTURES, RUNTIME, keep_failures, stream_reads, write_logs
@@ -76,11 +76,24 @@ class Subscriber(Construct):
         self.spec = spec
         tuned = options(config, spec)
         removal = RemovalPolicy.RETAIN if config.retain_on_delete else RemovalPolicy.DESTROY
-        self.failure_bucket = self._bucket(removal)
+        self.failure_bucket = self._bucket(config, removal)
         self.log_group = logs.LogGroup(
             self, "LogGroup", retention=logs.RetentionDays.ONE_MONTH, removal_policy=removal
         )
-        self.source_arn = self._source_arn(spec, table, change_stream)
+        self.fan_out: kinesis_.CfnStreamConsumer | None = None
+        if spec.reads_kinesis and fans_out(config.subscribers, config.reads_kinesis):
+            assert change_stream is not None
+            self.fan_out = kinesis_.CfnStreamConsumer(
+                self,
+                "FanOut",
+                consumer_name=fan_out_consumer_name(Stack.of(self).stack_name, spec.name),
+                stream_arn=change_stream.stream_arn,
+            )
+        self.source_arn = (
+            self.fan_out.attr_consumer_arn
+            if self.fan_out is not None
+            else self._source_arn(spec, table, change_stream)
+        )
         role = iam.Role(
             self,
             "Role",
@@ -100,11 +113,18 @@ class Subscriber(Construct):
         self.alarms = self._alarms(topic)
 
     # ------------------------------------------------------------------------------------------- parts
-    def _bucket(self, removal: RemovalPolicy) -> s3.Bucket:
+    def _bucket(self, config: DocTableConfig, removal: RemovalPolicy) -> s3.Bucket:
+        """Its own failure bucket: ``<table>-<account>-<region>-<name>-failures`` (bucket_names=exact: the
+        operator's policy names it; contract/subscribers.py checks it fits), else a name CloudFormation makes."""
+        stack = Stack.of(self)
+        exact = names.bucket_name(
+            config.table_name, stack.account, stack.region, names.subscriber_failure_suffix(self.spec.name)
+        )
         return private_bucket(
             self,
             "FailureBucket",
             removal=removal,
+            bucket_name=exact if config.exact_bucket_names else None,
             audit_reason="A subscriber's failed batches: object-level audit is CloudTrail data events' job.",
         )
 
@@ -131,6 +151,8 @@ class Subscriber(Construct):
         if spec.reads_kinesis:
             assert change_stream is not None
             statements += kinesis.read_statements(change_stream, change_stream.encryption_key)
+            if self.fan_out is not None:
+                statements.append(kinesis.fan_out_statement(self.fan_out.attr_consumer_arn))
         else:
             statements += stream_reads(self.source_arn)
         for number, grant in enumerate(spec.grants):
@@ -214,9 +236,14 @@ class Subscriber(Construct):
         table: dynamodb.ITable,
     ) -> lambda_.Function:
         source = Path(spec.path)
-        code_dir, handler = stage_subscriber(
-            RUNTIME_PACKAGE, source.name, spec.function, source.parent, PROJECT_ROOT / "build"
-        )
+        try:
+            code_dir, handler = stage_subscriber(
+                RUNTIME_PACKAGE, source.name, spec.function, source.parent, PROJECT_ROOT / "build",
+                requirements=spec.requirements_path,
+                platform=wheelhouse.platform_for(tuned.architecture, local=config.is_local),
+            )  # fmt: skip
+        except ValueError as exc:  # requirements without a wheel for the platform: one line, as a knob's
+            raise ConfigError([f"subscriber {spec.name!r}: {exc}"]) from None
         layer_arn = ssm.StringParameter.value_for_string_parameter(
             self, names.powertools_layer_parameter(tuned.architecture)
         )

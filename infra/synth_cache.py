@@ -178,11 +178,14 @@ def _read(path: Path, cwd: Path) -> bytes:
 
 def settings_bytes(environ: Mapping[str, str], cwd: Path) -> bytes:
     """The settings file's bytes (not its path: no template holds it), and those of the files its knobs name
-    (the table's resource policy document)."""
+    (the table's resource policy document, each subscriber's handler file and requirements file: their assets)."""
     path = Path(environ[CONFIG_VARIABLE]) if environ.get(CONFIG_VARIABLE) else Path(SETTINGS_FILE)
     context = json.loads(environ.get("CDK_CONTEXT_JSON") or "{}")
     config = resolve_settings(context=user_context(context), environ=environ, cwd=cwd).config
-    named = b"".join(_read(Path(p), cwd) for p in [config.resource_policy_path] if p)
+    files = [config.resource_policy_path]
+    for spec in config.subscribers:
+        files += [spec.path, spec.requirements_path]
+    named = b"".join(_read(Path(p), cwd) + b"\0" for p in files if p)
     return _read(path, cwd) + b"\0" + named
 
 

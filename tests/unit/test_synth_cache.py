@@ -106,6 +106,25 @@ def test_the_key_holds_the_settings_bytes_not_their_path_and_the_resource_policy
     assert sc.from_environ(project, bad) is None
 
 
+def test_the_key_holds_each_subscribers_handler_and_requirements_files(project: Path) -> None:
+    # GIVEN settings declaring a subscriber with its handler file and its requirements file
+    (project / "subscribers").mkdir()
+    handler = project / "subscribers" / "search.py"
+    handler.write_text("def handler(event, context):\n    return None\n")
+    requirements = project / "subscribers" / "requirements.txt"
+    requirements.write_text("tinypkg==1.0\n")
+    (project / "doctable.toml").write_text(
+        "[defaults]\nstream = 'new-and-old'\n[defaults.subscribers.search]\n"
+        "handler = 'subscribers/search.py:handler'\nrequirements = 'subscribers/requirements.txt'\n"
+    )
+    before = key(project)
+    # WHEN the handler file changes  THEN the key does (its asset changes), and again with its requirements
+    handler.write_text("def handler(event, context):\n    return {}\n")
+    after_handler = key(project)
+    requirements.write_text("tinypkg==1.1\n")
+    assert len({before, after_handler, key(project)}) == 3
+
+
 def test_the_key_ignores_what_names_only_where_files_go(project: Path) -> None:
     first = key(project)
     same = [
