@@ -101,6 +101,14 @@ CODES: dict[str, str] = {
     "subscriber.removed": "a subscriber is removed: its function and mapping are deleted",
     "subscriber.replaced": "a subscriber's source or starting position changes: a new mapping replaces its mapping",
     "subscriber.updated": "a subscriber's filters, batching or function settings change in place",
+    # a subscriber's mapping changed behind the stack (drift: the deploy leaves it so; reconcile restores it)
+    "subscriber.mapping_missing": "a subscriber's mapping was deleted behind the stack: a deploy must replace it",
+    "subscriber.mapping_disabled": "a subscriber's mapping was disabled behind the stack: reconcile enables it",
+    "subscriber.filter_drifted": "a subscriber's mapping filter differs from its declared filters",
+    "subscriber.mapping_drifted": "a subscriber's mapping setting (batching, retries, destination) is not as declared",
+    "subscriber.mapping_tags_drifted": "a subscriber's mapping lacks a tag of the stack's, or holds another value",
+    "subscriber.readers_exceeded": "more readers of the table's stream than a shard takes (2, 1 if global), others' counted",
+    "subscriber.readers_unlisted": "the mappings on the table's stream cannot be listed: the reader limit is unchecked",
     "bucket.renamed": "bucket_names changes: the stack's buckets are replaced under new names, the old ones kept",
     # Kinesis
     "kinesis.enabled": "table changes start flowing to a Kinesis data stream",
@@ -119,6 +127,10 @@ CODES: dict[str, str] = {
     "env.prod_unbound": "a prod-tier environment has no account binding: it deploys wherever credentials point",
     "env.tier_changed": "the environment's tier changes (from prod, or from a tier that keeps data: destructive)",
     "env.orphaned": "a stack of this table names an environment the settings no longer declare (renamed or removed)",
+    # doctable plan (a workload on the declared shape)
+    "plan.subscriber_lags": "a subscriber sustains fewer records per second per shard (from its time per record) "
+    "than its shards deliver: its iterator age grows",
+    "plan.subscriber_batch_timeout": "a subscriber's full batch takes longer than its function's timeout",
     # preview environments
     "preview.prod_account": "a preview deploys where a prod-tier environment's stack lives (same account and region)",
 }

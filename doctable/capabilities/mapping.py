@@ -4,14 +4,16 @@ the live mapping's drift from the deployed knobs with the calls that restore it 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from contract import names
 from contract.findings import Finding, Level
-from contract.knobs import STARTING_LATEST, STARTING_POSITION_CFN, DocTableConfig
-from contract.shape import mapping_shape
+from contract.knobs import KNOBS, STARTING_LATEST, STARTING_POSITION_CFN, DocTableConfig, resolve_config
+from contract.shape import KINESIS_FILTER_KEY, MappingShape, mapping_shape
 from doctable.capabilities.protocol import Drift, Observed, drift_text
+from doctable.capabilities.repairs import TAG_MAPPING, UPDATE_MAPPING  # what each repair calls
 from doctable.capabilities.sources import source_text, switch_text
 from doctable.core.answers import call_or_none
 from doctable.core.live import (
@@ -25,7 +27,7 @@ from doctable.core.live import (
 )
 
 if TYPE_CHECKING:
-    from contract.shape import MappingShape
+    from contract.subscribers import SubscriberSpec
     from doctable.core.aws import Aws
     from doctable.core.deployment import Deployment
 
@@ -38,8 +40,6 @@ CREATED, DELETED, REPLACED, UPDATED = (
     "mapping.replaced",
     "mapping.updated",
 )
-# What each repair calls.
-UPDATE_MAPPING, TAG_MAPPING = "UpdateEventSourceMapping", "TagResource (mapping)"
 MAPPING_PARAMETERS = {  # GetEventSourceMapping field -> UpdateEventSourceMapping parameter
     "BatchSize": "BatchSize",
     "MaximumBatchingWindowInSeconds": "MaximumBatchingWindowInSeconds",
@@ -335,3 +335,155 @@ class MappingCapability:
 
 
 MAPPING = MappingCapability()
+
+
+# ------------------------------------------------------------------------ a subscriber's mapping, its drift
+# A team's subscriber (contract/subscribers.py) has its own mapping (infra/subscribers.py): preflight finds it
+# changed behind the stack (each finding's code says how), reconcile restores it (doctable/capabilities/repairs.py).
+SUB_MISSING, SUB_DISABLED = "subscriber.mapping_missing", "subscriber.mapping_disabled"
+SUB_FILTER, SUB_SETTING = "subscriber.filter_drifted", "subscriber.mapping_drifted"
+SUB_TAGS = "subscriber.mapping_tags_drifted"
+# States a mapping passes through on its own: neither enabled nor disabled by hand.
+IN_TRANSITION = ("Creating", "Updating")
+
+
+@dataclass
+class SubscriberDrift(Drift):
+    """A drift of subscriber ``subscriber``'s mapping ``uuid``, with the code of its preflight finding."""
+
+    code: str = SUB_SETTING
+    subscriber: str = ""
+    uuid: str = ""
+
+    def finding(self) -> Finding:
+        repair = (
+            "`doctable reconcile --apply` restores it"
+            if self.op
+            else f"reconcile cannot restore it: {self.how}"
+        )
+        effect = (
+            "changed behind the stack: the deploy will NOT repair it (CloudFormation updates only what its "
+            f"template changes); {repair}"
+        )
+        return Finding(
+            Level.DRIFT, self.code, self.subject, self.live, self.declared, effect,
+            before=self.live, after=self.declared,
+        )  # fmt: skip
+
+
+def subscriber_shape(config: DocTableConfig, spec: SubscriberSpec) -> MappingShape:
+    """The mapping infra/subscribers.py declares for ``spec``: the consumer's options with the subscriber's over
+    them, bisect and partial-batch responses on, its own filters (under ``data`` on Kinesis), no metrics."""
+    values = {**config.knob_values(), **dict(spec.options)}
+    tuned = resolve_config(
+        context={},
+        environ={},
+        defaults={name: values[name] for name in KNOBS if name in values},
+        indexes=config.index_declarations,
+    )
+    patterns = tuple(
+        json.dumps({KINESIS_FILTER_KEY: json.loads(p)}) if spec.reads_kinesis else p for p in spec.filters
+    )
+    return MappingShape(
+        starting_position=tuned.starting_position_cfn,
+        batch_size=tuned.batch_size,
+        batching_window=tuned.batching_window,
+        max_retries=tuned.max_retries,
+        max_record_age=tuned.max_record_age,
+        parallelization_factor=tuned.parallelization_factor,
+        bisect_on_error=True,
+        function_response_types=names.FUNCTION_RESPONSE_TYPES,
+        on_failure_is_bucket=True,
+        filter_patterns=patterns,
+    )
+
+
+def _subscriber_code(prop: str) -> str:
+    if prop == "mapping:Enabled":  # _difference_drift's prop of the enabled state
+        return SUB_DISABLED
+    if prop == f"mapping:{FILTER_FIELD}":
+        return SUB_FILTER
+    return SUB_TAGS if prop.startswith("mapping-tag:") else SUB_SETTING
+
+
+def _of_subscriber(drift: Drift, name: str, uuid: str) -> SubscriberDrift:
+    """One of the consumer mapping's drift rows, as subscriber ``name``'s (its prop, subject and code)."""
+    kind, _, what = drift.prop.partition(":")
+    how = drift.how
+    if drift.op is None and drift.prop == f"mapping:{DESTINATION_FIELD}":
+        output = names.subscriber_output(name, names.OUT_SUBSCRIBER_FAILURE_BUCKET)
+        how = f"the stack has no {output} output"
+    return SubscriberDrift(
+        f"subscriber{kind.removeprefix('mapping')}:{name}:{what}", f"subscriber {name} {drift.subject}",
+        drift.live, drift.declared, drift.op, drift.params, how,
+        code=_subscriber_code(drift.prop), subscriber=name, uuid=uuid,
+    )  # fmt: skip
+
+
+def one_subscriber_drift(aws: Aws, deployment: Deployment, spec: SubscriberSpec) -> list[SubscriberDrift]:
+    """Subscriber ``spec``'s live mapping against what the deployed knobs declare: present, enabled, its filter,
+    settings, on-failure destination (its own failure bucket) and tags. None before its outputs exist."""
+    name = spec.name
+    uuid = deployment.out(names.subscriber_output(name, names.OUT_SUBSCRIBER_MAPPING))
+    if not uuid:
+        return []
+    mapping = call_or_none(aws.client("lambda").get_event_source_mapping, UUID=uuid)
+    if mapping is None:
+        how = (
+            "CloudFormation re-creates a resource deleted behind it only when its template replaces it: deploy "
+            f"with subscriber {name}'s starting_position changed (a new mapping), or without it and then with it"
+        )
+        gone = Drift("mapping:present", "mapping", "absent", uuid, None, how=how)
+        return [replace(_of_subscriber(gone, name, uuid), code=SUB_MISSING)]
+    shape = subscriber_shape(deployment.config, spec)
+    bucket = deployment.out(names.subscriber_output(name, names.OUT_SUBSCRIBER_FAILURE_BUCKET))
+    destination = s3_bucket_arn(aws.partition, bucket) if bucket else None
+    drifts = [
+        _difference_drift(field, live, want, destination)
+        for field, live, want in mapping_differences(mapping, shape, destination)
+        if not (field == ENABLED_FIELD and live in IN_TRANSITION)
+    ]
+    drifts += _position_drift(mapping, shape)
+    drifts += _tag_drifts(deployment.config, live_mapping_tags(aws, mapping, uuid))
+    return [_of_subscriber(drift, name, uuid) for drift in drifts]
+
+
+def subscriber_drift(aws: Aws, deployment: Deployment) -> list[SubscriberDrift]:
+    """Every deployed subscriber's mapping drift, subscriber by subscriber (their declared order)."""
+    return [d for spec in deployment.config.subscribers for d in one_subscriber_drift(aws, deployment, spec)]
+
+
+def rewritten_by_deploy(drift: SubscriberDrift, deployed: DocTableConfig, target: DocTableConfig) -> bool:
+    """A deploy from ``deployed`` to ``target`` sets what drifted (then it is the deploy's change, not drift): the
+    subscriber goes or gets a new mapping, or its template value of the drifted setting or tag changes."""
+    before = next((s for s in deployed.subscribers if s.name == drift.subscriber), None)
+    after = next((s for s in target.subscribers if s.name == drift.subscriber), None)
+    if before is None or after is None:
+        return True
+    was, will = subscriber_shape(deployed, before), subscriber_shape(target, after)
+    if (before.source, was.starting_position) != (after.source, will.starting_position):
+        return True  # a new mapping replaces the drifted one
+    what = drift.prop.split(":", 2)[2]
+    if drift.prop.startswith("subscriber-tag:"):
+        return deployed.tags().get(what) != target.tags().get(what)
+    fields = was.live_fields()
+    return what in fields and fields[what] != will.live_fields()[what]
+
+
+class SubscriberMappingsCapability:
+    """Each subscriber's mapping: its drift from the deployed declaration, as preflight findings with their own
+    codes (reconcile restores it; not in ``DRIFTING``: each subscriber's repairs call its own mapping)."""
+
+    name = "subscriber mappings"
+    compares_live = False
+    codes = frozenset({SUB_MISSING, SUB_DISABLED, SUB_FILTER, SUB_SETTING, SUB_TAGS})
+
+    def findings(self, observed: Observed) -> list[Finding]:
+        deployment = observed.deployment
+        if not (deployment.exists and deployment.recorded):
+            return []
+        drifts = observed.once("subscriber-drift", lambda: subscriber_drift(observed.aws, deployment))
+        return [d.finding() for d in drifts if not rewritten_by_deploy(d, observed.deployed, observed.target)]
+
+
+SUBSCRIBER_MAPPINGS = SubscriberMappingsCapability()

@@ -1,5 +1,6 @@
 """Every capability, in the order the commands report them: preflight's findings follow ``REGISTRY``, reconcile's
-drift follows ``DRIFTING``."""
+drift follows ``DRIFTING`` (then each subscriber's mapping: reconcile reads and repairs them apart, mapping by
+mapping, doctable/capabilities/mapping.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import TYPE_CHECKING
 from doctable.capabilities.borrowed import BORROWED
 from doctable.capabilities.consumer import CONSUMER
 from doctable.capabilities.kinesis import KINESIS
-from doctable.capabilities.mapping import MAPPING
+from doctable.capabilities.mapping import MAPPING, SUBSCRIBER_MAPPINGS
 from doctable.capabilities.ownership import OWNERSHIP
 from doctable.capabilities.replicas import REPLICAS
 from doctable.capabilities.table_options import TABLE_OPTIONS
@@ -28,6 +29,7 @@ REGISTRY: tuple[Capability, ...] = (
     MAPPING,
     KINESIS,
     CONSUMER,
+    SUBSCRIBER_MAPPINGS,
     BORROWED,
 )
 # The table's own settings, then what streams from it, then the mapping reading it.

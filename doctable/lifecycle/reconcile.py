@@ -1,11 +1,14 @@
 """``doctable reconcile``: restore, through the service APIs, each property drifted from the configuration the
 stack was deployed with (CloudFormation will not: it only updates what its template changes), on the home table
 and, for a global table, on each replica in its region (doctable/capabilities/replicas.py). A dry run by default;
-``--apply`` acts, then re-reads and reports what is left."""
+``--apply`` acts, then re-reads and reports what is left. Each subscriber's mapping too (enabled, its filter,
+settings and tags as its declaration says: doctable/capabilities/mapping.py), after the table's."""
 
 from __future__ import annotations
 
 import argparse
+import functools
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -13,9 +16,10 @@ from botocore.exceptions import ClientError
 
 from contract import names
 from doctable.capabilities.drift import Repair, apply_repair, detect, plan_repairs
-from doctable.capabilities.mapping import UPDATE_MAPPING
+from doctable.capabilities.mapping import UPDATE_MAPPING, SubscriberDrift, subscriber_drift
 from doctable.capabilities.ownership import require_owned_table
 from doctable.capabilities.protocol import Drift, observe_table
+from doctable.capabilities.repairs import MappingRepair, plan_mapping_repairs, restore_mapping
 from doctable.core.answers import error_code
 from doctable.core.aws import Aws, failure_fields, user_errors
 from doctable.core.command import add_command, connect, print_json, seconds
@@ -45,9 +49,9 @@ def render_drift(drifts: list[Drift], *, applying: bool) -> str:
     )
 
 
-def _wait_mapping_settled(aws: Aws, deployment: Deployment, timeout: float, progress: Progress) -> None:
+def _wait_mapping_settled(aws: Aws, uuid: str | None, timeout: float, progress: Progress) -> None:
     """UpdateEventSourceMapping is refused while the mapping is Creating/Updating/...: wait it out (bounded)."""
-    lam, uuid = aws.client("lambda"), deployment.out(names.OUT_MAPPING_UUID)
+    lam = aws.client("lambda")
 
     def probe() -> bool | None:
         return (
@@ -59,6 +63,38 @@ def _wait_mapping_settled(aws: Aws, deployment: Deployment, timeout: float, prog
         raise UserError(
             f"mapping {uuid} did not settle within {timeout:.0f}s: re-run `doctable reconcile --apply`"
         )
+
+
+def _step(op: str, subjects: list[str], done: list[str], call: Callable[[], None]) -> None:
+    """Make one repair call; a refusal ends the run: its --json error names the step (step, subjects), what was
+    restored before it (restored), and AWS's refusal as data (code, action, resource, principal:
+    doctable.core.aws)."""
+    step = {"step": op, "subjects": ", ".join(subjects), "restored": ", ".join(done)}
+    try:
+        with user_errors(f"restoring {', '.join(subjects)} ({op})"):
+            call()
+    except UserError as refused:
+        refused.fields = {**step, **refused.fields}
+        raise
+
+
+def _restore(
+    aws: Aws, deployment: Deployment, table: dict[str, Any], repair: Repair, done: list[str]
+) -> None:
+    """One repair of the table or what hangs off it; the TTL rate limit becomes one line saying when to retry."""
+    try:
+        apply_repair(aws, deployment, table, repair)
+    except ClientError as exc:
+        if ttl_rate_limited(exc):
+            retry_at = (datetime.now(UTC) + TTL_INTERVAL).strftime("%H:%M UTC")
+            others = f" ({', '.join(done)} restored)" if done else ""
+            raise UserError(
+                f"TTL of {table['TableName']} not restored: DynamoDB refused the change "
+                f"({TTL_RATE_LIMIT_MESSAGE}): it allows about one TTL change per hour; "
+                f"retry `doctable reconcile --apply` after {retry_at}{others}",
+                {**failure_fields(exc), "code": "aws.ttl_rate_limited", "retry_after": retry_at},
+            ) from exc
+        raise
 
 
 def apply_all(
@@ -74,31 +110,39 @@ def apply_all(
     done: list[str] = []
     for repair in repairs:
         if repair.op == UPDATE_MAPPING:
-            _wait_mapping_settled(aws, deployment, timeout, progress)
-        # A refused step ends the run: its --json error names the step (step, subjects), what was restored before
-        # it (restored), and AWS's refusal as data (code, action, resource, principal: doctable.core.aws).
-        step = {"step": repair.op, "subjects": ", ".join(repair.subjects), "restored": ", ".join(done)}
-        try:
-            with user_errors(f"restoring {', '.join(repair.subjects)} ({repair.op})"):
-                try:
-                    apply_repair(aws, deployment, table, repair)
-                except ClientError as exc:
-                    if ttl_rate_limited(exc):
-                        retry_at = (datetime.now(UTC) + TTL_INTERVAL).strftime("%H:%M UTC")
-                        others = f" ({', '.join(done)} restored)" if done else ""
-                        raise UserError(
-                            f"TTL of {table['TableName']} not restored: DynamoDB refused the change "
-                            f"({TTL_RATE_LIMIT_MESSAGE}): it allows about one TTL change per hour; "
-                            f"retry `doctable reconcile --apply` after {retry_at}{others}",
-                            {**failure_fields(exc), "code": "aws.ttl_rate_limited", "retry_after": retry_at},
-                        ) from exc
-                    raise
-        except UserError as refused:
-            refused.fields = {**step, **refused.fields}
-            raise
+            _wait_mapping_settled(aws, deployment.out(names.OUT_MAPPING_UUID), timeout, progress)
+        _step(
+            repair.op,
+            repair.subjects,
+            done,
+            functools.partial(_restore, aws, deployment, table, repair, done),
+        )
         progress.say(f"restored {', '.join(repair.subjects)} ({repair.op})")
         done += repair.subjects
     return done
+
+
+def apply_mapping_repairs(
+    aws: Aws, repairs: list[MappingRepair], done: list[str], *, timeout: float, progress: Progress
+) -> list[str]:
+    """Each subscriber's mapping repairs, in order, after the table's (``done``: restored so far); each update
+    waits for its mapping to settle first, and the run waits for them to settle after (so the re-read sees it)."""
+    lam, restored = aws.client("lambda"), list(done)
+    for repair in repairs:
+        if repair.op == UPDATE_MAPPING:
+            _wait_mapping_settled(aws, repair.uuid, timeout, progress)
+        _step(repair.op, repair.subjects, restored, functools.partial(restore_mapping, lam, repair))
+        progress.say(f"restored {', '.join(repair.subjects)} ({repair.op}, subscriber {repair.subscriber})")
+        restored += repair.subjects
+    for uuid in dict.fromkeys(r.uuid for r in repairs if r.op == UPDATE_MAPPING):
+        _wait_mapping_settled(aws, uuid, timeout, progress)
+    return restored
+
+
+def read_drift(aws: Aws, deployment: Deployment) -> tuple[dict[str, Any], list[Drift], list[SubscriberDrift]]:
+    """The owned table, its drift and what hangs off it, and each subscriber's mapping drift."""
+    table = require_owned_table(aws, deployment, doing="reconcile it")
+    return table, detect(observe_table(aws, deployment, table)), subscriber_drift(aws, deployment)
 
 
 def cmd_reconcile(args: argparse.Namespace) -> int:
@@ -110,16 +154,18 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         )
     progress = Progress("doctable reconcile", quiet=args.quiet)
     with user_errors(f"reading the drift of {config.stack_name}"):
-        table = require_owned_table(aws, deployment, doing="reconcile it")
-        drifts = detect(observe_table(aws, deployment, table))
-    repairs = plan_repairs(drifts)
+        table, table_drifts, mapping_drifts = read_drift(aws, deployment)
+    drifts: list[Drift] = [*table_drifts, *mapping_drifts]
+    repairs, mapping_repairs = plan_repairs(table_drifts), plan_mapping_repairs(mapping_drifts)
+    calls = len(repairs) + len(mapping_repairs)
     done: list[str] = []
     after = drifts
-    if args.apply and repairs:
+    if args.apply and calls:
         done = apply_all(aws, deployment, table, repairs, timeout=args.timeout, progress=progress)
+        done = apply_mapping_repairs(aws, mapping_repairs, done, timeout=args.timeout, progress=progress)
         with user_errors(f"re-reading {config.stack_name} after the repairs"):
-            again = require_owned_table(aws, deployment, doing="reconcile it")
-            after = detect(observe_table(aws, deployment, again))
+            _, again, again_mappings = read_drift(aws, deployment)
+            after = [*again, *again_mappings]
     if args.json:
         print_json(
             {
@@ -135,7 +181,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         )
     elif not drifts:
         print(
-            f"no drift: {deployment.table_name} and its mapping are as stack {config.stack_name} declares them"
+            f"no drift: {deployment.table_name} and its mappings are as stack {config.stack_name} declares them"
         )
     else:
         print(
@@ -144,9 +190,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         print(render_drift(drifts, applying=args.apply))
         if not args.apply:
             print()
-            print(
-                f"dry run: nothing changed; `doctable reconcile --apply` makes the {len(repairs)} call(s) above"
-            )
+            print(f"dry run: nothing changed; `doctable reconcile --apply` makes the {calls} call(s) above")
         elif after:
             print()
             print("after the repairs, still drifted:")
@@ -163,9 +207,10 @@ def register(sub: Any) -> None:
         "reconcile",
         cmd_reconcile,
         help="restore settings changed behind the stack (TTL, PITR, tags, deletion protection, mapping, Kinesis "
-        "destination; each replica's PITR and deletion protection); "
+        "destination; each replica's PITR and deletion protection; each subscriber's mapping); "
         "dry run unless --apply",
-        description="Compare the live table (and each replica of a global table, in its region) and mapping with "
+        description="Compare the live table (and each replica of a global table, in its region), the mapping and "
+        "each subscriber's mapping with "
         "the knobs the stack was deployed with and restore each drifted property through the service APIs. Exit 0: nothing drifted (after --apply: nothing left); "
         "1: drift remains (always after a dry run with drift); 2 bad input, 4 AWS refused (as `doctable --help` says).",
         json_help="print the drift and what was restored as JSON on stdout",

@@ -139,7 +139,7 @@ class Verifier:
             "mapping": self._check_mapping,
             "mapping-tags": self._check_mapping_tags,
             **consumer_checks(self.aws, self.deployment),
-            **subscriber_checks(self.aws, self.deployment),
+            **subscriber_checks(self),  # each subscriber's declaration, and its nudges
             **replica_checks(self.aws, self.deployment, self._describe),
             "stream-delivery": self._check_delivery,
             "blob-cleanup": self._check_cleanup,

@@ -23,6 +23,8 @@ STABLE_STACK_TEXT = "CREATE_COMPLETE | UPDATE_COMPLETE | UPDATE_ROLLBACK_COMPLET
 # check only reads (describe, list tags, get a configuration).
 WRITING_CHECKS = ("round-trip", "query", "gsi-query", "negative", "stream-delivery", "blob-cleanup")
 DELIVERY_PREFIX = "replica-delivery:"  # a global table's nudge in one region (verify/replica_delivery.py)
+# A subscriber's nudges (verify/subscribers.py): a change its filter passes, and one it excludes.
+NUDGE_PREFIX, EXCLUDED_PREFIX = "subscriber-nudge:", "subscriber-excluded:"
 Rows = tuple[
     tuple[str, str, str], ...
 ]  # (row id, check, expected) of one area, in the order verify runs them
@@ -33,9 +35,14 @@ def is_delivery_row(row_id: str) -> bool:
 
 
 def writes(row_id: str) -> bool:
-    """The check writes: one of ``WRITING_CHECKS``, or a global table's nudge in a region (``replica-delivery:<region>``,
-    verify/replica_delivery.py)."""
-    return row_id in WRITING_CHECKS or is_delivery_row(row_id)
+    """The check writes: one of ``WRITING_CHECKS``, a global table's nudge in a region (``replica-delivery:<region>``,
+    verify/replica_delivery.py), or a subscriber's nudge (``subscriber-nudge:<name>``, ``subscriber-excluded:<name>``,
+    verify/subscribers.py)."""
+    return (
+        row_id in WRITING_CHECKS
+        or is_delivery_row(row_id)
+        or row_id.startswith((NUDGE_PREFIX, EXCLUDED_PREFIX))
+    )
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,10 @@
-"""Record-level proof that the consumer received a write: the write's sequence number read off the stream, and
-the consumer's ``stream_records_received`` log line that covers it."""
+"""Record-level proof that the consumer (or a subscriber) received a write: the write's sequence number read off the
+stream, and the ``stream_records_received`` log line that covers it."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -177,14 +177,13 @@ def follow_shards(
     return sequence or None
 
 
-def find_proof(
-    aws: Aws, group: str, table: str, sequence: str | None, write_ms: int
-) -> dict[str, Any] | None:
-    """The first proof line in ``group`` that covers the write, else None."""
+def proof_events(aws: Aws, group: str, since_ms: int) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each proof line in ``group`` logged from ``since_ms`` on, with its timestamp, page by page (none while the
+    group does not exist: it appears with the first invocation)."""
     logs = aws.client("logs")
     kwargs: dict[str, Any] = {
         "logGroupName": group,
-        "startTime": max(0, write_ms - LOG_LOOKBACK_MS),
+        "startTime": max(0, since_ms),
         "filterPattern": f'"{names.PROOF_LOG_MESSAGE}"',
     }
     while True:
@@ -192,12 +191,103 @@ def find_proof(
             reply = logs.filter_log_events(**kwargs)
         except ClientError as exc:
             if is_not_found(exc):
-                return None  # the group appears with the first invocation
+                return
             raise
         for event in reply.get("events", []):
             line = parse_proof_line(event.get("message", ""))
-            if line and covers(line, table, sequence, int(event.get("timestamp", 0)), write_ms):
-                return line
+            if line:
+                yield int(event.get("timestamp", 0)), line
         if not reply.get("nextToken"):
-            return None
+            return
         kwargs["nextToken"] = reply["nextToken"]
+
+
+def find_proof(
+    aws: Aws, group: str, table: str, sequence: str | None, write_ms: int
+) -> dict[str, Any] | None:
+    """The first proof line in ``group`` that covers the write, else None."""
+    found = proof_events(aws, group, write_ms - LOG_LOOKBACK_MS)
+    return next((line for at, line in found if covers(line, table, sequence, at, write_ms)), None)
+
+
+def capture_changes(
+    aws: Aws,
+    source_arn: str,
+    write: Callable[[], None],
+    key: Mapping[str, str],
+    count: int,
+    *,
+    bound: float,
+    progress: Progress,
+) -> list[tuple[str, str]]:
+    """Run ``write`` and read the first ``count`` changes of the item ``key`` (attribute -> string value) off
+    ``source_arn`` (a DynamoDB stream, a Kinesis data stream the table streams to, or its enhanced fan-out
+    consumer), in order: each one's eventName and the sequence number a proof line spans (a Kinesis record's
+    own); fewer when the rest are not found within ``bound`` seconds."""
+    found: list[tuple[str, str]] = []
+    seen: set[str] = set()  # a Kinesis record may come twice: its change's eventID tells
+    if ":kinesis:" in source_arn:  # the data stream, or an enhanced fan-out consumer of it: read the stream
+        opened, read = _kinesis_reader(aws, source_arn.split("/consumer/")[0])
+    else:
+        opened, read = _stream_reader(aws, source_arn)
+
+    def sequence_of(record: dict[str, Any]) -> str | None:
+        change, number = _change(record)
+        if change is None or number is None or not is_change_of(change, key, None):
+            return None
+        identity = str(change.get("eventID") or number)
+        if identity not in seen:
+            seen.add(identity)
+            found.append((str(change.get("eventName")), number))
+        return number if len(found) >= count else None
+
+    follow_shards(
+        opened, read, sequence_of, write, bound=bound, progress=progress, what=f"the {count} changes' records"
+    )
+    return found
+
+
+Reader = tuple[Callable[[], list[str]], Callable[[str], dict[str, Any]]]
+
+
+def _stream_reader(aws: Aws, stream_arn: str) -> Reader:
+    """(open a LATEST iterator on each open shard, read one) of a DynamoDB stream."""
+    streams = aws.client("dynamodbstreams")
+
+    def read(iterator: str) -> dict[str, Any]:
+        reply: dict[str, Any] = streams.get_records(ShardIterator=iterator, Limit=1000)
+        return reply
+
+    return (lambda: open_shard_iterators(streams, stream_arn)), read
+
+
+def _kinesis_reader(aws: Aws, stream_arn: str) -> Reader:
+    """(open a LATEST iterator on each open shard, read one) of a Kinesis data stream."""
+    client = aws.client("kinesis")
+
+    def page(token: str | None) -> tuple[list[dict[str, Any]], str | None]:
+        reply = client.list_shards(**({"NextToken": token} if token else {"StreamARN": stream_arn}))
+        return reply.get("Shards", []), reply.get("NextToken")
+
+    def iterator_at(shard: str) -> str:
+        reply = client.get_shard_iterator(StreamARN=stream_arn, ShardId=shard, ShardIteratorType=NEWEST)
+        return str(reply["ShardIterator"])
+
+    def read(iterator: str) -> dict[str, Any]:
+        reply: dict[str, Any] = client.get_records(ShardIterator=iterator, Limit=1000, StreamARN=stream_arn)
+        return reply
+
+    return (lambda: open_iterators(page, iterator_at)), read
+
+
+def _change(record: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    """A stream record's DynamoDB change and the sequence number its batch spans: the record itself (a DynamoDB
+    stream's), or the JSON a Kinesis record's Data holds and the Kinesis sequence number."""
+    if "Data" not in record:
+        return record, str((record.get("dynamodb") or {}).get("SequenceNumber") or "") or None
+    data = record["Data"]
+    try:
+        change = json.loads(data.decode() if isinstance(data, bytes | bytearray) else str(data))
+    except (ValueError, UnicodeDecodeError):
+        return None, None
+    return (change if isinstance(change, dict) else None), str(record.get("SequenceNumber") or "") or None

@@ -166,9 +166,9 @@ def test_an_environment_declaring_subscribers_replaces_the_defaults(tmp_path: Pa
             "retries is not a subscriber setting; allowed: ",
         ),
         (
-            {"search": {"handler": HANDLER, "requirements": "requirements.txt"}},
+            {"search": {"handler": HANDLER, "requirements": "no-such-requirements.txt"}},
             {},
-            "requirements are not installed yet",
+            "requirements file no-such-requirements.txt not found",
         ),
         (
             {"a": {"handler": HANDLER}, "b": {"handler": HANDLER}},
@@ -179,6 +179,19 @@ def test_an_environment_declaring_subscribers_replaces_the_defaults(tmp_path: Pa
             {"a": {"handler": HANDLER}},
             {"replicas": "us-west-2", "region": ""},
             "on a global table are not supported yet",
+        ),
+        (
+            {"search-projection-v2": {"handler": HANDLER}},
+            {"table_base": "customer-documents"},
+            "subscriber 'search-projection-v2': its failure bucket <table>-<account>-<region>-search-projection-v2-"
+            "failures of table customer-documents-dev would be 80 characters (bucket_names=exact, the region "
+            "counted as the longest, 14); allowed: at most 63 (S3): a subscriber name of at most 3 characters here",
+        ),
+        (
+            {f"k{n}": {"handler": HANDLER, "source": "kinesis"} for n in range(21)},
+            {"kinesis": "on"},
+            "21 subscribers read the Kinesis destination, each through its own enhanced fan-out consumer; allowed: at "
+            "most 20 (Kinesis registers at most 20 consumers per stream)",
         ),
     ],
 )
@@ -245,3 +258,26 @@ def test_a_subscriber_change_is_a_finding_and_removing_or_replacing_one_goes_thr
 
     found = subscriber_findings(resolve(before, kinesis="on"), resolve(after, kinesis="on"))
     assert [(f.code, f.level.value, f.destructive) for f in found] == expected
+
+
+def test_a_third_kinesis_reader_moves_the_kinesis_subscribers_to_fan_out_consumers_through_the_gate() -> None:
+    from doctable.capabilities.consumer import subscriber_findings
+
+    # GIVEN the consumer on Kinesis and one subscriber on it (two readers: shared reads)
+    one = {"a": {"handler": HANDLER, "source": "kinesis"}}
+    before = resolve(one, kinesis="on", consumer_source="kinesis")
+    # WHEN a second subscriber on Kinesis is declared (three readers: each subscriber through its own consumer)
+    after = resolve(
+        {**one, "b": {"handler": HANDLER, "source": "kinesis"}}, kinesis="on", consumer_source="kinesis"
+    )
+    found = subscriber_findings(before, after)
+    # THEN the new one is added and the existing one's mapping is replaced (another source ARN): destructive
+    assert [(f.code, f.subject, f.destructive) for f in found] == [
+        ("subscriber.added", "subscriber b", False),
+        ("subscriber.replaced", "subscriber a", True),
+    ]
+    replaced = found[1]
+    assert (replaced.before, replaced.after) == (
+        ["kinesis(shared)", "trim-horizon"],
+        ["kinesis(fan-out)", "trim-horizon"],
+    )
