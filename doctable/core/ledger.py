@@ -1,5 +1,5 @@
-"""The ledger's store: an environment's Live State (knobs, realized ids, status, last verify) as Markdown + JSON,
-and verify's last record, which verify keeps in the state directory and the ledger reads (doctable/operate/ledger.py
+"""The ledger's store: an environment's Live State (knobs, realized ids, subscribers, status, last verify) as
+Markdown + JSON, and verify's last record, which verify keeps in the state directory and the ledger reads (doctable/operate/ledger.py
 is the ``doctable ledger`` command; verify and teardown write the ledger through this module)."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from contract import names
 from contract.knobs import OFF, ON
 from doctable.core.answers import call_or_none
 from doctable.core.aws import Aws, user_errors
@@ -90,6 +91,38 @@ def verify_applies(deployment: Deployment, verify: dict[str, Any] | None) -> dic
     return verify
 
 
+def subscribers_of(deployment: Deployment) -> list[dict[str, Any]]:
+    """The subscribers as the deploy had them (the stack's record): handler, source, filters, options, grants, and
+    the names the stack's outputs give them; none when the stack is not deployed (cleared, as ``realized``)."""
+    if not deployment.exists:
+        return []
+
+    def out(name: str, what: str) -> str | None:
+        return deployment.out(names.subscriber_output(name, what))
+
+    return [
+        {
+            "name": spec.name,
+            "handler": f"{spec.handler_file}:{spec.function}",
+            "source": spec.source,
+            "filters": list(spec.filters),
+            "per_record": spec.per_record,
+            "options": dict(spec.options),
+            "grants": [{"resource": g.resource, "actions": list(g.actions)} for g in spec.grants],
+            "function": out(spec.name, names.OUT_SUBSCRIBER_FUNCTION),
+            "mapping_uuid": out(spec.name, names.OUT_SUBSCRIBER_MAPPING),
+            "failure_bucket": out(spec.name, names.OUT_SUBSCRIBER_FAILURE_BUCKET),
+            "log_group": out(spec.name, names.OUT_SUBSCRIBER_LOG_GROUP),
+        }
+        for spec in deployment.config.subscribers
+    ]
+
+
+def _as_json(value: Any) -> Any:
+    """``value`` as JSON reads it back (tuples as lists): a record loaded from disk compares equal to its source."""
+    return json.loads(json.dumps(value, default=str))
+
+
 def build_ledger(
     deployment: Deployment,
     verify: dict[str, Any] | None,
@@ -110,7 +143,7 @@ def build_ledger(
         }
     )
     knobs = deployment.config.as_knobs()
-    stale = bool(verify and verify.get("knobs") and verify["knobs"] != knobs)
+    stale = bool(verify and verify.get("knobs") and _as_json(verify["knobs"]) != _as_json(knobs))
     return {
         "kind": "doctable-ledger",
         "table": deployment.config.table_name,
@@ -118,6 +151,9 @@ def build_ledger(
         "status": status_of(deployment, verify, torn_down or previous is not None or verify is not None),
         "resolved_inputs": {
             **knobs,
+            "subscribers": [
+                spec.name for spec in deployment.config.subscribers
+            ],  # declared: ``subscribers`` below
             "resolved_by": resolved_by or _who(),
             "resolved_at": now_iso(),
         },
@@ -125,6 +161,7 @@ def build_ledger(
         "knobs_source": deployment.knobs_source,
         "pending_knobs": [p.as_dict() for p in deployment.pending],
         "realized": realized,
+        "subscribers": subscribers_of(deployment),
         "stack": {
             "status": deployment.stack_status,
             "reason": deployment.status_reason,
@@ -158,6 +195,8 @@ def _yaml_scalar(value: Any) -> str:
         return "—"
     if isinstance(value, bool):
         return ON if value else OFF
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return ", ".join(value) or "—"
     return str(value)
 
 
@@ -195,6 +234,7 @@ def render_markdown(ledger: dict[str, Any]) -> str:
     ]
     for key, value in ledger["realized"].items():
         lines.append(f"  {key + ':':<24}{_yaml_scalar(value)}")
+    lines += _subscriber_lines(ledger.get("subscribers") or [])
     if ledger.get("retained"):
         lines.append("retained:                  # kept on purpose when the stack went")
         for key, value in ledger["retained"].items():
@@ -211,6 +251,23 @@ def render_markdown(ledger: dict[str, Any]) -> str:
         rows = [[r["check"], r["expected"], r["observed"], r["result"]] for r in verified.get("rows", [])]
         lines += [markdown_table(["✔ check", "expected", "observed", "result"], rows), ""]
     return "\n".join(lines)
+
+
+def _subscriber_lines(subscribers: list[dict[str, Any]]) -> list[str]:
+    if not subscribers:
+        return []
+    lines = ["subscribers:               # as deployed"]
+    for subscriber in subscribers:
+        lines.append(f"  {subscriber['name']}:")
+        for key, value in subscriber.items():
+            if key == "name":
+                continue
+            if key == "grants":
+                value = [f"{g['resource']}: {' '.join(g['actions'])}" for g in value]
+            elif key == "options":
+                value = [f"{k}={v}" for k, v in value.items()]
+            lines.append(f"    {key + ':':<22}{_yaml_scalar(value)}")
+    return lines
 
 
 def write_ledger(directory: Path, ledger: dict[str, Any]) -> tuple[Path, Path]:
@@ -246,8 +303,10 @@ def record_ledger(
     deployment: Deployment,
     record: dict[str, Any] | None = None,
     torn_down: bool = False,
+    kept: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], tuple[Path, Path]]:
-    """Build and write the ledger entry; ``record`` is verify's run (default: the last one kept on disk)."""
+    """Build and write the ledger entry; ``record`` is verify's run (default: the last one kept on disk); ``kept``:
+    what a teardown left on purpose besides the table (a subscriber's retained failure bucket)."""
     directory = ledger_dir(getattr(args, "ledger_dir", None))
     table = deployment.config.table_name
     if record is None:
@@ -257,7 +316,7 @@ def record_ledger(
         record,
         load_ledger(directory, table),
         resolved_by=getattr(args, "resolved_by", None),
-        retained=_retained(aws, deployment),
+        retained={**_retained(aws, deployment), **(kept or {})},
         torn_down=torn_down,
     )
     return entry, write_ledger(directory, entry)

@@ -29,11 +29,13 @@ from doctable.lifecycle.global_table import (
     find_replica_stacks,
     lift_replica_protection,
 )
+from doctable.lifecycle.subscriber_resources import retained_key, subscriber_mappings, subscriber_owners
 
 RETAIN_POLICIES = ("Retain", "RetainExceptOnCreate", "Snapshot")
+MAPPING = "AWS::Lambda::EventSourceMapping"
 PROBED_TYPES = (
     *TABLE_TYPES,
-    "AWS::Lambda::EventSourceMapping",
+    MAPPING,
     "AWS::Lambda::Function",
     "AWS::S3::Bucket",
     "AWS::Logs::LogGroup",
@@ -48,10 +50,11 @@ class Resource:
     type: str
     physical_id: str
     retained: bool
+    owner: str = ""  # the subscriber it belongs to, if any
 
     @property
     def label(self) -> str:
-        return f"{self.type} {self.physical_id}"
+        return f"{self.type} {self.physical_id}" + (f" of subscriber {self.owner}" if self.owner else "")
 
 
 @dataclass
@@ -114,6 +117,7 @@ def plan_teardown(aws: Aws, deployment: Deployment) -> Plan:
     if deployment.exists:
         template = _template(aws, config.stack_name)
         policies = {k: v.get("DeletionPolicy") for k, v in (template.get("Resources") or {}).items()}
+        owners = subscriber_owners(deployment)
         paginator = aws.client("cloudformation").get_paginator("list_stack_resources")
         for page in paginator.paginate(StackName=config.stack_name):
             for summary in page.get("StackResourceSummaries", []):
@@ -123,7 +127,8 @@ def plan_teardown(aws: Aws, deployment: Deployment) -> Plan:
                 logical = summary["LogicalResourceId"]
                 policy = policies.get(logical)
                 retained = policy in RETAIN_POLICIES if logical in policies else config.retain_on_delete
-                plan.resources.append(Resource(logical, summary["ResourceType"], physical, retained))
+                owner = owners.get(physical, "")  # the subscriber whose output names it, if any
+                plan.resources.append(Resource(logical, summary["ResourceType"], physical, retained, owner))
     tables = plan.tables()
     table_name = tables[0].physical_id if tables else config.table_name
     plan.table_retained = tables[0].retained if tables else False
@@ -291,21 +296,18 @@ def _exists(aws: Aws, resource: Resource) -> bool | None:
 
 
 def _mapping_resource(plan: Plan) -> list[Resource]:
-    """The mapping by its output UUID, even if the resource listing named it differently."""
-    uuid_ = plan.deployment.out(names.OUT_MAPPING_UUID)
-    listed = plan.of_type("AWS::Lambda::EventSourceMapping")
-    if uuid_ and not any(r.physical_id == uuid_ for r in listed):
-        return [Resource("Mapping", "AWS::Lambda::EventSourceMapping", uuid_, False)]
-    return []
+    """The mappings (the consumer's, each subscriber's) by their output UUIDs, even if listed under other names."""
+    wanted = {plan.deployment.out(names.OUT_MAPPING_UUID) or "": "", **subscriber_mappings(plan.deployment)}
+    listed = {r.physical_id for r in plan.of_type(MAPPING)}
+    return [Resource("Mapping", MAPPING, u, False, o) for u, o in wanted.items() if u and u not in listed]
 
 
 def execute(aws: Aws, plan: Plan, *, timeout: float, progress: Progress) -> Outcome:
     outcome = Outcome()
     config = plan.deployment.config
     s3 = aws.client("s3")
-    stack_failed = (
-        False  # a failed stack deletion removes nothing more: what is left is probed once, not awaited
-    )
+    # a failed stack deletion removes nothing more: what is left is probed once, not awaited
+    stack_failed = False
     replicas_gone, outcome.still_present = delete_replica_stacks(
         aws, plan.replica_stacks, timeout=timeout, progress=progress
     )
@@ -325,7 +327,7 @@ def execute(aws: Aws, plan: Plan, *, timeout: float, progress: Progress) -> Outc
             if not bucket_exists(s3, bucket.physical_id):
                 continue
             count = empty_bucket(s3, bucket.physical_id)
-            outcome.emptied.append(f"{bucket.physical_id} ({count} objects)")
+            outcome.emptied.append(f"{bucket.label.split(' ', 1)[1]} ({count} objects)")
         cfn = aws.client("cloudformation")
         stack_id = plan.deployment.stack_id or config.stack_name
         progress.say(f"deleting stack {config.stack_name}")
@@ -435,7 +437,7 @@ def run_teardown(
 def cmd_teardown(args: argparse.Namespace) -> int:
     config, aws, deployment = connect(args)
     progress = Progress("doctable teardown", quiet=args.quiet)
-    _plan, outcome = run_teardown(
+    plan, outcome = run_teardown(
         aws,
         deployment,
         assume_yes=args.yes,
@@ -444,7 +446,9 @@ def cmd_teardown(args: argparse.Namespace) -> int:
         progress=progress,
     )
     if args.ledger:
-        record_ledger(args, aws, describe_stack(aws, config), torn_down=True)
+        kept = {retained_key(b.owner): b.physical_id for b in plan.of_type("AWS::S3::Bucket")
+                if b.owner and any(r.startswith(b.label) for r in outcome.retained)}  # fmt: skip
+        record_ledger(args, aws, describe_stack(aws, config), torn_down=True, kept=kept)
     if args.json:
         print_json(
             {"kind": "doctable-teardown", "stack": config.stack_name, "at": now_iso(), **outcome.as_dict()}

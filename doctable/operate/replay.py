@@ -17,6 +17,10 @@ lists now are dropped from the old image, so replay never deletes a blob that a 
 An invocation record without ``payload`` (Lambda keeps only ``DDBStreamBatchInfo`` when the payload is not kept:
 shard, first and last sequence number) is re-read from the stream while the stream still holds that range; once
 it does not (24 h retention), the object is kept with a one-line reason. Nothing is invoked for it then.
+
+``--subscriber NAME`` replays a subscriber's failed batches the same way: from its own failure bucket, through its
+own function, the object kept or removed by the same rules. Its records go back as Lambda kept them: the rebase
+above is the cleanup consumer's rule (never delete a blob a live item lists), not something a subscriber asked for.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from contract import names
 from doctable.core.answers import error_code
 from doctable.core.aws import ACCESS_DENIED_CODES
 from doctable.core.command import add_command, connect, print_json
-from doctable.core.deployment import require_deployed
+from doctable.core.deployment import Deployment, require_deployed, subscriber_output
 from doctable.core.errors import UserError
 from doctable.core.render import now_iso, text_table
 
@@ -195,6 +199,13 @@ def rebase_on_live_items(ddb: Any, table: str, records: list[dict[str, Any]]) ->
     return rebased
 
 
+def _sequence_number(record: dict[str, Any]) -> str:
+    """A record's sequence number, the partial batch response's ``itemIdentifier`` (a Kinesis record's too)."""
+    if isinstance(record.get("kinesis"), dict):
+        return str(record["kinesis"].get("sequenceNumber"))
+    return str((record.get("dynamodb") or {}).get("SequenceNumber"))
+
+
 def _read(s3: Any, bucket: str, key: str) -> Any:
     try:
         return json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
@@ -212,12 +223,14 @@ def replay_object(
     function: str,
     table: str,
     streams: Any = None,
+    rebase: bool = True,
 ) -> ReplayOutcome:
     body = _read(s3, bucket, key)
     event, source = batch_of(body, streams)
     records = event["Records"]
     outcome = ReplayOutcome(key=key, records=len(records), source=source)
-    outcome.rebased = rebase_on_live_items(ddb, table, records)
+    if rebase:
+        outcome.rebased = rebase_on_live_items(ddb, table, records)
     response = lambda_client.invoke(
         FunctionName=function, InvocationType="RequestResponse", Payload=json.dumps(event).encode()
     )
@@ -234,7 +247,7 @@ def replay_object(
         s3.delete_object(Bucket=bucket, Key=key)
         return outcome
     # Keep only what still fails, so a later replay does not redo the records that are done.
-    event["Records"] = [r for r in records if str((r.get("dynamodb") or {}).get("SequenceNumber")) in failed]
+    event["Records"] = [r for r in records if _sequence_number(r) in failed]
     body["payload"] = json.dumps(event)
     body.setdefault("replay", {})["remaining"] = len(event["Records"])
     s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(body).encode())
@@ -251,7 +264,10 @@ def run_replay(
     table: str,
     dry_run: bool = False,
     streams: Any = None,
+    rebase: bool = True,
 ) -> list[ReplayOutcome]:
+    """Replay every kept batch of ``bucket`` through ``function``; ``rebase``: the cleanup consumer's rule (a
+    subscriber's records go back unchanged)."""
     outcomes: list[ReplayOutcome] = []
     for key in list(failure_objects(s3, bucket)):
         try:
@@ -264,7 +280,7 @@ def run_replay(
             outcomes.append(
                 replay_object(
                     s3=s3, lambda_client=lambda_client, ddb=ddb, bucket=bucket, key=key, function=function,
-                    table=table, streams=streams,
+                    table=table, streams=streams, rebase=rebase,
                 )
             )  # fmt: skip
         except NotReplayable as exc:
@@ -273,13 +289,26 @@ def run_replay(
 
 
 # ---------------------------------------------------------------------------------------------- command
-def cmd_replay(args: argparse.Namespace) -> int:
-    config, aws, deployment = connect(args)
-    require_deployed(deployment)
+def replay_target(deployment: Deployment, subscriber: str | None) -> tuple[str, str]:
+    """The failure bucket to replay and the function to replay it through: the consumer's, or subscriber
+    ``subscriber``'s (UserError naming the declared ones when the stack has no such subscriber)."""
+    if subscriber:
+        return (
+            subscriber_output(deployment, subscriber, names.OUT_SUBSCRIBER_FAILURE_BUCKET),
+            subscriber_output(deployment, subscriber, names.OUT_SUBSCRIBER_FUNCTION),
+        )
+    config = deployment.config
     bucket = deployment.out(names.OUT_FAILURE_BUCKET)
     function = deployment.out(names.OUT_CONSUMER_FUNCTION_NAME) or config.borrowed_consumer_arn
     if not bucket or not function:
         raise UserError(f"{config.stack_name} has no consumer and failure bucket: nothing to replay")
+    return bucket, function
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    _config, aws, deployment = connect(args)
+    require_deployed(deployment)
+    bucket, function = replay_target(deployment, args.subscriber)
     outcomes = run_replay(
         s3=aws.client("s3"),
         lambda_client=aws.client("lambda"),
@@ -289,10 +318,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
         table=deployment.table_name,
         dry_run=args.dry_run,
         streams=aws.client("dynamodbstreams"),
+        rebase=not args.subscriber,
     )
     kept = [o for o in outcomes if o.error or o.still_failing]
     if args.json:
-        print_json({"kind": "doctable-replay", "bucket": bucket, "at": now_iso(),
+        print_json({"kind": "doctable-replay", "bucket": bucket, "function": function,
+                    "subscriber": args.subscriber, "at": now_iso(),
                     "objects": [o.as_dict() for o in outcomes], "kept": len(kept)})  # fmt: skip
     else:
         rows = [(o.key, o.records, o.succeeded, o.rebased, o.result + (f": {o.error}" if o.error else ""))
@@ -307,9 +338,16 @@ def register(sub: Any) -> None:
         sub,
         "replay",
         cmd_replay,
-        help="re-drive the batches kept on the failure destination through the consumer; remove them once done",
+        help="re-drive the batches kept on the failure destination through the consumer (or a subscriber); "
+        "remove them once done",
         description="Invoke the consumer with each kept batch; delete the object only when every record in it "
-        "succeeded (still-failing records stay). Exit 1 while anything is kept.",
+        "succeeded (still-failing records stay). Exit 1 while anything is kept. With --subscriber NAME: that "
+        "subscriber's failure bucket, through its function, its records unchanged.",
         json_help="print the outcome as JSON on stdout",
     )
     replay.add_argument("--dry-run", action="store_true", help="list what would be replayed, change nothing")
+    replay.add_argument(
+        "--subscriber",
+        metavar="NAME",
+        help="replay this subscriber's failure bucket through its function instead",
+    )

@@ -18,8 +18,10 @@ so a change older than the one the projection holds is skipped and a duplicate r
 leaves no tombstone: an older INSERT delivered after it would bring the entry back. A projection that must never
 show a deleted item keeps a tombstone instead of deleting.)
 
-It answers with the partial-batch response: the first record that fails and every later one, so the mapping
-retries from there in order.
+It refuses an item whose ``title`` or ``summary`` is not a string (a ValueError: the projection searches their
+words), and answers with the partial-batch response: the first record that fails and every later one, so the
+mapping retries from there in order; a record that still fails after the mapping's retries lands on the
+subscriber's failure bucket, for ``doctable replay --subscriber search`` once the cause is fixed.
 """
 
 from __future__ import annotations
@@ -84,7 +86,13 @@ def apply_change(change: dict[str, Any]) -> None:
 
 
 def searchable_fields(new_image: dict[str, Any]) -> dict[str, Any]:
-    """The image's searchable attributes, as DynamoDB values, and ``terms``: the words of its text fields."""
+    """The image's searchable attributes, as DynamoDB values, and ``terms``: the words of its text fields
+    (ValueError when one is not a string)."""
+    for name in TEXT_FIELDS:
+        if name in new_image and "S" not in new_image[name]:
+            raise ValueError(
+                f"{name} is not a string ({'|'.join(new_image[name])}): its words cannot be searched"
+            )
     fields = {name: new_image[name] for name in SEARCHABLE if name in new_image}
     words = {w for name in TEXT_FIELDS for w in _WORD.findall(new_image.get(name, {}).get("S", "").lower())}
     if words:

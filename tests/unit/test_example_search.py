@@ -4,6 +4,7 @@ moto's DynamoDB."""
 from __future__ import annotations
 
 import importlib.util
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -150,3 +151,25 @@ def test_without_search_table_every_record_fails(search, monkeypatch):
     assert search.handler(
         stream_event(doc("INSERT", 1, "doc#1"), doc("INSERT", 2, "doc#2")), None
     ) == failures(1, 2)
+
+
+def test_an_item_whose_title_is_not_a_string_is_refused_with_every_later_one(search, capsys):
+    # GIVEN a batch whose second item has a number for a title
+    event = stream_event(
+        doc("INSERT", 1, "doc#1", title="Fine"),
+        doc("INSERT", 2, "doc#2", title=42),
+        doc("INSERT", 3, "doc#3"),
+    )
+
+    # WHEN the projection handles it
+    response = search.handler(event, None)
+
+    # THEN that record and the later one are reported failed (the mapping retries, then keeps them), the first is
+    # projected, and the failure is logged with the record's sequence number
+    assert response == failures(2, 3)
+    assert list(projected()) == [("doc#1", "v#1")]
+    logged = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert [(line["message"], line["sequence_number"]) for line in logged] == [
+        ("search_projection_failed", response["batchItemFailures"][0]["itemIdentifier"])
+    ]
+    assert logged[0]["error"].startswith("ValueError(")
