@@ -17,6 +17,7 @@ from contract.shape import table_shape
 from doctable.core.command import add_command, print_json
 from doctable.core.context import add_knob_arguments, resolve_knobs
 from doctable.core.errors import UserError
+from doctable.plan import readers
 from doctable.plan.figures import ASSUMPTIONS, HOURS_PER_MONTH, value
 from doctable.plan.global_table import limits, replica_monthly, replica_notes
 from doctable.plan.workload import KB_PER_GB as KB_PER_GB  # re-exported: Kinesis's billing unit
@@ -24,7 +25,9 @@ from doctable.plan.workload import (
     Workload,
     consumer_monthly,
     cost_notes,
+    dynamodb_shards,
     index_item_kb,
+    kinesis_shards,
     option_monthly,
 )
 
@@ -54,6 +57,10 @@ class Plan:
     replicas: tuple[str, ...] = ()
     # per-region default quotas: {code, what, needed, quota, source, exceeded}
     limits: list[dict[str, Any]] = field(default_factory=list)
+    # each stream's readers against their limits, each subscriber's throughput, and the WARNs they make
+    stream_readers: dict[str, Any] = field(default_factory=dict)
+    subscribers: list[dict[str, Any]] = field(default_factory=list)
+    findings: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def monthly_total(self) -> float:
@@ -87,9 +94,12 @@ class _Delivery:
     invocations: float  # invocations per second, every shard together
 
 
-def build_plan(workload: Workload, config: DocTableConfig) -> Plan:
+def build_plan(
+    workload: Workload, config: DocTableConfig, subscriber_ms: dict[str, float] | None = None
+) -> Plan:
     """The plan of ``workload`` on the shape ``config`` gives: the stream's delivery, a batch's time and the
-    iterator-age risk it makes, the S3 request rates, the monthly cost with its notes, the regional limits."""
+    iterator-age risk it makes, the S3 request rates, the monthly cost with its notes, the regional limits, the
+    streams' readers and each subscriber's throughput (from ``subscriber_ms``, its milliseconds per record)."""
     w = workload
     wcu_per_write = max(1, math.ceil(w.item_kb))
     record_kb = max(1, math.ceil(w.item_kb * value("kinesis_record_kb_per_item_kb")))
@@ -121,6 +131,8 @@ def build_plan(workload: Workload, config: DocTableConfig) -> Plan:
             month_s=month_s,
         )
     )
+    stream_readers = readers.stream_readers(config)
+    rows = readers.subscriber_rows(w, config, subscriber_ms or {}, wcu_per_write, record_kb)
     return Plan(
         workload=w,
         knobs=_plan_knobs(config),
@@ -136,9 +148,12 @@ def build_plan(workload: Workload, config: DocTableConfig) -> Plan:
         s3_head_per_second=head_rate,
         s3_prefix_use=max(key_rate / value("s3_delete_per_prefix"), head_rate / value("s3_get_per_prefix")),
         monthly_usd=monthly,
-        notes=cost_notes(w, config) + replica_notes(replicas),
+        notes=cost_notes(w, config) + replica_notes(replicas) + readers.notes(stream_readers),
         replicas=replicas,
-        limits=_limits(w, config, wcu_per_write, flow.shards),
+        limits=_limits(w, config, wcu_per_write, flow.shards, stream_readers["dynamodb"]),
+        stream_readers=stream_readers,
+        subscribers=rows,
+        findings=[f.as_dict() for f in readers.findings(rows)],
     )
 
 
@@ -146,14 +161,10 @@ def _delivery(w: Workload, config: DocTableConfig, wcu_per_write: int, record_kb
     """The shards (the Kinesis data stream's when the mapping reads it, polled once a second; else the DynamoDB
     stream's, one per partition's write capacity), and the batches their polls make."""
     if config.reads_kinesis:  # the mapping reads the Kinesis data stream's shards, polled once a second
-        shards = max(
-            int(value("kinesis_on_demand_shards")),
-            math.ceil(w.writes_per_second * record_kb / value("kinesis_shard_write_kb")),
-            math.ceil(w.writes_per_second / 1000),
-        )
+        shards = kinesis_shards(w, record_kb)
         polls = value("kinesis_polls_per_second")
     else:
-        shards = max(1, math.ceil(w.writes_per_second * wcu_per_write / value("partition_wcu")))
+        shards = dynamodb_shards(w, wcu_per_write)
         polls = value("polls_per_second")
     per_shard = w.writes_per_second / shards
     interval = max(1 / polls, float(config.batching_window))
@@ -203,7 +214,9 @@ def _iterator_age_risk(config: DocTableConfig, seconds: float, use: float, inter
     return f"LOW: a batch takes {seconds:.2f} s, within the {interval:.2f} s poll interval"
 
 
-def _limits(w: Workload, config: DocTableConfig, wcu_per_write: int, shards: int) -> list[dict[str, Any]]:
+def _limits(
+    w: Workload, config: DocTableConfig, wcu_per_write: int, shards: int, stream: dict[str, Any]
+) -> list[dict[str, Any]]:
     """The per-region default quotas the workload needs: the write and read units a second, the consumers."""
     write_units = w.writes_per_second * wcu_per_write + sum(
         w.writes_per_second * w.index_share * max(1, math.ceil(index_item_kb(index, w.item_kb)))
@@ -214,6 +227,8 @@ def _limits(w: Workload, config: DocTableConfig, wcu_per_write: int, shards: int
         write_units_per_second=write_units,
         read_units_per_second=read_units,
         concurrent_consumers=shards * config.parallelization_factor,
+        stream_readers=stream["count"],
+        global_table=config.is_global,
     )
     return [dict(asdict(limit), exceeded=limit.exceeded) for limit in checked]
 
@@ -247,6 +262,8 @@ def render(plan: Plan) -> str:
         f"time per batch          {plan.seconds_per_batch:.3f} s  "
         f"(a shard's consumers handle {plan.shard_capacity_records_per_second:,.0f} records/s)",
         f"iterator-age risk       {plan.iterator_age_risk}",
+        *readers.render_readers(plan.stream_readers),
+        *readers.render_subscribers(plan.subscribers),
         f"S3 requests             {plan.s3_head_per_second:,.1f} HEAD/s and {plan.s3_delete_keys_per_second:,.1f} "
         f"DELETE keys/s: {plan.s3_prefix_use:.1%} of one prefix's limit"
         + ("  (OVER: spread keys over prefixes)" if plan.s3_prefix_use > 1 else ""),
@@ -259,6 +276,9 @@ def render(plan: Plan) -> str:
         lines.append(
             f"  {limit['code']:<26} {limit['needed']:>10,.0f} of {limit['quota']:,.0f}  {limit['what']}{mark}"
         )
+    for finding in plan.findings:
+        lines.append(f"{finding['level']} {finding['code']} {finding['subject']}: {finding['live']} against "
+                     f"{finding['declared']}: {finding['effect']}")  # fmt: skip
     lines.append("monthly cost (USD, us-east-1 list prices, 730 h):")
     width = max(len(name) for name in plan.monthly_usd)
     for name, usd in plan.monthly_usd.items():
@@ -312,7 +332,8 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     workload = workload_from_args(args)
-    plan = build_plan(workload, resolve_knobs(args))
+    config = resolve_knobs(args)
+    plan = build_plan(workload, config, readers.subscriber_ms(args, config))
     region = getattr(args, "region", None)
     if region and region != PRICED_REGION:
         # The prices are published per region; only us-east-1's are held here (no AWS call, no network).
@@ -369,5 +390,12 @@ def register(sub: Any) -> None:
         default="0",
         metavar="N",
         help="items kept in the table, to price storage (0: not priced)",
+    )
+    plan.add_argument(
+        "--subscriber-ms",
+        action="append",
+        metavar="NAME=MS",
+        help="a subscriber's milliseconds per record (repeatable): plan says the records per second per shard it "
+        "sustains and warns when its shards deliver more; not measured (plan makes no AWS call)",
     )
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")

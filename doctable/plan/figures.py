@@ -209,6 +209,12 @@ ASSUMPTIONS: dict[str, tuple[float, str, str]] = {
         "DynamoDB Streams API reference, LimitExceededException; DynamoDB developer guide, 'Quotas in Amazon "
         "DynamoDB' (DynamoDB Streams)",
     ),
+    "quota_global_stream_readers_per_shard": (
+        1,
+        "processes reading one stream shard of a global table's replica at the same time (AWS recommends one, "
+        "to avoid throttling)",
+        "DynamoDB developer guide, 'Quotas in Amazon DynamoDB' (DynamoDB Streams: global tables)",
+    ),
 }
 
 

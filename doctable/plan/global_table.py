@@ -29,10 +29,18 @@ def _source(name: str) -> str:
 
 
 def limits(
-    *, write_units_per_second: float, read_units_per_second: float, concurrent_consumers: int
+    *,
+    write_units_per_second: float,
+    read_units_per_second: float,
+    concurrent_consumers: int,
+    stream_readers: int = 1,
+    global_table: bool = False,
 ) -> list[Limit]:
     """The default quotas one region's table and consumer meet. In a global table every replica takes every
     write (its own and the replicated ones), so each region needs what the whole workload needs."""
+    readers_quota = (
+        "quota_global_stream_readers_per_shard" if global_table else "quota_stream_readers_per_shard"
+    )
     return [
         Limit(
             "TABLE_WRITE_QUOTA",
@@ -57,10 +65,11 @@ def limits(
         ),
         Limit(
             "STREAM_READERS_PER_SHARD",
-            "processes reading one stream shard at a time (the mapping is one)",
-            1,
-            value("quota_stream_readers_per_shard"),
-            _source("quota_stream_readers_per_shard"),
+            "processes reading one DynamoDB stream shard at a time (the cleanup consumer and each subscriber on "
+            "it)" + (", on a global table" if global_table else ""),
+            stream_readers,
+            value(readers_quota),
+            _source(readers_quota),
         ),
     ]
 

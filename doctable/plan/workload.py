@@ -37,6 +37,20 @@ class Workload:
         return self.writes_per_second * self.delete_ratio
 
 
+def dynamodb_shards(w: Workload, wcu_per_write: int) -> int:
+    """The table's DynamoDB stream shards: one per partition, each taking ~1,000 write units a second."""
+    return max(1, math.ceil(w.writes_per_second * wcu_per_write / value("partition_wcu")))
+
+
+def kinesis_shards(w: Workload, record_kb: int) -> int:
+    """The Kinesis destination's shards (on-demand): its starting shards, or what the writes' KB and records need."""
+    return max(
+        int(value("kinesis_on_demand_shards")),
+        math.ceil(w.writes_per_second * record_kb / value("kinesis_shard_write_kb")),
+        math.ceil(w.writes_per_second / 1000),
+    )
+
+
 def consumer_monthly(
     w: Workload,
     config: DocTableConfig,
