@@ -26,6 +26,7 @@ from contract.subscribers import SubscriberSpec
 from infra.alarms import ConsumerAlarms
 from infra.checkov import CheckovSkips
 from infra.consumer import StreamConsumer
+from infra.dashboard import Overview, consumer_reader, subscriber_reader
 from infra.replica_stack import REPLICA_STREAMS_CONTEXT, replica_stacks, replica_streams
 from infra.subscribers import Subscriber, subscriber_id
 from infra.subscribers import outputs as subscriber_outputs
@@ -48,6 +49,7 @@ class DocTableStack(Stack):
         if config.has_mapping:
             self.consumer = self._consumer(config, doc_table)
         self.subscribers = [self._subscriber(config, doc_table, spec) for spec in config.subscribers]
+        self.overview = self._overview(config, doc_table)
         self._output(
             names.OUT_KNOBS,
             config.deployed_record(),
@@ -163,6 +165,30 @@ class DocTableStack(Stack):
         for key, (value, what) in subscriber_outputs(subscriber).items():
             self._output(key, value, f"Subscriber {spec.name}'s {what}")
         return subscriber
+
+    def _overview(self, config: DocTableConfig, doc_table: DocumentTable) -> Overview:
+        """The environment's dashboard (infra/dashboard.py): the table, the consumer, each subscriber, the alarms."""
+        readers = [consumer_reader(config, self.consumer)] if self.consumer is not None else []
+        readers += [subscriber_reader(config, subscriber) for subscriber in self.subscribers]
+        alarms = [
+            *(self.alarms.alarms if self.alarms is not None else ()),
+            *(a for s in self.subscribers for a in s.alarms),
+        ]
+        stream = doc_table.change_stream
+        overview = Overview(
+            self,
+            names.ID_DASHBOARD,
+            config=config,
+            readers=readers,
+            alarm_arns=[alarm.alarm_arn for alarm in alarms],
+            kinesis_stream_name=stream.stream_name if stream is not None else None,
+        )
+        self._output(
+            names.OUT_DASHBOARD_NAME,
+            overview.dashboard.ref,  # Ref: the dashboard's name
+            "The environment's CloudWatch dashboard",
+        )
+        return overview
 
     def _output(self, key: str, value: str, description: str) -> None:
         CfnOutput(self, key, value=value, description=description)

@@ -259,12 +259,15 @@ def cmd_logs(args: argparse.Namespace) -> int:
     start_ms = int((time.time() - since) * 1000)
     progress = Progress("doctable logs", quiet=args.quiet)
     logs = aws.client("logs")
+    dashboard = names.dashboard_url(deployment.region, deployment.out(names.OUT_DASHBOARD_NAME))
 
     def missing() -> None:
         progress.say(f"log group {group} does not exist yet: the consumer has not run since it was created")
 
     if args.follow:
         progress.say(f"{group} since {iso_ms(start_ms)} ({args.since}), following: Ctrl-C stops")
+        if dashboard:
+            progress.say(f"dashboard: {dashboard}")
         try:
             follow(logs, group, start_ms, _emitter(args.json), missing=missing)
         except KeyboardInterrupt:
@@ -285,6 +288,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
                 "start": iso_ms(start_ms),
                 "events": [line.as_dict() for line in lines],
                 "proof_lines": proofs,
+                "dashboard_url": dashboard,
             }
         )
         return 0
@@ -293,6 +297,8 @@ def cmd_logs(args: argparse.Namespace) -> int:
     progress.say(
         f"{len(lines)} lines, {proofs} proof lines, in {group} since {iso_ms(start_ms)} ({args.since})"
     )
+    if dashboard:
+        progress.say(f"dashboard: {dashboard}")
     return 0
 
 

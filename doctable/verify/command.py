@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from contract import names
 from doctable.capabilities.ownership import require_owned_table, rolled_back_note
 from doctable.core.aws import user_errors
 from doctable.core.command import add_command, connect, print_json, seconds
@@ -46,6 +47,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     record = verify_record(
         deployment, rows, started, verifier.run_id, verifier.skipped, read_only=args.read_only
     )
+    # The environment's dashboard (null for a stack deployed before it had one).
+    record["dashboard_url"] = names.dashboard_url(deployment.region, deployment.out(names.OUT_DASHBOARD_NAME))
     # A read-only run is not kept: `doctable ledger` reads the last full run's record.
     path = None if args.read_only else save_record(state_dir(args.state_dir), record)
     if args.ledger:
@@ -58,6 +61,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         for line in skipped_lines(record):
             print(line)
         print(summary_line(record))
+        if record["dashboard_url"]:
+            print(f"dashboard: {record['dashboard_url']}")
         if rolled_back:
             print(f"note: {rolled_back}")
         if path is None:
