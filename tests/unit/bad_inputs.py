@@ -1760,6 +1760,124 @@ cli_case(
 )
 
 
+def _against_subscriber_search(argv: list[str]) -> str:
+    """``doctable <argv>`` against a stack (moto) deployed from settings declaring the subscriber ``search``."""
+    import boto3
+    from moto import mock_aws
+
+    from contract.settings import resolve_settings
+    from tests.support import ops
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "doctable.toml"
+        path.write_text('[defaults]\nstream = "new-and-old"\n\n[environments.dev]\ntier = "dev"\n\n'
+                        '[environments.dev.subscribers.search]\nhandler = "search.py:handler"\n')  # fmt: skip
+        (Path(tmp) / "search.py").write_text("def handler(event, context):\n    return None\n")
+        config = resolve_settings(context={"env": "dev"}, environ={}, config_path=path).config
+        with environment(CLI_ENV), mock_aws():
+            ops.deploy(lambda service: boto3.client(service, region_name=REGION), config)
+            return run_cli(argv, {"DOCTABLE_CONFIG": str(path)}).replace(tmp, "<dir>")
+
+
+for _command in ("watch", "replay"):
+    add(
+        Case(
+            CLI,
+            f"`doctable {_command} --subscriber serch` (a subscriber the stack does not have; it has `search`)",
+            functools.partial(
+                _against_subscriber_search, [_command, "--env", "dev", "--subscriber", "serch"]
+            ),
+            (*ONE_LINE, "has no subscriber 'serch' (did you mean 'search'?); declared: search"),
+            "stops after reading the stack's outputs (exit 2): nothing sent, nothing replayed",
+            f"cli-{_command}-unknown-subscriber",
+        )
+    )
+cli_case(
+    ["watch", "--subscriber", "search", "--source", "functions/stream_consumer"],
+    ["exit 2;", "argument --source: not allowed with argument --subscriber"],
+    "argparse refuses it (usage + one error line, exit 2); nothing run",
+    id="cli-watch-subscriber-and-source",
+)
+
+
+REQUIREMENTS = (
+    "Subscriber requirements (`contract/wheelhouse.py`: read with the settings, installed when staged)"
+)
+_SUBSCRIBER = '[environments.dev.subscribers.search]\nhandler = "search.py:handler"\nrequirements = "requirements.txt"\n'
+
+
+def _with_requirements(requirements: str | None) -> str:
+    """``doctable settings --env dev`` beside a subscriber whose requirements file holds ``requirements``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "doctable.toml").write_text('[defaults]\nstream = "new-and-old"\n\n' + _SUBSCRIBER)
+        (Path(tmp) / "search.py").write_text("def handler(event, context):\n    return None\n")
+        if requirements is not None:
+            (Path(tmp) / "requirements.txt").write_text(requirements)
+        observed = run_cli(["settings", "--env", "dev"], {"DOCTABLE_CONFIG": f"{tmp}/doctable.toml"})
+        return observed.replace(tmp, "<dir>")
+
+
+def _staged_without_a_wheel() -> str:
+    """A requirement with a wheel for Windows alone, staged for an arm64 function as the synth stages it."""
+    from contract.asset import stage_subscriber
+    from contract.wheelhouse import lambda_platform
+    from tests.unit.test_wheelhouse import offline_index, tiny_wheel
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        tiny_wheel(root / "index", "winonly", "cp313-cp313-win_amd64")
+        (root / "search.py").write_text("def handler(event, context):\n    return None\n")
+        (root / "requirements.txt").write_text("winonly\n")
+        with environment(offline_index(root / "index")):
+            try:
+                stage_subscriber(
+                    ROOT / "functions" / "subscriber_runtime", "search.py", "handler", root, root / "build",
+                    requirements="requirements.txt", platform=lambda_platform("arm64"), cache=root / "cache",
+                )  # fmt: skip
+            except ValueError as exc:  # infra/subscribers.py makes it the synth's one problem
+                return f"ConfigError (1): subscriber 'search': {exc}"
+        return "accepted, no error"
+
+
+for _id, _label, _text, _expect in [
+    ("requirements-missing", "a subscriber's requirements file that does not exist", None,
+     "subscriber 'search': requirements file requirements.txt not found (looked in <dir>); allowed: a requirements file relative to the settings file's folder"),
+    ("requirements-editable", "a requirements line that is an option (`-e .`)", "attrs\n-e .\n",
+     "subscriber 'search': requirements file requirements.txt line 2: '-e .' is not a plain requirement; allowed: one package per line"),
+    ("requirements-index", "a requirements line naming an index (`--index-url …`)", "--index-url https://example.com/simple\n",
+     "line 1: '--index-url https://example.com/simple' is not a plain requirement"),
+    ("requirements-url", "a requirement from a URL (`pkg @ https://…`)", "pkg @ https://example.com/pkg-1.0-py3-none-any.whl\n",
+     "line 1: 'pkg @ https://example.com/pkg-1.0-py3-none-any.whl' is not a plain requirement"),
+]:  # fmt: skip
+    _run = functools.partial(_with_requirements, _text)
+    add(Case(REQUIREMENTS, _label, _run, (*ONE_LINE, _expect), CLI_STOPS, _id))
+cli_case(
+    ["plan", "--writes-per-second", "5", "--subscriber-ms", "nope=5"],
+    [*ONE_LINE, "--subscriber-ms nope=5: environment dev declares no subscriber 'nope'; declared: none"],
+    CLI_STOPS,
+    id="cli-plan-unknown-subscriber",
+)
+cli_case(
+    ["plan", "--writes-per-second", "5", "--subscriber-ms", "search"],
+    [*ONE_LINE, "--subscriber-ms 'search': expected NAME=MS, a subscriber's milliseconds per record"],
+    CLI_STOPS,
+    id="cli-plan-subscriber-ms-malformed",
+)
+add(
+    Case(
+        REQUIREMENTS,
+        "a requirement without a wheel for the function's platform (a `win_amd64` wheel alone, an arm64 function)",
+        _staged_without_a_wheel,
+        ("ConfigError (1): subscriber 'search': package winonly has no wheel for manylinux2014_aarch64",
+         "allowed: a package with a wheel for manylinux2014_aarch64 (up to manylinux_2_34), CPython 3.13, or pure "
+         "Python (a py3-none-any wheel)"),
+        "synth stops while staging the subscriber's asset (app.py: the one problem, exit 1; no Docker, nothing "
+        "compiled); nothing deployed",
+        "requirements-no-wheel",
+    )
+)  # fmt: skip
+
+
 # ================================================================================================ running
 @functools.cache
 def observe(case_id: str) -> str:
