@@ -15,7 +15,7 @@ from doctable.core.errors import UserError
 from doctable.core.ledger import record_ledger, region_hint, save_record
 from doctable.core.render import Progress, now_iso
 from doctable.verify.checks import DEFAULT_SETTLE, DEFAULT_TIMEOUT, Verifier
-from doctable.verify.expect import DELIVERY_PREFIX, LATEST, WRITING_CHECKS
+from doctable.verify.expect import DELIVERY_PREFIX, EXCLUDED_PREFIX, LATEST, NUDGE_PREFIX, WRITING_CHECKS
 from doctable.verify.record import render_rows, skipped_lines, summary_line, verify_record
 
 READ_ONLY_LEDGER = (
@@ -101,7 +101,8 @@ def register(sub: Any) -> None:
         action="store_true",
         help="write nothing: run only the checks that read (stack, shape, configuration, tags, mapping, "
         f"consumer) and skip each check that writes ({', '.join(WRITING_CHECKS)}; a global table's "
-        f"{DELIVERY_PREFIX}<region>), listing them (--json: "
+        f"{DELIVERY_PREFIX}<region>; each subscriber's {NUDGE_PREFIX}<name> and {EXCLUDED_PREFIX}<name>), listing "
+        "them (--json: "
         "`skipped`); skipped checks do not fail the run. Not recorded: its rows are not kept for "
         "`doctable ledger`, and --ledger with it is refused (exit 2)",
     )
