@@ -9,14 +9,11 @@ a change twice or out of order: a per-record function orders and deduplicates by
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import operator
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .constants import EVENT_SOURCE, KINESIS_SOURCE
 
@@ -38,12 +35,12 @@ class UnreportableFailureError(RuntimeError):
     """A record failed that has no sequence number, so it cannot be reported alone: the whole batch fails."""
 
 
-@dataclass
-class BatchSummary:
-    """The proof line's fields: the same as the consumer's (doctable/verify/proof.py reads them)."""
+class BatchSummary(NamedTuple):
+    """The proof line's fields: the same as the consumer's (doctable/verify/proof.py reads them). (Named tuples, not
+    dataclasses, here and in settings.py: dataclasses imports inspect, a cold start's milliseconds.)"""
 
     record_count: int
-    event_names: dict[str, int] = field(default_factory=dict)
+    event_names: dict[str, int]
     first_sequence_number: str | None = None
     last_sequence_number: str | None = None
     table_name: str | None = None
@@ -95,6 +92,9 @@ def change_of(raw: dict[str, Any]) -> Mapping[str, Any] | None:
     DynamoDB stream's); None when the Kinesis data is not one."""
     if raw.get("eventSource") != KINESIS_SOURCE:
         return raw
+    import base64  # Kinesis records only: not a DynamoDB stream subscriber's cold start
+    import binascii
+
     kinesis = raw.get("kinesis")
     try:
         change = json.loads(base64.b64decode(kinesis["data"], validate=True))  # type: ignore[index]
@@ -174,8 +174,7 @@ def failed_count(response: Any) -> int:
     return len(failures) if isinstance(failures, list) else 0
 
 
-@dataclass
-class RecordFailure:
+class RecordFailure(NamedTuple):
     sequence_number: str
     error: BaseException | None  # None: not called, a record before it failed
 

@@ -8,10 +8,13 @@ Powertools' Metrics adds it), and of ``RecordsFailed`` = 0. A batch whose record
 ``RecordsFailed`` = their count after the team's function: the metric's sum per period is the failed records, with a
 point for every batch.
 
-Why not Powertools' Logger and Metrics for these two lines: a batch through them cost 56 us of CPU (the log
-record's formatting and the metric set's validation), as much as a small handler's whole batch of 100 records;
-the issue's goal is the wrapper within 1.1x of the handler alone (``make bench``: ``bench/subscriber``). The
-error lines, rare, still go through Powertools' Logger (handler.py).
+Its error lines (an unexpected event, a record that failed) have the same keys at level ERROR, with the exception's
+name and traceback as Powertools writes them (``exception_name``, ``exception``).
+
+Why not Powertools' Logger and Metrics: a batch through them cost 56 us of CPU (the log record's formatting and the
+metric set's validation), as much as a small handler's whole batch of 100 records, and importing them is most of
+the wrapper's cold start for a team handler that does not use Powertools itself (``make bench``:
+``bench/subscriber``, whose goal is the wrapper within 1.1x of the handler alone).
 """
 
 from __future__ import annotations
@@ -120,6 +123,30 @@ class BatchOutput:
             f"{{{self._static},{self._context_members(context)},{_members(batch)},"
             f'"_aws":{{"Timestamp":{int(now * 1000)},"CloudWatchMetrics":{self._directive}}}}}\n'
         )
+
+    def error(
+        self, message: str, context: Any, fields: Mapping[str, Any], exc: BaseException | None = None
+    ) -> None:
+        """An ERROR line with the invocation's keys, ``fields``, and the exception's name and traceback."""
+        now = time.time()
+        line: dict[str, Any] = {
+            "level": "ERROR",
+            "location": "lambda_handler",
+            "message": message,
+            "timestamp": _timestamp(now),
+            "service": SUBSCRIBER_SERVICE_NAME,
+            "cold_start": self.cold_start,
+            "function_name": getattr(context, "function_name", None),
+            "function_request_id": getattr(context, "aws_request_id", None),
+            "subscriber": self.subscriber,
+            **fields,
+        }
+        if exc is not None:
+            import traceback  # an error line's only: not a cold start's
+
+            line["exception_name"] = type(exc).__name__
+            line["exception"] = "".join(traceback.format_exception(exc)).rstrip()
+        self._write(_dumps(line) + "\n")
 
     def failed(self, count: int) -> None:
         """``RecordsFailed`` of the batch's failed records, when there are any (the proof line counted 0)."""

@@ -8,12 +8,10 @@ the module does not define.
 from __future__ import annotations
 
 import importlib
-import inspect
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .constants import (
     ENV_SUBSCRIBER_ENVIRONMENT,
@@ -43,8 +41,7 @@ class SubscriberInitError(RuntimeError):
         self.subscriber = subscriber
 
 
-@dataclass(frozen=True)
-class SubscriberSettings:
+class SubscriberSettings(NamedTuple):
     name: str
     handler: str  # module:function, importable from the asset's root
     per_record: bool
@@ -140,6 +137,8 @@ def load_handler(settings: SubscriberSettings) -> Handler:
 
 def defined_functions(module: Any) -> list[str]:
     """The public functions ``module`` defines itself (not those it imports)."""
+    import inspect  # an init error's message only
+
     return sorted(
         name
         for name, value in vars(module).items()

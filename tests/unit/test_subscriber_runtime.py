@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import json
 import logging
@@ -147,6 +148,16 @@ def metrics_of(lines: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, A
     return values, dimension_sets[0]
 
 
+def test_the_wrapper_imports_nothing_of_powertools() -> None:
+    # A team handler without Powertools does not pay its import at cold start (bench/subscriber measures it).
+    for path in RUNTIME.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        runtime = [m for m in imported if m.startswith("aws_lambda_powertools")]
+        assert runtime in ([], ["aws_lambda_powertools.utilities.typing"]), (path.name, runtime)
+
+
 def test_the_proof_line_is_the_received_metric_and_has_powertools_keys(load_wrapper, stdout_json):
     # GIVEN a batch of two records  WHEN the wrapper handles it (its team handler reports no failure)
     wrapper = load_wrapper()
@@ -256,6 +267,8 @@ def test_per_record_fails_the_poison_record_and_every_later_one_uncalled(load_wr
     failed = only(lines, "subscriber_record_failed")
     assert (failed["sequence_number"], failed["later_records_failed_uncalled"]) == (seq(2), 1)
     assert failed["error"] == "ValueError: poison record"
+    assert (failed["level"], failed["exception_name"]) == ("ERROR", "ValueError")
+    assert failed["exception"].startswith("Traceback") and "ValueError: poison record" in failed["exception"]
     assert metrics_of(lines)[0] == {"RecordsReceived": 3.0, "RecordsFailed": 2.0}
 
 
