@@ -11,7 +11,8 @@ from contract import names
 from contract.indexes import GLOBAL as GLOBAL_INDEX
 from contract.indexes import LOCAL as LOCAL_INDEX
 from contract.indexes import PROJECTION_CFN, IndexSpec
-from contract.knobs import GSI_SHORTHAND, TABLE_CLASS_DEFAULT_CFN, DocTableConfig
+from contract.knobs import GSI_SHORTHAND, KNOBS, TABLE_CLASS_DEFAULT_CFN, DocTableConfig, resolve_config
+from contract.subscribers import SubscriberSpec
 
 STRING = "S"
 HASH, RANGE = "HASH", "RANGE"
@@ -361,4 +362,34 @@ def consumer_shape(config: DocTableConfig) -> ConsumerShape | None:
             "POWERTOOLS_METRICS_NAMESPACE": names.METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
         },
+    )
+
+
+def subscriber_options(config: DocTableConfig, spec: SubscriberSpec) -> DocTableConfig:
+    """A subscriber's options: the consumer's knobs with the subscriber's own over them (batch size, window,
+    retries, memory...), resolved as the knobs are."""
+    values = {**config.knob_values(), **dict(spec.options)}
+    declared = {name: values[name] for name in KNOBS if name in values}
+    return resolve_config(context={}, environ={}, defaults=declared, indexes=config.index_declarations)
+
+
+def subscriber_mapping_shape(config: DocTableConfig, spec: SubscriberSpec) -> MappingShape:
+    """A subscriber's mapping (infra/subscribers.py declares it, preflight compares the live one with it): its
+    options, bisect and partial-batch responses on, its own failure bucket, its filters (under ``data`` on
+    Kinesis), no metrics. Whatever the consumer is: a stack with consumer=none still maps its subscribers."""
+    tuned = subscriber_options(config, spec)
+    patterns = tuple(
+        json.dumps({KINESIS_FILTER_KEY: json.loads(p)}) if spec.reads_kinesis else p for p in spec.filters
+    )
+    return MappingShape(
+        starting_position=tuned.starting_position_cfn,
+        batch_size=tuned.batch_size,
+        batching_window=tuned.batching_window,
+        max_retries=tuned.max_retries,
+        max_record_age=tuned.max_record_age,
+        parallelization_factor=tuned.parallelization_factor,
+        bisect_on_error=True,
+        function_response_types=names.FUNCTION_RESPONSE_TYPES,
+        on_failure_is_bucket=True,
+        filter_patterns=patterns,
     )

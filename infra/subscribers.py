@@ -6,7 +6,6 @@ shared bucket could not keep one subscriber's role out of another's), and its al
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +24,8 @@ from constructs import Construct
 
 from contract import names, wheelhouse
 from contract.asset import stage_subscriber
-from contract.knobs import KNOBS, PROJECT_ROOT, ConfigError, DocTableConfig, resolve_config
-from contract.shape import mapping_shape
+from contract.knobs import PROJECT_ROOT, ConfigError, DocTableConfig
+from contract.shape import subscriber_mapping_shape, subscriber_options
 from contract.subscribers import SubscriberSpec, fan_out_consumer_name, fans_out
 from infra import encryption, kinesis
 from infra.buckets import private_bucket
@@ -50,13 +49,6 @@ def subscriber_id(name: str) -> str:
     return names.subscriber_id(name)
 
 
-def options(config: DocTableConfig, spec: SubscriberSpec) -> DocTableConfig:
-    """The consumer's options with the subscriber's own over them (batch size, window, retries, memory...)."""
-    values = {**config.knob_values(), **dict(spec.options)}
-    declared = {name: values[name] for name in KNOBS if name in values}
-    return resolve_config(context={}, environ={}, defaults=declared, indexes=config.index_declarations)
-
-
 class Subscriber(Construct):
     """One subscriber: bucket, log group, role, function, mapping and alarms."""
 
@@ -74,7 +66,7 @@ class Subscriber(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.spec = spec
-        tuned = options(config, spec)
+        tuned = subscriber_options(config, spec)
         removal = RemovalPolicy.RETAIN if config.retain_on_delete else RemovalPolicy.DESTROY
         self.failure_bucket = self._bucket(config, removal)
         self.log_group = logs.LogGroup(
@@ -108,7 +100,7 @@ class Subscriber(Construct):
         )
         self._acknowledge(policy, config, spec, table, blob_bucket)
         self.function = self._function(config, tuned, spec, role, table)
-        self.mapping = self._mapping(tuned, spec)
+        self.mapping = self._mapping(config, spec)
         self.mapping.node.add_dependency(policy)
         self.alarms = self._alarms(topic)
 
@@ -278,10 +270,9 @@ class Subscriber(Construct):
         )
         return function
 
-    def _mapping(self, tuned: DocTableConfig, spec: SubscriberSpec) -> lambda_.CfnEventSourceMapping:
-        shape = mapping_shape(tuned)
-        assert shape is not None
-        patterns = [json.dumps({"data": json.loads(p)}) if spec.reads_kinesis else p for p in spec.filters]
+    def _mapping(self, config: DocTableConfig, spec: SubscriberSpec) -> lambda_.CfnEventSourceMapping:
+        shape = subscriber_mapping_shape(config, spec)
+        patterns = list(shape.filter_patterns)
         return lambda_.CfnEventSourceMapping(
             self,
             "Mapping",

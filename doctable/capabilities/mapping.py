@@ -4,14 +4,13 @@ the live mapping's drift from the deployed knobs with the calls that restore it 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from contract import names
 from contract.findings import Finding, Level
-from contract.knobs import KNOBS, STARTING_LATEST, STARTING_POSITION_CFN, DocTableConfig, resolve_config
-from contract.shape import KINESIS_FILTER_KEY, MappingShape, mapping_shape
+from contract.knobs import STARTING_LATEST, STARTING_POSITION_CFN, DocTableConfig
+from contract.shape import MappingShape, mapping_shape, subscriber_mapping_shape
 from doctable.capabilities.protocol import Drift, Observed, drift_text
 from doctable.capabilities.repairs import TAG_MAPPING, UPDATE_MAPPING  # what each repair calls
 from doctable.capabilities.sources import source_text, switch_text
@@ -372,30 +371,8 @@ class SubscriberDrift(Drift):
 
 
 def subscriber_shape(config: DocTableConfig, spec: SubscriberSpec) -> MappingShape:
-    """The mapping infra/subscribers.py declares for ``spec``: the consumer's options with the subscriber's over
-    them, bisect and partial-batch responses on, its own filters (under ``data`` on Kinesis), no metrics."""
-    values = {**config.knob_values(), **dict(spec.options)}
-    tuned = resolve_config(
-        context={},
-        environ={},
-        defaults={name: values[name] for name in KNOBS if name in values},
-        indexes=config.index_declarations,
-    )
-    patterns = tuple(
-        json.dumps({KINESIS_FILTER_KEY: json.loads(p)}) if spec.reads_kinesis else p for p in spec.filters
-    )
-    return MappingShape(
-        starting_position=tuned.starting_position_cfn,
-        batch_size=tuned.batch_size,
-        batching_window=tuned.batching_window,
-        max_retries=tuned.max_retries,
-        max_record_age=tuned.max_record_age,
-        parallelization_factor=tuned.parallelization_factor,
-        bisect_on_error=True,
-        function_response_types=names.FUNCTION_RESPONSE_TYPES,
-        on_failure_is_bucket=True,
-        filter_patterns=patterns,
-    )
+    """The mapping infra/subscribers.py declares for ``spec`` (contract/shape.py)."""
+    return subscriber_mapping_shape(config, spec)
 
 
 def _subscriber_code(prop: str) -> str:

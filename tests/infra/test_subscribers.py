@@ -184,3 +184,14 @@ def test_each_subscribers_failure_bucket_has_its_exact_name(template: dict[str, 
                 ["items-dev-", {"Ref": "AWS::AccountId"}, "-", {"Ref": "AWS::Region"}, f"-{name}-failures"],
             ]
         }, bucket
+
+
+def test_a_stack_without_the_cleanup_consumer_still_maps_its_subscribers(tmp_path: Path) -> None:
+    # GIVEN consumer=none (no cleanup consumer) and one subscriber  WHEN synthesized
+    template = synth(tmp_path, {"search": SEARCH}, consumer="none")
+    # THEN the subscriber's mapping is the only one, with its own options and filters
+    (mapping,) = resources(template, "AWS::Lambda::EventSourceMapping").values()
+    assert mapping["Properties"]["BatchSize"] == 25
+    assert [json.loads(f["Pattern"]) for f in mapping["Properties"]["FilterCriteria"]["Filters"]] == [
+        {"eventName": ["INSERT", "MODIFY"]}
+    ]
