@@ -336,9 +336,13 @@ def sweep(
         if all(r.code == 0 for r in results):
             unneeded.append(sid)
             continue
-        # a refusal as the command's data; inside `cdk deploy`, as the CDK CLI's line (its output is prose)
-        read = cdk_refusals if command == "deploy" else refusals
-        refused = [action.lower() for r in results for action, _ in read(r)]
+        # a refusal as the command's data (deploy's preflight and gate too); inside `cdk deploy`, as the CDK CLI's
+        # line (its output is prose)
+        refused = [
+            action.lower()
+            for r in results
+            for action, _ in refusals(r) + (cdk_refusals(r) if command == "deploy" else [])
+        ]
         actions = {a.lower() for a in statement["Action"]}
         if (command, sid) in REFUSED_INSTEAD:
             actions = {REFUSED_INSTEAD[command, sid]}
