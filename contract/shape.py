@@ -279,18 +279,28 @@ def mapping_shape(config: DocTableConfig) -> MappingShape | None:
     """None when the stack wires no mapping (no stream, or consumer=none)."""
     if not config.has_mapping:
         return None
+    return _mapping_of(
+        config,
+        cleanup_filter_patterns(config.reads_kinesis) if config.filters_events else (),
+        (MAPPING_METRIC_EVENT_COUNT,) if config.has_mapping_metrics else (),
+    )
+
+
+def _mapping_of(options: DocTableConfig, patterns: tuple[str, ...], metrics: tuple[str, ...]) -> MappingShape:
+    """A mapping of the stack's (the consumer's or a subscriber's): its options, bisect and partial-batch responses
+    on, a failure bucket as on-failure destination, its filters and metrics."""
     return MappingShape(
-        starting_position=config.starting_position_cfn,
-        batch_size=config.batch_size,
-        batching_window=config.batching_window,
-        max_retries=config.max_retries,
-        max_record_age=config.max_record_age,
-        parallelization_factor=config.parallelization_factor,
+        starting_position=options.starting_position_cfn,
+        batch_size=options.batch_size,
+        batching_window=options.batching_window,
+        max_retries=options.max_retries,
+        max_record_age=options.max_record_age,
+        parallelization_factor=options.parallelization_factor,
         bisect_on_error=True,
         function_response_types=names.FUNCTION_RESPONSE_TYPES,
         on_failure_is_bucket=True,
-        filter_patterns=cleanup_filter_patterns(config.reads_kinesis) if config.filters_events else (),
-        metrics=(MAPPING_METRIC_EVENT_COUNT,) if config.has_mapping_metrics else (),
+        filter_patterns=patterns,
+        metrics=metrics,
     )
 
 
@@ -377,19 +387,7 @@ def subscriber_mapping_shape(config: DocTableConfig, spec: SubscriberSpec) -> Ma
     """A subscriber's mapping (infra/subscribers.py declares it, preflight compares the live one with it): its
     options, bisect and partial-batch responses on, its own failure bucket, its filters (under ``data`` on
     Kinesis), no metrics. Whatever the consumer is: a stack with consumer=none still maps its subscribers."""
-    tuned = subscriber_options(config, spec)
     patterns = tuple(
         json.dumps({KINESIS_FILTER_KEY: json.loads(p)}) if spec.reads_kinesis else p for p in spec.filters
     )
-    return MappingShape(
-        starting_position=tuned.starting_position_cfn,
-        batch_size=tuned.batch_size,
-        batching_window=tuned.batching_window,
-        max_retries=tuned.max_retries,
-        max_record_age=tuned.max_record_age,
-        parallelization_factor=tuned.parallelization_factor,
-        bisect_on_error=True,
-        function_response_types=names.FUNCTION_RESPONSE_TYPES,
-        on_failure_is_bucket=True,
-        filter_patterns=patterns,
-    )
+    return _mapping_of(subscriber_options(config, spec), patterns, ())
