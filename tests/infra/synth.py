@@ -6,6 +6,8 @@ import atexit
 import functools
 import json
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -70,3 +72,20 @@ def tag_map(tags: list[dict[str, str]] | dict[str, str] | None) -> dict[str, str
     if isinstance(tags, dict):
         return dict(tags)
     return {t["Key"]: t["Value"] for t in tags}
+
+
+def cfn_lint(folder: Path) -> subprocess.CompletedProcess[str]:
+    """cfn-lint, with the project's configuration, over every template written in ``folder`` (one process)."""
+    root = Path(__file__).resolve().parents[2]
+    return subprocess.run(
+        [
+            str(Path(sys.executable).parent / "cfn-lint"),
+            "--config-file",
+            str(root / ".cfnlintrc.yaml"),
+            "--",
+            *sorted(str(p) for p in folder.glob("*.json")),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=folder,
+    )

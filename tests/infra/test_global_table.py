@@ -17,7 +17,7 @@ import pytest
 from contract import names
 from contract.knobs import ConfigError, resolve_config
 from infra.stack import create_stack
-from tests.infra.synth import only, resources, stack_template, synth, tag_map
+from tests.infra.synth import cfn_lint, only, resources, stack_template, synth, tag_map
 
 pytestmark = pytest.mark.infra
 
@@ -386,18 +386,7 @@ def test_cfn_lint_is_clean_on_the_home_and_replica_templates(tmp_path: Path) -> 
         (tmp_path / f"home{i}.template.json").write_text(json.dumps(home))
         (tmp_path / f"replica{i}.template.json").write_text(json.dumps(replica))
     # WHEN cfn-lint checks them with the project's configuration
-    result = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "cfn-lint"),
-            "--config-file",
-            str(ROOT / ".cfnlintrc.yaml"),
-            "--",
-            *sorted(str(p) for p in tmp_path.glob("*.json")),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
+    result = cfn_lint(tmp_path)
     # THEN it reports nothing
     assert result.returncode == 0, result.stdout + result.stderr
 

@@ -4,14 +4,12 @@ throughput; a Query grant per index and nothing broader; cfn-lint and cdk-nag cl
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.infra.synth import only, synth
+from tests.infra.synth import cfn_lint, only, synth
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE = "AWS::DynamoDB::Table"
@@ -86,18 +84,7 @@ def test_projection_and_throughput_are_as_declared() -> None:
 def test_cfn_lint_is_clean_on_each_index_template(tmp_path: Path) -> None:
     for case, declared in CASES.items():
         (tmp_path / f"{case}.template.json").write_text(json.dumps(table(declared)))
-    result = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "cfn-lint"),
-            "--config-file",
-            str(ROOT / ".cfnlintrc.yaml"),
-            "--",
-            *sorted(str(p) for p in tmp_path.glob("*.json")),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
+    result = cfn_lint(tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -4,8 +4,6 @@ KinesisStreamSpecification, the mapping reading it with consumer_source=kinesis,
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +13,7 @@ from contract import names
 from contract.knobs import KINESIS_RETENTION_HOURS
 from contract.shape import cleanup_filter_patterns
 from infra.kinesis import READ_ACTIONS
-from tests.infra.synth import only, resources, synth, tag_map
+from tests.infra.synth import cfn_lint, only, resources, synth, tag_map
 
 ROOT = Path(__file__).resolve().parents[2]
 THEIR_STREAM = "arn:aws:kinesis:us-east-1:123456789012:stream/their-changes"
@@ -261,16 +259,5 @@ def test_cfn_lint_is_clean_on_every_kinesis_template(tmp_path: Path) -> None:
     for i, knobs in enumerate(MATRIX):
         _, template, _ = synth(**knobs)
         (tmp_path / f"k{i:03d}.template.json").write_text(json.dumps(template))
-    result = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "cfn-lint"),
-            "--config-file",
-            str(ROOT / ".cfnlintrc.yaml"),
-            "--",
-            *sorted(str(p) for p in tmp_path.glob("*.json")),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
+    result = cfn_lint(tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr

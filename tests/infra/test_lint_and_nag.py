@@ -5,14 +5,13 @@ from __future__ import annotations
 import itertools
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from contract import toolchain
 from contract.knobs import ENV_VALUES
-from tests.infra.synth import synth
+from tests.infra.synth import cfn_lint, synth
 
 ROOT = Path(__file__).resolve().parents[2]
 MATRIX = [
@@ -68,18 +67,7 @@ def test_cfn_lint_is_clean_on_every_template(tmp_path: Path) -> None:
         _, template, _ = synth(**knobs)
         (tmp_path / f"t{i:03d}.template.json").write_text(json.dumps(template))
     # WHEN cfn-lint checks them all with the project's configuration
-    result = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "cfn-lint"),
-            "--config-file",
-            str(ROOT / ".cfnlintrc.yaml"),
-            "--",
-            *sorted(str(p) for p in tmp_path.glob("*.json")),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
+    result = cfn_lint(tmp_path)
     # THEN it reports nothing
     assert result.returncode == 0, result.stdout + result.stderr
 

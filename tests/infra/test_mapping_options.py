@@ -4,15 +4,13 @@ each template cfn-lint clean and cdk-nag clean (synth fails on an unacknowledged
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from contract.shape import cleanup_filter_patterns
-from tests.infra.synth import only, resources, synth
+from tests.infra.synth import cfn_lint, only, resources, synth
 
 pytestmark = pytest.mark.infra
 
@@ -78,16 +76,5 @@ def test_cfn_lint_is_clean(tmp_path: Path) -> None:
     for i, knobs in enumerate(MATRIX):
         _, template, _ = synth(**knobs)
         (tmp_path / f"m{i:02d}.template.json").write_text(json.dumps(template))
-    result = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "cfn-lint"),
-            "--config-file",
-            str(ROOT / ".cfnlintrc.yaml"),
-            "--",
-            *sorted(str(p) for p in tmp_path.glob("*.json")),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
+    result = cfn_lint(tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr

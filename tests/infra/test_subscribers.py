@@ -5,8 +5,6 @@ consumer's tags, and alarms; cdk-nag clean at synth and cfn-lint clean."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +14,7 @@ import pytest
 from contract import names
 from contract.knobs import resolve_config
 from infra.stack import create_stack
-from tests.infra.synth import resources, stack_template, tag_map
+from tests.infra.synth import cfn_lint, resources, stack_template, tag_map
 
 ROOT = Path(__file__).resolve().parents[2]
 SEARCH = {
@@ -155,22 +153,9 @@ def test_more_than_two_kinesis_readers_each_subscriber_reads_through_its_own_fan
 
 
 def test_cfn_lint_is_clean(template: dict[str, Any], fanned: dict[str, Any], tmp_path: Path) -> None:
-    files = []
     for name, body in (("subscribers", template), ("fanned", fanned)):
-        files.append(tmp_path / f"{name}.template.json")
-        files[-1].write_text(json.dumps(body))
-    result = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "cfn-lint"),
-            "--config-file",
-            str(ROOT / ".cfnlintrc.yaml"),
-            "--",
-            *map(str, files),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
+        (tmp_path / f"{name}.template.json").write_text(json.dumps(body))
+    result = cfn_lint(tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
