@@ -27,7 +27,7 @@ ENV_ARG := $(if $(filter command line,$(origin ENV)),--env $(ENV))
 
 .PHONY: help setup lint actionlint checkov format test test-policies unit infra-tests integration synth deploy destroy diff \
         preflight verify ledger reconcile teardown docs bad-input-doc \
-        local local-up local-down local-env bench soak live clean flags conformance client-wheel
+        local local-up local-down local-env bench soak live clean flags conformance conformance-external client-wheel
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -101,6 +101,13 @@ unit: setup
 
 conformance: setup ## the local AWS held against botocore's models, IAM's reference, CloudFormation's schemas, plain moto
 	$(BIN)/pytest -m conformance $(PARALLEL) $(PYTEST_ARGS)
+
+# An outside DynamoDB suite verified on AWS (ScyllaDB Alternator's test/alternator, a checkout brought with the search
+# tool's fetch; nothing of it is in this repository), run against the local AWS and plain moto in the same run: the
+# table (by module and by kind) printed and written into docs/fidelity.md. Without SUITE it says what to fetch.
+SUITE ?=
+conformance-external: setup ## SUITE=DIR: the Alternator suite (run with --aws) against the local AWS and plain moto
+	$(BIN)/python -m tests.conformance.alternator $(if $(SUITE),"$(SUITE)")
 
 infra-tests: setup
 	$(BIN)/pytest -m infra $(PARALLEL) $(PYTEST_ARGS)

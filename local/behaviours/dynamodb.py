@@ -163,6 +163,78 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         errors=(("dynamodbstreams:GetRecords", "LimitExceededException"),),
     ),
     Behaviour(
+        id="dynamodb.request-validation",
+        service="dynamodb",
+        rule="A request is checked before its operation runs: an operation the target does not name is "
+        "UnknownOperationException, a body that is not a JSON object or a member of the wrong type (a blob not in "
+        "base64) SerializationException, and every constraint of the service model it fails (length, value range, "
+        "enum, pattern, a required member) is named in one ValidationException, 'N validation errors detected: "
+        "Value ... at ... failed to satisfy constraint: ...'; never an HTTP 500.",
+        source=DDB_API + "CommonErrors.html",
+        test="tests/unit/test_local_streams_api.py::test_a_request_is_checked_against_the_model_before_the_operation_runs",
+        targets=(
+            "moto.dynamodb.responses:DynamoHandler._dispatch",
+            "moto.dynamodbstreams.responses:DynamoDBStreamsHandler._dispatch",
+        ),
+        errors=(
+            ("dynamodb:CreateTable", "ValidationException"),
+            ("dynamodb:Scan", "ValidationException"),
+            ("dynamodbstreams:GetRecords", "ValidationException"),
+            ("dynamodbstreams:ListStreams", "ValidationException"),
+        ),
+    ),
+    Behaviour(
+        id="dynamodb.streams-paging",
+        service="dynamodb",
+        rule="DescribeStream lists shards in ShardId order from after ExclusiveStartShardId, LastEvaluatedShardId "
+        "naming the last one returned while more remain, and ShardFilter CHILD_SHARDS a shard's children only; "
+        "ListStreams pages enabled streams by ARN the same way; a malformed stream ARN is ValidationException "
+        "'Invalid StreamArn', a stream that is not there ResourceNotFoundException.",
+        source=DDB_API + "API_streams_DescribeStream.html",
+        test="tests/unit/test_local_streams_api.py::"
+        "test_describe_stream_pages_from_after_the_exclusive_start_shard_and_filters_children",
+        targets=(
+            "moto.dynamodbstreams.responses:DynamoDBStreamsHandler.describe_stream",
+            "moto.dynamodbstreams.responses:DynamoDBStreamsHandler.list_streams",
+        ),
+        errors=(
+            ("dynamodbstreams:DescribeStream", "ValidationException"),
+            ("dynamodbstreams:DescribeStream", "ResourceNotFoundException"),
+            ("dynamodbstreams:ListStreams", "ValidationException"),
+        ),
+    ),
+    Behaviour(
+        id="dynamodb.streams-iterators",
+        service="dynamodb",
+        rule="GetShardIterator needs a SequenceNumber for AT_SEQUENCE_NUMBER and AFTER_SEQUENCE_NUMBER and takes "
+        "none for TRIM_HORIZON and LATEST (ValidationException); a shard the stream lacks is "
+        "ResourceNotFoundException 'Requested resource not found: Shard does not exist'; GetRecords refuses a "
+        "Limit over 1000 and an iterator it never handed out (ValidationException).",
+        source=DDB_API + "API_streams_GetShardIterator.html",
+        test="tests/unit/test_local_streams_api.py::"
+        "test_get_shard_iterator_needs_a_sequence_number_exactly_where_its_type_does",
+        targets=(
+            "moto.dynamodbstreams.responses:DynamoDBStreamsHandler.get_shard_iterator",
+            "moto.dynamodbstreams.responses:DynamoDBStreamsHandler.get_records",
+        ),
+        errors=(
+            ("dynamodbstreams:GetShardIterator", "ValidationException"),
+            ("dynamodbstreams:GetShardIterator", "ResourceNotFoundException"),
+            ("dynamodbstreams:GetRecords", "ValidationException"),
+        ),
+    ),
+    Behaviour(
+        id="dynamodb.stream-enable-once",
+        service="dynamodb",
+        rule="UpdateTable enabling a stream on a table that has one (another view type included) is "
+        "ValidationException 'Table already has an enabled stream: TableName: <name>'; disabling a stream on a "
+        "table without one is a ValidationException too; the table keeps its stream.",
+        source=DDB_API + "API_UpdateTable.html",
+        test="tests/unit/test_local_streams_api.py::test_update_table_refuses_a_second_stream_and_disabling_none",
+        targets=("moto.dynamodb.models:DynamoDBBackend.update_table_streams",),
+        errors=(("dynamodb:UpdateTable", "ValidationException"),),
+    ),
+    Behaviour(
         id="dynamodb.transactions",
         service="dynamodb",
         rule="TransactWriteItems is all or nothing: a cancelled transaction changes no item and writes no stream "

@@ -17,8 +17,10 @@ from local.patching import Target, install
 PATCHING = (
     "local.services.awslambda.functions",
     "local.services.awslambda.mappings",
+    "local.services.dynamodb.wire",
     "local.services.dynamodb.tables",
     "local.services.dynamodb.stream_readers",
+    "local.services.dynamodb.streams_api",
     "local.services.dynamodb.options",
     "local.services.dynamodb.indexes",
     "local.services.dynamodb.security",

@@ -59,8 +59,21 @@ def render() -> str:
         "",
         "Remaining differences from AWS that no behaviour covers are listed in [local/README.md](../local/README.md).",
         "",
+        *_external_suite(),
     ]
     return "\n".join(lines)
+
+
+def _external_suite() -> list[str]:
+    """The last measurement of the outside suite (``make conformance-external``), kept as it was written: it needs
+    a checkout of that suite, which ``make test`` never has."""
+    from tests.conformance.alternator import BEGIN, END
+
+    text = DOC.read_text() if DOC.exists() else ""
+    start, end = text.find(BEGIN), text.find(END)
+    if start < 0 or end < 0:
+        return []
+    return ["## An outside suite verified on AWS", "", text[start : end + len(END)], ""]
 
 
 def main(argv: list[str]) -> int:

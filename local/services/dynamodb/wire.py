@@ -1,0 +1,242 @@
+"""What DynamoDB and DynamoDB Streams refuse before they read a request, as AWS refuses it.
+
+AWS's JSON services check a request against their service model before the operation runs: the operation named
+by ``X-Amz-Target`` (``UnknownOperationException``), the body (JSON, an object: ``SerializationException``), each
+member's type (``SerializationException``: a string where a number belongs, a blob that is not base64) and the
+model's constraints (``ValidationException``, every failure in one message: "2 validation errors detected: Value
+'x' at 'tableName' failed to satisfy constraint: Member must have length greater than or equal to 3; ...").
+moto parses the body with botocore's parser and trusts it: a malformed body is an HTTP 500, a constraint is never
+checked. This module owns that first step for both services (``DynamoHandler._dispatch`` and
+``DynamoDBStreamsHandler._dispatch``): it reads the same botocore model moto's parser reads, so what moto accepts
+afterwards has AWS's shape. ``EXTRA`` holds the constraints AWS documents that botocore's model leaves out.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from typing import Any
+
+from local.patching import Patches, Target
+
+PATCHES = Patches()
+_DDB = "moto.dynamodb.responses"
+_STREAMS = "moto.dynamodbstreams.responses"
+MOTO_TARGETS = (
+    Target(_DDB, "DynamoHandler._dispatch", ("self", "request")),
+    Target(_STREAMS, "DynamoDBStreamsHandler._dispatch", ("self", "request")),
+    Target("moto.core.responses", "BaseResponse._dispatch", ("self", "request")),
+)
+
+CONTENT_TYPE = "application/x-amz-json-1.0"
+VALIDATION = "com.amazon.coral.validate#ValidationException"
+SERIALIZATION = "com.amazon.coral.service#SerializationException"
+UNKNOWN_OPERATION = "com.amazon.coral.service#UnknownOperationException"
+TARGETS = {"dynamodb": "DynamoDB_20120810", "dynamodbstreams": "DynamoDBStreams_20120810"}
+# Constraints AWS states in the API reference that botocore's model does not carry: (service, operation, member
+# path) -> (min, max). GetRecords: "The upper limit is 1000" (API_streams_GetRecords.html).
+EXTRA: dict[tuple[str, str, str], tuple[int | None, int | None]] = {
+    ("dynamodbstreams", "GetRecords", "limit"): (1, 1000),
+}
+DEPTH_MAX = (
+    64  # structure levels checked; deeper ones (an item's 32 levels are within) are left to the operation
+)
+# The JSON values each model type takes (a number's JSON value is an int or a float; a timestamp also a string).
+_PYTHON_TYPES: dict[str, type | tuple[type, ...]] = {
+    "structure": dict, "map": dict, "list": list, "string": str, "boolean": bool, "blob": str,
+    "integer": int, "long": int, "double": (int, float), "float": (int, float), "timestamp": (int, float, str),
+}  # fmt: skip
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+
+
+class Refusal(Exception):
+    """A request refused before the operation: its error type and message (an empty message is sent as none)."""
+
+    def __init__(self, error_type: str, message: str = ""):
+        super().__init__(message)
+        self.error_type = error_type
+        self.message = message
+
+
+@cache
+def _model(service: str) -> Any:
+    import botocore.session
+
+    return botocore.session.get_session().get_service_model(service)
+
+
+def _answer(refusal: Refusal) -> tuple[int, dict[str, str], str]:
+    body: dict[str, str] = {"__type": refusal.error_type}
+    if refusal.message:
+        body["message"] = refusal.message
+    return 400, {"Content-Type": CONTENT_TYPE, "status": "400"}, json.dumps(body)
+
+
+def refusal_of(service: str, target: str | None, body: bytes) -> Refusal | None:
+    """Why AWS refuses this request before its operation runs, or None when it goes on to the operation."""
+    prefix, _, operation = (target or "").partition(".")
+    model = _model(service)
+    if prefix != TARGETS[service] or operation not in model.operation_names:
+        return Refusal(UNKNOWN_OPERATION)
+    try:
+        text = body.decode("utf-8") if body else "{}"
+        params = json.loads(text) if text.strip() else {}
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return Refusal(SERIALIZATION)
+    if not isinstance(params, dict):
+        return Refusal(SERIALIZATION, "Start of structure or map not found")
+    errors: list[str] = []
+    try:
+        _check(model.operation_model(operation).input_shape, params, "", errors, (service, operation), 0)
+    except Refusal as refusal:
+        return refusal
+    if errors:
+        count = f"{len(errors)} validation error{'s' if len(errors) > 1 else ''} detected"
+        return Refusal(VALIDATION, f"{count}: " + "; ".join(errors))
+    return None
+
+
+def _member_path(path: str, name: str) -> str:
+    member = name[:1].lower() + name[1:]
+    return f"{path}.{member}" if path else member
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(_shown(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}={_shown(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
+
+def _constraints(shape: Any, value: Any, key: tuple[str, str, str]) -> list[str]:
+    """The constraints of ``shape`` (and ``EXTRA``) that ``value`` fails, in AWS's words."""
+    meta = shape.metadata
+    low, high = meta.get("min"), meta.get("max")
+    if key in EXTRA:
+        low, high = EXTRA[key]
+    failed: list[str] = []
+    if shape.type_name in ("string", "list", "map", "blob"):
+        size = len(value)
+        if low is not None and size < low:
+            failed.append(f"Member must have length greater than or equal to {low}")
+        if high is not None and size > high:
+            failed.append(f"Member must have length less than or equal to {high}")
+    elif shape.type_name in ("integer", "long", "double", "float"):
+        if high is not None and value > high:
+            failed.append(f"Member must have value less than or equal to {high}")
+        if low is not None and value < low:
+            failed.append(f"Member must have value greater than or equal to {low}")
+    if shape.type_name == "string":
+        enum = meta.get("enum")
+        if enum and value not in enum:
+            failed.append(f"Member must satisfy enum value set: [{', '.join(enum)}]")
+        pattern = meta.get("pattern")
+        if pattern and not re.fullmatch(pattern, value):
+            failed.append(f"Member must satisfy regular expression pattern: {pattern}")
+    return failed
+
+
+def _type_error(shape: Any, value: Any) -> Refusal:
+    if isinstance(value, dict):
+        return Refusal(SERIALIZATION, "Start of structure or map found where not expected.")
+    if isinstance(value, list):
+        return Refusal(SERIALIZATION, "Start of list found where not expected")
+    kind = (
+        "STRING_VALUE"
+        if isinstance(value, str)
+        else "NUMBER_VALUE"
+        if not isinstance(value, bool)
+        else "BOOLEAN_VALUE"
+    )
+    target = {"string": "String", "integer": "Integer", "long": "Long", "boolean": "Boolean", "blob": "Blob"}
+    return Refusal(
+        SERIALIZATION, f"{kind} can not be converted to {target.get(shape.type_name, shape.type_name)}"
+    )
+
+
+def _check(shape: Any, value: Any, path: str, errors: list[str], where: tuple[str, str], depth: int) -> None:
+    """Check ``value`` against ``shape``: a type mismatch raises, each constraint failed is added to ``errors``."""
+    if value is None or depth > DEPTH_MAX:
+        return  # JSON null is an absent member, as AWS reads it
+    kind = shape.type_name
+    expected = _PYTHON_TYPES.get(kind)
+    if expected is not None and (
+        not isinstance(value, expected) or (kind != "boolean" and isinstance(value, bool))
+    ):
+        raise _type_error(shape, value)
+    if kind == "blob" and (len(value) % 4 or not _BASE64.fullmatch(value)):
+        raise Refusal(SERIALIZATION, "Base64 encoded length is expected a multiple of 4 bytes but found: "
+                      f"{len(value)}" if len(value) % 4 else "Invalid Base64 character")  # fmt: skip
+    shown = "null" if value is None else f"'{_shown(value)}'"
+    for failure in _constraints(shape, value, (*where, path)):
+        errors.append(f"Value {shown} at '{path}' failed to satisfy constraint: {failure}")
+    if kind == "structure":
+        for name in shape.required_members:
+            if value.get(name) is None:
+                errors.append(
+                    f"Value null at '{_member_path(path, name)}' failed to satisfy constraint: Member must not be null"
+                )
+        for name, member_value in value.items():
+            member = shape.members.get(name)
+            if member is not None:
+                _check(member, member_value, _member_path(path, name), errors, where, depth + 1)
+    elif kind == "list":
+        for index, item in enumerate(value, start=1):
+            _check(shape.member, item, f"{path}.{index}.member", errors, where, depth + 1)
+    elif kind == "map":
+        _check_map(shape, value, path, errors, where, depth)
+
+
+def _check_map(
+    shape: Any, value: dict[str, Any], path: str, errors: list[str], where: tuple[str, str], depth: int
+) -> None:
+    key_failures: list[str] = []
+    value_failures: list[str] = []
+    for key, item in value.items():
+        key_failures += [f for f in _constraints(shape.key, key, (*where, "")) if f not in key_failures]
+        if shape.value.type_name in ("string", "list", "integer", "long") and item is not None:
+            if not isinstance(item, {"string": str, "list": list}.get(shape.value.type_name, int)):
+                raise _type_error(shape.value, item)
+            value_failures += [
+                f for f in _constraints(shape.value, item, (*where, "")) if f not in value_failures
+            ]
+        if shape.value.type_name in ("structure", "list", "map"):
+            nested: list[str] = []
+            _check(shape.value, item, f"{path}.{key}.member", nested, where, depth + 1)
+            errors += nested
+    if key_failures:
+        errors.append(f"Map keys at '{path}' failed to satisfy constraint: Map keys must satisfy constraint: "
+                      f"[{', '.join(key_failures)}]")  # fmt: skip
+    if value_failures:
+        errors.append(f"Value '{_shown(value)}' at '{path}' failed to satisfy constraint: Map value must satisfy "
+                      f"constraint: [{', '.join(value_failures)}]")  # fmt: skip
+
+
+def _refused(service: str, request: Any) -> tuple[int, dict[str, str], str] | None:
+    if request.headers.get("Content-Encoding"):
+        return None  # a compressed body is moto's to inflate (it reads the stream once): checked by the operation
+    refusal = refusal_of(service, request.headers.get("X-Amz-Target"), request.data)
+    return _answer(refusal) if refusal is not None else None
+
+
+def _inherited(function: Any) -> Any:
+    """What a handler's ``_dispatch`` was: its own, or (moto's handlers have none of their own) BaseResponse's."""
+    from moto.core.responses import BaseResponse
+
+    return PATCHES.original(function) or BaseResponse._dispatch
+
+
+@PATCHES.replace(Target(_DDB, "DynamoHandler._dispatch"))
+def dynamodb_dispatch(self: Any, request: Any, full_url: Any = None, headers: Any = None) -> Any:
+    return _refused("dynamodb", request) or _inherited(dynamodb_dispatch)(self, request, full_url, headers)
+
+
+@PATCHES.replace(Target(_STREAMS, "DynamoDBStreamsHandler._dispatch"))
+def streams_dispatch(self: Any, request: Any, full_url: Any = None, headers: Any = None) -> Any:
+    return _refused("dynamodbstreams", request) or _inherited(streams_dispatch)(
+        self, request, full_url, headers
+    )

@@ -1,0 +1,226 @@
+"""The local AWS's DynamoDB Streams API as AWS answers it (local/services/dynamodb/streams_api.py) and the
+requests DynamoDB refuses before it reads them (local/services/dynamodb/wire.py).
+
+boto3 against moto in-process with the local AWS's adaptations; botocore's own parameter validation is off, so
+what is refused is refused by the local AWS, as AWS would."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+from moto import mock_aws
+
+from local import state
+from local.services.dynamodb import streams_api, wire
+from tests.unit.test_local_kinesis_destination import isolated_services
+
+pytestmark = pytest.mark.unit
+
+CONFIG = Config(
+    parameter_validation=False, retries={"total_max_attempts": 1}, account_id_endpoint_mode="disabled"
+)
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any]]:
+    for name, value in (("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "x")):
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    with isolated_services(), mock_aws():
+        yield (
+            boto3.client("dynamodb", region_name=state.REGION, config=CONFIG),
+            boto3.client("dynamodbstreams", region_name=state.REGION, config=CONFIG),
+        )
+
+
+def _table(ddb: Any, name: str, stream: bool = True) -> None:
+    extra = {"StreamSpecification": {"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"}} if stream else {}
+    ddb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+        **extra,
+    )
+
+
+def _code(error: pytest.ExceptionInfo[ClientError]) -> str:
+    return str(error.value.response["Error"]["Code"])
+
+
+def test_describe_stream_pages_from_after_the_exclusive_start_shard_and_filters_children(aws: Any) -> None:
+    # GIVEN a table with a stream
+    ddb, streams = aws
+    _table(ddb, "paged")
+    arn = streams.list_streams(TableName="paged")["Streams"][0]["StreamArn"]
+    described = streams.describe_stream(StreamArn=arn, Limit=10)["StreamDescription"]
+    shard = described["Shards"][-1]["ShardId"]
+    # THEN its one shard ends the listing, and paging from after it lists nothing (moto listed it again)
+    assert "LastEvaluatedShardId" not in described
+    after = streams.describe_stream(StreamArn=arn, ExclusiveStartShardId=shard)["StreamDescription"]
+    assert after["Shards"] == [] and after["StreamArn"] == arn
+    # AND the shard's children (it never split) are none; a filter naming no shard, or a shard the stream lacks,
+    # is refused
+    children = streams.describe_stream(StreamArn=arn, ShardFilter={"Type": "CHILD_SHARDS", "ShardId": shard})
+    assert children["StreamDescription"]["Shards"] == []
+    with pytest.raises(ClientError) as missing:
+        streams.describe_stream(StreamArn=arn, ShardFilter={"Type": "CHILD_SHARDS"})
+    assert _code(missing) == "ValidationException" and "ShardFilter.ShardId" in str(missing.value)
+    with pytest.raises(ClientError) as unknown:
+        streams.describe_stream(
+            StreamArn=arn, ShardFilter={"Type": "CHILD_SHARDS", "ShardId": "shardId-" + "9" * 30}
+        )
+    assert _code(unknown) == "ValidationException"
+    # AND an ARN that is not a stream's is a ValidationException (moto: HTTP 500), one of a table without a stream
+    # ResourceNotFoundException
+    with pytest.raises(ClientError) as malformed:
+        streams.describe_stream(StreamArn="not-a-stream-arn-at-all-but-long-enough-for-the-model")
+    assert (_code(malformed), malformed.value.response["Error"]["Message"]) == (
+        "ValidationException",
+        "Invalid StreamArn",
+    )
+    with pytest.raises(ClientError) as gone:
+        streams.describe_stream(StreamArn=arn.replace("/paged/", "/absent/"))
+    assert _code(gone) == "ResourceNotFoundException"
+
+
+def test_list_streams_pages_by_stream_arn_and_lists_enabled_streams_only(aws: Any) -> None:
+    # GIVEN three tables with a stream and one without
+    ddb, streams = aws
+    for name in ("aaa", "bbb", "ccc"):
+        _table(ddb, name)
+    _table(ddb, "plain", stream=False)
+    # WHEN they are listed two at a time
+    first = streams.list_streams(Limit=2)
+    second = streams.list_streams(Limit=2, ExclusiveStartStreamArn=first["LastEvaluatedStreamArn"])
+    # THEN each page ends with the ARN of its last stream while more remain, and every stream is listed once
+    assert first["LastEvaluatedStreamArn"] == first["Streams"][-1]["StreamArn"]
+    assert "LastEvaluatedStreamArn" not in second
+    assert [s["TableName"] for s in first["Streams"] + second["Streams"]] == ["aaa", "bbb", "ccc"]
+    # AND a table without a stream has none; a deleted table's ARN still pages on
+    assert streams.list_streams(TableName="plain")["Streams"] == []
+    ddb.delete_table(TableName="aaa")
+    resumed = streams.list_streams(ExclusiveStartStreamArn=first["Streams"][0]["StreamArn"])
+    assert [s["TableName"] for s in resumed["Streams"]] == ["bbb", "ccc"]
+    # AND a start that is not a stream ARN, or a Limit of 0, is a ValidationException
+    for call in ({"ExclusiveStartStreamArn": "x" * 40}, {"Limit": 0}):
+        with pytest.raises(ClientError) as refused:
+            streams.list_streams(**call)
+        assert _code(refused) == "ValidationException"
+
+
+def test_get_shard_iterator_needs_a_sequence_number_exactly_where_its_type_does(aws: Any) -> None:
+    ddb, streams = aws
+    _table(ddb, "iterated")
+    arn = streams.list_streams(TableName="iterated")["Streams"][0]["StreamArn"]
+    shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]
+    sequence = shard["SequenceNumberRange"]["StartingSequenceNumber"]
+    refused = {
+        "AT_SEQUENCE_NUMBER": {},
+        "AFTER_SEQUENCE_NUMBER": {},
+        "TRIM_HORIZON": {"SequenceNumber": sequence},
+        "LATEST": {"SequenceNumber": sequence},
+    }
+    for kind, extra in refused.items():
+        with pytest.raises(ClientError) as error:
+            streams.get_shard_iterator(
+                StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType=kind, **extra
+            )
+        assert _code(error) == "ValidationException", kind
+    with pytest.raises(ClientError) as no_shard:
+        streams.get_shard_iterator(StreamArn=arn, ShardId="shardId-" + "1" * 30, ShardIteratorType="LATEST")
+    assert _code(no_shard) == "ResourceNotFoundException"
+    assert no_shard.value.response["Error"]["Message"] == streams_api.NO_SHARD
+    # AND GetRecords reads a real iterator up to a Limit of 1000 and refuses 1001 and an iterator never handed out
+    iterator = streams.get_shard_iterator(
+        StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+    )
+    ddb.put_item(TableName="iterated", Item={"pk": {"S": "a"}})
+    assert len(streams.get_records(ShardIterator=iterator["ShardIterator"], Limit=1000)["Records"]) == 1
+    for bad in ({"ShardIterator": iterator["ShardIterator"], "Limit": 1001}, {"ShardIterator": "x" * 60}):
+        with pytest.raises(ClientError) as error:
+            streams.get_records(**bad)
+        assert _code(error) == "ValidationException"
+
+
+def test_update_table_refuses_a_second_stream_and_disabling_none(aws: Any) -> None:
+    ddb, _ = aws
+    _table(ddb, "streamed")
+    _table(ddb, "plain", stream=False)
+    for name, spec in (
+        ("streamed", {"StreamEnabled": True, "StreamViewType": "OLD_IMAGE"}),
+        ("plain", {"StreamEnabled": False}),
+    ):
+        with pytest.raises(ClientError) as error:
+            ddb.update_table(TableName=name, StreamSpecification=spec)
+        assert _code(error) == "ValidationException", name
+        assert error.value.response["Error"]["Message"].endswith(f"TableName: {name}")
+    # AND the stream is still there, of its type
+    described = ddb.describe_table(TableName="streamed")["Table"]["StreamSpecification"]
+    assert described == {"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"}
+
+
+def test_a_request_is_checked_against_the_model_before_the_operation_runs(aws: Any) -> None:
+    ddb, _ = aws
+    # WHEN a CreateTable breaks two constraints of the model
+    with pytest.raises(ClientError) as error:
+        ddb.create_table(
+            TableName="checked",
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "X"}],
+            BillingMode="PAY_PER_REQUEST",
+            StreamSpecification={"StreamEnabled": True, "StreamViewType": "Fisk"},
+        )
+    # THEN both are named in one ValidationException, in AWS's words, and no table was made
+    assert _code(error) == "ValidationException"
+    assert error.value.response["Error"]["Message"] == (
+        "2 validation errors detected: Value 'X' at 'attributeDefinitions.1.member.attributeType' failed to "
+        "satisfy constraint: Member must satisfy enum value set: [S, N, B]; Value 'Fisk' at "
+        "'streamSpecification.streamViewType' failed to satisfy constraint: Member must satisfy enum value set: "
+        "[NEW_IMAGE, OLD_IMAGE, NEW_AND_OLD_IMAGES, KEYS_ONLY]"
+    )
+    assert ddb.list_tables()["TableNames"] == []
+    with pytest.raises(ClientError) as limit:
+        ddb.scan(TableName="whatever", Limit=0)
+    assert "Value '0' at 'limit' failed to satisfy constraint" in str(limit.value)
+
+
+@pytest.mark.parametrize(
+    ("target", "body", "error_type"),
+    [
+        ("DynamoDB_20120810.BogusOperation", b"{}", wire.UNKNOWN_OPERATION),
+        ("DynamoDB_20120810.PutItem", b"{broken json", wire.SERIALIZATION),
+        ("DynamoDB_20120810.PutItem", b"[1, 2]", wire.SERIALIZATION),
+        ("DynamoDB_20120810.PutItem", b"{" * 5000 + b"}" * 5000, wire.SERIALIZATION),
+        ("DynamoDB_20120810.Scan", b'{"TableName": "abc", "Limit": "ten"}', wire.SERIALIZATION),
+        (
+            "DynamoDB_20120810.PutItem",
+            b'{"TableName": "abc", "Item": {"b": {"B": "YWJj??!!"}}}',
+            wire.SERIALIZATION,
+        ),
+        (
+            "DynamoDB_20120810.PutItem",
+            b'{"TableName": "abc", "Item": {"b": {"B": "YWJjZGVmZ2g"}}}',
+            wire.SERIALIZATION,
+        ),
+        ("DynamoDB_20120810.PutItem", b'{"Item": {"p": {"S": "x"}}}', wire.VALIDATION),
+    ],
+)
+def test_a_malformed_request_is_refused_as_aws_refuses_it(target: str, body: bytes, error_type: str) -> None:
+    refusal = wire.refusal_of("dynamodb", target, body)
+    assert refusal is not None and refusal.error_type == error_type
+    status, headers, text = wire._answer(refusal)
+    assert status == 400 and headers["Content-Type"] == "application/x-amz-json-1.0"
+    assert json.loads(text)["__type"].endswith("#" + error_type.rpartition("#")[2])
+
+
+def test_a_well_formed_request_goes_on_to_the_operation() -> None:
+    body = b'{"TableName": "abc", "Item": {"p": {"S": "x"}, "b": {"B": "YWJj"}, "n": {"N": "1"}}}'
+    assert wire.refusal_of("dynamodb", "DynamoDB_20120810.PutItem", body) is None
+    assert wire.refusal_of("dynamodbstreams", "DynamoDBStreams_20120810.ListStreams", b"") is None
