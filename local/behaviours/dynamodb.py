@@ -184,6 +184,33 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         ),
     ),
     Behaviour(
+        id="dynamodb.expressions",
+        service="dynamodb",
+        rule="A condition or filter expression DynamoDB cannot parse is a ValidationException ('Invalid "
+        "ConditionExpression: ...', 'Invalid FilterExpression: ...') and changes nothing; values of different types "
+        "compare as false (a string attribute < a number is not true, and not an error); a malformed legacy "
+        "Expected is a ValidationException.",
+        source=DDB_GUIDE + "Expressions.OperatorsAndFunctions.html",
+        test="tests/unit/test_local_streams_api.py::"
+        "test_an_unreadable_expression_is_refused_and_values_of_different_types_compare_false",
+        targets=(
+            "moto.dynamodb.comparisons:ConditionExpressionParser.parse",
+            "moto.dynamodb.models:get_expected",
+            "moto.dynamodb.models.table:get_expected",
+            "moto.dynamodb.comparisons:OpLessThan.expr",
+            "moto.dynamodb.comparisons:OpGreaterThan.expr",
+            "moto.dynamodb.comparisons:OpLessThanOrEqual.expr",
+            "moto.dynamodb.comparisons:OpGreaterThanOrEqual.expr",
+            "moto.dynamodb.comparisons:FuncBetween.expr",
+            "moto.dynamodb.comparisons:FuncBeginsWith.expr",
+        ),
+        errors=(
+            ("dynamodb:PutItem", "ValidationException"),
+            ("dynamodb:Scan", "ValidationException"),
+            ("dynamodb:PutItem", "ConditionalCheckFailedException"),
+        ),
+    ),
+    Behaviour(
         id="dynamodb.streams-paging",
         service="dynamodb",
         rule="DescribeStream lists shards in ShardId order from after ExclusiveStartShardId, LastEvaluatedShardId "

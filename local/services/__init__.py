@@ -18,6 +18,7 @@ PATCHING = (
     "local.services.awslambda.functions",
     "local.services.awslambda.mappings",
     "local.services.dynamodb.wire",
+    "local.services.dynamodb.conditions",
     "local.services.dynamodb.tables",
     "local.services.dynamodb.stream_readers",
     "local.services.dynamodb.streams_api",

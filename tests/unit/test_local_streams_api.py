@@ -224,3 +224,48 @@ def test_a_well_formed_request_goes_on_to_the_operation() -> None:
     body = b'{"TableName": "abc", "Item": {"p": {"S": "x"}, "b": {"B": "YWJj"}, "n": {"N": "1"}}}'
     assert wire.refusal_of("dynamodb", "DynamoDB_20120810.PutItem", body) is None
     assert wire.refusal_of("dynamodbstreams", "DynamoDBStreams_20120810.ListStreams", b"") is None
+
+
+def test_an_unreadable_expression_is_refused_and_values_of_different_types_compare_false(aws: Any) -> None:
+    # GIVEN an item whose attribute is a string
+    ddb, _ = aws
+    _table(ddb, "conditions", stream=False)
+    ddb.put_item(TableName="conditions", Item={"pk": {"S": "x"}, "a": {"S": "text"}})
+    number = {":v": {"N": "3"}}
+    # WHEN a write's condition or a scan's filter cannot be parsed
+    for expression in ("a IN (", "a != :v !", "NOT NOT"):
+        with pytest.raises(ClientError) as refused:
+            ddb.put_item(
+                TableName="conditions",
+                Item={"pk": {"S": "x"}, "a": {"S": "changed"}},
+                ConditionExpression=expression,
+                ExpressionAttributeValues=number,
+            )
+        # THEN it is DynamoDB's ValidationException naming the expression (moto: HTTP 500), and nothing changed
+        assert _code(refused) == "ValidationException", expression
+        assert refused.value.response["Error"]["Message"].startswith("Invalid ConditionExpression: ")
+    with pytest.raises(ClientError) as filtered:
+        ddb.scan(TableName="conditions", FilterExpression="a IN (")
+    assert filtered.value.response["Error"]["Message"].startswith("Invalid FilterExpression: ")
+    assert ddb.get_item(TableName="conditions", Key={"pk": {"S": "x"}})["Item"]["a"] == {"S": "text"}
+    # AND a string compared with a number is false, and its negation true (moto: TypeError, HTTP 500)
+    with pytest.raises(ClientError) as failed:
+        ddb.put_item(
+            TableName="conditions",
+            Item={"pk": {"S": "x"}, "a": {"S": "changed"}},
+            ConditionExpression="a < :v",
+            ExpressionAttributeValues=number,
+        )
+    assert _code(failed) == "ConditionalCheckFailedException"
+    ddb.put_item(
+        TableName="conditions",
+        Item={"pk": {"S": "x"}, "a": {"S": "changed"}},
+        ConditionExpression="NOT a >= :v",
+        ExpressionAttributeValues=number,
+    )
+    counted = ddb.scan(
+        TableName="conditions",
+        FilterExpression="a BETWEEN :v AND :w",
+        ExpressionAttributeValues={**number, ":w": {"N": "9"}},
+    )
+    assert counted["Count"] == 0

@@ -1,0 +1,109 @@
+"""Condition and filter expressions as DynamoDB answers them where moto's parser and evaluator break.
+
+DynamoDB refuses an expression it cannot parse with a ValidationException ("Invalid ConditionExpression: ...",
+"Invalid FilterExpression: ..."), before it reads or writes anything; moto's parser raises a Python error there
+(``ValueError: Bad NOT expression``, an ``IndexError`` on an unclosed ``IN (``...), which its server answers with
+HTTP 500. DynamoDB compares values of different types as false ("a < :v" with a string attribute and a number
+value is not true, and not an error); moto's evaluator compares the Python values and raises ``TypeError``. This
+module owns moto's expression parser's entry (``ConditionExpressionParser.parse``, which every condition, filter
+and the handlers' own checks go through), the legacy ``Expected`` parameter's (``get_expected`` as the backend and
+the table import it) and the evaluation of the ordering comparisons.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from types import FrameType
+from typing import Any
+
+from local.patching import Patches, Target
+
+PATCHES = Patches()
+_CMP = "moto.dynamodb.comparisons"
+_MODELS = "moto.dynamodb.models"
+_TABLE = "moto.dynamodb.models.table"
+log = logging.getLogger("doctable.local.dynamodb")
+
+# What moto's parser raises on an expression it cannot read; moto's own refusals (JsonRESTError) pass through.
+PARSE_FAILURES = (ValueError, TypeError, AttributeError, IndexError, KeyError, NameError, RecursionError)
+# The comparisons whose operands may be of different types: DynamoDB's answer is false, not an error.
+ORDERING = (
+    "OpLessThan",
+    "OpGreaterThan",
+    "OpLessThanOrEqual",
+    "OpGreaterThanOrEqual",
+    "FuncBetween",
+    "FuncBeginsWith",
+)
+INVALID = "Invalid {kind}Expression: Syntax error; {detail}"
+INVALID_EXPECTED = "One or more parameter values were invalid: {detail}"
+
+
+def _refusal(message: str) -> Exception:
+    from moto.dynamodb.exceptions import MockValidationException
+
+    return MockValidationException(message)
+
+
+def _kind() -> str:
+    """Which expression a parse is for, read from the request's operation that asked (Query and Scan filter)."""
+    frame: FrameType | None = sys._getframe(2)
+    for _ in range(6):
+        if frame is None:
+            break
+        if frame.f_code.co_name in ("query", "scan", "_get_filter_expression"):
+            return "Filter"
+        frame = frame.f_back
+    return "Condition"
+
+
+@PATCHES.replace(Target(_CMP, "ConditionExpressionParser.parse", ("self",)))
+def parse(self: Any) -> Any:
+    """Every condition and filter expression moto parses: one it cannot read is DynamoDB's ValidationException."""
+    try:
+        return PATCHES.original(parse)(self)
+    except PARSE_FAILURES as error:
+        log.debug("expression refused: %r", error)
+        raise _refusal(INVALID.format(kind=_kind(), detail=str(error) or type(error).__name__)) from None
+
+
+def _expected(original: Any, expected: Any) -> Any:
+    try:
+        return original(expected)
+    except PARSE_FAILURES as error:
+        raise _refusal(INVALID_EXPECTED.format(detail=str(error) or type(error).__name__)) from None
+
+
+@PATCHES.replace(Target(_MODELS, "get_expected", ("expected",)))
+def backend_expected(expected: Any) -> Any:
+    """The legacy Expected parameter of the backend's writes: a malformed one is a ValidationException."""
+    return _expected(PATCHES.original(backend_expected), expected)
+
+
+@PATCHES.replace(Target(_TABLE, "get_expected", ("expected",)))
+def table_expected(expected: Any) -> Any:
+    """The legacy Expected parameter of a table's writes: a malformed one is a ValidationException."""
+    return _expected(PATCHES.original(table_expected), expected)
+
+
+def _ordering(name: str) -> Any:
+    """The replacement of ``<name>.expr``: false when its operands cannot be compared (different types)."""
+
+    @PATCHES.replace(Target(_CMP, f"{name}.expr", ("self", "item")))
+    def expr(self: Any, item: Any) -> bool:
+        try:
+            return bool(PATCHES.original(expr)(self, item))
+        except (TypeError, AttributeError):
+            return False
+
+    expr.__qualname__ = f"{name}.expr"
+    return expr
+
+
+ORDERING_EXPRS = tuple(_ordering(name) for name in ORDERING)
+
+MOTO_TARGETS = (
+    *PATCHES.targets,
+    Target("moto.dynamodb.exceptions", "MockValidationException"),
+)
