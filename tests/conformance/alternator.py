@@ -67,6 +67,14 @@ def dynamic_scope():
 def pytest_configure(config):
     for name in ("skip_env", "skip_bug", "veryslow"):
         config.addinivalue_line("markers", f"{name}: stand-in marker")
+
+
+def pytest_runtest_setup(item):
+    # The suite's typed skips (its skip_reason_plugin): a test so marked skips, as it does in the suite's own runs.
+    for name in ("skip_env", "skip_bug"):
+        marker = item.get_closest_marker(name)
+        if marker is not None:
+            pytest.skip(marker.kwargs.get("reason") or (marker.args[0] if marker.args else name))
 ''',
     "test/pylib/__init__.py": "",
     "test/pylib/skip_types.py": """\

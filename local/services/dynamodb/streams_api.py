@@ -27,7 +27,7 @@ PATCHES = Patches()
 _HANDLER = "moto.dynamodbstreams.responses"
 ERROR_PREFIX = "com.amazonaws.dynamodb.v20120810#"
 STREAM_ARN = re.compile(
-    r"arn:aws[a-z-]*:dynamodb:(?P<region>[a-z0-9-]+):(?P<account>\d{12}):table/(?P<table>[a-zA-Z0-9_.-]{3,255})"
+    r"arn:aws[a-z-]*:dynamodb:(?P<region>[a-z0-9-]+):(?P<account>\d{12}):table/(?P<table>[a-zA-Z0-9_.-]{1,255})"
     r"/stream/(?P<label>[0-9T:.-]+)"
 )
 PAGE_DEFAULT = 100  # DescribeStream's and ListStreams' Limit when none is given
