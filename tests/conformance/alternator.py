@@ -383,6 +383,8 @@ def main(argv: list[str] | None = None) -> int:
                 runs["local"] = run_suite(
                     scratch / "suite", modules, server, args.workers, keep / "local.log"
                 )
+            if (scratch / "local" / "server.log").exists():
+                shutil.copy(scratch / "local" / "server.log", keep / "local-server.log")
         if args.server in ("both", "moto"):
             (scratch / "moto").mkdir()
             with plain_moto(scratch / "moto") as server:

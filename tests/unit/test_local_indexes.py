@@ -70,7 +70,7 @@ def _index(name: str, hash_key: str, range_key: str | None = None, projection: s
     return {"IndexName": name, "KeySchema": _keys(hash_key, range_key), "Projection": spec, **extra}
 
 
-def _table(ddb: Any, name: str = "t", *, sort: bool = False, defs: dict[str, str] | None = None,
+def _table(ddb: Any, name: str = "tbl", *, sort: bool = False, defs: dict[str, str] | None = None,
            **extra: Any) -> None:  # fmt: skip
     types = {"pk": S, **({"sk": S} if sort else {}), **(defs or {})}
     ddb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST", KeySchema=_keys("pk", "sk" if sort else None),
@@ -83,11 +83,11 @@ def _error(call: Callable[..., Any], **kwargs: Any) -> tuple[str, str]:
     return caught.value.response["Error"]["Code"], caught.value.response["Error"]["Message"]
 
 
-def _described(ddb: Any, name: str = "t") -> dict[str, Any]:
+def _described(ddb: Any, name: str = "tbl") -> dict[str, Any]:
     return ddb.describe_table(TableName=name)["Table"]  # type: ignore[no-any-return]
 
 
-def _gsi(ddb: Any, index: str, name: str = "t") -> dict[str, Any]:
+def _gsi(ddb: Any, index: str, name: str = "tbl") -> dict[str, Any]:
     """The GSI's description ({} when the table has no such index)."""
     found = [g for g in _described(ddb, name).get("GlobalSecondaryIndexes", []) if g["IndexName"] == index]
     return dict(found[0]) if found else {}
@@ -98,7 +98,7 @@ def _query_index(
     index: str,
     key: str,
     value: dict[str, Any],
-    name: str = "t",
+    name: str = "tbl",
     values: dict[str, Any] | None = None,
     **extra: Any,
 ) -> list[dict[str, Any]]:
@@ -114,7 +114,7 @@ def _query_index(
     return list(found["Items"])
 
 
-def _add_gsi(ddb: Any, index: str, key: str, kind: str = S, name: str = "t", **extra: Any) -> None:
+def _add_gsi(ddb: Any, index: str, key: str, kind: str = S, name: str = "tbl", **extra: Any) -> None:
     ddb.update_table(TableName=name, AttributeDefinitions=_defs(**{key: kind}),
                      GlobalSecondaryIndexUpdates=[{"Create": _index(index, key, **extra)}])  # fmt: skip
 
@@ -123,23 +123,23 @@ def _add_gsi(ddb: Any, index: str, key: str, kind: str = S, name: str = "t", **e
 def test_a_gsi_added_to_a_live_table_backfills_then_answers_for_every_item(aws: Aws) -> None:
     # GIVEN a table holding an item
     _table(aws.ddb)
-    aws.ddb.put_item(TableName="t", Item={"pk": {"S": "old"}, "g": {"S": "x"}})
+    aws.ddb.put_item(TableName="tbl", Item={"pk": {"S": "old"}, "g": {"S": "x"}})
     # WHEN a GSI is added to it and an item written
     _add_gsi(aws.ddb, "byg", "g")
-    aws.ddb.put_item(TableName="t", Item={"pk": {"S": "new"}, "g": {"S": "x"}})
+    aws.ddb.put_item(TableName="tbl", Item={"pk": {"S": "new"}, "g": {"S": "x"}})
     # THEN it is CREATING, backfilling, the table ACTIVE, and reads of it are refused
     creating = _gsi(aws.ddb, "byg")
     assert (creating["IndexStatus"], creating["Backfilling"]) == ("CREATING", True)
     assert _described(aws.ddb)["TableStatus"] == "ACTIVE"
     refused = ("ValidationException", rules.BACKFILLING.format(index="byg"))
-    assert _error(aws.ddb.query, TableName="t", IndexName="byg", KeyConditionExpression="g = :g",
+    assert _error(aws.ddb.query, TableName="tbl", IndexName="byg", KeyConditionExpression="g = :g",
                   ExpressionAttributeValues={":g": {"S": "x"}}) == refused  # fmt: skip
-    assert _error(aws.ddb.scan, TableName="t", IndexName="byg") == refused
+    assert _error(aws.ddb.scan, TableName="tbl", IndexName="byg") == refused
     # AND reads of an index the table does not have are refused as DynamoDB refuses them (not "not found")
     unknown = ("ValidationException", rules.UNKNOWN_INDEX.format(index="nope"))
-    assert _error(aws.ddb.query, TableName="t", IndexName="nope", KeyConditionExpression="g = :g",
+    assert _error(aws.ddb.query, TableName="tbl", IndexName="nope", KeyConditionExpression="g = :g",
                   ExpressionAttributeValues={":g": {"S": "x"}}) == unknown  # fmt: skip
-    assert _error(aws.ddb.scan, TableName="t", IndexName="nope") == unknown
+    assert _error(aws.ddb.scan, TableName="tbl", IndexName="nope") == unknown
     # AND once the backfill time has passed it is ACTIVE (no Backfilling) and answers for both items
     aws.clock.advance(lifecycle.BACKFILL_DEFAULT_SECONDS - 0.01)
     assert _gsi(aws.ddb, "byg")["IndexStatus"] == "CREATING"
@@ -147,7 +147,7 @@ def test_a_gsi_added_to_a_live_table_backfills_then_answers_for_every_item(aws: 
     active = _gsi(aws.ddb, "byg")
     assert active["IndexStatus"] == "ACTIVE" and "Backfilling" not in active
     assert sorted(i["pk"]["S"] for i in _query_index(aws.ddb, "byg", "g", {"S": "x"})) == ["new", "old"]
-    assert len(aws.ddb.scan(TableName="t", IndexName="byg")["Items"]) == 2
+    assert len(aws.ddb.scan(TableName="tbl", IndexName="byg")["Items"]) == 2
 
 
 def test_the_backfill_time_is_the_setting(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -201,7 +201,7 @@ def test_a_deleted_gsi_is_deleting_then_gone_with_its_attribute(aws: Aws) -> Non
     # GIVEN a table with a GSI on g
     _table(aws.ddb, defs={"g": S}, GlobalSecondaryIndexes=[_index("byg", "g")])
     # WHEN it is deleted
-    aws.ddb.update_table(TableName="t", GlobalSecondaryIndexUpdates=[{"Delete": {"IndexName": "byg"}}])
+    aws.ddb.update_table(TableName="tbl", GlobalSecondaryIndexUpdates=[{"Delete": {"IndexName": "byg"}}])
     # THEN it is DELETING, the table UPDATING, then it is gone and g leaves AttributeDefinitions
     deleting = _described(aws.ddb)
     assert (deleting["TableStatus"], deleting["GlobalSecondaryIndexes"][0]["IndexStatus"]) == (
@@ -222,20 +222,20 @@ def test_one_online_index_change_at_a_time_but_a_backfilling_index_may_be_delete
     limit = ("LimitExceededException", rules.ONLINE_LIMIT)
     # two changes in one request
     two = [{"Create": _index("byb", "b")}, {"Create": _index("byc", "c")}]
-    assert _error(aws.ddb.update_table, TableName="t", AttributeDefinitions=_defs(b=S, c=S),
+    assert _error(aws.ddb.update_table, TableName="tbl", AttributeDefinitions=_defs(b=S, c=S),
                   GlobalSecondaryIndexUpdates=two) == limit  # fmt: skip
     # a change while another index builds
     _add_gsi(aws.ddb, "byb", "b")
-    assert _error(aws.ddb.update_table, TableName="t", AttributeDefinitions=_defs(c=S),
+    assert _error(aws.ddb.update_table, TableName="tbl", AttributeDefinitions=_defs(c=S),
                   GlobalSecondaryIndexUpdates=[{"Create": _index("byc", "c")}]) == limit  # fmt: skip
-    assert _error(aws.ddb.update_table, TableName="t",
+    assert _error(aws.ddb.update_table, TableName="tbl",
                   GlobalSecondaryIndexUpdates=[{"Delete": {"IndexName": "bya"}}]) == limit  # fmt: skip
     # the building index itself can go, and nothing else changes meanwhile
-    aws.ddb.update_table(TableName="t", GlobalSecondaryIndexUpdates=[{"Delete": {"IndexName": "byb"}}])
+    aws.ddb.update_table(TableName="tbl", GlobalSecondaryIndexUpdates=[{"Delete": {"IndexName": "byb"}}])
     assert _gsi(aws.ddb, "byb")["IndexStatus"] == "DELETING"
-    assert _error(aws.ddb.update_table, TableName="t", GlobalSecondaryIndexUpdates=[
+    assert _error(aws.ddb.update_table, TableName="tbl", GlobalSecondaryIndexUpdates=[
         {"Update": {"IndexName": "byb", "OnDemandThroughput": {"MaxReadRequestUnits": 5}}}]) == (
-        "ResourceInUseException", rules.INDEX_BEING_DELETED.format(table="t", index="byb"))  # fmt: skip
+        "ResourceInUseException", rules.INDEX_BEING_DELETED.format(table="tbl", index="byb"))  # fmt: skip
     aws.clock.advance(lifecycle.BACKFILL_DEFAULT_SECONDS)
     assert [g["IndexName"] for g in _described(aws.ddb)["GlobalSecondaryIndexes"]] == ["bya"]
 
@@ -243,15 +243,15 @@ def test_one_online_index_change_at_a_time_but_a_backfilling_index_may_be_delete
 def test_delete_table_is_refused_while_an_index_builds(aws: Aws) -> None:
     _table(aws.ddb)
     _add_gsi(aws.ddb, "byg", "g")
-    assert _error(aws.ddb.delete_table, TableName="t") == ("ResourceInUseException", rules.TABLE_INDEXES_BUSY)
+    assert _error(aws.ddb.delete_table, TableName="tbl") == ("ResourceInUseException", rules.TABLE_INDEXES_BUSY)
     aws.clock.advance(lifecycle.BACKFILL_DEFAULT_SECONDS)
-    aws.ddb.delete_table(TableName="t")
+    aws.ddb.delete_table(TableName="tbl")
 
 
 def test_update_table_keeps_the_definitions_the_keys_use(aws: Aws) -> None:
     # GIVEN a table keyed on pk, WHEN a GSI is added with only its own attribute defined (and a stale one)
     _table(aws.ddb)
-    aws.ddb.update_table(TableName="t", AttributeDefinitions=_defs(z=S, g=B),
+    aws.ddb.update_table(TableName="tbl", AttributeDefinitions=_defs(z=S, g=B),
                          GlobalSecondaryIndexUpdates=[{"Create": _index("byg", "g")}])  # fmt: skip
     # THEN AttributeDefinitions are the keys' own, sorted by name (moto replaced them with the request's)
     assert _described(aws.ddb)["AttributeDefinitions"] == _defs(g=B, pk=S)
@@ -394,14 +394,14 @@ def test_projected_attributes_are_limited_per_index_and_per_table(aws: Aws) -> N
         "ValidationException", rules.PROJECTED_LIMIT)  # fmt: skip
     # 100 is allowed; a 101st through UpdateTable is not
     _table(aws.ddb, defs={"g": S}, GlobalSecondaryIndexes=six[:5])
-    assert _error(aws.ddb.update_table, TableName="t", AttributeDefinitions=_defs(h=S), GlobalSecondaryIndexUpdates=[
+    assert _error(aws.ddb.update_table, TableName="tbl", AttributeDefinitions=_defs(h=S), GlobalSecondaryIndexUpdates=[
         {"Create": _index("byh", "h", projection="INCLUDE", include=["x"])}]) == ("ValidationException", rules.PROJECTED_LIMIT)  # fmt: skip
 
 
 def test_update_table_refuses_a_21st_gsi_with_limit_exceeded(aws: Aws) -> None:
     defs, gsis = _many("g", 20)
     _table(aws.ddb, defs={d["AttributeName"]: S for d in defs}, GlobalSecondaryIndexes=gsis)
-    assert _error(aws.ddb.update_table, TableName="t", AttributeDefinitions=_defs(x=S),
+    assert _error(aws.ddb.update_table, TableName="tbl", AttributeDefinitions=_defs(x=S),
                   GlobalSecondaryIndexUpdates=[{"Create": _index("byx", "x")}]) == (
         "LimitExceededException", rules.GLOBAL_LIMIT_UPDATE)  # fmt: skip
 
@@ -412,7 +412,7 @@ def test_update_table_refusals(aws: Aws) -> None:
 
     def refused(*updates: dict[str, Any], defs: list[dict[str, str]] | None = None) -> tuple[str, str]:
         extra = {"AttributeDefinitions": defs} if defs is not None else {}
-        return _error(aws.ddb.update_table, TableName="t", GlobalSecondaryIndexUpdates=list(updates), **extra)
+        return _error(aws.ddb.update_table, TableName="tbl", GlobalSecondaryIndexUpdates=list(updates), **extra)
 
     create_h = {"Create": _index("byh", "h")}
     assert refused(create_h) == ("ValidationException", rules.NO_DEFINITIONS.format(index="byh"))
@@ -433,7 +433,7 @@ def test_update_table_refusals(aws: Aws) -> None:
     assert refused({"Delete": {"IndexName": "byl"}}) == (
         "ValidationException", rules.NOT_GLOBAL.format(action="delete", index="byl"))  # fmt: skip
     assert refused({"Delete": {"IndexName": "nope"}}) == (
-        "ResourceNotFoundException", rules.NOT_FOUND.format(index="nope", table="t"))  # fmt: skip
+        "ResourceNotFoundException", rules.NOT_FOUND.format(index="nope", table="tbl"))  # fmt: skip
     # nothing was changed by a refused request
     assert [g["IndexName"] for g in _described(aws.ddb)["GlobalSecondaryIndexes"]] == ["byg"]
 
@@ -443,15 +443,15 @@ def test_index_keys_of_a_written_item_must_have_their_defined_types(aws: Aws) ->
            GlobalSecondaryIndexes=[_index("byn", "n")], LocalSecondaryIndexes=[_index("byl", "pk", "l")])  # fmt: skip
     key = {"pk": {"S": "p"}, "sk": {"S": "s"}}
     mismatch = ("ValidationException", rules.TYPE_MISMATCH.format(key="n", expected=N, actual=S, index="byn"))
-    assert _error(aws.ddb.put_item, TableName="t", Item={**key, "n": {"S": "1"}}) == mismatch
-    assert _error(aws.ddb.update_item, TableName="t", Key=key, UpdateExpression="SET n = :v",
+    assert _error(aws.ddb.put_item, TableName="tbl", Item={**key, "n": {"S": "1"}}) == mismatch
+    assert _error(aws.ddb.update_item, TableName="tbl", Key=key, UpdateExpression="SET n = :v",
                   ExpressionAttributeValues={":v": {"S": "1"}}) == mismatch  # fmt: skip
-    assert _error(aws.ddb.batch_write_item, RequestItems={"t": [{"PutRequest": {"Item": {**key, "l": {"S": "x"}}}}]}) == (
+    assert _error(aws.ddb.batch_write_item, RequestItems={"tbl": [{"PutRequest": {"Item": {**key, "l": {"S": "x"}}}}]}) == (
         "ValidationException", rules.TYPE_MISMATCH.format(key="l", expected=B, actual=S, index="byl"))  # fmt: skip
-    assert _error(aws.ddb.put_item, TableName="t", Item={**key, "n": {"NULL": True}}) == (
+    assert _error(aws.ddb.put_item, TableName="tbl", Item={**key, "n": {"NULL": True}}) == (
         "ValidationException", rules.TYPE_MISMATCH.format(key="n", expected=N, actual="NULL", index="byn"))  # fmt: skip
-    assert aws.ddb.scan(TableName="t")["Count"] == 0
-    aws.ddb.put_item(TableName="t", Item={**key, "n": {"N": "1"}, "l": {"B": b"\x01"}})
+    assert aws.ddb.scan(TableName="tbl")["Count"] == 0
+    aws.ddb.put_item(TableName="tbl", Item={**key, "n": {"N": "1"}, "l": {"B": b"\x01"}})
 
 
 def test_gsi_on_demand_and_warm_throughput(aws: Aws) -> None:
@@ -465,7 +465,7 @@ def test_gsi_on_demand_and_warm_throughput(aws: Aws) -> None:
 
     def update(**body: Any) -> None:
         aws.ddb.update_table(
-            TableName="t", GlobalSecondaryIndexUpdates=[{"Update": {"IndexName": "byg", **body}}]
+            TableName="tbl", GlobalSecondaryIndexUpdates=[{"Update": {"IndexName": "byg", **body}}]
         )
 
     # WHEN it is changed, one direction lifted, and warm throughput raised
@@ -478,10 +478,10 @@ def test_gsi_on_demand_and_warm_throughput(aws: Aws) -> None:
         4000,
     )
     # THEN lowering warm throughput is refused, and a cap below 1 too
-    assert _error(aws.ddb.update_table, TableName="t", GlobalSecondaryIndexUpdates=[
+    assert _error(aws.ddb.update_table, TableName="tbl", GlobalSecondaryIndexUpdates=[
         {"Update": {"IndexName": "byg", "WarmThroughput": {"ReadUnitsPerSecond": 12000}}}]) == (
         "ValidationException", rules.WARM_LOWER.format(field="ReadUnitsPerSecond", index="byg"))  # fmt: skip
-    assert _error(aws.ddb.update_table, TableName="t", GlobalSecondaryIndexUpdates=[
+    assert _error(aws.ddb.update_table, TableName="tbl", GlobalSecondaryIndexUpdates=[
         {"Update": {"IndexName": "byg", "OnDemandThroughput": {"MaxWriteRequestUnits": 0}}}]) == (
         "ValidationException", rules.ON_DEMAND_RANGE.format(field="MaxWriteRequestUnits", index="byg"))  # fmt: skip
 
@@ -497,9 +497,9 @@ def typed(aws: Aws) -> Aws:
     for i, (number, binary) in enumerate(
         [("10", b"\x01"), ("9", b"\x01"), ("-1", b"\x01"), ("1.50", b"\xff"), ("100", b"\x00\x02")]
     ):
-        aws.ddb.put_item(TableName="t", Item={"pk": {"S": "p"}, "sk": {"S": f"s{i}"}, "n": {"N": number},
+        aws.ddb.put_item(TableName="tbl", Item={"pk": {"S": "p"}, "sk": {"S": f"s{i}"}, "n": {"N": number},
                                               "b": {"B": binary}, "x": {"S": "xv"}, "y": {"S": "yv"}})  # fmt: skip
-    aws.ddb.put_item(TableName="t", Item={"pk": {"S": "p"}, "sk": {"S": "sparse"}, "y": {"S": "yv"}})
+    aws.ddb.put_item(TableName="tbl", Item={"pk": {"S": "p"}, "sk": {"S": "sparse"}, "y": {"S": "yv"}})
     return aws
 
 
@@ -507,7 +507,7 @@ def test_keys_only_gsi_on_binary_and_number_keys(typed: Aws) -> None:
     items = _query_index(typed.ddb, "by-b-n", "b", {"B": b"\x01"})
     assert [i["n"]["N"] for i in items] == ["-1", "9", "10"]  # numeric order, not text
     assert all(set(i) == {"pk", "sk", "b", "n"} for i in items)  # the table's and the index's keys only
-    ranged = typed.ddb.query(TableName="t", IndexName="by-b-n", KeyConditionExpression="b = :b AND n > :n",
+    ranged = typed.ddb.query(TableName="tbl", IndexName="by-b-n", KeyConditionExpression="b = :b AND n > :n",
                              ExpressionAttributeValues={":b": {"B": b"\x01"}, ":n": {"N": "9.5"}})["Items"]  # fmt: skip
     assert [i["sk"]["S"] for i in ranged] == ["s0"]
 
@@ -515,7 +515,7 @@ def test_keys_only_gsi_on_binary_and_number_keys(typed: Aws) -> None:
 def test_include_gsi_on_number_and_binary_keys(typed: Aws) -> None:
     items = _query_index(typed.ddb, "by-n-b", "n", {"N": "1.5"})  # 1.50 and 1.5 are the same number
     assert [(i["sk"]["S"], set(i)) for i in items] == [("s3", {"pk", "sk", "n", "b", "x"})]
-    scanned = typed.ddb.scan(TableName="t", IndexName="by-n-b")["Items"]
+    scanned = typed.ddb.scan(TableName="tbl", IndexName="by-n-b")["Items"]
     assert sorted(i["sk"]["S"] for i in scanned) == [
         "s0",
         "s1",
@@ -527,7 +527,7 @@ def test_include_gsi_on_number_and_binary_keys(typed: Aws) -> None:
 
 
 def test_a_gsi_does_not_fetch_what_it_does_not_project(typed: Aws) -> None:
-    assert _error(typed.ddb.query, TableName="t", IndexName="by-b-n", KeyConditionExpression="b = :b",
+    assert _error(typed.ddb.query, TableName="tbl", IndexName="by-b-n", KeyConditionExpression="b = :b",
                   ExpressionAttributeValues={":b": {"B": b"\x01"}}, Select="ALL_ATTRIBUTES")[0] == "ValidationException"  # fmt: skip
 
 
@@ -543,16 +543,16 @@ def test_a_local_index_fetches_what_it_does_not_project(typed: Aws) -> None:
         typed.ddb, "by-pk-n", "pk", {"S": "p"}, FilterExpression="x = :x", values={":x": {"S": "xv"}}
     )
     assert len(filtered) == 5 and all(set(i) == {"pk", "sk", "n"} for i in filtered)
-    scanned = typed.ddb.scan(TableName="t", IndexName="by-pk-n", Select="ALL_ATTRIBUTES")["Items"]
+    scanned = typed.ddb.scan(TableName="tbl", IndexName="by-pk-n", Select="ALL_ATTRIBUTES")["Items"]
     assert len(scanned) == 5 and all("y" in i for i in scanned)
 
 
 def test_index_pages_continue_from_last_evaluated_key(typed: Aws) -> None:
-    first = typed.ddb.query(TableName="t", IndexName="by-pk-n", KeyConditionExpression="pk = :p",
+    first = typed.ddb.query(TableName="tbl", IndexName="by-pk-n", KeyConditionExpression="pk = :p",
                             ExpressionAttributeValues={":p": {"S": "p"}}, ScanIndexForward=False, Limit=2)  # fmt: skip
     assert [i["n"]["N"] for i in first["Items"]] == ["100", "10"]
     assert set(first["LastEvaluatedKey"]) == {"pk", "sk", "n"}
-    rest = typed.ddb.query(TableName="t", IndexName="by-pk-n", KeyConditionExpression="pk = :p",
+    rest = typed.ddb.query(TableName="tbl", IndexName="by-pk-n", KeyConditionExpression="pk = :p",
                            ExpressionAttributeValues={":p": {"S": "p"}}, ScanIndexForward=False,
                            ExclusiveStartKey=first["LastEvaluatedKey"])  # fmt: skip
     assert [i["n"]["N"] for i in rest["Items"]] == ["9", "1.50", "-1"]

@@ -50,7 +50,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any]]:
         yield boto3.client("dynamodb", region_name=REGION), boto3.client("kinesis", region_name=REGION)
 
 
-def _table(ddb: Any, name: str = "t", **extra: Any) -> None:
+def _table(ddb: Any, name: str = "tbl", **extra: Any) -> None:
     ddb.create_table(
         TableName=name,
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
@@ -93,18 +93,18 @@ def test_enable_answers_enabling_then_describe_reports_active_and_disable_disabl
     arn = _stream(kinesis)
     # WHEN the destination is enabled with microsecond timestamps
     enabled = ddb.enable_kinesis_streaming_destination(
-        TableName="t",
+        TableName="tbl",
         StreamArn=arn,
         EnableKinesisStreamingConfiguration={"ApproximateCreationDateTimePrecision": "MICROSECOND"},
     )
     # THEN
     assert {k: v for k, v in enabled.items() if k != "ResponseMetadata"} == {
-        "TableName": "t",
+        "TableName": "tbl",
         "StreamArn": arn,
         "DestinationStatus": "ENABLING",
         "EnableKinesisStreamingConfiguration": {"ApproximateCreationDateTimePrecision": "MICROSECOND"},
     }
-    described = ddb.describe_kinesis_streaming_destination(TableName="t")
+    described = ddb.describe_kinesis_streaming_destination(TableName="tbl")
     assert described["KinesisDataStreamDestinations"] == [
         {
             "StreamArn": arn,
@@ -112,16 +112,16 @@ def test_enable_answers_enabling_then_describe_reports_active_and_disable_disabl
             "ApproximateCreationDateTimePrecision": "MICROSECOND",
         }
     ]
-    assert "KinesisDataStreamDestinations" not in ddb.describe_table(TableName="t")["Table"]
+    assert "KinesisDataStreamDestinations" not in ddb.describe_table(TableName="tbl")["Table"]
     updated = ddb.update_kinesis_streaming_destination(
-        TableName="t",
+        TableName="tbl",
         StreamArn=arn,
         UpdateKinesisStreamingConfiguration={"ApproximateCreationDateTimePrecision": "MILLISECOND"},
     )
     assert updated["DestinationStatus"] == "UPDATING"
-    disabled = ddb.disable_kinesis_streaming_destination(TableName="t", StreamArn=arn)
+    disabled = ddb.disable_kinesis_streaming_destination(TableName="tbl", StreamArn=arn)
     assert disabled["DestinationStatus"] == "DISABLING"
-    destinations = ddb.describe_kinesis_streaming_destination(TableName="t")["KinesisDataStreamDestinations"]
+    destinations = ddb.describe_kinesis_streaming_destination(TableName="tbl")["KinesisDataStreamDestinations"]
     assert [(d["DestinationStatus"], d["ApproximateCreationDateTimePrecision"]) for d in destinations] == [
         ("DISABLED", "MILLISECOND")
     ]
@@ -139,21 +139,21 @@ def test_refusals_missing_table_missing_stream_second_destination_and_wrong_stat
         "Requested resource not found: Table: nope not found",
     )
     missing = arn + "-gone"
-    assert _error(ddb.enable_kinesis_streaming_destination, TableName="t", StreamArn=missing) == (
+    assert _error(ddb.enable_kinesis_streaming_destination, TableName="tbl", StreamArn=missing) == (
         "ResourceNotFoundException",
         f"Requested resource not found: Stream: {missing} not found",
     )
-    assert _error(ddb.disable_kinesis_streaming_destination, TableName="t", StreamArn=arn)[0] == (
+    assert _error(ddb.disable_kinesis_streaming_destination, TableName="tbl", StreamArn=arn)[0] == (
         "ValidationException"
     )
-    ddb.enable_kinesis_streaming_destination(TableName="t", StreamArn=arn)
+    ddb.enable_kinesis_streaming_destination(TableName="tbl", StreamArn=arn)
     for stream in (arn, other):  # the same one again, or a second one: one active destination per table
-        code, message = _error(ddb.enable_kinesis_streaming_destination, TableName="t", StreamArn=stream)
+        code, message = _error(ddb.enable_kinesis_streaming_destination, TableName="tbl", StreamArn=stream)
         assert code == "ValidationException"
         assert "must be DISABLED" in message
     code, message = _error(
         ddb.update_kinesis_streaming_destination,
-        TableName="t",
+        TableName="tbl",
         StreamArn=arn,
         UpdateKinesisStreamingConfiguration={"ApproximateCreationDateTimePrecision": "MILLISECOND"},
     )
@@ -169,17 +169,17 @@ def test_each_change_is_one_record_in_aws_format_without_a_dynamodb_stream(aws: 
     ddb, kinesis = aws
     _table(ddb)
     arn = _stream(kinesis)
-    ddb.enable_kinesis_streaming_destination(TableName="t", StreamArn=arn)
+    ddb.enable_kinesis_streaming_destination(TableName="tbl", StreamArn=arn)
     # WHEN an item is inserted (by UpdateItem), modified, put unchanged, and deleted
     ddb.update_item(
-        TableName="t",
+        TableName="tbl",
         Key={"pk": {"S": "a"}},
         UpdateExpression="SET v = :v",
         ExpressionAttributeValues={":v": {"N": "1"}},
     )
-    ddb.put_item(TableName="t", Item={"pk": {"S": "a"}, "v": {"N": "2"}})
-    ddb.put_item(TableName="t", Item={"pk": {"S": "a"}, "v": {"N": "2"}})  # changes nothing: no record
-    ddb.delete_item(TableName="t", Key={"pk": {"S": "a"}})
+    ddb.put_item(TableName="tbl", Item={"pk": {"S": "a"}, "v": {"N": "2"}})
+    ddb.put_item(TableName="tbl", Item={"pk": {"S": "a"}, "v": {"N": "2"}})  # changes nothing: no record
+    ddb.delete_item(TableName="tbl", Key={"pk": {"S": "a"}})
     # THEN one record per change, on one shard with one partition key, in order
     records = _records(kinesis)
     assert [r["eventName"] for _, _, r in records] == ["INSERT", "MODIFY", "REMOVE"]
@@ -191,7 +191,7 @@ def test_each_change_is_one_record_in_aws_format_without_a_dynamodb_stream(aws: 
     assert (insert["awsRegion"], insert["recordFormat"], insert["tableName"], insert["eventSource"]) == (
         REGION,
         "application/json",
-        "t",
+        "tbl",
         "aws:dynamodb",
     )
     assert insert["userIdentity"] is None
@@ -213,16 +213,16 @@ def test_batch_writes_and_committed_transactions_are_forwarded_cancelled_ones_no
     ddb, kinesis = aws
     _table(ddb, StreamSpecification={"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"})
     arn = _stream(kinesis)
-    ddb.enable_kinesis_streaming_destination(TableName="t", StreamArn=arn)
-    ddb.batch_write_item(RequestItems={"t": [{"PutRequest": {"Item": {"pk": {"S": "b"}}}}]})
-    ddb.transact_write_items(TransactItems=[{"Put": {"TableName": "t", "Item": {"pk": {"S": "c"}}}}])
+    ddb.enable_kinesis_streaming_destination(TableName="tbl", StreamArn=arn)
+    ddb.batch_write_item(RequestItems={"tbl": [{"PutRequest": {"Item": {"pk": {"S": "b"}}}}]})
+    ddb.transact_write_items(TransactItems=[{"Put": {"TableName": "tbl", "Item": {"pk": {"S": "c"}}}}])
     with pytest.raises(ClientError):
         ddb.transact_write_items(
             TransactItems=[
-                {"Put": {"TableName": "t", "Item": {"pk": {"S": "d"}}}},
+                {"Put": {"TableName": "tbl", "Item": {"pk": {"S": "d"}}}},
                 {
                     "Put": {
-                        "TableName": "t",
+                        "TableName": "tbl",
                         "Item": {"pk": {"S": "b"}},
                         "ConditionExpression": "attribute_not_exists(pk)",
                     }
@@ -240,14 +240,14 @@ def test_ttl_deletion_carries_the_ttl_service_identity_and_microsecond_precision
 ) -> None:
     ddb, kinesis = aws
     _table(ddb)
-    ddb.update_time_to_live(TableName="t", TimeToLiveSpecification={"Enabled": True, "AttributeName": "exp"})
+    ddb.update_time_to_live(TableName="tbl", TimeToLiveSpecification={"Enabled": True, "AttributeName": "exp"})
     arn = _stream(kinesis)
     ddb.enable_kinesis_streaming_destination(
-        TableName="t",
+        TableName="tbl",
         StreamArn=arn,
         EnableKinesisStreamingConfiguration={"ApproximateCreationDateTimePrecision": "MICROSECOND"},
     )
-    ddb.put_item(TableName="t", Item={"pk": {"S": "x"}, "exp": {"N": "1700000000"}})
+    ddb.put_item(TableName="tbl", Item={"pk": {"S": "x"}, "exp": {"N": "1700000000"}})
     assert ttl.sweep_once(now=1_700_000_100) == 1
     insert, remove = (r for _, _, r in _records(kinesis))
     assert insert["userIdentity"] is None
@@ -261,9 +261,9 @@ def test_a_disabled_destination_forwards_nothing(aws: tuple[Any, Any]) -> None:
     ddb, kinesis = aws
     _table(ddb)
     arn = _stream(kinesis)
-    ddb.enable_kinesis_streaming_destination(TableName="t", StreamArn=arn)
-    ddb.disable_kinesis_streaming_destination(TableName="t", StreamArn=arn)
-    ddb.put_item(TableName="t", Item={"pk": {"S": "a"}})
+    ddb.enable_kinesis_streaming_destination(TableName="tbl", StreamArn=arn)
+    ddb.disable_kinesis_streaming_destination(TableName="tbl", StreamArn=arn)
+    ddb.put_item(TableName="tbl", Item={"pk": {"S": "a"}})
     assert _records(kinesis) == []
 
 
@@ -384,16 +384,16 @@ def test_an_upsert_is_one_insert_in_both_the_dynamodb_stream_and_the_kinesis_str
     # GIVEN a table with a DynamoDB stream and a Kinesis destination
     ddb, kinesis = aws
     _table(ddb, StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"})
-    ddb.enable_kinesis_streaming_destination(TableName="t", StreamArn=_stream(kinesis))
+    ddb.enable_kinesis_streaming_destination(TableName="tbl", StreamArn=_stream(kinesis))
     # WHEN UpdateItem creates an item
     ddb.update_item(
-        TableName="t",
+        TableName="tbl",
         Key={"pk": {"S": "a"}},
         UpdateExpression="SET v = :v",
         ExpressionAttributeValues={":v": {"N": "1"}},
     )
     # THEN each stream has one INSERT with the whole item
-    table = dynamodb_backends[state.ACCOUNT_ID][REGION].tables["t"]
+    table = dynamodb_backends[state.ACCOUNT_ID][REGION].tables["tbl"]
     records = [r.to_json() for r in table.stream_shard.items]
     whole = {"pk": {"S": "a"}, "v": {"N": "1"}}
     assert [(r["eventName"], r["dynamodb"]["NewImage"]) for r in records] == [("INSERT", whole)]
@@ -407,15 +407,15 @@ def test_a_template_naming_another_stream_moves_the_destination(aws: tuple[Any, 
     ddb, kinesis = aws
     _table(ddb)
     first, second = _stream(kinesis), _stream(kinesis, "second")
-    table = dynamodb_backends[state.ACCOUNT_ID][REGION].tables["t"]
+    table = dynamodb_backends[state.ACCOUNT_ID][REGION].tables["tbl"]
     dynamodb_kinesis.apply_template(table, {"KinesisStreamSpecification": {"StreamArn": first}})
     # WHEN the template names another stream
     dynamodb_kinesis.apply_template(table, {"KinesisStreamSpecification": {"StreamArn": second}})
     # THEN the first is disabled and the second active, and a change goes to the second only
-    destinations = ddb.describe_kinesis_streaming_destination(TableName="t")["KinesisDataStreamDestinations"]
+    destinations = ddb.describe_kinesis_streaming_destination(TableName="tbl")["KinesisDataStreamDestinations"]
     assert [(d["StreamArn"], d["DestinationStatus"]) for d in destinations] == [
         (first, "DISABLED"),
         (second, "ACTIVE"),
     ]
-    ddb.put_item(TableName="t", Item={"pk": {"S": "a"}})
+    ddb.put_item(TableName="tbl", Item={"pk": {"S": "a"}})
     assert (len(_records(kinesis)), len(_records(kinesis, "second"))) == (0, 1)

@@ -93,14 +93,14 @@ def _setup(client: Any, grants: list[str] = READS, **mapping: Any) -> tuple[str,
     """A table streaming to an on-demand stream, a function whose role has ``grants`` on it, and the mapping."""
     ddb, kinesis, iam, lam = (client(s) for s in ("dynamodb", "kinesis", "iam", "lambda"))
     ddb.create_table(
-        TableName="t",
+        TableName="tbl",
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
     kinesis.create_stream(StreamName="s", StreamModeDetails={"StreamMode": "ON_DEMAND"})
     stream = kinesis.describe_stream_summary(StreamName="s")["StreamDescriptionSummary"]["StreamARN"]
-    ddb.enable_kinesis_streaming_destination(TableName="t", StreamArn=stream)
+    ddb.enable_kinesis_streaming_destination(TableName="tbl", StreamArn=stream)
     trust = {
         "Version": "2012-10-17",
         "Statement": [
@@ -132,7 +132,7 @@ def _setup(client: Any, grants: list[str] = READS, **mapping: Any) -> tuple[str,
 
 def _put(client: Any, *keys: str) -> None:
     for key in keys:
-        client("dynamodb").put_item(TableName="t", Item={"pk": {"S": key}})
+        client("dynamodb").put_item(TableName="tbl", Item={"pk": {"S": key}})
 
 
 def _delivered(runner: FakeRunner) -> list[dict[str, Any]]:
@@ -188,9 +188,9 @@ def test_partial_batch_failure_retries_from_the_reported_sequence_number(aws: tu
     lam = client("lambda")
     uuid = lam.list_event_source_mappings()["EventSourceMappings"][0]["UUID"]
     # WHEN one item changes three times (one shard, in order) and the mapping is enabled
-    client("dynamodb").put_item(TableName="t", Item={"pk": {"S": "a"}, "v": {"N": "1"}})
-    client("dynamodb").put_item(TableName="t", Item={"pk": {"S": "a"}, "v": {"N": "2"}})
-    client("dynamodb").put_item(TableName="t", Item={"pk": {"S": "a"}, "v": {"N": "3"}})
+    client("dynamodb").put_item(TableName="tbl", Item={"pk": {"S": "a"}, "v": {"N": "1"}})
+    client("dynamodb").put_item(TableName="tbl", Item={"pk": {"S": "a"}, "v": {"N": "2"}})
+    client("dynamodb").put_item(TableName="tbl", Item={"pk": {"S": "a"}, "v": {"N": "3"}})
     lam.update_event_source_mapping(UUID=uuid, Enabled=True)
     runner.wait_for(lambda: len(runner.events) >= 2)
     # THEN the second invocation starts at the failed record
@@ -246,7 +246,7 @@ def test_a_filter_on_data_matches_the_decoded_change_record(aws: tuple[Any, Fake
     _setup(client, FilterCriteria={"Filters": [{"Pattern": json.dumps({"data": {"eventName": ["REMOVE"]}})}]})
     # WHEN an item is inserted, then deleted
     _put(client, "a")
-    client("dynamodb").delete_item(TableName="t", Key={"pk": {"S": "a"}})
+    client("dynamodb").delete_item(TableName="tbl", Key={"pk": {"S": "a"}})
     runner.wait_for(lambda: len(_delivered(runner)) >= 1)
     # THEN only the REMOVE is delivered, once the poller has seen both
     progress = esm.get_manager().progress()

@@ -66,7 +66,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
             replicas.set_delay_ms(replicas.DEFAULT_DELAY_MS)
 
 
-def _table(aws: Aws, region: str = A, name: str = "t", **extra: Any) -> None:
+def _table(aws: Aws, region: str = A, name: str = "tbl", **extra: Any) -> None:
     aws.ddb(region).create_table(
         TableName=name,
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
@@ -76,12 +76,12 @@ def _table(aws: Aws, region: str = A, name: str = "t", **extra: Any) -> None:
     )
 
 
-def _add(aws: Aws, *regions: str, source: str = A, name: str = "t") -> None:
+def _add(aws: Aws, *regions: str, source: str = A, name: str = "tbl") -> None:
     for region in regions:
         aws.ddb(source).update_table(TableName=name, ReplicaUpdates=[{"Create": {"RegionName": region}}])
 
 
-def _get(aws: Aws, region: str, key: str, name: str = "t") -> dict[str, Any] | None:
+def _get(aws: Aws, region: str, key: str, name: str = "tbl") -> dict[str, Any] | None:
     item = aws.ddb(region).get_item(TableName=name, Key={"pk": {"S": key}}, ConsistentRead=True).get("Item")
     return item  # type: ignore[no-any-return]
 
@@ -95,7 +95,7 @@ def _settled() -> bool:
     return replicas.REGISTRY.pending() == 0
 
 
-def _records(aws: Aws, region: str, name: str = "t") -> list[dict[str, Any]]:
+def _records(aws: Aws, region: str, name: str = "tbl") -> list[dict[str, Any]]:
     """Every record of the table's stream in ``region``, oldest first, as GetRecords answers them (read from the
     shard: moto 5.2.5 in process does not route the DynamoDB Streams API)."""
     shard = dynamodb_backends[ACCOUNT][region].tables[name].stream_shard
@@ -121,7 +121,7 @@ def _error(call: Callable[..., Any], **kwargs: Any) -> tuple[str, str]:
 
 
 def _put(aws: Aws, region: str, key: str, value: str) -> None:
-    aws.ddb(region).put_item(TableName="t", Item={"pk": {"S": key}, "v": {"S": value}})
+    aws.ddb(region).put_item(TableName="tbl", Item={"pk": {"S": key}, "v": {"S": value}})
 
 
 # ------------------------------------------------------------------------------------------ replication
@@ -135,14 +135,14 @@ def test_a_put_in_one_region_appears_in_the_others(aws: Aws) -> None:
     wait_for(lambda: _value(aws, B, "k") == "one" and _value(aws, C, "k") == "one", timeout=10)
     # AND each region's DescribeTable lists the other regions' replicas, ACTIVE, version 2019.11.21
     for region in (A, B, C):
-        table = aws.ddb(region).describe_table(TableName="t")["Table"]
+        table = aws.ddb(region).describe_table(TableName="tbl")["Table"]
         assert table["GlobalTableVersion"] == "2019.11.21"
         others = sorted({A, B, C} - {region})
         assert sorted(r["RegionName"] for r in table["Replicas"]) == others
         assert {r["ReplicaStatus"] for r in table["Replicas"]} == {"ACTIVE"}
         assert table["StreamSpecification"] == {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
     # AND every replica has a stream of its own
-    arns = {aws.ddb(r).describe_table(TableName="t")["Table"]["LatestStreamArn"] for r in (A, B, C)}
+    arns = {aws.ddb(r).describe_table(TableName="tbl")["Table"]["LatestStreamArn"] for r in (A, B, C)}
     assert len(arns) == 3
 
 
@@ -154,13 +154,13 @@ def test_updates_and_deletes_replicate_and_each_stream_records_them(aws: Aws) ->
     wait_for(lambda: _value(aws, B, "k") == "one", timeout=10)
     # WHEN B updates the item and then A deletes it
     aws.ddb(B).update_item(
-        TableName="t",
+        TableName="tbl",
         Key={"pk": {"S": "k"}},
         UpdateExpression="SET v = :v",
         ExpressionAttributeValues={":v": {"S": "two"}},
     )
     wait_for(lambda: _value(aws, A, "k") == "two", timeout=10)
-    aws.ddb(A).delete_item(TableName="t", Key={"pk": {"S": "k"}})
+    aws.ddb(A).delete_item(TableName="tbl", Key={"pk": {"S": "k"}})
     wait_for(lambda: _get(aws, B, "k") is None, timeout=10)
     # THEN each region's stream holds the three changes, images as they were in that region
     expected = [("INSERT", None, "one"), ("MODIFY", "one", "two"), ("REMOVE", "two", None)]
@@ -179,7 +179,7 @@ def test_batch_and_transaction_writes_replicate(aws: Aws) -> None:
     # WHEN A writes a batch and B commits a transaction
     aws.ddb(A).batch_write_item(
         RequestItems={
-            "t": [
+            "tbl": [
                 {"PutRequest": {"Item": {"pk": {"S": "b1"}, "v": {"S": "batch"}}}},
                 {"PutRequest": {"Item": {"pk": {"S": "b2"}, "v": {"S": "batch"}}}},
             ]
@@ -187,8 +187,8 @@ def test_batch_and_transaction_writes_replicate(aws: Aws) -> None:
     )
     aws.ddb(B).transact_write_items(
         TransactItems=[
-            {"Put": {"TableName": "t", "Item": {"pk": {"S": "t1"}, "v": {"S": "transaction"}}}},
-            {"Delete": {"TableName": "t", "Key": {"pk": {"S": "gone"}}}},
+            {"Put": {"TableName": "tbl", "Item": {"pk": {"S": "t1"}, "v": {"S": "transaction"}}}},
+            {"Delete": {"TableName": "tbl", "Key": {"pk": {"S": "gone"}}}},
         ]
     )
     # THEN both regions end with the same items
@@ -204,10 +204,10 @@ def test_a_failed_transaction_replicates_nothing(aws: Aws) -> None:
     with pytest.raises(ClientError):
         aws.ddb(A).transact_write_items(
             TransactItems=[
-                {"Put": {"TableName": "t", "Item": {"pk": {"S": "t1"}}}},
+                {"Put": {"TableName": "tbl", "Item": {"pk": {"S": "t1"}}}},
                 {
                     "ConditionCheck": {
-                        "TableName": "t",
+                        "TableName": "tbl",
                         "Key": {"pk": {"S": "missing"}},
                         "ConditionExpression": "attribute_exists(pk)",
                     }
@@ -269,14 +269,14 @@ def test_a_ttl_deletion_replicates_as_an_ordinary_remove(aws: Aws) -> None:
     _table(aws)
     _add(aws, B)
     aws.ddb(B).update_time_to_live(
-        TableName="t", TimeToLiveSpecification={"Enabled": True, "AttributeName": "exp"}
+        TableName="tbl", TimeToLiveSpecification={"Enabled": True, "AttributeName": "exp"}
     )
     assert (
-        aws.ddb(A).describe_time_to_live(TableName="t")["TimeToLiveDescription"]["TimeToLiveStatus"]
+        aws.ddb(A).describe_time_to_live(TableName="tbl")["TimeToLiveDescription"]["TimeToLiveStatus"]
         == "ENABLED"
     )
     past = str(int(time.time()) - 60)
-    aws.ddb(A).put_item(TableName="t", Item={"pk": {"S": "old"}, "exp": {"N": past}})
+    aws.ddb(A).put_item(TableName="tbl", Item={"pk": {"S": "old"}, "exp": {"N": past}})
     wait_for(lambda: _get(aws, B, "old") is not None, timeout=10)
     # WHEN the TTL sweeper runs
     assert ttl.sweep_once() == 1
@@ -295,7 +295,7 @@ def test_a_ttl_deletion_replicates_as_an_ordinary_remove(aws: Aws) -> None:
 def test_a_replica_added_to_a_table_with_items_gets_them_without_stream_records(aws: Aws) -> None:
     # GIVEN a table without a stream, holding three items, with a GSI
     aws.ddb(A).create_table(
-        TableName="t",
+        TableName="tbl",
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
         AttributeDefinitions=[
             {"AttributeName": "pk", "AttributeType": "S"},
@@ -315,22 +315,22 @@ def test_a_replica_added_to_a_table_with_items_gets_them_without_stream_records(
     # WHEN a replica is added in B
     _add(aws, B)
     # THEN B holds the three items at once, and its stream has no record of them
-    items = aws.ddb(B).scan(TableName="t")["Items"]
+    items = aws.ddb(B).scan(TableName="tbl")["Items"]
     assert sorted(i["pk"]["S"] for i in items) == ["a", "b", "c"]
     assert _records(aws, B) == []
     # AND B's table is made like A's: keys, index, billing mode; A got the stream a global table needs
-    table = aws.ddb(B).describe_table(TableName="t")["Table"]
+    table = aws.ddb(B).describe_table(TableName="tbl")["Table"]
     assert table["KeySchema"] == [{"AttributeName": "pk", "KeyType": "HASH"}]
     assert [i["IndexName"] for i in table["GlobalSecondaryIndexes"]] == ["by-v"]
     assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
     found = aws.ddb(B).query(
-        TableName="t",
+        TableName="tbl",
         IndexName="by-v",
         KeyConditionExpression="v = :v",
         ExpressionAttributeValues={":v": {"S": "x"}},
     )["Items"]
     assert len(found) == 3
-    assert aws.ddb(A).describe_table(TableName="t")["Table"]["StreamSpecification"]["StreamViewType"] == (
+    assert aws.ddb(A).describe_table(TableName="tbl")["Table"]["StreamSpecification"]["StreamViewType"] == (
         "NEW_AND_OLD_IMAGES"
     )
 
@@ -338,11 +338,11 @@ def test_a_replica_added_to_a_table_with_items_gets_them_without_stream_records(
 def test_a_stream_of_another_view_type_is_kept(aws: Aws) -> None:
     # GIVEN a table whose stream is KEYS_ONLY
     _table(aws, StreamSpecification={"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"})
-    arn = aws.ddb(A).describe_table(TableName="t")["Table"]["LatestStreamArn"]
+    arn = aws.ddb(A).describe_table(TableName="tbl")["Table"]["LatestStreamArn"]
     # WHEN a replica is added
     _add(aws, B)
     # THEN the table keeps its stream, and replication works
-    table = aws.ddb(A).describe_table(TableName="t")["Table"]
+    table = aws.ddb(A).describe_table(TableName="tbl")["Table"]
     assert (table["StreamSpecification"]["StreamViewType"], table["LatestStreamArn"]) == ("KEYS_ONLY", arn)
     _put(aws, A, "k", "one")
     wait_for(lambda: _value(aws, B, "k") == "one", timeout=10)
@@ -355,11 +355,11 @@ def test_a_removed_replica_is_gone(aws: Aws) -> None:
     _put(aws, A, "k", "one")
     wait_for(lambda: _value(aws, B, "k") == "one", timeout=10)
     # WHEN A removes B's replica
-    aws.ddb(A).update_table(TableName="t", ReplicaUpdates=[{"Delete": {"RegionName": B}}])
+    aws.ddb(A).update_table(TableName="tbl", ReplicaUpdates=[{"Delete": {"RegionName": B}}])
     # THEN B's table is gone, and A is a table of its own again with its stream still on
-    code, _ = _error(aws.ddb(B).describe_table, TableName="t")
+    code, _ = _error(aws.ddb(B).describe_table, TableName="tbl")
     assert code == "ResourceNotFoundException"
-    table = aws.ddb(A).describe_table(TableName="t")["Table"]
+    table = aws.ddb(A).describe_table(TableName="tbl")["Table"]
     assert "Replicas" not in table and "GlobalTableVersion" not in table
     assert table["StreamSpecification"]["StreamEnabled"] is True
     # AND A's writes go nowhere
@@ -372,9 +372,9 @@ def test_deleting_a_leaf_replica_table_leaves_the_group(aws: Aws) -> None:
     _table(aws)
     _add(aws, B, C)
     # WHEN B's table is deleted in B
-    aws.ddb(B).delete_table(TableName="t")
+    aws.ddb(B).delete_table(TableName="tbl")
     # THEN A and C replicate between themselves only
-    assert [r["RegionName"] for r in aws.ddb(A).describe_table(TableName="t")["Table"]["Replicas"]] == [C]
+    assert [r["RegionName"] for r in aws.ddb(A).describe_table(TableName="tbl")["Table"]["Replicas"]] == [C]
     _put(aws, A, "k", "one")
     wait_for(lambda: _value(aws, C, "k") == "one", timeout=10)
 
@@ -385,7 +385,7 @@ def test_a_replica_in_the_tables_own_region_is_refused(aws: Aws) -> None:
     _table(aws)
     # WHEN a replica in A is asked for  THEN DynamoDB's ValidationException names the local region
     code, message = _error(
-        aws.ddb(A).update_table, TableName="t", ReplicaUpdates=[{"Create": {"RegionName": A}}]
+        aws.ddb(A).update_table, TableName="tbl", ReplicaUpdates=[{"Create": {"RegionName": A}}]
     )
     assert (code, message) == ("ValidationException", api.LOCAL_REGION)
 
@@ -400,9 +400,9 @@ def test_a_replica_in_a_region_that_has_the_table_is_refused(aws: Aws, standalon
         _add(aws, B)
     # WHEN a replica in B is asked for  THEN it is refused: the table exists there
     code, message = _error(
-        aws.ddb(A).update_table, TableName="t", ReplicaUpdates=[{"Create": {"RegionName": B}}]
+        aws.ddb(A).update_table, TableName="tbl", ReplicaUpdates=[{"Create": {"RegionName": B}}]
     )
-    assert (code, message) == ("ValidationException", api.ALREADY_EXISTS.format(name="t"))
+    assert (code, message) == ("ValidationException", api.ALREADY_EXISTS.format(name="tbl"))
     assert "already existed as tables" in message
 
 
@@ -412,7 +412,7 @@ def test_deleting_a_replica_that_does_not_exist_is_refused(aws: Aws) -> None:
     _add(aws, B)
     # WHEN C's replica is deleted  THEN it is refused, naming C
     code, message = _error(
-        aws.ddb(A).update_table, TableName="t", ReplicaUpdates=[{"Delete": {"RegionName": C}}]
+        aws.ddb(A).update_table, TableName="tbl", ReplicaUpdates=[{"Delete": {"RegionName": C}}]
     )
     assert code == "ValidationException"
     assert message == api.NOT_A_REPLICA.format(regions=C) and f"[{C}]" in message
@@ -433,24 +433,24 @@ def test_replica_updates_aws_refuses(aws: Aws, updates: list[dict[str, Any]], ex
     # GIVEN a table in A
     _table(aws)
     # WHEN UpdateTable asks for more than one replica action, or none, or an unknown region
-    code, message = _error(aws.ddb(A).update_table, TableName="t", ReplicaUpdates=updates)
+    code, message = _error(aws.ddb(A).update_table, TableName="tbl", ReplicaUpdates=updates)
     # THEN it is refused and nothing changes
     assert code == "ValidationException"
     if expected is not None:
         assert message == expected
     else:
         assert message.startswith("Region us-fake-1 is not supported.") and A in message
-    assert "Replicas" not in aws.ddb(A).describe_table(TableName="t")["Table"]
+    assert "Replicas" not in aws.ddb(A).describe_table(TableName="tbl")["Table"]
 
 
 def test_two_identical_creates_are_one(aws: Aws) -> None:
     # GIVEN a table in A  WHEN the same Create is sent twice in one call
     _table(aws)
     aws.ddb(A).update_table(
-        TableName="t", ReplicaUpdates=[{"Create": {"RegionName": B}}, {"Create": {"RegionName": B}}]
+        TableName="tbl", ReplicaUpdates=[{"Create": {"RegionName": B}}, {"Create": {"RegionName": B}}]
     )
     # THEN one replica is made
-    assert [r["RegionName"] for r in aws.ddb(A).describe_table(TableName="t")["Table"]["Replicas"]] == [B]
+    assert [r["RegionName"] for r in aws.ddb(A).describe_table(TableName="tbl")["Table"]["Replicas"]] == [B]
 
 
 def test_a_global_tables_stream_cannot_be_disabled(aws: Aws) -> None:
@@ -459,7 +459,7 @@ def test_a_global_tables_stream_cannot_be_disabled(aws: Aws) -> None:
     _add(aws, B)
     # WHEN B's stream is disabled  THEN it is refused
     code, message = _error(
-        aws.ddb(B).update_table, TableName="t", StreamSpecification={"StreamEnabled": False}
+        aws.ddb(B).update_table, TableName="tbl", StreamSpecification={"StreamEnabled": False}
     )
     assert (code, message) == ("ValidationException", api.STREAM_REQUIRED)
 
@@ -469,14 +469,14 @@ def test_deleting_a_table_that_recently_added_a_replica_is_refused(aws: Aws) -> 
     _table(aws)
     _add(aws, B)
     # WHEN A's table is deleted  THEN it is refused (the 24-hour source rule) and both replicas stay
-    code, message = _error(aws.ddb(A).delete_table, TableName="t")
+    code, message = _error(aws.ddb(A).delete_table, TableName="tbl")
     assert code == "ValidationException" and "last 24 hours" in message
-    assert aws.ddb(A).describe_table(TableName="t")["Table"]["Replicas"] == [
+    assert aws.ddb(A).describe_table(TableName="tbl")["Table"]["Replicas"] == [
         {"RegionName": B, "ReplicaStatus": "ACTIVE"}
     ]
     # AND removing A from the group through ReplicaUpdates (from B) is refused alike
     code, message = _error(
-        aws.ddb(B).update_table, TableName="t", ReplicaUpdates=[{"Delete": {"RegionName": A}}]
+        aws.ddb(B).update_table, TableName="tbl", ReplicaUpdates=[{"Delete": {"RegionName": A}}]
     )
     assert (code, message) == ("ValidationException", api.RECENT_SOURCE)
 
@@ -549,7 +549,7 @@ def test_a_mapping_on_a_replicas_stream_runs_its_regions_function(
     try:
         _table(aws)
         _add(aws, B)
-        stream = aws.ddb(B).describe_table(TableName="t")["Table"]["LatestStreamArn"]
+        stream = aws.ddb(B).describe_table(TableName="tbl")["Table"]["LatestStreamArn"]
         _function(B)
         boto3.client("lambda", region_name=B).create_event_source_mapping(
             FunctionName="fn", EventSourceArn=stream, StartingPosition="TRIM_HORIZON"
@@ -583,7 +583,7 @@ def test_a_request_to_another_region_is_evaluated_in_that_region(aws: Aws) -> No
     app = AuthMiddleware(lambda environ, start_response: start_response("200 OK", []) or [b"{}"])
 
     def status(region: str) -> str:
-        body = json.dumps({"TableName": "t", "Key": {"pk": {"S": "k"}}}).encode()
+        body = json.dumps({"TableName": "tbl", "Key": {"pk": {"S": "k"}}}).encode()
         environ = {
             "PATH_INFO": "/",
             "REQUEST_METHOD": "POST",
@@ -727,13 +727,13 @@ def test_a_protected_replica_is_not_removed(aws: Aws) -> None:
     # GIVEN a global table in A and B, B's replica protected against deletion
     _table(aws)
     _add(aws, B)
-    aws.ddb(B).update_table(TableName="t", DeletionProtectionEnabled=True)
+    aws.ddb(B).update_table(TableName="tbl", DeletionProtectionEnabled=True)
     # WHEN A removes B's replica  THEN it is refused and B's table stays
     code, message = _error(
-        aws.ddb(A).update_table, TableName="t", ReplicaUpdates=[{"Delete": {"RegionName": B}}]
+        aws.ddb(A).update_table, TableName="tbl", ReplicaUpdates=[{"Delete": {"RegionName": B}}]
     )
-    assert (code, message) == ("ValidationException", api.PROTECTED.format(name="t", region=B))
-    assert aws.ddb(B).describe_table(TableName="t")["Table"]["Replicas"] == [
+    assert (code, message) == ("ValidationException", api.PROTECTED.format(name="tbl", region=B))
+    assert aws.ddb(B).describe_table(TableName="tbl")["Table"]["Replicas"] == [
         {"RegionName": A, "ReplicaStatus": "ACTIVE"}
     ]
 

@@ -74,13 +74,13 @@ def _table(client: Callable[[str], Any]) -> tuple[str, str]:
     """A table with a stream: (its stream's ARN, its shard's id)."""
     ddb = client("dynamodb")
     ddb.create_table(
-        TableName="t",
+        TableName="tbl",
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
         StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
     )
-    stream = ddb.describe_table(TableName="t")["Table"]["LatestStreamArn"]
+    stream = ddb.describe_table(TableName="tbl")["Table"]["LatestStreamArn"]
     shards = client("dynamodbstreams").describe_stream(StreamArn=stream)["StreamDescription"]["Shards"]
     return stream, shards[0]["ShardId"]
 
@@ -107,7 +107,7 @@ def _refusal(client: Callable[[str], Any], iterator: str) -> tuple[str, str, int
 
 
 def _put(client: Callable[[str], Any], key: str) -> None:
-    client("dynamodb").put_item(TableName="t", Item={"pk": {"S": key}})
+    client("dynamodb").put_item(TableName="tbl", Item={"pk": {"S": key}})
 
 
 def test_two_readers_read_and_a_third_is_throttled_with_awss_error(aws: Any) -> None:

@@ -34,10 +34,14 @@ VALIDATION = "com.amazon.coral.validate#ValidationException"
 SERIALIZATION = "com.amazon.coral.service#SerializationException"
 UNKNOWN_OPERATION = "com.amazon.coral.service#UnknownOperationException"
 TARGETS = {"dynamodb": "DynamoDB_20120810", "dynamodbstreams": "DynamoDBStreams_20120810"}
-# Constraints AWS states in the API reference that botocore's model does not carry: (service, operation, member
-# path) -> (min, max). GetRecords: "The upper limit is 1000" (API_streams_GetRecords.html).
-EXTRA: dict[tuple[str, str, str], tuple[int | None, int | None]] = {
-    ("dynamodbstreams", "GetRecords", "limit"): (1, 1000),
+# Constraints AWS states in the API reference that botocore's model does not carry (or has widened since): (service,
+# operation, member path) -> the model metadata it has there. GetRecords: "The upper limit is 1000"
+# (API_streams_GetRecords.html); CreateTable's TableName (API_CreateTable.html: 3 to 255 characters of
+# [a-zA-Z0-9_.-]; the model now gives TableName the shape of a table ARN, which the other operations accept).
+TABLE_NAME = {"min": 3, "max": 255, "pattern": "[a-zA-Z0-9_.-]+"}
+EXTRA: dict[tuple[str, str, str], dict[str, Any]] = {
+    ("dynamodbstreams", "GetRecords", "limit"): {"min": 1, "max": 1000},
+    ("dynamodb", "CreateTable", "tableName"): TABLE_NAME,
 }
 DEPTH_MAX = (
     64  # structure levels checked; deeper ones (an item's 32 levels are within) are left to the operation
@@ -114,10 +118,8 @@ def _shown(value: Any) -> str:
 
 def _constraints(shape: Any, value: Any, key: tuple[str, str, str]) -> list[str]:
     """The constraints of ``shape`` (and ``EXTRA``) that ``value`` fails, in AWS's words."""
-    meta = shape.metadata
+    meta = {**shape.metadata, **EXTRA.get(key, {})}
     low, high = meta.get("min"), meta.get("max")
-    if key in EXTRA:
-        low, high = EXTRA[key]
     failed: list[str] = []
     if shape.type_name in ("string", "list", "map", "blob"):
         size = len(value)
