@@ -243,7 +243,10 @@ def test_one_online_index_change_at_a_time_but_a_backfilling_index_may_be_delete
 def test_delete_table_is_refused_while_an_index_builds(aws: Aws) -> None:
     _table(aws.ddb)
     _add_gsi(aws.ddb, "byg", "g")
-    assert _error(aws.ddb.delete_table, TableName="tbl") == ("ResourceInUseException", rules.TABLE_INDEXES_BUSY)
+    assert _error(aws.ddb.delete_table, TableName="tbl") == (
+        "ResourceInUseException",
+        rules.TABLE_INDEXES_BUSY,
+    )
     aws.clock.advance(lifecycle.BACKFILL_DEFAULT_SECONDS)
     aws.ddb.delete_table(TableName="tbl")
 
@@ -412,7 +415,9 @@ def test_update_table_refusals(aws: Aws) -> None:
 
     def refused(*updates: dict[str, Any], defs: list[dict[str, str]] | None = None) -> tuple[str, str]:
         extra = {"AttributeDefinitions": defs} if defs is not None else {}
-        return _error(aws.ddb.update_table, TableName="tbl", GlobalSecondaryIndexUpdates=list(updates), **extra)
+        return _error(
+            aws.ddb.update_table, TableName="tbl", GlobalSecondaryIndexUpdates=list(updates), **extra
+        )
 
     create_h = {"Create": _index("byh", "h")}
     assert refused(create_h) == ("ValidationException", rules.NO_DEFINITIONS.format(index="byh"))

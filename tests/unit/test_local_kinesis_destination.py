@@ -121,7 +121,9 @@ def test_enable_answers_enabling_then_describe_reports_active_and_disable_disabl
     assert updated["DestinationStatus"] == "UPDATING"
     disabled = ddb.disable_kinesis_streaming_destination(TableName="tbl", StreamArn=arn)
     assert disabled["DestinationStatus"] == "DISABLING"
-    destinations = ddb.describe_kinesis_streaming_destination(TableName="tbl")["KinesisDataStreamDestinations"]
+    destinations = ddb.describe_kinesis_streaming_destination(TableName="tbl")[
+        "KinesisDataStreamDestinations"
+    ]
     assert [(d["DestinationStatus"], d["ApproximateCreationDateTimePrecision"]) for d in destinations] == [
         ("DISABLED", "MILLISECOND")
     ]
@@ -240,7 +242,9 @@ def test_ttl_deletion_carries_the_ttl_service_identity_and_microsecond_precision
 ) -> None:
     ddb, kinesis = aws
     _table(ddb)
-    ddb.update_time_to_live(TableName="tbl", TimeToLiveSpecification={"Enabled": True, "AttributeName": "exp"})
+    ddb.update_time_to_live(
+        TableName="tbl", TimeToLiveSpecification={"Enabled": True, "AttributeName": "exp"}
+    )
     arn = _stream(kinesis)
     ddb.enable_kinesis_streaming_destination(
         TableName="tbl",
@@ -412,7 +416,9 @@ def test_a_template_naming_another_stream_moves_the_destination(aws: tuple[Any, 
     # WHEN the template names another stream
     dynamodb_kinesis.apply_template(table, {"KinesisStreamSpecification": {"StreamArn": second}})
     # THEN the first is disabled and the second active, and a change goes to the second only
-    destinations = ddb.describe_kinesis_streaming_destination(TableName="tbl")["KinesisDataStreamDestinations"]
+    destinations = ddb.describe_kinesis_streaming_destination(TableName="tbl")[
+        "KinesisDataStreamDestinations"
+    ]
     assert [(d["StreamArn"], d["DestinationStatus"]) for d in destinations] == [
         (first, "DISABLED"),
         (second, "ACTIVE"),
