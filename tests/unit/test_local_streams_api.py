@@ -269,3 +269,31 @@ def test_an_unreadable_expression_is_refused_and_values_of_different_types_compa
         ExpressionAttributeValues={**number, ":w": {"N": "9"}},
     )
     assert counted["Count"] == 0
+
+
+@pytest.mark.parametrize(
+    ("number", "refusal"),
+    [
+        ("dog", wire.NOT_NUMERIC.format(value="dog")),
+        ("NaN", wire.NOT_NUMERIC.format(value="NaN")),
+        (" 1", wire.NOT_NUMERIC.format(value=" 1")),
+        ("1e126", wire.OVERFLOW),
+        ("-11e125", wire.OVERFLOW),
+        ("0.9e-130", wire.UNDERFLOW),
+        ("3.14159265358979323846264338327950288419", wire.TOO_PRECISE),
+        ("3.1415926535897932384626433832795028841", None),
+        ("31415926535897932384626433832795028841e30", None),
+        ("-9.99999999e125", None),
+        ("1e-130", None),
+        ("+.5", None),
+        ("0001.23", None),
+        ("0.000", None),
+    ],
+)
+def test_a_number_is_refused_as_dynamodb_refuses_it(number: str, refusal: str | None) -> None:
+    # GIVEN a number written in an item, a key or an expression's values
+    body = json.dumps({"TableName": "abc", "Item": {"p": {"S": "x"}, "n": {"NS": ["1", number]}}}).encode()
+    # THEN it is refused with DynamoDB's words, or goes on to the operation
+    found = wire.refusal_of("dynamodb", "DynamoDB_20120810.PutItem", body)
+    assert (found.message if found else None) == refusal
+    assert found is None or found.error_type == wire.VALIDATION

@@ -13,6 +13,7 @@ afterwards has AWS's shape. ``EXTRA`` holds the constraints AWS documents that b
 
 from __future__ import annotations
 
+import decimal
 import json
 import re
 from functools import cache
@@ -51,6 +52,13 @@ _PYTHON_TYPES: dict[str, type | tuple[type, ...]] = {
     "structure": dict, "map": dict, "list": list, "string": str, "boolean": bool, "blob": str,
     "integer": int, "long": int, "double": (int, float), "float": (int, float), "timestamp": (int, float, str),
 }  # fmt: skip
+# A DynamoDB number (API_AttributeValue.html, "Number"): up to 38 significant digits, a magnitude from 1E-130 to
+# 9.9999999999999999999999999999999999999E+125, written without spaces, NaN or Infinity; AWS's words for each refusal.
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+NOT_NUMERIC = "The parameter cannot be converted to a numeric value: {value}"
+OVERFLOW = "Number overflow. Attempting to store a number with magnitude larger than supported range"
+UNDERFLOW = "Number underflow. Attempting to store a number with magnitude smaller than supported range"
+TOO_PRECISE = "Attempting to store more than 38 significant digits in a Number"
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 
 
@@ -173,6 +181,8 @@ def _check(shape: Any, value: Any, path: str, errors: list[str], where: tuple[st
     if kind == "blob" and (len(value) % 4 or not _BASE64.fullmatch(value)):
         raise Refusal(SERIALIZATION, "Base64 encoded length is expected a multiple of 4 bytes but found: "
                       f"{len(value)}" if len(value) % 4 else "Invalid Base64 character")  # fmt: skip
+    if shape.name == "NumberAttributeValue":
+        _check_number(value)
     shown = "null" if value is None else f"'{_shown(value)}'"
     for failure in _constraints(shape, value, (*where, path)):
         errors.append(f"Value {shown} at '{path}' failed to satisfy constraint: {failure}")
@@ -191,6 +201,30 @@ def _check(shape: Any, value: Any, path: str, errors: list[str], where: tuple[st
             _check(shape.member, item, f"{path}.{index}.member", errors, where, depth + 1)
     elif kind == "map":
         _check_map(shape, value, path, errors, where, depth)
+
+
+def number_refusal(text: str) -> str | None:
+    """Why DynamoDB refuses ``text`` as a number, or None."""
+    if not _NUMBER.fullmatch(text):
+        return NOT_NUMERIC.format(value=text)
+    number = decimal.Decimal(text)
+    if number.is_zero():
+        return None
+    digits = number.as_tuple().digits
+    significant = len("".join(map(str, digits)).strip("0"))
+    if significant > 38:
+        return TOO_PRECISE
+    if number.adjusted() > 125:
+        return OVERFLOW
+    if number.adjusted() < -130:
+        return UNDERFLOW
+    return None
+
+
+def _check_number(text: str) -> None:
+    problem = number_refusal(text)
+    if problem is not None:
+        raise Refusal(VALIDATION, problem)
 
 
 def _check_map(
