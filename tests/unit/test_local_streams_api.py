@@ -297,3 +297,55 @@ def test_a_number_is_refused_as_dynamodb_refuses_it(number: str, refusal: str | 
     found = wire.refusal_of("dynamodb", "DynamoDB_20120810.PutItem", body)
     assert (found.message if found else None) == refusal
     assert found is None or found.error_type == wire.VALIDATION
+
+
+@pytest.mark.parametrize(
+    ("params", "refusal"),
+    [
+        (
+            {"AttributesToGet": ["a"], "ProjectionExpression": "a"},
+            wire.MIXED.format(legacy="AttributesToGet", expressions="ProjectionExpression"),
+        ),
+        (
+            {"ExpressionAttributeValues": {":v": {"S": "x"}}},
+            wire.WITHOUT_EXPRESSION.format(member="ExpressionAttributeValues"),
+        ),
+        (
+            {
+                "ConditionExpression": "a = :v",
+                "ExpressionAttributeValues": {":v": {"S": "x"}, ":w": {"S": "y"}},
+            },
+            wire.UNUSED.format(member="ExpressionAttributeValues", keys=":w"),
+        ),
+        (
+            {
+                "ConditionExpression": "a = :v",
+                "ExpressionAttributeNames": {"#b": "b"},
+                "ExpressionAttributeValues": {":v": {"S": "x"}},
+            },
+            wire.UNUSED.format(member="ExpressionAttributeNames", keys="#b"),
+        ),
+        (
+            {"ConditionExpression": "a = :v", "ExpressionAttributeValues": {}},
+            wire.EMPTY_MAP.format(member="ExpressionAttributeValues"),
+        ),
+        (
+            {
+                "UpdateExpression": "SET #a = :v",
+                "ConditionExpression": "attribute_exists(#a)",
+                "ExpressionAttributeNames": {"#a": "a"},
+                "ExpressionAttributeValues": {":v": {"N": "1"}},
+            },
+            None,
+        ),
+    ],
+)
+def test_expressions_and_their_names_and_values_go_together_as_dynamodb_requires(
+    params: dict[str, Any], refusal: str | None
+) -> None:
+    found = wire.refusal_of(
+        "dynamodb",
+        "DynamoDB_20120810.UpdateItem",
+        json.dumps({"TableName": "abc", "Key": {"p": {"S": "x"}}, **params}).encode(),
+    )
+    assert (found.message if found else None) == refusal

@@ -106,6 +106,50 @@ def refusal_of(service: str, target: str | None, body: bytes) -> Refusal | None:
     if errors:
         count = f"{len(errors)} validation error{'s' if len(errors) > 1 else ''} detected"
         return Refusal(VALIDATION, f"{count}: " + "; ".join(errors))
+    if service == "dynamodb":
+        problem = expression_refusal(params)
+        if problem is not None:
+            return Refusal(VALIDATION, problem)
+    return None
+
+
+# A request's expressions and the legacy parameters they replaced (API reference, "Legacy conditional parameters"):
+# the two kinds are never mixed, and every name and value an expression defines is used by one of them.
+EXPRESSIONS = ("KeyConditionExpression", "ConditionExpression", "FilterExpression", "UpdateExpression",
+               "ProjectionExpression")  # fmt: skip
+LEGACY = ("AttributesToGet", "KeyConditions", "QueryFilter", "ScanFilter", "Expected", "AttributeUpdates",
+          "ConditionalOperator")  # fmt: skip
+MIXED = (
+    "Can not use both expression and non-expression parameters in the same request: Non-expression parameters: "
+    "{{{legacy}}} Expression parameters: {{{expressions}}}"
+)
+WITHOUT_EXPRESSION = "{member} can only be specified when using expressions"
+EMPTY_MAP = "{member} must not be empty"
+UNUSED = "Value provided in {member} unused in expressions: keys: {{{keys}}}"
+_REFERENCE = {"ExpressionAttributeNames": re.compile(r"#[A-Za-z0-9_]+"),
+              "ExpressionAttributeValues": re.compile(r":[A-Za-z0-9_]+")}  # fmt: skip
+
+
+def expression_refusal(params: dict[str, Any]) -> str | None:
+    """Why DynamoDB refuses how a request's expressions, legacy parameters and their names and values go
+    together, or None."""
+    expressions = [name for name in EXPRESSIONS if params.get(name) is not None]
+    legacy = [name for name in LEGACY if params.get(name) is not None]
+    if expressions and legacy:
+        return MIXED.format(legacy=", ".join(legacy), expressions=", ".join(expressions))
+    texts = " ".join(str(params[name]) for name in expressions if isinstance(params[name], str))
+    for member, pattern in _REFERENCE.items():
+        defined = params.get(member)
+        if defined is None or not isinstance(defined, dict):
+            continue
+        if not expressions:
+            return WITHOUT_EXPRESSION.format(member=member)
+        if not defined:
+            return EMPTY_MAP.format(member=member)
+        used = set(pattern.findall(texts))
+        unused = [key for key in defined if key not in used]
+        if unused:
+            return UNUSED.format(member=member, keys=", ".join(unused))
     return None
 
 
