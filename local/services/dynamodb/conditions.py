@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import logging
 import sys
+from functools import cache
 from types import FrameType
 from typing import Any
 
 from local.patching import Patches, Target
+from local.services.dynamodb import expressions
 
 PATCHES = Patches()
 _CMP = "moto.dynamodb.comparisons"
@@ -36,7 +38,7 @@ ORDERING = (
     "FuncBetween",
     "FuncBeginsWith",
 )
-INVALID = "Invalid {kind}Expression: Syntax error; {detail}"
+INVALID = "Invalid {kind}Expression: {detail}"
 INVALID_EXPECTED = "One or more parameter values were invalid: {detail}"
 
 
@@ -58,14 +60,30 @@ def _kind() -> str:
     return "Condition"
 
 
+@cache
+def _reserved() -> frozenset[str]:
+    """DynamoDB's reserved words (the developer guide's ReservedWords page, as moto ships the list)."""
+    from moto.dynamodb.parsing.reserved_keywords import ReservedKeywords
+
+    return frozenset(word.upper() for word in ReservedKeywords.get_reserved_keywords())
+
+
 @PATCHES.replace(Target(_CMP, "ConditionExpressionParser.parse", ("self",)))
 def parse(self: Any) -> Any:
-    """Every condition and filter expression moto parses: one it cannot read is DynamoDB's ValidationException."""
+    """Every condition and filter expression moto reads: parsed, checked and evaluated by expressions.py (moto's
+    parser and operators are not used); a refusal is DynamoDB's ValidationException."""
+    text = self.condition_expression
+    if text is None:
+        return expressions.Always()
     try:
-        return PATCHES.original(parse)(self)
-    except PARSE_FAILURES as error:
-        log.debug("expression refused: %r", error)
-        raise _refusal(INVALID.format(kind=_kind(), detail=str(error) or type(error).__name__)) from None
+        parser = expressions.parse(
+            text, self.expression_attribute_names, self.expression_attribute_values, _reserved()
+        )
+    except expressions.ExpressionError as error:
+        raise _refusal(INVALID.format(kind=_kind(), detail=str(error))) from None
+    self.expr_attr_names_found = list(parser.names_used)
+    self.expr_attr_values_found = list(parser.values_used)
+    return expressions.Condition(parser.tree)  # type: ignore[attr-defined]
 
 
 def _expected(original: Any, expected: Any) -> Any:
@@ -106,4 +124,5 @@ ORDERING_EXPRS = tuple(_ordering(name) for name in ORDERING)
 MOTO_TARGETS = (
     *PATCHES.targets,
     Target("moto.dynamodb.exceptions", "MockValidationException"),
+    Target("moto.dynamodb.parsing.reserved_keywords", "ReservedKeywords.get_reserved_keywords"),
 )

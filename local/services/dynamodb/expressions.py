@@ -1,0 +1,499 @@
+"""DynamoDB's condition and filter expressions, parsed, checked and evaluated as DynamoDB does it.
+
+A replacement of moto's ConditionExpressionParser and its operators, not a patch of them: moto's parser accepts
+expressions DynamoDB refuses (a reserved word, a function on a constant, BETWEEN with bounds out of order, a list
+compared with <), raises Python errors on others (HTTP 500), and its operators compare Python values, so a string
+attribute compared with a number raises where DynamoDB answers false. Here an expression is read once into a tree
+(``parse``: every refusal in DynamoDB's words, "Invalid ConditionExpression: ..."), and the tree is evaluated
+against an item (``Condition.expr``) with DynamoDB's rules: a comparison of values of different types, or with a
+missing attribute, is false (``<>`` is the negation of ``=``); numbers compare as numbers, strings and binaries by
+their bytes; sets compare as sets.
+
+Sources: the developer guide's "Comparison operator and function reference" (Expressions.OperatorsAndFunctions)
+and "Condition expressions" pages. Pure: it reads values as objects with ``type`` and ``value`` (moto's
+DynamoType) or AttributeValue JSON, and imports nothing of moto.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+TYPES = ("B", "NULL", "SS", "BOOL", "L", "BS", "N", "NS", "S", "M")
+FUNCTIONS = {
+    "attribute_exists": 1,
+    "attribute_not_exists": 1,
+    "attribute_type": 2,
+    "begins_with": 2,
+    "contains": 2,
+    "size": 1,
+}
+COMPARATORS = ("=", "<>", "<", "<=", ">", ">=")
+EXPRESSION_SIZE_MAX = 4096  # bytes of an expression string (the developer guide's limits page)
+DEPTH_MAX = 100  # nested conditions read before the expression is refused: Python's stack is not DynamoDB's
+
+# DynamoDB's words (those moto copies from AWS, and the ones users report).
+EMPTY = "The expression can not be empty;"
+SYNTAX = 'Syntax error; token: "{token}", near: "{near}"'
+END_OF_INPUT = 'Syntax error; token: <EOF>, near: "{near}"'
+NAME_UNDEFINED = (
+    "An expression attribute name used in the document path is not defined; attribute name: {name}"
+)
+VALUE_UNDEFINED = "An expression attribute value used in expression is not defined; attribute value: {value}"
+RESERVED = "Attribute name is a reserved keyword; reserved keyword: {word}"
+FUNCTION_UNKNOWN = "Invalid function name; function: {name}"
+FUNCTION_MISPLACED = "The function is not allowed to be used this way in an expression; function: {name}"
+OPERANDS = "Incorrect number of operands for operator or function; operator or function: {name}, number of operands: {count}"
+NEEDS_PATH = "Operator or function requires a document path; operator or function: {name}"
+OPERAND_TYPE = (
+    "Incorrect operand type for operator or function; operator or function: {name}, operand type: {type}"
+)
+TYPE_NAME = "Invalid attribute type name found; type: {type}, valid types: {{ B,NULL,SS,BOOL,L,BS,N,NS,S,M }}"
+BETWEEN_TYPES = (
+    "The BETWEEN operator requires same data type for lower and upper bounds; lower bound operand: AttributeValue: "
+    "{{{low}}}, upper bound operand: AttributeValue: {{{high}}}"
+)
+BETWEEN_ORDER = (
+    "The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lower bound operand: "
+    "AttributeValue: {{{low}}}, upper bound operand: AttributeValue: {{{high}}}"
+)
+REDUNDANT = "The expression has redundant parentheses;"
+TOO_LONG = "Expression size has exceeded the maximum allowed size; expression size: {size}"
+TOO_DEEP = "The expression has too many nested levels"
+
+_TOKEN = re.compile(
+    r"\s*(?:(?P<name>#[A-Za-z0-9_]+)|(?P<value>:[A-Za-z0-9_]+)|(?P<word>[A-Za-z_][A-Za-z0-9_]*)"
+    r"|(?P<index>\[\s*\d+\s*\])|(?P<op><>|<=|>=|=|<|>)|(?P<punct>[(),.]))"
+)
+
+
+class ExpressionError(Exception):
+    """An expression DynamoDB refuses: the message after "Invalid <kind>Expression: "."""
+
+
+@dataclass(frozen=True)
+class Value:
+    """A DynamoDB value: its type (S, N, B, SS, NS, BS, BOOL, NULL, L, M) and its content."""
+
+    type: str
+    content: Any
+
+
+def value_of(raw: Any) -> Value:
+    """A Value from moto's DynamoType (``type``, ``value``) or AttributeValue JSON (``{"S": "x"}``)."""
+    if isinstance(raw, Value):
+        return raw
+    if isinstance(raw, dict):
+        (kind, content), *_ = raw.items()
+    else:
+        kind, content = raw.type, raw.value
+    if kind == "L":
+        content = [value_of(v) for v in content]
+    elif kind == "M":
+        content = {k: value_of(v) for k, v in content.items()}
+    elif kind == "B":
+        content = _bytes(content)
+    elif kind == "BS":
+        content = [_bytes(v) for v in content]
+    return Value(kind, content)
+
+
+def _bytes(content: Any) -> bytes:
+    if isinstance(content, bytes):
+        return content
+    try:
+        return base64.b64decode(content, validate=True)
+    except (ValueError, TypeError):
+        return str(content).encode("utf-8")
+
+
+def _shown(value: Value) -> str:
+    return f"{value.type}:{value.content if not isinstance(value.content, bytes) else base64.b64encode(value.content).decode()}"
+
+
+# ---------------------------------------------------------------------------------------------------- reading
+def tokenize(text: str) -> list[tuple[str, str]]:
+    tokens: list[tuple[str, str]] = []
+    position = 0
+    while position < len(text):
+        if text[position:].strip() == "":
+            break
+        match = _TOKEN.match(text, position)
+        if match is None or match.end() == position:
+            bad = text[position:].lstrip()[:1]
+            raise ExpressionError(
+                SYNTAX.format(token=bad, near=text[max(0, position - 5) : position + 5].strip())
+            )
+        kind = match.lastgroup or ""
+        tokens.append((kind, match.group(kind)))
+        position = match.end()
+    return tokens
+
+
+class Parser:
+    """A recursive-descent reader of one expression into a tree of tuples:
+    ("or"|"and", a, b), ("not", a), ("paren", a), ("cmp", op, x, y), ("between", x, low, high),
+    ("in", x, [y...]), ("func", name, [args]); operands ("path", [parts]), ("value", Value), ("size", path)."""
+
+    def __init__(
+        self, text: str, names: dict[str, str] | None, values: dict[str, Any] | None, reserved: frozenset[str]
+    ):
+        self.text = text
+        self.tokens = tokenize(text)
+        self.at = 0
+        self.names = names or {}
+        self.values = values or {}
+        self.reserved = reserved
+        self.names_used: list[str] = []
+        self.values_used: list[str] = []
+        self.depth = 0
+
+    def _peek(self, offset: int = 0) -> tuple[str, str] | None:
+        index = self.at + offset
+        return self.tokens[index] if index < len(self.tokens) else None
+
+    def _near(self) -> str:
+        return " ".join(t for _, t in self.tokens[max(0, self.at - 1) : self.at + 2])
+
+    def _fail(self) -> ExpressionError:
+        token = self._peek()
+        if token is None:
+            return ExpressionError(END_OF_INPUT.format(near=" ".join(t for _, t in self.tokens[-2:])))
+        return ExpressionError(SYNTAX.format(token=token[1], near=self._near()))
+
+    def _take(self, text: str) -> None:
+        token = self._peek()
+        if token is None or token[1].upper() != text.upper():
+            raise self._fail()
+        self.at += 1
+
+    def _keyword(self, word: str) -> bool:
+        token = self._peek()
+        if token is not None and token[0] == "word" and token[1].upper() == word:
+            self.at += 1
+            return True
+        return False
+
+    def parse(self) -> Any:
+        if not self.tokens:
+            raise ExpressionError(EMPTY)
+        tree = self._or()
+        if self._peek() is not None:
+            raise self._fail()
+        return tree
+
+    def _or(self) -> Any:
+        self.depth += 1
+        if self.depth > DEPTH_MAX:
+            raise ExpressionError(TOO_DEEP)
+        tree = self._and()
+        while self._keyword("OR"):
+            tree = ("or", tree, self._and())
+        self.depth -= 1
+        return tree
+
+    def _and(self) -> Any:
+        tree = self._not()
+        while self._keyword("AND"):
+            tree = ("and", tree, self._not())
+        return tree
+
+    def _not(self) -> Any:
+        if self._keyword("NOT"):
+            return ("not", self._not())
+        return self._primary()
+
+    def _primary(self) -> Any:
+        token = self._peek()
+        if token is None:
+            raise self._fail()
+        if token[1] == "(":
+            self.at += 1
+            inner = self._or()
+            self._take(")")
+            if inner[0] == "paren":
+                raise ExpressionError(REDUNDANT)
+            return ("paren", inner)
+        following = self._peek(1)
+        if token[0] == "word" and following is not None and following[1] == "(" and token[1] != "size":
+            return self._function(condition=True)
+        left = self._operand()
+        if self._keyword("BETWEEN"):
+            low = self._operand()
+            if not self._keyword("AND"):
+                raise self._fail()
+            return _between(left, low, self._operand())
+        if self._keyword("IN"):
+            self._take("(")
+            options = [self._operand()]
+            while self._peek() is not None and self._peek()[1] == ",":  # type: ignore[index]
+                self.at += 1
+                options.append(self._operand())
+            self._take(")")
+            return ("in", left, options)
+        comparator = self._peek()
+        if comparator is None or comparator[0] != "op":
+            if left[0] == "size":
+                raise ExpressionError(FUNCTION_MISPLACED.format(name="size"))
+            raise self._fail()
+        self.at += 1
+        right = self._operand()
+        for side in (left, right):
+            if (
+                comparator[1] not in ("=", "<>")
+                and side[0] == "value"
+                and side[1].type not in ("N", "S", "B")
+            ):
+                raise ExpressionError(OPERAND_TYPE.format(name=comparator[1], type=side[1].type))
+        return ("cmp", comparator[1], left, right)
+
+    def _function(self, condition: bool) -> Any:
+        _, name = self._peek()  # type: ignore[misc]
+        if name not in FUNCTIONS:
+            raise ExpressionError(FUNCTION_UNKNOWN.format(name=name))
+        if condition == (name == "size"):
+            raise ExpressionError(FUNCTION_MISPLACED.format(name=name))
+        self.at += 1
+        self._take("(")
+        arguments = [self._operand()]
+        while self._peek() is not None and self._peek()[1] == ",":  # type: ignore[index]
+            self.at += 1
+            arguments.append(self._operand())
+        self._take(")")
+        if len(arguments) != FUNCTIONS[name]:
+            raise ExpressionError(OPERANDS.format(name=name, count=len(arguments)))
+        if arguments[0][0] != "path":
+            raise ExpressionError(NEEDS_PATH.format(name=name))
+        if name == "attribute_type":
+            kind = arguments[1]
+            if kind[0] == "value" and (kind[1].type != "S" or kind[1].content not in TYPES):
+                raise ExpressionError(TYPE_NAME.format(type=kind[1].content))
+        if name == "begins_with" and arguments[1][0] == "value" and arguments[1][1].type not in ("S", "B"):
+            raise ExpressionError(OPERAND_TYPE.format(name=name, type=arguments[1][1].type))
+        if name == "size":
+            return ("size", arguments[0])
+        return ("func", name, arguments)
+
+    def _operand(self) -> Any:
+        token = self._peek()
+        if token is None:
+            raise self._fail()
+        kind, text = token
+        if kind == "value":
+            self.at += 1
+            if text not in self.values:
+                raise ExpressionError(VALUE_UNDEFINED.format(value=text))
+            self.values_used.append(text)
+            return ("value", value_of(self.values[text]))
+        if kind == "word" and text == "size" and (self._peek(1) or ("", ""))[1] == "(":
+            return self._function(condition=False)
+        if kind == "word" and (self._peek(1) or ("", ""))[1] == "(":
+            if text in FUNCTIONS:
+                raise ExpressionError(FUNCTION_MISPLACED.format(name=text))
+            raise ExpressionError(FUNCTION_UNKNOWN.format(name=text))
+        if kind in ("word", "name"):
+            return self._path()
+        raise self._fail()
+
+    def _path(self) -> Any:
+        parts: list[str | int] = [self._name()]
+        while True:
+            token = self._peek()
+            if token is not None and token[0] == "index":
+                parts.append(int(token[1].strip("[] ")))
+                self.at += 1
+            elif token is not None and token[1] == ".":
+                self.at += 1
+                parts.append(self._name())
+            else:
+                return ("path", parts)
+
+    def _name(self) -> str:
+        token = self._peek()
+        if token is None or token[0] not in ("word", "name"):
+            raise self._fail()
+        self.at += 1
+        kind, text = token
+        if kind == "name":
+            if text not in self.names:
+                raise ExpressionError(NAME_UNDEFINED.format(name=text))
+            self.names_used.append(text)
+            return self.names[text]
+        if text.upper() in self.reserved:
+            raise ExpressionError(RESERVED.format(word=text))
+        return text
+
+
+def _between(subject: Any, low: Any, high: Any) -> Any:
+    if low[0] == "value" and high[0] == "value":
+        a, b = low[1], high[1]
+        if a.type != b.type:
+            raise ExpressionError(BETWEEN_TYPES.format(low=_shown(a), high=_shown(b)))
+        if a.type in ("N", "S", "B") and _order(a, b) > 0:
+            raise ExpressionError(BETWEEN_ORDER.format(low=_shown(a), high=_shown(b)))
+    return ("between", subject, low, high)
+
+
+def parse(text: str, names: dict[str, str] | None, values: dict[str, Any] | None,
+          reserved: frozenset[str] = frozenset()) -> Parser:  # fmt: skip
+    """The expression read and checked (its tree in ``.tree``), or ExpressionError in DynamoDB's words."""
+    if len(text.encode("utf-8")) > EXPRESSION_SIZE_MAX:
+        raise ExpressionError(TOO_LONG.format(size=len(text.encode("utf-8"))))
+    parser = Parser(text, names, values, reserved)
+    parser.tree = parser.parse()  # type: ignore[attr-defined]
+    return parser
+
+
+# --------------------------------------------------------------------------------------------------- evaluating
+def _number(value: Value) -> Decimal:
+    try:
+        return Decimal(value.content)
+    except (InvalidOperation, TypeError):
+        return Decimal(0)
+
+
+def _order(a: Value, b: Value) -> int:
+    """-1, 0 or 1 for two values of the same scalar type (N, S or B)."""
+    if a.type == "N":
+        x, y = _number(a), _number(b)
+    elif a.type == "S":
+        x, y = a.content.encode("utf-8"), b.content.encode("utf-8")
+    else:
+        x, y = a.content, b.content
+    return (x > y) - (x < y)
+
+
+def equal(a: Value | None, b: Value | None) -> bool:
+    if a is None or b is None or a.type != b.type:
+        return False
+    if a.type == "N":
+        return _number(a) == _number(b)
+    if a.type == "NS":
+        return {_number(Value("N", v)) for v in a.content} == {_number(Value("N", v)) for v in b.content}
+    if a.type in ("SS", "BS"):
+        return set(a.content) == set(b.content)
+    if a.type == "L":
+        return len(a.content) == len(b.content) and all(
+            equal(x, y) for x, y in zip(a.content, b.content, strict=True)
+        )
+    if a.type == "M":
+        return a.content.keys() == b.content.keys() and all(
+            equal(v, b.content[k]) for k, v in a.content.items()
+        )
+    return bool(a.content == b.content)
+
+
+def _ordered(op: str, a: Value | None, b: Value | None) -> bool:
+    if a is None or b is None or a.type != b.type or a.type not in ("N", "S", "B"):
+        return False
+    order = _order(a, b)
+    return {"<": order < 0, "<=": order <= 0, ">": order > 0, ">=": order >= 0}[op]
+
+
+def _size(value: Value | None) -> Value | None:
+    if value is None or value.type in ("N", "BOOL", "NULL"):
+        return None
+    if value.type == "S":
+        return Value("N", str(len(value.content)))
+    return Value("N", str(len(value.content)))
+
+
+def _contains(container: Value | None, part: Value | None) -> bool:
+    if container is None or part is None:
+        return False
+    if container.type == "S" and part.type == "S":
+        return part.content in container.content
+    if container.type == "B" and part.type == "B":
+        return part.content in container.content
+    if container.type in ("SS", "NS", "BS") and part.type == container.type[0]:
+        return any(equal(Value(part.type, member), part) for member in container.content)
+    if container.type == "L":
+        return any(equal(member, part) for member in container.content)
+    return False
+
+
+def _begins(subject: Value | None, prefix: Value | None) -> bool:
+    if subject is None or prefix is None or subject.type != prefix.type or subject.type not in ("S", "B"):
+        return False
+    return bool(subject.content.startswith(prefix.content))
+
+
+class Condition:
+    """An expression's tree, evaluated against an item (moto's Item, or None) as DynamoDB evaluates it."""
+
+    def __init__(self, tree: Any):
+        self.tree = tree
+
+    def expr(self, item: Any) -> bool:
+        attributes = getattr(item, "attrs", None) or {}
+        return self._holds(self.tree, attributes)
+
+    def _operand(self, node: Any, attributes: Any) -> Value | None:
+        kind = node[0]
+        if kind == "value":
+            return node[1]  # type: ignore[no-any-return]
+        if kind == "size":
+            return _size(self._operand(node[1], attributes))
+        parts = node[1]
+        raw = attributes.get(parts[0])
+        current = value_of(raw) if raw is not None else None
+        for part in parts[1:]:
+            if current is None:
+                return None
+            if isinstance(part, int):
+                current = (
+                    current.content[part] if current.type == "L" and part < len(current.content) else None
+                )
+            else:
+                current = current.content.get(part) if current.type == "M" else None
+        return current
+
+    def _holds(self, node: Any, attributes: Any) -> bool:
+        kind = node[0]
+        if kind == "or":
+            return self._holds(node[1], attributes) or self._holds(node[2], attributes)
+        if kind == "and":
+            return self._holds(node[1], attributes) and self._holds(node[2], attributes)
+        if kind == "not":
+            return not self._holds(node[1], attributes)
+        if kind == "paren":
+            return self._holds(node[1], attributes)
+        if kind == "cmp":
+            left, right = self._operand(node[2], attributes), self._operand(node[3], attributes)
+            if node[1] == "=":
+                return equal(left, right)
+            if node[1] == "<>":
+                return not equal(left, right)
+            return _ordered(node[1], left, right)
+        if kind == "between":
+            subject = self._operand(node[1], attributes)
+            low, high = self._operand(node[2], attributes), self._operand(node[3], attributes)
+            return _ordered(">=", subject, low) and _ordered("<=", subject, high)
+        if kind == "in":
+            subject = self._operand(node[1], attributes)
+            return any(equal(subject, self._operand(option, attributes)) for option in node[2])
+        return self._function(node[1], [self._operand(a, attributes) for a in node[2]])
+
+    @staticmethod
+    def _function(name: str, arguments: list[Value | None]) -> bool:
+        subject = arguments[0]
+        checks: dict[str, Callable[[], bool]] = {
+            "attribute_exists": lambda: subject is not None,
+            "attribute_not_exists": lambda: subject is None,
+            "attribute_type": lambda: subject is not None and arguments[1] is not None
+            and subject.type == arguments[1].content,
+            "begins_with": lambda: _begins(subject, arguments[1]),
+            "contains": lambda: _contains(subject, arguments[1]),
+        }  # fmt: skip
+        return checks[name]()
+
+
+class Always:
+    """No expression: every item passes (moto's OpDefault)."""
+
+    def expr(self, item: Any) -> bool:
+        return True
