@@ -214,6 +214,17 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         ),
     ),
     Behaviour(
+        id="dynamodb.attribute-updates-put",
+        service="dynamodb",
+        rule="The legacy AttributeUpdates' PUT stores the value with its own type (a binary, a binary set, a "
+        "boolean, a NULL), as PutItem would.",
+        source=DDB_API + "API_AttributeValueUpdate.html",
+        test="tests/unit/test_local_streams_api.py::test_a_legacy_attribute_update_keeps_the_type_of_its_value",
+        targets=("moto.dynamodb.models.dynamo_type:Item.update_with_attribute_updates",),
+        unchecked="the scenarios write no legacy AttributeUpdates (the project uses expressions); the outside "
+        "suite (make conformance-external) checks it against AWS",
+    ),
+    Behaviour(
         id="dynamodb.streams-paging",
         service="dynamodb",
         rule="DescribeStream lists shards in ShardId order from after ExclusiveStartShardId, LastEvaluatedShardId "

@@ -17,7 +17,8 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from local import state
-from local.services.dynamodb import streams_api, wire
+from local.services.dynamodb.api import streams as streams_api
+from local.services.dynamodb.api import wire
 from tests.unit.test_local_kinesis_destination import isolated_services
 
 pytestmark = pytest.mark.unit
@@ -349,3 +350,34 @@ def test_expressions_and_their_names_and_values_go_together_as_dynamodb_requires
         json.dumps({"TableName": "abc", "Key": {"p": {"S": "x"}}, **params}).encode(),
     )
     assert (found.message if found else None) == refusal
+
+
+def test_a_legacy_attribute_update_keeps_the_type_of_its_value(aws: Any) -> None:
+    ddb, _ = aws
+    _table(ddb, "legacy", stream=False)
+    values = {
+        "b": {"B": b"hi"},
+        "bs": {"BS": [b"x", b"y"]},
+        "flag": {"BOOL": True},
+        "nothing": {"NULL": True},
+    }
+    ddb.update_item(
+        TableName="legacy",
+        Key={"pk": {"S": "x"}},
+        AttributeUpdates={name: {"Value": value, "Action": "PUT"} for name, value in values.items()},
+    )
+    item = ddb.get_item(TableName="legacy", Key={"pk": {"S": "x"}})["Item"]
+    assert {name: next(iter(item[name])) for name in values} == {
+        "b": "B",
+        "bs": "BS",
+        "flag": "BOOL",
+        "nothing": "NULL",
+    }
+    # AND a condition reads them by their type: a binary contains a binary
+    ddb.update_item(
+        TableName="legacy",
+        Key={"pk": {"S": "x"}},
+        UpdateExpression="SET z = :z",
+        ConditionExpression="contains(b, :part) AND attribute_type(flag, :bool)",
+        ExpressionAttributeValues={":z": {"N": "1"}, ":part": {"B": b"i"}, ":bool": {"S": "BOOL"}},
+    )

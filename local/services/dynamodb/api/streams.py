@@ -5,7 +5,7 @@ moto's handlers read what they are given: DescribeStream ignores ``ExclusiveStar
 lists a stream for any table that once had one, a stream ARN that is not one is an HTTP 500, a shard that does
 not exist an assertion (500), and GetShardIterator takes a sequence number for any iterator type. This module owns
 those four operations' handlers (``DynamoDBStreamsHandler``); the model's constraints (lengths, enums, limits)
-are checked before them by local/services/dynamodb/wire.py, and the readers per shard by stream_readers.py.
+are checked before them by local/services/dynamodb/api/wire.py, and the readers per shard by stream_readers.py.
 
 AWS's rules (the DynamoDB Streams API reference, API_streams_*.html): shards are listed in ShardId order from
 after ``ExclusiveStartShardId`` (up to ``Limit``, 100 by default), ``LastEvaluatedShardId`` naming the last one

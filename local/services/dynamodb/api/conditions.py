@@ -19,12 +19,13 @@ from types import FrameType
 from typing import Any
 
 from local.patching import Patches, Target
-from local.services.dynamodb import expressions
+from local.services.dynamodb.api import expressions
 
 PATCHES = Patches()
 _CMP = "moto.dynamodb.comparisons"
 _MODELS = "moto.dynamodb.models"
 _TABLE = "moto.dynamodb.models.table"
+_TYPES = "moto.dynamodb.models.dynamo_type"
 log = logging.getLogger("doctable.local.dynamodb")
 
 # What moto's parser raises on an expression it cannot read; moto's own refusals (JsonRESTError) pass through.
@@ -105,6 +106,22 @@ def table_expected(expected: Any) -> Any:
     return _expected(PATCHES.original(table_expected), expected)
 
 
+@PATCHES.replace(Target(_TYPES, "Item.update_with_attribute_updates", ("self", "attribute_updates")))
+def update_with_attribute_updates(self: Any, attribute_updates: dict[str, Any]) -> None:
+    """The legacy AttributeUpdates: a PUT stores the value with its own type (moto turned B, BS and BOOL into S or
+    L and deleted the attribute on a NULL); ADD and DELETE are moto's."""
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    rest: dict[str, Any] = {}
+    for name, update in attribute_updates.items():
+        if update.get("Action", "PUT") == "PUT" and isinstance(update.get("Value"), dict) and update["Value"]:
+            self.attrs[name] = DynamoType(update["Value"])
+        else:
+            rest[name] = update
+    if rest:
+        PATCHES.original(update_with_attribute_updates)(self, rest)
+
+
 def _ordering(name: str) -> Any:
     """The replacement of ``<name>.expr``: false when its operands cannot be compared (different types)."""
 
@@ -125,4 +142,5 @@ MOTO_TARGETS = (
     *PATCHES.targets,
     Target("moto.dynamodb.exceptions", "MockValidationException"),
     Target("moto.dynamodb.parsing.reserved_keywords", "ReservedKeywords.get_reserved_keywords"),
+    Target(_TYPES, "DynamoType"),
 )
