@@ -33,7 +33,7 @@ from bench.figures import figure as _figure
 from bench.table import render, render_fullshard, render_plan_check
 
 RESULTS = BENCH_DIR / "results.json"
-SECTIONS = ("throughput", "fullshard", "client", "coldstart", "subscriber", "e2e", "size")
+SECTIONS = ("throughput", "fullshard", "client", "coldstart", "subscriber", "e2e", "size", "localaws")
 SCHEMA = 1
 
 SVG = BENCH_DIR / "results.svg"
@@ -79,6 +79,16 @@ def build_figures(sections: dict[str, Any]) -> list[dict[str, Any]]:
         figures.extend(cold_figures(cold))
     elif cold is not None:
         figures.append(_skipped("cold_start_remove_ms", "Cold start", cold.get("skipped", "not run")))
+
+    local = sections.get("localaws")
+    if local and not local.get("skipped"):
+        from bench.localaws import localaws_figures
+
+        figures.extend(localaws_figures(local))
+    elif local is not None:
+        figures.append(
+            _skipped("localaws_putitem_rps", "Local AWS requests", local.get("skipped", "not run"))
+        )
 
     sub = sections.get("subscriber")
     if sub and not sub.get("skipped"):
@@ -330,6 +340,13 @@ def main(argv: list[str] | None = None) -> int:
             f"{args.subscriber_rounds} batches of 100, wrapper and handler alone",
             lambda: __import__("bench.subscriber", fromlist=["run"]).run(
                 args.cold_runs, rounds=args.subscriber_rounds, repeats=args.repeats
+            ),
+        ),
+        (
+            "localaws",
+            "the local AWS's DynamoDB requests per second with its request checks and without, same run",
+            lambda: __import__("bench.localaws", fromlist=["run"]).run(
+                seconds=0.5 if args.quick else 3.0, rounds=1 if args.quick else 3
             ),
         ),
         (

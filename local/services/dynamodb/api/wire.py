@@ -227,9 +227,12 @@ def _check(shape: Any, value: Any, path: str, errors: list[str], where: tuple[st
                       f"{len(value)}" if len(value) % 4 else "Invalid Base64 character")  # fmt: skip
     if shape.name == "NumberAttributeValue":
         _check_number(value)
-    shown = "null" if value is None else f"'{_shown(value)}'"
-    for failure in _constraints(shape, value, (*where, path)):
-        errors.append(f"Value {shown} at '{path}' failed to satisfy constraint: {failure}")
+    failures = _constraints(shape, value, (*where, path))
+    if failures:
+        shown = f"'{_shown(value)}'"
+        errors += [
+            f"Value {shown} at '{path}' failed to satisfy constraint: {failure}" for failure in failures
+        ]
     if kind == "structure":
         for name in shape.required_members:
             if value.get(name) is None:

@@ -1,0 +1,122 @@
+"""The local AWS's own cost of answering DynamoDB as AWS does: requests per second for PutItem, a conditional
+UpdateItem and a Query, with the request checks (local/services/dynamodb/api: the model's constraints, the
+expressions' parser and evaluator) and without them, in the same run.
+
+boto3 against moto in process, with every other adaptation of the local AWS installed in both runs: what differs
+is the checking alone. The figure is the ratio checked/unchecked (1.0 costs nothing); the absolute rates are
+moto's and this machine's, not AWS's.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+CHECKS = ("local.services.dynamodb.api.wire", "local.services.dynamodb.api.conditions")
+OPERATIONS = ("PutItem", "UpdateItem (conditional)", "Query")
+TARGET_RATIO = 0.8  # the checks may cost at most a fifth of the local AWS's rate
+
+
+def _client() -> Any:
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        "dynamodb", region_name="us-east-1", aws_access_key_id="bench", aws_secret_access_key="bench",
+        config=Config(retries={"total_max_attempts": 1}),
+    )  # fmt: skip
+
+
+def _requests(ddb: Any) -> dict[str, Callable[[int], None]]:
+    item = {"pk": {"S": "doc"}, "sk": {"S": "v0"}, "blobs": {"L": [{"S": "doc/v0/a.bin"}]}, "n": {"N": "1"}}
+
+    def put(i: int) -> None:
+        ddb.put_item(TableName="bench-items", Item={**item, "sk": {"S": f"v{i % 50}"}})
+
+    def update(i: int) -> None:
+        ddb.update_item(
+            TableName="bench-items", Key={"pk": {"S": "doc"}, "sk": {"S": f"v{i % 50}"}},
+            UpdateExpression="SET n = n + :one", ConditionExpression="attribute_exists(pk) AND n >= :zero",
+            ExpressionAttributeValues={":one": {"N": "1"}, ":zero": {"N": "0"}},
+        )  # fmt: skip
+
+    def query(_: int) -> None:
+        ddb.query(
+            TableName="bench-items", KeyConditionExpression="pk = :pk", FilterExpression="n > :zero",
+            ExpressionAttributeValues={":pk": {"S": "doc"}, ":zero": {"N": "0"}},
+        )  # fmt: skip
+
+    return dict(zip(OPERATIONS, (put, update, query), strict=True))
+
+
+def _rates(checked: bool, seconds: float) -> dict[str, float]:
+    from moto import mock_aws
+
+    from local import patching, services
+
+    point = patching.checkpoint()
+    try:
+        names = services.PATCHING if checked else tuple(n for n in services.PATCHING if n not in CHECKS)
+        patching.install(*(module.PATCHES for module in services.modules(names)))
+        with mock_aws():
+            ddb = _client()
+            ddb.create_table(
+                TableName="bench-items", BillingMode="PAY_PER_REQUEST",
+                KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+                AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
+                                      {"AttributeName": "sk", "AttributeType": "S"}],
+            )  # fmt: skip
+            rates: dict[str, float] = {}
+            for name, request in _requests(ddb).items():
+                for i in range(20):  # warm: the model, the parser, the first items
+                    request(i)
+                count, started = 0, time.perf_counter()
+                while time.perf_counter() - started < seconds:
+                    request(count)
+                    count += 1
+                rates[name] = count / (time.perf_counter() - started)
+            return rates
+    finally:
+        patching.rollback(point)
+
+
+def run(seconds: float = 3.0, rounds: int = 3) -> dict[str, Any]:
+    """Each operation's rate with and without the checks, alternating ``rounds`` times (the best of each kept)."""
+    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
+        os.environ.pop(name, None)
+    best: dict[str, dict[str, float]] = {"checked": {}, "unchecked": {}}
+    for _ in range(rounds):
+        for kind in ("unchecked", "checked"):
+            for name, rate in _rates(kind == "checked", seconds).items():
+                best[kind][name] = max(best[kind].get(name, 0.0), rate)
+    return {
+        "seconds": seconds,
+        "rounds": rounds,
+        "rates": best,
+        "ratios": {name: best["checked"][name] / best["unchecked"][name] for name in OPERATIONS},
+    }
+
+
+def localaws_figures(section: dict[str, Any]) -> list[dict[str, Any]]:
+    from bench.figures import figure
+
+    figures = []
+    for name in OPERATIONS:
+        ratio = section["ratios"][name]
+        figures.append(
+            figure(
+                f"localaws_{name.split()[0].lower()}_rps",
+                f"Local AWS {name}, with DynamoDB's request checks (requests/s)",
+                "req/s",
+                section["rates"]["checked"][name],
+                baseline=section["rates"]["unchecked"][name],
+                ratio=ratio,
+                target=f">= {TARGET_RATIO:g}x the unchecked rate",
+                met=ratio >= TARGET_RATIO,
+                note="moto in process, the same adaptations but the checks; best of "
+                f"{section['rounds']} alternating rounds of {section['seconds']:g} s",
+            )
+        )
+    return figures
