@@ -81,7 +81,7 @@ def parse(environ: dict[str, Any], body: bytes | None) -> Parsed | None:
 def _json(body: bytes | None) -> dict[str, Any]:
     try:
         data = json.loads(body or b"{}")
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past Python's stack: the service refuses it
         return {}
     return data if isinstance(data, dict) else {}
 

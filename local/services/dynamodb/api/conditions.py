@@ -109,9 +109,11 @@ def table_expected(expected: Any) -> Any:
 @PATCHES.replace(Target(_TYPES, "Item.update_with_attribute_updates", ("self", "attribute_updates")))
 def update_with_attribute_updates(self: Any, attribute_updates: dict[str, Any]) -> None:
     """The legacy AttributeUpdates: a PUT stores the value with its own type (moto turned B, BS and BOOL into S or
-    L and deleted the attribute on a NULL); ADD and DELETE are moto's."""
+    L and deleted the attribute on a NULL); ADD and DELETE are moto's; none at all upserts the key."""
     from moto.dynamodb.models.dynamo_type import DynamoType
 
+    if not attribute_updates:
+        return  # an UpdateItem with no update: the item is made from its key alone (moto: HTTP 500)
     rest: dict[str, Any] = {}
     for name, update in attribute_updates.items():
         if update.get("Action", "PUT") == "PUT" and isinstance(update.get("Value"), dict) and update["Value"]:

@@ -256,7 +256,12 @@ class Parser:
             self.values_used.append(text)
             return ("value", value_of(self.values[text]))
         if kind == "word" and text == "size" and (self._peek(1) or ("", ""))[1] == "(":
-            return self._function(condition=False)
+            self.depth += 1
+            if self.depth > DEPTH_MAX:
+                raise ExpressionError(TOO_DEEP)
+            found = self._function(condition=False)
+            self.depth -= 1
+            return found
         if kind == "word" and (self._peek(1) or ("", ""))[1] == "(":
             if text in FUNCTIONS:
                 raise ExpressionError(FUNCTION_MISPLACED.format(name=text))

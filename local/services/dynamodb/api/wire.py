@@ -117,8 +117,16 @@ def refusal_of(service: str, target: str | None, body: bytes) -> Refusal | None:
 # the two kinds are never mixed, and every name and value an expression defines is used by one of them.
 EXPRESSIONS = ("KeyConditionExpression", "ConditionExpression", "FilterExpression", "UpdateExpression",
                "ProjectionExpression")  # fmt: skip
-LEGACY = ("AttributesToGet", "KeyConditions", "QueryFilter", "ScanFilter", "Expected", "AttributeUpdates",
-          "ConditionalOperator")  # fmt: skip
+# KeyConditions goes with any expression but KeyConditionExpression (the outside suite, verified on AWS, queries
+# with KeyConditions and a ProjectionExpression or FilterExpression).
+LEGACY = (
+    "AttributesToGet",
+    "QueryFilter",
+    "ScanFilter",
+    "Expected",
+    "AttributeUpdates",
+    "ConditionalOperator",
+)
 MIXED = (
     "Can not use both expression and non-expression parameters in the same request: Non-expression parameters: "
     "{{{legacy}}} Expression parameters: {{{expressions}}}"
@@ -135,6 +143,8 @@ def expression_refusal(params: dict[str, Any]) -> str | None:
     together, or None."""
     expressions = [name for name in EXPRESSIONS if params.get(name) is not None]
     legacy = [name for name in LEGACY if params.get(name) is not None]
+    if params.get("KeyConditions") is not None and params.get("KeyConditionExpression") is not None:
+        return MIXED.format(legacy="KeyConditions", expressions="KeyConditionExpression")
     if expressions and legacy:
         return MIXED.format(legacy=", ".join(legacy), expressions=", ".join(expressions))
     texts = " ".join(str(params[name]) for name in expressions if isinstance(params[name], str))
