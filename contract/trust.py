@@ -1,5 +1,6 @@
 """The trust policy of a CI role that GitHub Actions assume with OIDC (``doctable policy ci-trust``): the
-repository's main branch and its jobs in one GitHub environment, nothing else. Standard library only."""
+repository's jobs in one GitHub environment (and, for a dev-tier environment only, its main branch), nothing else.
+Standard library only."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ POLICY_VERSION = "2012-10-17"
 GITHUB_OIDC_HOST = "token.actions.githubusercontent.com"
 STS_AUDIENCE = "sts.amazonaws.com"
 REPO_RE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+# The one tier whose role may also trust a branch: a job without a GitHub environment skips the environment's
+# protection rules (required reviewers, wait timers, branch policies), so every other tier trusts its environment's
+# jobs only (GitHub's subject for them: repo:OWNER/NAME:environment:NAME).
+BRANCH_TRUSTING_TIERS = ("dev",)
 
 
 class PolicyError(ValueError):
@@ -17,24 +22,26 @@ class PolicyError(ValueError):
 
 
 def ci_trust_policy(
-    *, account: str, repo: str, env: str, partition: str = "aws", preview: bool = False
+    *, account: str, repo: str, env: str, tier: str, partition: str = "aws", preview: bool = False
 ) -> dict[str, Any]:
-    """The trust policy of a CI role that GitHub Actions of ``repo`` assume with OIDC: its main branch, and its
-    jobs running in the GitHub environment named ``env``; with ``preview``, the preview role's: its pull requests'
-    jobs only (the subject GitHub gives a job run by a pull_request event), never a branch or an environment."""
+    """The trust policy of a CI role that GitHub Actions of ``repo`` assume with OIDC: its jobs running in the GitHub
+    environment named ``env``, and for a dev-tier environment its main branch too; with ``preview``, the preview
+    role's: its pull requests' jobs only (the subject GitHub gives a job run by a pull_request event)."""
     if not REPO_RE.match(repo):
         raise PolicyError(f"--repo {repo!r}: expected OWNER/NAME, e.g. octo-org/doctable")
     provider = f"arn:{partition}:iam::{account}:oidc-provider/{GITHUB_OIDC_HOST}"
-    subjects = (
-        [f"repo:{repo}:pull_request"]
-        if preview
-        else [f"repo:{repo}:ref:refs/heads/main", f"repo:{repo}:environment:{env}"]
-    )
+    environment = f"repo:{repo}:environment:{env}"
+    if preview:
+        subjects, sid = [f"repo:{repo}:pull_request"], "GitHubActionsOfPullRequestsOnly"
+    elif tier in BRANCH_TRUSTING_TIERS:
+        subjects, sid = [f"repo:{repo}:ref:refs/heads/main", environment], "GitHubActionsOfMainAndEnvironment"
+    else:
+        subjects, sid = [environment], "GitHubActionsOfTheEnvironmentOnly"
     return {
         "Version": POLICY_VERSION,
         "Statement": [
             {
-                "Sid": "GitHubActionsOfPullRequestsOnly" if preview else "GitHubActionsOfMainAndEnvironment",
+                "Sid": sid,
                 "Effect": "Allow",
                 "Principal": {"Federated": provider},
                 "Action": "sts:AssumeRoleWithWebIdentity",

@@ -187,7 +187,12 @@ def _ci_trust(args: argparse.Namespace) -> int:
     env = target.config.env
     try:
         document = iam.ci_trust_policy(
-            account=target.account, repo=args.repo, env=env, partition=target.partition, preview=args.preview
+            account=target.account,
+            repo=args.repo,
+            env=env,
+            tier=target.config.tier,
+            partition=target.partition,
+            preview=args.preview,
         )
     except iam.PolicyError as exc:
         raise UserError(str(exc)) from exc
@@ -198,6 +203,7 @@ def _ci_trust(args: argparse.Namespace) -> int:
                 "role": CI_TRUST,
                 "repo": args.repo,
                 "env": env,
+                "tier": target.config.tier,
                 "account": target.account,
                 "policy": document,
                 "notes": sources,

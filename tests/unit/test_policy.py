@@ -357,8 +357,8 @@ def test_plan_needs_nothing() -> None:
     assert iam.command_statements("plan", target()) == []
 
 
-def test_ci_trust_lets_main_and_the_environment_assume_the_role() -> None:
-    document = iam.ci_trust_policy(account=ACCOUNT, repo="octo/doctable", env="stg")
+def test_ci_trust_of_a_dev_tier_lets_main_and_the_environment_assume_the_role() -> None:
+    document = iam.ci_trust_policy(account=ACCOUNT, repo="octo/doctable", env="dev", tier="dev")
     (statement,) = document["Statement"]
     assert statement["Principal"] == {
         "Federated": f"arn:aws:iam::{ACCOUNT}:oidc-provider/token.actions.githubusercontent.com"
@@ -369,12 +369,24 @@ def test_ci_trust_lets_main_and_the_environment_assume_the_role() -> None:
             "token.actions.githubusercontent.com:aud": "sts.amazonaws.com",
             "token.actions.githubusercontent.com:sub": [
                 "repo:octo/doctable:ref:refs/heads/main",
-                "repo:octo/doctable:environment:stg",
+                "repo:octo/doctable:environment:dev",
             ],
         }
     }
     with pytest.raises(iam.PolicyError, match="expected OWNER/NAME"):
-        iam.ci_trust_policy(account=ACCOUNT, repo="octo", env="stg")
+        iam.ci_trust_policy(account=ACCOUNT, repo="octo", env="dev", tier="dev")
+
+
+@pytest.mark.parametrize("tier", ["stg", "uat", "prod"])
+def test_ci_trust_of_any_other_tier_lets_its_environments_jobs_only_assume_the_role(tier: str) -> None:
+    # GIVEN an environment of a tier whose GitHub environment has protection rules (reviewers, branch policies)
+    document = iam.ci_trust_policy(account=ACCOUNT, repo="octo/doctable", env=f"{tier}-eu", tier=tier)
+    # THEN only a job running in that GitHub environment may assume its role: a job on main without one may not
+    (statement,) = document["Statement"]
+    assert statement["Condition"]["StringEquals"]["token.actions.githubusercontent.com:sub"] == [
+        f"repo:octo/doctable:environment:{tier}-eu"
+    ]
+    assert statement["Sid"] == "GitHubActionsOfTheEnvironmentOnly"
 
 
 # ---------------------------------------------------------------------------------------------- the command
@@ -501,6 +513,22 @@ def test_ci_trust_of_an_unbound_environment_takes_account_and_region_given(
     assert code == 0
     condition = json.loads(out)["Statement"][0]["Condition"]["StringEquals"]
     assert condition["token.actions.githubusercontent.com:sub"][1] == "repo:octo/doctable:environment:dev"
+
+
+def test_ci_trust_of_the_prod_environment_names_its_github_environment_only(
+    settings: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # WHEN the trust of prod's role is printed (prod is of the prod tier)
+    code, out, _ = run(
+        capsys, "ci-trust", "--env", "prod", "--repo", "octo/doctable", "--account", ACCOUNT, "--region", REGION,
+        "--json",
+    )  # fmt: skip
+    # THEN no branch may assume it: a job on main without `environment: prod` (the dev job) is refused by IAM
+    assert code == 0
+    printed = json.loads(out)
+    assert printed["tier"] == "prod"
+    condition = printed["policy"]["Statement"][0]["Condition"]["StringEquals"]
+    assert condition["token.actions.githubusercontent.com:sub"] == ["repo:octo/doctable:environment:prod"]
 
 
 def test_a_global_tables_deploy_reads_each_replica_and_assumes_each_regions_bootstrap_roles() -> None:

@@ -231,7 +231,9 @@ def test_expiry_is_judged_by_the_date_header_of_aws_answer() -> None:
 def test_the_preview_role_trusts_pull_request_jobs_only() -> None:
     from contract import iam
 
-    document = iam.ci_trust_policy(account="123456789012", repo="octo/doctable", env="stg", preview=True)
+    document = iam.ci_trust_policy(
+        account="123456789012", repo="octo/doctable", env="stg", tier="stg", preview=True
+    )
     (statement,) = document["Statement"]
     condition = statement["Condition"]["StringEquals"]
     assert condition["token.actions.githubusercontent.com:sub"] == ["repo:octo/doctable:pull_request"]
