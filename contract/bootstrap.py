@@ -4,8 +4,10 @@ library only."""
 from __future__ import annotations
 
 BOOTSTRAP_QUALIFIER = "hnb659fds"
-# deploy, file-publishing and lookup; not image-publishing: the stack has no container image assets.
-DEPLOYER_BOOTSTRAP_ROLES = ("deploy", "file-publishing", "lookup")
+# deploy and file-publishing. Not image-publishing: the stack has no container image assets. Not lookup: it
+# serves context lookups at synth (``from_lookup``), which the app never makes (tests/unit/test_policy.py fails on
+# one), and the bootstrap gives it ReadOnlyAccess: every table and object of the account would be readable.
+DEPLOYER_BOOTSTRAP_ROLES = ("deploy", "file-publishing")
 
 
 def bootstrap_role_arn(partition: str, account: str, region: str, kind: str) -> str:

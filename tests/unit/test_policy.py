@@ -84,13 +84,14 @@ def test_every_statement_names_its_resources_and_star_only_where_aws_takes_none(
     assert iam.document_size(document) <= 10_240
 
 
-def test_deployer_assumes_the_three_bootstrap_roles_and_reads_what_preflight_reads() -> None:
+def test_deployer_assumes_the_deploy_and_publishing_roles_only_and_reads_what_preflight_reads() -> None:
     found = statements("deployer", **FULL)
     assume = found["AssumeCdkBootstrapRoles"]
     assert assume.actions == ("sts:AssumeRole",)
+    # not the lookup role: the bootstrap gives it ReadOnlyAccess over the whole account
     assert assume.resources == tuple(
         f"arn:aws:iam::{ACCOUNT}:role/cdk-hnb659fds-{kind}-role-{ACCOUNT}-{REGION}"
-        for kind in ("deploy", "file-publishing", "lookup")
+        for kind in ("deploy", "file-publishing")
     )
     # the deployer's reads are exactly preflight's: the gate compares what preflight observed
     preflight = statements("reader", "preflight", **FULL)
@@ -552,7 +553,7 @@ def test_a_global_tables_deploy_reads_each_replica_and_assumes_each_regions_boot
     # AND assumes the bootstrap roles of each replica region (the CLI deploys the replica stacks there)
     roles = statements["AssumeReplicaBootstrapRoles"].resources
     assert f"arn:aws:iam::{ACCOUNT}:role/cdk-hnb659fds-deploy-role-{ACCOUNT}-eu-west-1" in roles
-    assert len(roles) == 6
+    assert len(roles) == 4
     # AND may delete only this environment's replica stacks, in whichever region the settings dropped
     assert statements["DeleteRemovedReplicaStacks"].resources == (
         f"arn:aws:cloudformation:*:{ACCOUNT}:stack/doctable-items-dev-*/*",
@@ -564,3 +565,19 @@ def test_a_global_tables_deploy_reads_each_replica_and_assumes_each_regions_boot
         "AssumeReplicaBootstrapRoles",
         "DeleteRemovedReplicaStacks",
     }
+
+
+def test_no_policy_names_the_lookup_role_while_the_app_makes_no_context_lookup() -> None:
+    # GIVEN the app and its constructs: a context lookup (from_lookup) is what the bootstrap's lookup role is for
+    root = Path(__file__).resolve().parents[2]
+    sources = [root / "app.py", *sorted((root / "infra").rglob("*.py"))]
+    lookups = [
+        str(p.relative_to(root))
+        for p in sources
+        if "from_lookup" in p.read_text() or "fromLookup" in p.read_text()
+    ]
+    # THEN there is none, and no policy of any command assumes the lookup role (one appearing fails here first)
+    assert lookups == []
+    for role in ("deployer", "operator", "reader"):
+        for statement in statements(role, **FULL).values():
+            assert not any("-lookup-role-" in r for r in statement.resources), (role, statement.sid)
