@@ -225,6 +225,23 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         "suite (make conformance-external) checks it against AWS",
     ),
     Behaviour(
+        id="dynamodb.key-checks",
+        service="dynamodb",
+        rule="A key that is not exactly the table's key attributes with their declared types is 'The provided key "
+        "element does not match the schema'; a key attribute (of the table or an index) that is an empty string or "
+        "binary, in a key or an item written, is a ValidationException naming it.",
+        source=DDB_API + "API_GetItem.html",
+        test="tests/unit/test_local_streams_api.py::test_a_key_is_the_tables_key_typed_as_declared_and_never_empty",
+        targets=(
+            "moto.dynamodb.models:DynamoDBBackend.get_keys_value",
+            "moto.dynamodb.responses:validate_put_has_empty_keys",
+        ),
+        errors=(
+            ("dynamodb:GetItem", "ValidationException"),
+            ("dynamodb:PutItem", "ValidationException"),
+        ),
+    ),
+    Behaviour(
         id="dynamodb.streams-paging",
         service="dynamodb",
         rule="DescribeStream lists shards in ShardId order from after ExclusiveStartShardId, LastEvaluatedShardId "

@@ -17,8 +17,8 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from local import state
+from local.services.dynamodb.api import keys, wire
 from local.services.dynamodb.api import streams as streams_api
-from local.services.dynamodb.api import wire
 from tests.unit.test_local_kinesis_destination import isolated_services
 
 pytestmark = pytest.mark.unit
@@ -381,3 +381,52 @@ def test_a_legacy_attribute_update_keeps_the_type_of_its_value(aws: Any) -> None
         ConditionExpression="contains(b, :part) AND attribute_type(flag, :bool)",
         ExpressionAttributeValues={":z": {"N": "1"}, ":part": {"B": b"i"}, ":bool": {"S": "BOOL"}},
     )
+
+
+def test_a_key_is_the_tables_key_typed_as_declared_and_never_empty(aws: Any) -> None:
+    # GIVEN a table keyed by a string, with an index keyed by a binary
+    ddb, _ = aws
+    ddb.create_table(
+        TableName="keyed",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "g", "AttributeType": "B"},
+        ],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "byg",
+                "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    ddb.put_item(TableName="keyed", Item={"pk": {"S": "x"}})
+    refused = {
+        "a number for a string": {"pk": {"N": "1"}},
+        "an attribute more": {"pk": {"S": "x"}, "other": {"S": "y"}},
+        "no key attribute": {"other": {"S": "y"}},
+        "an empty string": {"pk": {"S": ""}},
+    }
+    for why, key in refused.items():
+        for call in (ddb.get_item, ddb.delete_item):
+            with pytest.raises(ClientError) as error:
+                call(TableName="keyed", Key=key)
+            assert _code(error) == "ValidationException", why
+    with pytest.raises(ClientError) as wrong:
+        ddb.get_item(TableName="keyed", Key={"pk": {"N": "1"}})
+    assert wrong.value.response["Error"]["Message"] == keys.MISMATCH
+    # AND an item written with an empty key attribute, or an empty index key, is refused naming it
+    for item, message in (
+        ({"pk": {"S": ""}}, keys.EMPTY.format(kind="string", key="pk")),
+        (
+            {"pk": {"S": "y"}, "g": {"B": b""}},
+            keys.EMPTY_INDEX_KEY.format(kind="binary", index="byg", key="g"),
+        ),
+    ):
+        with pytest.raises(ClientError) as empty:
+            ddb.put_item(TableName="keyed", Item=item)
+        assert empty.value.response["Error"]["Message"] == message
+    # AND the item is still there, read by its key
+    assert ddb.get_item(TableName="keyed", Key={"pk": {"S": "x"}})["Item"] == {"pk": {"S": "x"}}

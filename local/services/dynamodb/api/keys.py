@@ -1,0 +1,96 @@
+"""An item's key as DynamoDB checks it in every request that names one.
+
+GetItem, DeleteItem and UpdateItem name an item by its key: DynamoDB refuses a key that is not exactly the table's
+key attributes with their declared types ("The provided key element does not match the schema"), and a key value
+that is an empty string or binary ("One or more parameter values are not valid. The AttributeValue for a key
+attribute cannot contain an empty string value. Key: p"; binary: "an empty binary value"); PutItem and
+BatchWriteItem refuse the same empty values in an item's key attributes. moto read a key by its names only (a key
+of the wrong type found nothing, an extra attribute was ignored), and its empty-key check compared a parsed binary
+(bytes) with "" and let it through. Source: API_GetItem.html ("you must provide all of the attributes"), the
+developer guide's HowItWorks.NamingRulesDataTypes ("key attributes ... cannot be empty").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from local.patching import Patches, Target
+
+PATCHES = Patches()
+_MODELS = "moto.dynamodb.models"
+_RESPONSES = "moto.dynamodb.responses"
+MISMATCH = "The provided key element does not match the schema"
+EMPTY = (
+    "One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty "
+    "{kind} value. Key: {key}"
+)
+EMPTY_INDEX_KEY = (
+    "One or more parameter values are not valid. A value specified for a secondary index key is not supported. The "
+    "AttributeValue for a key attribute cannot contain an empty {kind} value. IndexName: {index}, IndexKey: {key}"
+)
+
+
+def _refusal(message: str) -> Exception:
+    from moto.dynamodb.exceptions import MockValidationException
+
+    return MockValidationException(message)
+
+
+def _empty(value: Any) -> str | None:
+    """ "string" or "binary" when ``value`` (AttributeValue JSON) is an empty one, else None."""
+    if not isinstance(value, dict) or len(value) != 1:
+        return None
+    (kind, content), *_ = value.items()
+    if kind in ("S", "B") and content in ("", b""):
+        return "string" if kind == "S" else "binary"
+    return None
+
+
+def key_refusal(table: Any, key: dict[str, Any]) -> str | None:
+    """Why DynamoDB refuses ``key`` as a key of ``table``, or None."""
+    types = {d["AttributeName"]: d["AttributeType"] for d in table.attr}
+    names = [table.hash_key_attr, *([table.range_key_attr] if table.range_key_attr else [])]
+    if set(key) != set(names):
+        return MISMATCH
+    for name in names:
+        value = key[name]
+        if not isinstance(value, dict) or list(value) != [types.get(name)]:
+            return MISMATCH
+    for name in names:
+        kind = _empty(key[name])
+        if kind is not None:
+            return EMPTY.format(kind=kind, key=name)
+    return None
+
+
+@PATCHES.replace(Target(_MODELS, "DynamoDBBackend.get_keys_value", ("self", "table", "keys")))
+def get_keys_value(self: Any, table: Any, keys: dict[str, Any]) -> Any:
+    """Every request that names an item by its key: the key must be the table's, typed as declared, not empty."""
+    problem = key_refusal(table, keys)
+    if problem is not None:
+        raise _refusal(problem)
+    return PATCHES.original(get_keys_value)(self, table, keys)
+
+
+@PATCHES.replace(Target(_RESPONSES, "validate_put_has_empty_keys", ("field_updates", "table")))
+def validate_put_has_empty_keys(
+    field_updates: dict[str, Any], table: Any, custom_error_msg: str | None = None
+) -> None:
+    """An item written (PutItem, BatchWriteItem): none of its table or index key attributes is empty."""
+    if not table:
+        return
+    for index in [*(table.global_indexes or []), *(table.indexes or [])]:
+        for name in index.schema_key_attrs:
+            kind = _empty(field_updates.get(name))
+            if kind is not None:
+                raise _refusal(EMPTY_INDEX_KEY.format(kind=kind, index=index.name, key=name))
+    for name in table.attribute_keys:
+        kind = _empty(field_updates.get(name))
+        if kind is not None:
+            raise _refusal(EMPTY.format(kind=kind, key=name))
+
+
+MOTO_TARGETS = (
+    *PATCHES.targets,
+    Target("moto.dynamodb.exceptions", "MockValidationException"),
+)
