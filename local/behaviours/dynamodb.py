@@ -227,8 +227,8 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
     Behaviour(
         id="dynamodb.key-checks",
         service="dynamodb",
-        rule="A key that is not exactly the table's key attributes with their declared types is 'The provided key "
-        "element does not match the schema'; a key attribute (of the table or an index) that is an empty string or "
+        rule="A key that lacks one of the table's key attributes or gives one another type than declared is 'The "
+        "provided key element does not match the schema'; a key attribute (of the table or an index) that is an empty string or "
         "binary, in a key or an item written, is a ValidationException naming it.",
         source=DDB_API + "API_GetItem.html",
         test="tests/unit/test_local_streams_api.py::test_a_key_is_the_tables_key_typed_as_declared_and_never_empty",
