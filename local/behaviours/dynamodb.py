@@ -286,9 +286,12 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         service="dynamodb",
         rule="UpdateTable enabling a stream on a table that has one (another view type included) is "
         "ValidationException 'Table already has an enabled stream: TableName: <name>'; disabling a stream on a "
-        "table without one is a ValidationException too; the table keeps its stream.",
+        "table without one is a ValidationException too; a disabled stream takes no more records and stays "
+        "listed, described (DISABLED, its shard closed with an EndingSequenceNumber) and readable for 24 hours, a "
+        "closed shard read to its end giving no next iterator; a new stream can then be enabled under a new ARN.",
         source=DDB_API + "API_UpdateTable.html",
-        test="tests/unit/test_local_streams_api.py::test_update_table_refuses_a_second_stream_and_disabling_none",
+        test="tests/unit/test_local_streams_api.py::"
+        "test_a_disabled_stream_stays_readable_closed_and_a_new_one_can_be_enabled",
         targets=("moto.dynamodb.models:DynamoDBBackend.update_table_streams",),
         errors=(("dynamodb:UpdateTable", "ValidationException"),),
     ),

@@ -33,6 +33,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any]]:
     for name, value in (("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "x")):
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    streams_api.RETIRED.clear()
     with isolated_services(), mock_aws():
         yield (
             boto3.client("dynamodb", region_name=state.REGION, config=CONFIG),
@@ -429,3 +430,34 @@ def test_a_key_is_the_tables_key_typed_as_declared_and_never_empty(aws: Any) -> 
         assert empty.value.response["Error"]["Message"] == message
     # AND the item is still there, read by its key
     assert ddb.get_item(TableName="keyed", Key={"pk": {"S": "x"}})["Item"] == {"pk": {"S": "x"}}
+
+
+def test_a_disabled_stream_stays_readable_closed_and_a_new_one_can_be_enabled(aws: Any) -> None:
+    # GIVEN a table whose stream recorded one change
+    ddb, streams = aws
+    _table(ddb, "retiring")
+    arn = streams.list_streams(TableName="retiring")["Streams"][0]["StreamArn"]
+    ddb.put_item(TableName="retiring", Item={"pk": {"S": "a"}})
+    # WHEN the stream is disabled, then the table written again
+    ddb.update_table(TableName="retiring", StreamSpecification={"StreamEnabled": False})
+    ddb.put_item(TableName="retiring", Item={"pk": {"S": "b"}})
+    # THEN the stream is still listed and described, DISABLED, its shard closed at its last record
+    assert arn in [s["StreamArn"] for s in streams.list_streams(TableName="retiring")["Streams"]]
+    described = streams.describe_stream(StreamArn=arn)["StreamDescription"]
+    assert (described["StreamStatus"], described["StreamViewType"]) == ("DISABLED", "KEYS_ONLY")
+    (shard,) = described["Shards"]
+    assert shard["SequenceNumberRange"]["EndingSequenceNumber"].isdecimal()
+    # AND it holds the change made before, not the one after; read to its end, it has no next iterator
+    iterator = streams.get_shard_iterator(
+        StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+    )
+    read = streams.get_records(ShardIterator=iterator["ShardIterator"])
+    assert [r["dynamodb"]["Keys"] for r in read["Records"]] == [{"pk": {"S": "a"}}]
+    assert "NextShardIterator" not in streams.get_records(ShardIterator=read["NextShardIterator"])
+    # AND a new stream can be enabled (moto refused while the old label was kept), under another ARN
+    ddb.update_table(
+        TableName="retiring", StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"}
+    )
+    current = ddb.describe_table(TableName="retiring")["Table"]["LatestStreamArn"]
+    assert current != arn
+    assert {s["StreamArn"] for s in streams.list_streams(TableName="retiring")["Streams"]} == {arn, current}

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import json
 import re
+import time
+from dataclasses import dataclass
 from typing import Any
 
 from local.patching import Patches, Target
@@ -63,6 +65,31 @@ def _answer(error: StreamsError) -> tuple[str, dict[str, Any]]:
     return body, {"status": 400, "Content-Type": "application/x-amz-json-1.0"}
 
 
+@dataclass(frozen=True)
+class Retired:
+    """A stream disabled by UpdateTable: readable, DISABLED, its shard closed, for RETAINED_SECONDS."""
+
+    table: str
+    shard: Any  # moto's StreamShard, no longer written
+    view_type: str
+    key_schema: list[dict[str, str]]
+    created: Any
+    ending: int  # the shard's last sequence number (its start when it holds no record)
+    disabled_at: float
+
+
+RETAINED_SECONDS = 24 * 3600  # "the data in the stream remains readable for 24 hours" (Streams.html)
+RETIRED: dict[str, Retired] = {}
+
+
+def _retired(arn: str) -> Retired | None:
+    found = RETIRED.get(arn)
+    if found is not None and time.time() - found.disabled_at > RETAINED_SECONDS:
+        RETIRED.pop(arn, None)
+        return None
+    return found
+
+
 def _stream_table(handler: Any, arn: str | None, *, invalid: str = INVALID_ARN) -> Any:
     """The table whose current stream ``arn`` is (ValidationException for a malformed ARN, ResourceNotFound for a
     stream that is not there)."""
@@ -74,8 +101,26 @@ def _stream_table(handler: Any, arn: str | None, *, invalid: str = INVALID_ARN) 
     backend = dynamodb_backends[match["account"]][match["region"]]
     table = backend.tables.get(match["table"])
     if table is None or table.stream_shard is None or table.latest_stream_label != match["label"]:
+        retired = _retired(str(arn))
+        if retired is not None:
+            return retired
         raise StreamsError("ResourceNotFoundException", NO_STREAM.format(arn=arn))
     return table
+
+
+def _retired_description(arn: str, retired: Retired) -> dict[str, Any]:
+    shard = retired.shard.to_json()
+    shard["SequenceNumberRange"]["EndingSequenceNumber"] = str(retired.ending)
+    return {
+        "StreamArn": arn,
+        "StreamLabel": arn.rsplit("/", 1)[-1],
+        "StreamStatus": "DISABLED",
+        "StreamViewType": retired.view_type,
+        "CreationRequestDateTime": retired.created,
+        "TableName": retired.table,
+        "KeySchema": retired.key_schema,
+        "Shards": [shard],
+    }
 
 
 def page(names: list[str], after: str | None, limit: int | None) -> tuple[list[str], str | None]:
@@ -95,7 +140,8 @@ def describe_stream(self: Any) -> Any:
     try:
         table = _stream_table(self, arn)
         shard_filter = self._get_param("ShardFilter")
-        shards = {table.stream_shard.id: table.stream_shard.to_json()}
+        shard = table.shard if isinstance(table, Retired) else table.stream_shard
+        shards = {shard.id: shard.to_json()}
         if shard_filter is not None:
             for member in ("Type", "ShardId"):
                 if not shard_filter.get(member):
@@ -107,7 +153,14 @@ def describe_stream(self: Any) -> Any:
             shards = {}  # a local stream's one shard never splits: it has no children
     except StreamsError as error:
         return _answer(error)
-    answer = PATCHES.original(describe_stream)(self)
+    if isinstance(table, Retired):
+        from moto.core.responses import ActionResult
+
+        closed = _retired_description(arn, table)
+        shards = {shard.id: closed["Shards"][0]} if shards else {}
+        answer: Any = ActionResult({"StreamDescription": closed})
+    else:
+        answer = PATCHES.original(describe_stream)(self)
     description = answer.result["StreamDescription"]
     chosen, last = page(list(shards), self._get_param("ExclusiveStartShardId"), self._get_param("Limit"))
     description["Shards"] = [shards[s] for s in chosen]
@@ -124,6 +177,15 @@ def list_streams(self: Any) -> Any:
         return _answer(StreamsError("ValidationException", INVALID_START))
     answer = PATCHES.original(list_streams)(self)
     streams = {s["StreamArn"]: s for s in answer.result["Streams"] if _enabled(self, s)}
+    wanted = self._get_param("TableName")
+    for arn in list(RETIRED):
+        retired = _retired(arn)
+        if retired is not None and wanted in (None, retired.table) and _in_region(self, arn):
+            streams[arn] = {
+                "StreamArn": arn,
+                "TableName": retired.table,
+                "StreamLabel": arn.rsplit("/", 1)[-1],
+            }
     chosen, last = page(list(streams), after, self._get_param("Limit"))
     answer.result["Streams"] = [streams[a] for a in chosen]
     if last is not None:
@@ -131,12 +193,20 @@ def list_streams(self: Any) -> Any:
     return answer
 
 
+def _in_region(handler: Any, arn: str) -> bool:
+    match = STREAM_ARN.fullmatch(arn)
+    return match is not None and (match["account"], match["region"]) == (
+        handler.current_account,
+        handler.region,
+    )
+
+
 def _enabled(handler: Any, stream: dict[str, Any]) -> bool:
     try:
         table = _stream_table(handler, stream["StreamArn"])
     except StreamsError:
         return False
-    return bool((table.stream_specification or {}).get("StreamEnabled"))
+    return not isinstance(table, Retired) and bool((table.stream_specification or {}).get("StreamEnabled"))
 
 
 @PATCHES.replace(Target(_HANDLER, "DynamoDBStreamsHandler.get_shard_iterator", ("self",)))
@@ -146,7 +216,8 @@ def get_shard_iterator(self: Any) -> Any:
     sequence = self._get_param("SequenceNumber")
     try:
         table = _stream_table(self, self._get_param("StreamArn"))
-        if self._get_param("ShardId") != table.stream_shard.id:
+        shard = table.shard if isinstance(table, Retired) else table.stream_shard
+        if self._get_param("ShardId") != shard.id:
             raise StreamsError("ResourceNotFoundException", NO_SHARD)
         if kind in ("AT_SEQUENCE_NUMBER", "AFTER_SEQUENCE_NUMBER") and sequence is None:
             raise StreamsError("ValidationException", NEEDS_SEQUENCE.format(type=kind))
@@ -154,7 +225,21 @@ def get_shard_iterator(self: Any) -> Any:
             raise StreamsError("ValidationException", NO_SEQUENCE_ALLOWED.format(type=kind))
     except StreamsError as error:
         return _answer(error)
+    if isinstance(table, Retired):
+        from moto.core.responses import ActionResult
+
+        return ActionResult({"ShardIterator": _retired_iterator(self, table, kind, sequence)})
     return PATCHES.original(get_shard_iterator)(self)
+
+
+def _retired_iterator(handler: Any, retired: Retired, kind: str, sequence: Any) -> str:
+    """An iterator on a disabled stream's closed shard (moto's backend knows only a table's current stream)."""
+    from moto.dynamodbstreams.models import ShardIterator, dynamodbstreams_backends
+
+    backend = dynamodbstreams_backends[handler.current_account][handler.region]
+    iterator = ShardIterator(backend, retired.shard, kind, int(sequence) if sequence is not None else None)
+    backend.shard_iterators[iterator.arn] = iterator
+    return str(iterator.arn)
 
 
 @PATCHES.replace(
@@ -174,6 +259,17 @@ def update_table_streams(self: Any, table: Any, stream_specification: dict[str, 
         raise MockValidationException(ALREADY_ENABLED.format(table=table.name))
     if not stream_specification.get("StreamEnabled") and not enabled:
         raise MockValidationException(NOTHING_TO_DISABLE.format(table=table.name))
+    if enabled:  # disabling: the stream stays readable, closed, and takes no more records
+        shard = table.stream_shard
+        arn = f"{table.table_arn}/stream/{table.latest_stream_label}"
+        RETIRED[arn] = Retired(
+            table.name, shard, table.stream_specification["StreamViewType"], table.schema, shard.created_on,
+            shard.starting_sequence_number + max(len(shard.items) - 1, 0), time.time(),
+        )  # fmt: skip
+        PATCHES.original(update_table_streams)(self, table, stream_specification)
+        table.stream_shard = None
+        return
+    table.latest_stream_label = None  # a new stream: moto refuses while the disabled one's label is kept
     PATCHES.original(update_table_streams)(self, table, stream_specification)
 
 
@@ -186,7 +282,12 @@ def get_records(self: Any) -> Any:
     known = dynamodbstreams_backends[self.current_account][self.region].shard_iterators
     if iterator not in known:
         return _answer(StreamsError("ValidationException", INVALID_ITERATOR))
-    return PATCHES.original(get_records)(self)
+    shard = known[iterator].stream_shard
+    answer = PATCHES.original(get_records)(self)
+    closed = any(r.shard is shard for r in RETIRED.values())
+    if closed and not answer.result.get("Records"):  # read to its end: a closed shard has no next iterator
+        answer.result.pop("NextShardIterator", None)
+    return answer
 
 
 MOTO_TARGETS = (
@@ -194,4 +295,6 @@ MOTO_TARGETS = (
     Target("moto.dynamodb.models", "dynamodb_backends"),
     Target("moto.dynamodbstreams.models", "dynamodbstreams_backends"),
     Target("moto.dynamodb.exceptions", "MockValidationException"),
+    Target("moto.dynamodbstreams.models", "ShardIterator"),
+    Target("moto.core.responses", "ActionResult"),
 )
