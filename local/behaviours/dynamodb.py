@@ -242,6 +242,17 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         ),
     ),
     Behaviour(
+        id="dynamodb.remove-only-update",
+        service="dynamodb",
+        rule="An UpdateItem whose expression only REMOVEs attributes from an item that does not exist makes no item "
+        "and writes no stream record.",
+        source=DDB_GUIDE + "Expressions.UpdateExpressions.html#Expressions.UpdateExpressions.REMOVE",
+        test="tests/unit/test_local_streams_api.py::test_an_update_that_only_removes_makes_no_item_and_no_record",
+        targets=("moto.dynamodb.models:DynamoDBBackend.update_item",),
+        unchecked="plain moto answers the same UpdateItem with no error (only the item it leaves differs, which the "
+        "scenarios do not read); the outside suite (make conformance-external) checks it against AWS",
+    ),
+    Behaviour(
         id="dynamodb.streams-paging",
         service="dynamodb",
         rule="DescribeStream lists shards in ShardId order from after ExclusiveStartShardId, LastEvaluatedShardId "

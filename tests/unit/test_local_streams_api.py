@@ -461,3 +461,23 @@ def test_a_disabled_stream_stays_readable_closed_and_a_new_one_can_be_enabled(aw
     current = ddb.describe_table(TableName="retiring")["Table"]["LatestStreamArn"]
     assert current != arn
     assert {s["StreamArn"] for s in streams.list_streams(TableName="retiring")["Streams"]} == {arn, current}
+
+
+def test_an_update_that_only_removes_makes_no_item_and_no_record(aws: Any) -> None:
+    # GIVEN a table with a stream, read from its start
+    ddb, streams = aws
+    _table(ddb, "removing")
+    arn = streams.list_streams(TableName="removing")["Streams"][0]["StreamArn"]
+    shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
+    iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON")
+    # WHEN an UpdateItem only REMOVEs from an item that does not exist
+    ddb.update_item(TableName="removing", Key={"pk": {"S": "ghost"}}, UpdateExpression="REMOVE g")
+    # THEN no item was made and no record written (moto made the bare key an item: one INSERT)
+    assert "Item" not in ddb.get_item(TableName="removing", Key={"pk": {"S": "ghost"}})
+    assert streams.get_records(ShardIterator=iterator["ShardIterator"])["Records"] == []
+    # AND a SET on a missing item still makes it
+    ddb.update_item(
+        TableName="removing", Key={"pk": {"S": "real"}}, UpdateExpression="SET g = :g",
+        ExpressionAttributeValues={":g": {"N": "1"}},
+    )  # fmt: skip
+    assert ddb.get_item(TableName="removing", Key={"pk": {"S": "real"}})["Item"]["g"] == {"N": "1"}

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -133,14 +134,47 @@ def update_item(self: Any, *args: Any, **kwargs: Any) -> Any:
     with WRITE_LOCK:
         _UPDATE.adds = []
         try:
+            missing = _removes_only(args, kwargs) and _missing(self, args, kwargs)
             result = PATCHES.original(update_item)(self, *args, **kwargs)
             adds = list(_UPDATE.adds)
+            if missing and _unmake_bare(self.get_table(kwargs.get("table_name", args[0])), result):
+                adds = []  # the bare item's put and delete were adds of this UpdateItem: none is a change
         finally:
             _UPDATE.adds = None
         if adds:
             shard, old, new = adds[-1]
             shard.add(old, new)
         return result
+
+
+_CLAUSES = re.compile(r"\b(SET|REMOVE|ADD|DELETE)\b", re.IGNORECASE)
+
+
+def _removes_only(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether an UpdateItem's expression only REMOVEs: on an item that does not exist it makes none (AWS)."""
+    expression = kwargs.get("update_expression", args[2] if len(args) > 2 else None)
+    if not isinstance(expression, str) or kwargs.get("attribute_updates"):
+        return False
+    return {clause.upper() for clause in _CLAUSES.findall(expression)} == {"REMOVE"}
+
+
+def _missing(backend: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether the item an UpdateItem names does not exist (False when that cannot be read: moto decides)."""
+    from moto.core.exceptions import JsonRESTError
+
+    try:
+        return backend.get_item(kwargs.get("table_name", args[0]), kwargs.get("key", args[1])) is None
+    except JsonRESTError:  # a key moto refuses is refused by the update itself, with moto's refusal
+        return False
+
+
+def _unmake_bare(table: Any, item: Any) -> bool:
+    """Take back the item an UpdateItem that only REMOVEs made from its bare key (AWS makes none): True if taken."""
+    keys = {table.hash_key_attr, table.range_key_attr} - {None}
+    if item is None or not set(item.attrs) <= keys:
+        return False
+    table.delete_item(item.hash_key, item.range_key)
+    return True
 
 
 class _NoTableDeepCopy:

@@ -42,6 +42,9 @@ TARGETS = {"dynamodb": "DynamoDB_20120810", "dynamodbstreams": "DynamoDBStreams_
 TABLE_NAME = {"min": 3, "max": 255, "pattern": "[a-zA-Z0-9_.-]+"}
 EXTRA: dict[tuple[str, str, str], dict[str, Any]] = {
     ("dynamodbstreams", "GetRecords", "limit"): {"min": 1, "max": 1000},
+    # DescribeStream and ListStreams: "The upper limit is 100" (API_streams_DescribeStream, API_streams_ListStreams)
+    ("dynamodbstreams", "DescribeStream", "limit"): {"min": 1, "max": 100},
+    ("dynamodbstreams", "ListStreams", "limit"): {"min": 1, "max": 100},
     ("dynamodb", "CreateTable", "tableName"): TABLE_NAME,
 }
 DEPTH_MAX = (
