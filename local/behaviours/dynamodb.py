@@ -253,6 +253,17 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         "scenarios do not read); the outside suite (make conformance-external) checks it against AWS",
     ),
     Behaviour(
+        id="dynamodb.sparse-index-types",
+        service="dynamodb",
+        rule="An index holds only the items that have each of its key attributes with the type its attribute "
+        "definition gives; a Query or Scan of it never reads another.",
+        source=DDB_GUIDE + "bp-indexes-general-sparse-indexes.html",
+        test="tests/unit/test_local_streams_api.py::test_an_index_holds_only_items_whose_key_attributes_have_its_types",
+        targets=("moto.dynamodb.models.table:Table.has_idx_items",),
+        unchecked="the scenarios write no item with an index key of another type (DynamoDB refuses most such "
+        "writes); the outside suite (make conformance-external) checks it against AWS",
+    ),
+    Behaviour(
         id="dynamodb.streams-paging",
         service="dynamodb",
         rule="DescribeStream lists shards in ShardId order from after ExclusiveStartShardId, LastEvaluatedShardId "

@@ -481,3 +481,34 @@ def test_an_update_that_only_removes_makes_no_item_and_no_record(aws: Any) -> No
         ExpressionAttributeValues={":g": {"N": "1"}},
     )  # fmt: skip
     assert ddb.get_item(TableName="removing", Key={"pk": {"S": "real"}})["Item"]["g"] == {"N": "1"}
+
+
+def test_an_index_holds_only_items_whose_key_attributes_have_its_types(aws: Any) -> None:
+    # GIVEN a table with an index keyed by a string, and items with that key, without it, and of another type
+    ddb, _ = aws
+    ddb.create_table(
+        TableName="sparse",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "x", "AttributeType": "S"},
+        ],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "byx",
+                "KeySchema": [{"AttributeName": "x", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    from moto.dynamodb.models import dynamodb_backends
+    from moto.dynamodb.models.dynamo_type import DynamoType, Item
+
+    ddb.put_item(TableName="sparse", Item={"pk": {"S": "a"}, "x": {"S": "one"}})
+    ddb.put_item(TableName="sparse", Item={"pk": {"S": "b"}})
+    table = dynamodb_backends[state.ACCOUNT_ID][state.REGION].tables["sparse"]
+    key = DynamoType({"S": "c"})  # an item as an update that set its index key to NULL would leave it
+    table.items[key] = Item(key, None, {"pk": {"S": "c"}, "x": {"NULL": True}})
+    # THEN a scan of the index reads the one item indexed (moto: the NULL key made its sort fail, HTTP 500)
+    assert [i["pk"]["S"] for i in ddb.scan(TableName="sparse", IndexName="byx")["Items"]] == ["a"]
