@@ -52,6 +52,26 @@ def _table(ddb: Any, name: str, stream: bool = True) -> None:
     )
 
 
+def _indexed(ddb: Any, name: str, key: str, kind: str) -> None:
+    """A table keyed by a string ``pk``, with an index ``by<key>`` keyed by ``key`` of type ``kind``."""
+    ddb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": key, "AttributeType": kind},
+        ],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": f"by{key}",
+                "KeySchema": [{"AttributeName": key, "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
 def _code(error: pytest.ExceptionInfo[ClientError]) -> str:
     return str(error.value.response["Error"]["Code"])
 
@@ -387,22 +407,7 @@ def test_a_legacy_attribute_update_keeps_the_type_of_its_value(aws: Any) -> None
 def test_a_key_is_the_tables_key_typed_as_declared_and_never_empty(aws: Any) -> None:
     # GIVEN a table keyed by a string, with an index keyed by a binary
     ddb, _ = aws
-    ddb.create_table(
-        TableName="keyed",
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "g", "AttributeType": "B"},
-        ],
-        GlobalSecondaryIndexes=[
-            {
-                "IndexName": "byg",
-                "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
-                "Projection": {"ProjectionType": "ALL"},
-            }
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    _indexed(ddb, "keyed", "g", "B")
     ddb.put_item(TableName="keyed", Item={"pk": {"S": "x"}})
     refused = {
         "a number for a string": {"pk": {"N": "1"}},
@@ -486,22 +491,7 @@ def test_an_update_that_only_removes_makes_no_item_and_no_record(aws: Any) -> No
 def test_an_index_holds_only_items_whose_key_attributes_have_its_types(aws: Any) -> None:
     # GIVEN a table with an index keyed by a string, and items with that key, without it, and of another type
     ddb, _ = aws
-    ddb.create_table(
-        TableName="sparse",
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "x", "AttributeType": "S"},
-        ],
-        GlobalSecondaryIndexes=[
-            {
-                "IndexName": "byx",
-                "KeySchema": [{"AttributeName": "x", "KeyType": "HASH"}],
-                "Projection": {"ProjectionType": "ALL"},
-            }
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    _indexed(ddb, "sparse", "x", "S")
     from moto.dynamodb.models import dynamodb_backends
     from moto.dynamodb.models.dynamo_type import DynamoType, Item
 

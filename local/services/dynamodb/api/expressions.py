@@ -192,13 +192,7 @@ class Parser:
                 raise self._fail()
             return _between(left, low, self._operand())
         if self._keyword("IN"):
-            self._take("(")
-            options = [self._operand()]
-            while self._peek() is not None and self._peek()[1] == ",":  # type: ignore[index]
-                self.at += 1
-                options.append(self._operand())
-            self._take(")")
-            return ("in", left, options)
+            return ("in", left, self._parenthesized_operands())
         comparator = self._peek()
         if comparator is None or comparator[0] != "op":
             if left[0] == "size":
@@ -215,6 +209,16 @@ class Parser:
                 raise ExpressionError(OPERAND_TYPE.format(name=comparator[1], type=side[1].type))
         return ("cmp", comparator[1], left, right)
 
+    def _parenthesized_operands(self) -> list[Any]:
+        """``( operand, operand ... )``: IN's options, a function's arguments."""
+        self._take("(")
+        operands = [self._operand()]
+        while self._peek() is not None and self._peek()[1] == ",":  # type: ignore[index]
+            self.at += 1
+            operands.append(self._operand())
+        self._take(")")
+        return operands
+
     def _function(self, condition: bool) -> Any:
         _, name = self._peek()  # type: ignore[misc]
         if name not in FUNCTIONS:
@@ -222,12 +226,7 @@ class Parser:
         if condition == (name == "size"):
             raise ExpressionError(FUNCTION_MISPLACED.format(name=name))
         self.at += 1
-        self._take("(")
-        arguments = [self._operand()]
-        while self._peek() is not None and self._peek()[1] == ",":  # type: ignore[index]
-            self.at += 1
-            arguments.append(self._operand())
-        self._take(")")
+        arguments = self._parenthesized_operands()
         if len(arguments) != FUNCTIONS[name]:
             raise ExpressionError(OPERANDS.format(name=name, count=len(arguments)))
         if arguments[0][0] != "path":
