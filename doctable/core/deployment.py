@@ -23,7 +23,7 @@ from contract.knobs import (
 )
 from contract.settings import Override
 from doctable.core.answers import arn_account, arn_region
-from doctable.core.errors import UserError
+from doctable.core.errors import RefusedError, UserError
 
 if TYPE_CHECKING:
     from doctable.core.aws import Aws
@@ -32,6 +32,7 @@ DEPLOYED, GIVEN = "deployed", "given"  # where a Deployment's ``config`` came fr
 STABLE_STACK_STATES = frozenset({"CREATE_COMPLETE", "UPDATE_COMPLETE", "IMPORT_COMPLETE"})
 # The knobs that name the stack: they choose WHICH stack a command reads, so they never differ from it.
 IDENTITY_KNOBS = ("env", "table_base")
+IDENTITY_MISMATCH = "stack.identity_mismatch"  # the stable code of a record that names another stack
 
 
 @dataclass(frozen=True)
@@ -175,10 +176,27 @@ def use_deployed_knobs(deployment: Deployment) -> Deployment:
                 "using the settings"
             )
         return deployment
+    check_identity(deployment, deployed)
     deployment.config = deployed
     deployment.knobs_source = DEPLOYED
     deployment.pending = pending_knobs(intended, deployed)
     return deployment
+
+
+def check_identity(deployment: Deployment, deployed: DocTableConfig) -> None:
+    """The identity knobs a stack recorded must name that very stack. A stack writes its own ``Knobs`` output, so
+    a record claiming ``env=stg`` on another stack (a pull request's preview, a hand edit) must never lead a
+    command to read or tear down stg: refused (exit 3), naming both, before anything is read by the record."""
+    described = deployment.config
+    if deployed.stack_name == described.stack_name:
+        return
+    claimed = ", ".join(f"{k}={getattr(deployed, k)}" for k in IDENTITY_KNOBS)
+    raise RefusedError(
+        f"stack {described.stack_name}'s {names.OUT_KNOBS} output records {claimed}, which names stack "
+        f"{deployed.stack_name}: refusing to act on a stack whose record claims another identity; allowed: a record "
+        f"whose env and table_base name the stack itself (env={described.env}, table_base={described.table_base})",
+        {"code": IDENTITY_MISMATCH},
+    )
 
 
 def check_region(deployment: Deployment) -> None:

@@ -25,6 +25,7 @@ from contract import preview as rules
 from contract.findings import Finding, Level
 from contract.knobs import PROD_TIER, STACK_PREFIX, ConfigError, resolve_config
 from contract.settings import FILE_NAME, SettingsFile, load_settings, settings_path
+from doctable.capabilities.protocol import TABLE_TYPES, stack_physical_ids
 from doctable.core.answers import call_or_none
 from doctable.core.aws import Aws, user_errors
 from doctable.core.command import add_command, connect_aws, print_json, seconds
@@ -35,6 +36,7 @@ from doctable.core.render import Progress, text_table
 
 PROD_ACCOUNT = "preview.prod_account"
 ALLOW_FLAG = "--allow-destructive"
+YES_NO = ("no", "yes")
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,25 @@ def _utc(value: Any) -> dt.datetime | None:
     return value.astimezone(dt.UTC) if isinstance(value, dt.datetime) else None
 
 
+def _tags(stack: Mapping[str, Any]) -> dict[str, str]:
+    return {t["Key"]: t["Value"] for t in stack.get("Tags") or []}
+
+
+def _classify(
+    stack: Mapping[str, Any], settings: SettingsFile, declared: Mapping[str, str]
+) -> rules.PreviewStack | str:
+    """One described stack as a preview of this project, or why it is not one (contract.preview.classify)."""
+    return rules.classify(
+        stack["StackName"],
+        _tags(stack),
+        prefix=settings.preview_prefix,
+        declared=declared,
+        stack_of=settings.preview_stack_name,
+        created=_utc(stack.get("CreationTime")),
+        status=stack.get("StackStatus", ""),
+    )
+
+
 def survey(aws: Aws, settings: SettingsFile) -> Survey:
     """Every stack of the region, each classified by its name and tags (contract.preview.classify)."""
     found: Survey | None = None
@@ -92,18 +113,10 @@ def survey(aws: Aws, settings: SettingsFile) -> Survey:
             for stack in page.get("Stacks", []):
                 if stack.get("StackStatus") == "DELETE_COMPLETE":
                     continue
-                name, tags = stack["StackName"], {t["Key"]: t["Value"] for t in stack.get("Tags") or []}
+                name, tags = stack["StackName"], _tags(stack)
                 if tags.get("Tier") == PROD_TIER:
                     found.prod_stacks.append(name)
-                verdict = rules.classify(
-                    name,
-                    tags,
-                    prefix=prefix,
-                    declared=declared,
-                    stack_of=settings.preview_stack_name,
-                    created=_utc(stack.get("CreationTime")),
-                    status=stack.get("StackStatus", ""),
-                )
+                verdict = _classify(stack, settings, declared)
                 if isinstance(verdict, rules.PreviewStack):
                     found.previews.append(verdict)
                 elif rules.TAG_PREVIEW_OF in tags or rules.TAG_EXPIRES_AT in tags or f"-{prefix}" in name:
@@ -227,12 +240,10 @@ def cmd_list(args: argparse.Namespace) -> int:
         return EXIT_OK
     rows = [
         [
-            d["name"],
-            d["template"],
-            d["stack"],
+            *(d[k] for k in ("name", "template", "stack")),
             _age(d["age_seconds"]),
             d["expires_at"],
-            "yes" if d["expired"] else "no",
+            YES_NO[d["expired"]],
         ]
         for d in (p.as_dict(found.now) for p in found.previews)
     ]
@@ -257,51 +268,99 @@ def _deployment(aws: Aws, preview: rules.PreviewStack) -> Deployment:
 
 
 def _refuse_items(aws: Aws, preview: rules.PreviewStack, deployment: Deployment, allow: bool) -> None:
-    """A preview whose table holds items is destroyed only with --allow-destructive."""
-    table = deployment.table_name
-    with user_errors(f"reading table {table}"):
-        reply = call_or_none(aws.client("dynamodb").scan, TableName=table, Limit=1, Select="COUNT")
-    if reply and reply.get("Count") and not allow:
-        raise RefusedError(
-            f"preview {preview.env}: table {table} holds items: refusing to destroy them; allowed: {ALLOW_FLAG} "
-            "to destroy the preview with its data"
-        )
+    """A preview whose table holds items is destroyed only with --allow-destructive. The table is the one the
+    stack lists as its own resource (what teardown deletes), never a name read from its outputs."""
+    if allow:
+        return
+    with user_errors(f"listing the resources of {preview.stack}"):
+        found = stack_physical_ids(aws, deployment)
+    for table in sorted(name for type_ in TABLE_TYPES for name in found.get(type_, ())):
+        with user_errors(f"reading table {table}"):
+            reply = call_or_none(aws.client("dynamodb").scan, TableName=table, Limit=1, Select="COUNT")
+        if reply and reply.get("Count"):
+            raise RefusedError(
+                f"preview {preview.env}: table {table} holds items: refusing to destroy them; allowed: "
+                f"{ALLOW_FLAG} to destroy the preview with its data"
+            )
 
 
-def destroy_one(
-    lifecycle: Lifecycle, aws: Aws, preview: rules.PreviewStack, args: argparse.Namespace, progress: Progress
-) -> dict[str, Any]:
+def _still_to_remove(
+    aws: Aws, settings: SettingsFile, preview: rules.PreviewStack, *, expired_only: bool
+) -> str | None:
+    """Read the preview's stack again right before it is torn down: why it is no longer to be removed (its tags
+    changed, its expiry was extended, it is busy, it is gone), or None to go on. The survey may be minutes old."""
+    with user_errors(f"describing stack {preview.stack}"):
+        reply = call_or_none(aws.client("cloudformation").describe_stacks, StackName=preview.stack)
+    stacks = (reply or {}).get("Stacks") or []
+    if reply is None or not stacks or stacks[0].get("StackStatus") == "DELETE_COMPLETE":
+        return "the stack is gone"
+    verdict = _classify(stacks[0], settings, settings.stack_names())
+    if not isinstance(verdict, rules.PreviewStack):
+        return f"no longer a preview of this project: {verdict}"
+    if verdict.status.endswith("_IN_PROGRESS"):
+        return f"the stack is {verdict.status}: left for the next run"
+    now = aws_time(reply)
+    if expired_only and not verdict.expired(now):
+        return f"no longer expired (expires {rules.format_time(verdict.expires_at)})"
+    return None
+
+
+@dataclass(frozen=True)
+class Teardown:
+    """One destroy or gc run: its settings (to classify a stack again), whether only expired previews go (gc),
+    its arguments and its progress."""
+
+    lifecycle: Lifecycle
+    aws: Aws
+    settings: SettingsFile
+    args: argparse.Namespace
+    progress: Progress
+    expired_only: bool = False
+
+
+def destroy_one(run: Teardown, preview: rules.PreviewStack) -> dict[str, Any]:
     """Teardown of one preview (its ownership check, plan, confirmation and absence check); its outcome."""
+    aws, args, progress = run.aws, run.args, run.progress
+    why_not = _still_to_remove(aws, run.settings, preview, expired_only=run.expired_only)
+    if why_not:
+        progress.say(f"{preview.env}: kept ({why_not})")
+        return {"name": preview.env, "stack": preview.stack, "status": "kept", "reason": why_not}
     deployment = _deployment(aws, preview)
     _refuse_items(aws, preview, deployment, args.allow_destructive)
-    _plan, outcome = lifecycle.teardown(
+    _plan, outcome = run.lifecycle.teardown(
         aws, deployment, assume_yes=args.yes, lift=False, timeout=args.timeout, progress=progress
     )
     status = "removed" if outcome.clean else "incomplete"
     return {"name": preview.env, "stack": preview.stack, "status": status, **outcome.as_dict()}
 
 
-def _run_each(
-    lifecycle: Lifecycle,
-    aws: Aws,
-    chosen: list[rules.PreviewStack],
-    args: argparse.Namespace,
-    progress: Progress,
-) -> tuple[list[dict[str, Any]], int]:
-    """Each chosen preview torn down in turn (a refusal does not stop the others); the results and the exit code:
-    1 when one is incomplete, else 3 when one was refused, else 0."""
+def _run_each(run: Teardown, chosen: list[rules.PreviewStack]) -> tuple[list[dict[str, Any]], int]:
+    """Each chosen preview torn down in turn: one refused or failing, for any reason, is reported as data and the
+    others go on. The results and the exit code: 1 when one is incomplete or failed, else 3 when one was refused,
+    else 0."""
     results = []
     for preview in chosen:
         try:
-            results.append(destroy_one(lifecycle, aws, preview, args, progress))
-        except RefusedError as exc:
-            progress.say(str(exc))
+            results.append(destroy_one(run, preview))
+        except Exception as exc:  # noqa: BLE001 - one preview's failure never stops the others; it is reported
+            status = "refused" if isinstance(exc, RefusedError) else "failed"
+            code = getattr(exc, "fields", {}).get("code") or (
+                "usage" if isinstance(exc, UserError) else f"internal.{type(exc).__name__}"
+            )
+            run.progress.say(f"{preview.env}: {status}: {exc}")
             results.append(
-                {"name": preview.env, "stack": preview.stack, "status": "refused", "error": str(exc)}
+                {
+                    "name": preview.env,
+                    "stack": preview.stack,
+                    "status": status,
+                    "code": code,
+                    "error": str(exc),
+                }
             )
     statuses = {r["status"] for r in results}
-    code = EXIT_FAILED if "incomplete" in statuses else EXIT_REFUSED if "refused" in statuses else EXIT_OK
-    return results, code
+    if statuses & {"incomplete", "failed"}:
+        return results, EXIT_FAILED
+    return results, EXIT_REFUSED if "refused" in statuses else EXIT_OK
 
 
 def _print_results(results: list[dict[str, Any]]) -> None:
@@ -310,8 +369,9 @@ def _print_results(results: list[dict[str, Any]]) -> None:
         for title in ("removed", "retained", "still_present", "notes"):
             for item in result.get(title, []):
                 print(f"  {title}: {item}")
-        if "error" in result:
-            print(f"  {result['error']}")
+        for detail in ("reason", "error"):
+            if detail in result:
+                print(f"  {result[detail]}")
 
 
 def cmd_destroy(lifecycle: Lifecycle, args: argparse.Namespace) -> int:
@@ -330,7 +390,7 @@ def cmd_destroy(lifecycle: Lifecycle, args: argparse.Namespace) -> int:
         )
     if not chosen:
         progress.say(f"no preview {env} in account {aws.account}, {aws.region}: nothing to remove")
-    results, code = _run_each(lifecycle, aws, chosen, args, progress)
+    results, code = _run_each(Teardown(lifecycle, aws, settings, args, progress), chosen)
     if args.json:
         print_json(
             {**_document("doctable-preview-destroy", aws, settings, found), "results": results, "exit": code}
@@ -356,7 +416,7 @@ def cmd_gc(lifecycle: Lifecycle, args: argparse.Namespace) -> int:
         )
     for skipped in found.skipped:
         progress.say(f"  {'ignore':<8} {skipped['stack']} (not a preview: {skipped['why']})")
-    results, code = _run_each(lifecycle, aws, expired, args, progress)
+    results, code = _run_each(Teardown(lifecycle, aws, settings, args, progress, expired_only=True), expired)
     if args.json:
         print_json(
             {**_document("doctable-preview-gc", aws, settings, found), "results": results, "exit": code}

@@ -1800,6 +1800,44 @@ cli_case(
 )
 
 
+def _claiming_stg(argv: list[str]) -> str:
+    """``doctable <argv>`` against dev's stack (moto) whose Knobs output claims env=stg, stg deployed beside it."""
+    import boto3
+    from moto import mock_aws
+
+    from contract import names
+    from tests.support import ops
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "doctable.toml"
+        path.write_text("[defaults]\n\n[environments.dev]\n\n[environments.stg]\n")
+        dev, stg = ops.config_of(env="dev"), ops.config_of(env="stg")
+        with environment(CLI_ENV), mock_aws():
+            clients = functools.partial(boto3.client, region_name=REGION)
+            ops.deploy(clients, stg)
+            ops.deploy(
+                clients, dev, record_knobs=False, extra_outputs={names.OUT_KNOBS: stg.deployed_record()}
+            )
+            observed = run_cli(argv, {"DOCTABLE_CONFIG": str(path)})
+            left = clients("cloudformation").describe_stacks(StackName=stg.stack_name)["Stacks"][0]
+            return f"{observed}; stg: {left['StackStatus']}"
+
+
+add(
+    Case(
+        CLI,
+        "`doctable teardown --env dev --yes` on a stack whose `Knobs` output claims `env=stg`",
+        functools.partial(_claiming_stg, ["teardown", "--env", "dev", "--yes"]),
+        (
+            "exit 3; 1 line(s) on stderr: doctable: ",
+            "records env=stg, table_base=items, which names stack doctable-items-stg: refusing",
+            "stg: CREATE_COMPLETE",
+        ),
+        "refused before the record is used (exit 3, `stack.identity_mismatch` in --json): neither stack touched",
+        "cli-record-claims-another-stack",
+    )
+)
+
 REQUIREMENTS = (
     "Subscriber requirements (`contract/wheelhouse.py`: read with the settings, installed when staged)"
 )

@@ -14,8 +14,8 @@ from contract.settings import CONFIG_VARIABLE
 from doctable.cli import main
 from doctable.core.aws import Aws
 from doctable.core.context import describe_stack
-from doctable.core.deployment import use_deployed_knobs
-from doctable.core.errors import UserError
+from doctable.core.deployment import IDENTITY_MISMATCH, use_deployed_knobs
+from doctable.core.errors import RefusedError, UserError
 from tests.support import ops as ot
 
 ALL_ON = {"gsi": "gsi1", "ttl": "on", "pitr": "on", "stream": "new-and-old", "consumer": "none"}
@@ -137,3 +137,27 @@ def test_preflight_lists_overrides_and_pending_knobs(moto: Aws, capsys: pytest.C
     codes = {f["code"]: f for f in report["findings"]}
     assert codes["index.added"]["level"] == "CHANGE" and not codes["index.added"]["destructive"]
     assert "pending: deploy to apply" in captured.err
+
+
+def test_a_record_naming_another_stack_is_refused_and_that_stack_left_alone(
+    moto: Aws, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN stg deployed, and dev's stack whose Knobs output claims env=stg (a stack writes its own record)
+    stg = ot.config_of(env="stg")
+    ot.deploy(moto.client, stg)
+    dev = ot.config_of()
+    ot.deploy(moto.client, dev, record_knobs=False, extra_outputs={names.OUT_KNOBS: stg.deployed_record()})
+    # WHEN the record is read, and dev is torn down with every confirmation given
+    with pytest.raises(RefusedError) as refused:
+        use_deployed_knobs(describe_stack(moto, dev))
+    assert refused.value.fields["code"] == IDENTITY_MISMATCH
+    assert main(["teardown", "--yes", "--json"]) == 3
+    # THEN it is refused by its stable code, naming both stacks, and neither stack is touched
+    document = json.loads(capsys.readouterr().out)
+    assert document["code"] == IDENTITY_MISMATCH
+    assert dev.stack_name in document["error"] and stg.stack_name in document["error"]
+    cfn = moto.client("cloudformation")
+    for config in (dev, stg):
+        status = cfn.describe_stacks(StackName=config.stack_name)["Stacks"][0]["StackStatus"]
+        assert status == "CREATE_COMPLETE"
+        assert moto.client("dynamodb").describe_table(TableName=config.table_name)["Table"]
