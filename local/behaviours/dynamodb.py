@@ -191,15 +191,12 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         service="dynamodb",
         rule="A condition or filter expression DynamoDB cannot parse is a ValidationException ('Invalid "
         "ConditionExpression: ...', 'Invalid FilterExpression: ...') and changes nothing; values of different types "
-        "compare as false (a string attribute < a number is not true, and not an error); a malformed legacy "
-        "Expected is a ValidationException.",
+        "compare as false (a string attribute < a number is not true, and not an error).",
         source=DDB_GUIDE + "Expressions.OperatorsAndFunctions.html",
         test="tests/unit/test_local_streams_api.py::"
         "test_an_unreadable_expression_is_refused_and_values_of_different_types_compare_false",
         targets=(
             "moto.dynamodb.comparisons:ConditionExpressionParser.parse",
-            "moto.dynamodb.models:get_expected",
-            "moto.dynamodb.models.table:get_expected",
             "moto.dynamodb.comparisons:OpLessThan.expr",
             "moto.dynamodb.comparisons:OpGreaterThan.expr",
             "moto.dynamodb.comparisons:OpLessThanOrEqual.expr",
@@ -211,6 +208,33 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
             ("dynamodb:PutItem", "ValidationException"),
             ("dynamodb:Scan", "ValidationException"),
             ("dynamodb:PutItem", "ConditionalCheckFailedException"),
+        ),
+    ),
+    Behaviour(
+        id="dynamodb.legacy-conditions",
+        service="dynamodb",
+        rule="The legacy conditional parameters are checked as DynamoDB checks them and mean what their operators "
+        "mean: each ComparisonOperator's number and types of values, one type per AttributeValueList, a BETWEEN in "
+        "order ('One or more parameter values were invalid: ...'); KeyConditions against the key schema (a missed "
+        "key, a non-indexable operator, a hash key other than EQ, a value of another type than the key's); no "
+        "QueryFilter on a key attribute; a ConditionalOperator only with two or more conditions; an Expected entry "
+        "with Value or AttributeValueList, Exists or ComparisonOperator, never both; NE holds for a missing "
+        "attribute, NOT_CONTAINS does not; AttributesToGet returns exactly the attributes named.",
+        source=DDB_GUIDE + "LegacyConditionalParameters.html",
+        test="tests/unit/test_local_legacy_conditions.py::test_a_legacy_condition_is_checked_in_aws_words_before_"
+        "anything_is_read",
+        targets=(
+            "moto.dynamodb.responses:DynamoHandler.query",
+            "moto.dynamodb.responses:DynamoHandler.scan",
+            "moto.dynamodb.responses:DynamoHandler.put_item",
+            "moto.dynamodb.responses:DynamoHandler.update_item",
+            "moto.dynamodb.responses:DynamoHandler.delete_item",
+        ),
+        errors=(
+            ("dynamodb:Query", "ValidationException"),
+            ("dynamodb:Scan", "ValidationException"),
+            ("dynamodb:UpdateItem", "ValidationException"),
+            ("dynamodb:UpdateItem", "ConditionalCheckFailedException"),
         ),
     ),
     Behaviour(

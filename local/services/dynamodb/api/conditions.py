@@ -6,8 +6,8 @@ DynamoDB refuses an expression it cannot parse with a ValidationException ("Inva
 HTTP 500. DynamoDB compares values of different types as false ("a < :v" with a string attribute and a number
 value is not true, and not an error); moto's evaluator compares the Python values and raises ``TypeError``. This
 module owns moto's expression parser's entry (``ConditionExpressionParser.parse``, which every condition, filter
-and the handlers' own checks go through), the legacy ``Expected`` parameter's (``get_expected`` as the backend and
-the table import it) and the evaluation of the ordering comparisons.
+and the handlers' own checks go through) and the evaluation of the ordering comparisons. The legacy parameters
+reach it as the expressions legacy.py rewrites them into.
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ from local.services.dynamodb.api import expressions
 
 PATCHES = Patches()
 _CMP = "moto.dynamodb.comparisons"
-_MODELS = "moto.dynamodb.models"
-_TABLE = "moto.dynamodb.models.table"
 _TYPES = "moto.dynamodb.models.dynamo_type"
 log = logging.getLogger("doctable.local.dynamodb")
 
@@ -40,7 +38,6 @@ ORDERING = (
     "FuncBeginsWith",
 )
 INVALID = "Invalid {kind}Expression: {detail}"
-INVALID_EXPECTED = "One or more parameter values were invalid: {detail}"
 
 
 def _refusal(message: str) -> Exception:
@@ -85,25 +82,6 @@ def parse(self: Any) -> Any:
     self.expr_attr_names_found = list(parser.names_used)
     self.expr_attr_values_found = list(parser.values_used)
     return expressions.Condition(parser.tree)  # type: ignore[attr-defined]
-
-
-def _expected(original: Any, expected: Any) -> Any:
-    try:
-        return original(expected)
-    except PARSE_FAILURES as error:
-        raise _refusal(INVALID_EXPECTED.format(detail=str(error) or type(error).__name__)) from None
-
-
-@PATCHES.replace(Target(_MODELS, "get_expected", ("expected",)))
-def backend_expected(expected: Any) -> Any:
-    """The legacy Expected parameter of the backend's writes: a malformed one is a ValidationException."""
-    return _expected(PATCHES.original(backend_expected), expected)
-
-
-@PATCHES.replace(Target(_TABLE, "get_expected", ("expected",)))
-def table_expected(expected: Any) -> Any:
-    """The legacy Expected parameter of a table's writes: a malformed one is a ValidationException."""
-    return _expected(PATCHES.original(table_expected), expected)
 
 
 @PATCHES.replace(Target(_TYPES, "Item.update_with_attribute_updates", ("self", "attribute_updates")))

@@ -1,0 +1,171 @@
+"""The legacy conditional parameters on the local AWS as DynamoDB reads them (local/services/dynamodb/api/legacy.py):
+KeyConditions, QueryFilter, ScanFilter, Expected with ConditionalOperator, and AttributesToGet, each checked in
+AWS's words and answered with the legacy operator's meaning.
+
+boto3 against moto in-process with the local AWS's adaptations; botocore's own parameter validation is off, so
+what is refused is refused by the local AWS, as AWS would."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+from moto import mock_aws
+
+from local import state
+from local.services.dynamodb.api import legacy
+from tests.unit.test_local_kinesis_destination import isolated_services
+
+pytestmark = pytest.mark.unit
+
+CONFIG = Config(
+    parameter_validation=False, retries={"total_max_attempts": 1}, account_id_endpoint_mode="disabled"
+)
+
+
+@pytest.fixture
+def ddb(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """GIVEN a table keyed by a string ``pk`` and a number ``sk``, holding one partition of five items."""
+    for name, value in (("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "x")):
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    with isolated_services(), mock_aws():
+        client = boto3.client("dynamodb", region_name=state.REGION, config=CONFIG)
+        client.create_table(
+            TableName="tbl",
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "N"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        for i in range(5):
+            item = {"pk": S("p"), "sk": {"N": str(i)}, "word": S(f"w{i}")}
+            if i % 2:
+                item["odd"] = {"BOOL": True}
+            client.put_item(TableName="tbl", Item=item)
+        yield client
+
+
+def S(text: str) -> dict[str, str]:  # noqa: N802 - DynamoDB's own letter for a string value
+    return {"S": text}
+
+
+def N(number: int) -> dict[str, str]:  # noqa: N802
+    return {"N": str(number)}
+
+
+def cond(op: str, *values: dict[str, Any]) -> dict[str, Any]:
+    return {"ComparisonOperator": op, "AttributeValueList": list(values)}
+
+
+PARTITION = {"pk": cond("EQ", S("p"))}
+
+
+def refused(call: Any, **request: Any) -> str:
+    with pytest.raises(ClientError) as caught:
+        call(TableName="tbl", **request)
+    error = caught.value.response["Error"]
+    assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400, error
+    assert error["Code"] == "ValidationException", error
+    return str(error["Message"])
+
+
+def sks(reply: dict[str, Any]) -> list[int]:
+    return [int(item["sk"]["N"]) for item in reply["Items"]]
+
+
+def test_a_legacy_condition_is_checked_in_aws_words_before_anything_is_read(ddb: Any) -> None:
+    # WHEN a filter's values do not fit its operator  THEN DynamoDB's message, never an HTTP 500
+    cases = [
+        ({"sk": cond("EQ", N(1))}, legacy.COUNT.format(op="BETWEEN"), {"word": cond("BETWEEN", S("a"))}),
+        ({}, legacy.COUNT.format(op="IN"), {"word": cond("IN")}),
+        ({}, legacy.SAME_TYPE, {"word": cond("IN", S("a"), N(3))}),
+        ({}, legacy.WRONG_TYPE.format(op="BEGINS_WITH", type="N"), {"word": cond("BEGINS_WITH", N(3))}),
+        ({}, legacy.WRONG_TYPE.format(op="LT", type="L"), {"word": cond("LT", {"L": []})}),
+        ({}, legacy.REVERSED, {"word": cond("BETWEEN", N(9), N(2))}),
+        ({}, legacy.FILTER_ON_KEY.format(name="sk"), {"sk": cond("EQ", N(1))}),
+    ]
+    for keys, message, query_filter in cases:
+        assert refused(ddb.query, KeyConditions={**PARTITION, **keys}, QueryFilter=query_filter) == message
+    assert refused(ddb.query, QueryFilter={"word": cond("EQ", S("w1"))}) == legacy.NO_KEY_CONDITION
+    assert refused(ddb.scan, ScanFilter={"word": cond("NULL", S("x"))}) == legacy.COUNT.format(op="NULL")
+
+
+def test_key_conditions_are_checked_against_the_key_schema(ddb: Any) -> None:
+    cases = [
+        ({"sk": cond("EQ", N(1))}, legacy.MISSED_KEY.format(name="pk")),
+        ({**PARTITION, "word": cond("EQ", S("w"))}, legacy.MISSED_KEY.format(name="sk")),
+        ({"pk": cond("BEGINS_WITH", S("p"))}, legacy.NOT_SUPPORTED),
+        ({**PARTITION, "sk": cond("NE", N(1))}, legacy.NOT_INDEXABLE),
+        ({"pk": cond("EQ", N(1))}, legacy.KEY_TYPE),
+        ({**PARTITION, "sk": cond("EQ", N(1)), "word": cond("EQ", S("w"))}, legacy.KEY_CONDITION_COUNT),
+    ]
+    for key_conditions, message in cases:
+        assert refused(ddb.query, KeyConditions=key_conditions) == message
+
+
+def test_filters_answer_with_the_legacy_operators_meaning(ddb: Any) -> None:
+    def query(**request: Any) -> list[int]:
+        return sks(ddb.query(TableName="tbl", KeyConditions=PARTITION, **request))
+
+    # a range of the sort key, a filter on a missing attribute, NE and NOT_CONTAINS on it
+    assert sks(ddb.query(TableName="tbl", KeyConditions={**PARTITION, "sk": cond("BETWEEN", N(1), N(3))})) == [1, 2, 3]
+    assert query(QueryFilter={"odd": cond("NULL")}) == [0, 2, 4]
+    assert query(QueryFilter={"odd": cond("NE", {"BOOL": True})}) == [0, 2, 4]  # missing: not equal
+    # NOT_CONTAINS holds where the attribute is present without it, and not where it is missing
+    assert query(QueryFilter={"odd": cond("NOT_CONTAINS", S("x"))}) == [1, 3]
+    assert query(QueryFilter={"word": cond("IN", S("w1"), S("w4"))}) == [1, 4]
+    either = {"word": cond("EQ", S("w0")), "odd": cond("NOT_NULL")}
+    assert query(QueryFilter=either, ConditionalOperator="OR") == [0, 1, 3]
+    assert query(QueryFilter=either) == []
+    # AttributesToGet: exactly the attributes named
+    reply = ddb.query(TableName="tbl", KeyConditions=PARTITION, AttributesToGet=["word"])
+    assert reply["Items"][0] == {"word": S("w0")}
+    scanned = ddb.scan(TableName="tbl", ScanFilter={"word": cond("BEGINS_WITH", S("w3"))})
+    assert sks(scanned) == [3]
+
+
+def test_conditional_operator_needs_two_conditions(ddb: Any) -> None:
+    one = {"word": cond("EQ", S("w1"))}
+    assert refused(ddb.scan, ConditionalOperator="OR") == legacy.WITHOUT_CONDITIONS
+    assert refused(ddb.scan, ScanFilter=one, ConditionalOperator="AND") == legacy.ONE_CONDITION
+    key = {"pk": S("p"), "sk": N(1)}
+    update = {"z": {"Action": "PUT", "Value": N(1)}}
+    assert refused(ddb.update_item, Key=key, AttributeUpdates=update, Expected={}, ConditionalOperator="OR") == (
+        legacy.WITHOUT_CONDITIONS
+    )
+
+
+def test_expected_is_checked_and_evaluated_as_dynamodb_does(ddb: Any) -> None:
+    key = {"pk": S("p"), "sk": N(1)}
+    update = {"z": {"Action": "PUT", "Value": N(1)}}
+
+    def write(expected: dict[str, Any], **extra: Any) -> None:
+        ddb.update_item(TableName="tbl", Key=key, AttributeUpdates=update, Expected=expected, **extra)
+
+    # a malformed entry: one line naming the attribute
+    for entry, message in [
+        ({"Exists": True}, legacy.VALUE_REQUIRED.format(exists="true", name="word")),
+        ({"Exists": False, "Value": S("w1")}, legacy.VALUE_WITH_ABSENCE.format(name="word")),
+        ({"Exists": False, **cond("EQ", S("w1"))}, legacy.EXISTS_AND_OPERATOR.format(name="word")),
+        ({"Value": S("w1"), **cond("EQ", S("w1"))}, legacy.VALUE_AND_LIST.format(name="word")),
+        ({"AttributeValueList": [S("w1")]}, legacy.LIST_WITHOUT_OPERATOR.format(name="word")),
+        ({"ComparisonOperator": "EQ"}, legacy.OPERATOR_WITHOUT_VALUE.format(op="EQ", name="word")),
+    ]:
+        assert refused(ddb.update_item, Key=key, AttributeUpdates=update, Expected={"word": entry}) == message
+    # a false condition fails the write; NOT_CONTAINS on a missing attribute is false, NE on it true
+    for expected in ({"word": {"Value": S("w2")}}, {"gone": cond("NOT_CONTAINS", S("x"))}):
+        with pytest.raises(ClientError, match="ConditionalCheckFailedException"):
+            write(expected)
+    write({"gone": cond("NE", S("x")), "word": cond("BEGINS_WITH", S("w"))})
+    write({"word": {"Value": S("nope")}, "odd": {"Exists": True, "Value": {"BOOL": True}}}, ConditionalOperator="OR")
+    item = ddb.get_item(TableName="tbl", Key=key)["Item"]
+    assert item["z"] == N(1)
+    ddb.delete_item(TableName="tbl", Key=key, Expected={"word": {"Value": S("w1")}})
+    assert "Item" not in ddb.get_item(TableName="tbl", Key=key)
