@@ -238,6 +238,23 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         ),
     ),
     Behaviour(
+        id="dynamodb.consumed-capacity",
+        service="dynamodb",
+        rule="ReturnConsumedCapacity reports the units of the items touched: an item's size is its names and "
+        "values in bytes (a number one byte per two significant digits plus one); a read is one unit per 4 KB, at "
+        "least one, half when eventually consistent (a missing item reads as one); a write one unit per 1 KB of the "
+        "larger of the item before and after; a batch the sum of its items' units per table.",
+        source=DDB_GUIDE + "read-write-operations.html",
+        test="tests/unit/test_local_capacity.py::test_item_operations_report_the_units_of_the_items_they_touch",
+        targets=(
+            "moto.dynamodb.responses:DynamoHandler.get_item",
+            "moto.dynamodb.responses:DynamoHandler.batch_get_item",
+            "moto.dynamodb.responses:DynamoHandler.batch_write_item",
+        ),
+        unchecked="no scenario of the conformance tier asks for consumed capacity (the project's code never "
+        "does); the outside suite (make conformance-external) checks the units against AWS",
+    ),
+    Behaviour(
         id="dynamodb.attribute-updates-put",
         service="dynamodb",
         rule="The legacy AttributeUpdates' PUT stores the value with its own type (a binary, a binary set, a "

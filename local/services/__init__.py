@@ -19,7 +19,7 @@ PATCHING = (
     "local.services.awslambda.mappings",
     "local.services.dynamodb.api.wire",
     "local.services.dynamodb.api.conditions",
-    "local.services.dynamodb.api.legacy",
+    "local.services.dynamodb.api.operations",
     "local.services.dynamodb.api.keys",
     "local.services.dynamodb.tables",
     "local.services.dynamodb.stream_readers",

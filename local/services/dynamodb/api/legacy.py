@@ -9,9 +9,8 @@ Python errors on what DynamoDB refuses (HTTP 500: BETWEEN without two values, BE
 missing attribute), accepts what DynamoDB refuses (a filter on a key attribute, an empty IN, an Exists without its
 Value, a ConditionalOperator without conditions) and answers some wrongly (NOT_CONTAINS on a missing attribute).
 
-This module owns the five operations' entry (``DynamoHandler.query``, ``scan``, ``put_item``, ``update_item``,
-``delete_item``): before moto's operation reads the request, each legacy parameter is checked as DynamoDB checks
-it (the argument count and types of each ComparisonOperator, the key schema for KeyConditions) and replaced by its
+Before moto's operation reads the request (operations.py owns the handlers' entries and calls ``rewrite``), each
+legacy parameter is checked as DynamoDB checks it (the argument count and types of each ComparisonOperator, the key schema for KeyConditions) and replaced by its
 expression: KeyConditions by a KeyConditionExpression, QueryFilter and ScanFilter by a FilterExpression, Expected
 by a ConditionExpression, AttributesToGet of Query and Scan by a ProjectionExpression. What the rewrite changes is
 only the request's form; what it means is the legacy operator's (NE holds for a missing attribute, NOT_CONTAINS
@@ -22,11 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
-
-from local.patching import Patches, Target
-
-PATCHES = Patches()
-_DDB = "moto.dynamodb.responses"
 
 # Each ComparisonOperator's number of values (low, high; None: no upper bound) and the value types it takes (None:
 # any). API_Condition.html, "ComparisonOperator".
@@ -350,35 +344,12 @@ def rewrite_query(handler: Any, body: dict[str, Any]) -> None:
     _projection(body, rewrite)
 
 
-def _entry(operation: str, rewrite: Callable[[Any, dict[str, Any]], None]) -> Any:
-    """The replacement of ``DynamoHandler.<operation>``: the request's legacy parameters rewritten, then moto's."""
-
-    @PATCHES.replace(Target(_DDB, f"DynamoHandler.{operation}", ("self",)))
-    def action(self: Any) -> Any:
-        from moto.dynamodb.exceptions import MockValidationException
-
-        body = self.body
-        if isinstance(body, dict):
-            try:
-                rewrite(self, body)
-            except Legacy as refused:
-                raise MockValidationException(str(refused)) from None
-        return PATCHES.original(action)(self)
-
-    action.__qualname__ = f"DynamoHandler.{operation}"
-    return action
-
-
-ENTRIES = (
-    _entry("query", rewrite_query),
-    _entry("scan", lambda _handler, body: rewrite_scan(body)),
-    *(
-        _entry(op, lambda _handler, body: rewrite_expected(body))
-        for op in ("put_item", "update_item", "delete_item")
-    ),
-)
-MOTO_TARGETS = (
-    *PATCHES.targets,
-    Target("moto.dynamodb.exceptions", "MockValidationException"),
-    Target("moto.dynamodb.models", "DynamoDBBackend.get_schema"),
-)
+def rewrite(operation: str, handler: Any, body: dict[str, Any]) -> None:
+    """The request of ``operation`` (moto's handler method name) with its legacy parameters checked and
+    rewritten; Legacy when DynamoDB refuses them."""
+    if operation == "query":
+        rewrite_query(handler, body)
+    elif operation == "scan":
+        rewrite_scan(body)
+    elif operation in ("put_item", "update_item", "delete_item"):
+        rewrite_expected(body)
