@@ -103,6 +103,7 @@ def test_batches_sum_each_items_units_per_table(table: Any) -> None:
     )
     assert [(c["TableName"], c["CapacityUnits"]) for c in written["ConsumedCapacity"]] == [("tbl", 1 + 2 + 3)]
     read = client.batch_get_item(
-        RequestItems={"tbl": {"Keys": [{"pk": "x"}, {"pk": "y"}, {"pk": "gone"}]}}, ReturnConsumedCapacity="TOTAL"
+        RequestItems={"tbl": {"Keys": [{"pk": "x"}, {"pk": "y"}, {"pk": "gone"}]}},
+        ReturnConsumedCapacity="TOTAL",
     )
     assert [(c["TableName"], c["CapacityUnits"]) for c in read["ConsumedCapacity"]] == [("tbl", 1.5)]

@@ -37,7 +37,10 @@ def ddb(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         client = boto3.client("dynamodb", region_name=state.REGION, config=CONFIG)
         client.create_table(
             TableName="tbl",
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
             AttributeDefinitions=[
                 {"AttributeName": "pk", "AttributeType": "S"},
                 {"AttributeName": "sk", "AttributeType": "N"},
@@ -115,7 +118,9 @@ def test_filters_answer_with_the_legacy_operators_meaning(ddb: Any) -> None:
         return sks(ddb.query(TableName="tbl", KeyConditions=PARTITION, **request))
 
     # a range of the sort key, a filter on a missing attribute, NE and NOT_CONTAINS on it
-    assert sks(ddb.query(TableName="tbl", KeyConditions={**PARTITION, "sk": cond("BETWEEN", N(1), N(3))})) == [1, 2, 3]
+    assert sks(
+        ddb.query(TableName="tbl", KeyConditions={**PARTITION, "sk": cond("BETWEEN", N(1), N(3))})
+    ) == [1, 2, 3]
     assert query(QueryFilter={"odd": cond("NULL")}) == [0, 2, 4]
     assert query(QueryFilter={"odd": cond("NE", {"BOOL": True})}) == [0, 2, 4]  # missing: not equal
     # NOT_CONTAINS holds where the attribute is present without it, and not where it is missing
@@ -137,9 +142,9 @@ def test_conditional_operator_needs_two_conditions(ddb: Any) -> None:
     assert refused(ddb.scan, ScanFilter=one, ConditionalOperator="AND") == legacy.ONE_CONDITION
     key = {"pk": S("p"), "sk": N(1)}
     update = {"z": {"Action": "PUT", "Value": N(1)}}
-    assert refused(ddb.update_item, Key=key, AttributeUpdates=update, Expected={}, ConditionalOperator="OR") == (
-        legacy.WITHOUT_CONDITIONS
-    )
+    assert refused(
+        ddb.update_item, Key=key, AttributeUpdates=update, Expected={}, ConditionalOperator="OR"
+    ) == (legacy.WITHOUT_CONDITIONS)
 
 
 def test_expected_is_checked_and_evaluated_as_dynamodb_does(ddb: Any) -> None:
@@ -164,7 +169,10 @@ def test_expected_is_checked_and_evaluated_as_dynamodb_does(ddb: Any) -> None:
         with pytest.raises(ClientError, match="ConditionalCheckFailedException"):
             write(expected)
     write({"gone": cond("NE", S("x")), "word": cond("BEGINS_WITH", S("w"))})
-    write({"word": {"Value": S("nope")}, "odd": {"Exists": True, "Value": {"BOOL": True}}}, ConditionalOperator="OR")
+    write(
+        {"word": {"Value": S("nope")}, "odd": {"Exists": True, "Value": {"BOOL": True}}},
+        ConditionalOperator="OR",
+    )
     item = ddb.get_item(TableName="tbl", Key=key)["Item"]
     assert item["z"] == N(1)
     ddb.delete_item(TableName="tbl", Key=key, Expected={"word": {"Value": S("w1")}})
