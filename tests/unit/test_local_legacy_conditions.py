@@ -177,3 +177,16 @@ def test_expected_is_checked_and_evaluated_as_dynamodb_does(ddb: Any) -> None:
     assert item["z"] == N(1)
     ddb.delete_item(TableName="tbl", Key=key, Expected={"word": {"Value": S("w1")}})
     assert "Item" not in ddb.get_item(TableName="tbl", Key=key)
+
+
+def test_a_query_filter_expression_on_a_key_and_get_items_attributes_to_get(ddb: Any) -> None:
+    on_key = {"FilterExpression": "#k = :v", "ExpressionAttributeNames": {"#k": "sk"},
+              "ExpressionAttributeValues": {":v": N(1)}}  # fmt: skip
+    message = refused(ddb.query, KeyConditionExpression="pk = :p", **{**on_key, "ExpressionAttributeValues": {
+        ":v": N(1), ":p": S("p")}})  # fmt: skip
+    assert message == legacy.EXPRESSION_ON_KEY.format(name="sk")
+    key = {"pk": S("p"), "sk": N(1)}
+    assert ddb.get_item(TableName="tbl", Key=key, AttributesToGet=["odd"])["Item"] == {"odd": {"BOOL": True}}
+    assert refused(ddb.get_item, Key=key, AttributesToGet=["odd", "odd"]) == legacy.DUPLICATE.format(
+        name="odd"
+    )

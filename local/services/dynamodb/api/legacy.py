@@ -54,6 +54,9 @@ NOT_SUPPORTED = "Query key condition not supported"
 NOT_INDEXABLE = "Attempted conditional constraint is not an indexable operation"
 KEY_TYPE = INVALID + "Condition parameter type does not match schema type"
 FILTER_ON_KEY = "QueryFilter can only contain non-primary key attributes: Primary key attribute: {name}"
+EXPRESSION_ON_KEY = (
+    "Filter Expression can only contain non-primary key attributes: Primary key attribute: {name}"
+)
 DUPLICATE = INVALID + "Duplicate value in attribute name: {name}"
 COUNT_WITH_ATTRIBUTES = "Cannot specify the AttributesToGet when choosing to get only the Count"
 # An Expected entry's own shape (ExpectedAttributeValue): AWS names the attribute, after "1 validation error
@@ -308,6 +311,32 @@ def _key_conditions(conditions: dict[str, Any], keys: list[tuple[str, str]], typ
             raise Legacy(NOT_SUPPORTED)
 
 
+def _heads(node: Any) -> list[str]:
+    """The top-level attribute of each path in an expression tree (expressions.py's tuples)."""
+    if isinstance(node, tuple) and node and node[0] == "path":
+        return [str(node[1][0])]
+    if isinstance(node, tuple | list):
+        return [head for child in node for head in _heads(child)]
+    return []
+
+
+def _filtered_attributes(body: dict[str, Any]) -> list[str]:
+    """The attributes a Query's own FilterExpression reads (none when it does not parse: the operation refuses
+    it in its own words)."""
+    from local.services.dynamodb.api import expressions
+
+    text = body.get("FilterExpression")
+    if not isinstance(text, str):
+        return []
+    try:
+        parser = expressions.parse(
+            text, body.get("ExpressionAttributeNames"), body.get("ExpressionAttributeValues")
+        )
+    except (expressions.ExpressionError, ValueError, TypeError, KeyError, AttributeError):
+        return []
+    return _heads(parser.tree)  # type: ignore[attr-defined]
+
+
 def rewrite_query(handler: Any, body: dict[str, Any]) -> None:
     """Query: QueryFilter as a FilterExpression, KeyConditions as a KeyConditionExpression, AttributesToGet as a
     projection, each checked first (a filter never on a key attribute)."""
@@ -338,6 +367,9 @@ def rewrite_query(handler: Any, body: dict[str, Any]) -> None:
     for attribute in conditions or {}:
         if attribute in key_names:
             raise Legacy(FILTER_ON_KEY.format(name=attribute))
+    for attribute in _filtered_attributes(body):
+        if attribute in key_names:
+            raise Legacy(EXPRESSION_ON_KEY.format(name=attribute))
     if body.pop("QueryFilter", None):
         assert conditions is not None
         rewrite.finish("FilterExpression", _filter(rewrite, conditions, joiner))
@@ -353,3 +385,5 @@ def rewrite(operation: str, handler: Any, body: dict[str, Any]) -> None:
         rewrite_scan(body)
     elif operation in ("put_item", "update_item", "delete_item"):
         rewrite_expected(body)
+    elif operation == "get_item":
+        _projection(body)
