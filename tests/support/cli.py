@@ -1,14 +1,17 @@
-"""Run the console script as a user would (a subprocess) and keep what it said."""
+"""Run the console script as a user would (a process of its own) and keep what it said."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tests.support.zygote import ZYGOTE
 
 ROOT = Path(__file__).resolve().parents[2]
 # `doctable` as installed runs doctable.cli:main; this is the same without depending on the script being on PATH.
@@ -33,15 +36,25 @@ def context_args(knobs: Mapping[str, str]) -> list[str]:
 def run_doctable(
     args: Sequence[str], *, env: Mapping[str, str], timeout: float, module: bool = False
 ) -> Result:
-    """``doctable ARGS`` in a subprocess (stdin closed: no terminal to confirm on); ``module`` runs it as
-    ``python -m doctable.cli`` instead. Whatever goes wrong, the user must never see a traceback."""
-    command = [sys.executable, "-m", "doctable.cli"] if module else [sys.executable, "-c", ENTRY]
-    proc = subprocess.run(
-        [*command, *args],
-        cwd=ROOT, env=dict(env), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout,
-    )  # fmt: skip
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return Result(proc.returncode, proc.stdout, proc.stderr)
+    """``doctable ARGS`` in a process of its own (stdin closed: no terminal to confirm on), forked from the
+    worker's CLI zygote (tests/support/zygote.py: the same ``main``, without importing it again), or a plain
+    subprocess when the zygote is busy; ``module`` runs it as ``python -m doctable.cli`` in a subprocess.
+    Whatever goes wrong, the user must never see a traceback."""
+    forked = None
+    if not module:
+        with tempfile.TemporaryDirectory(prefix="doctable-run-") as files:
+            forked = ZYGOTE.run(args, env=env, cwd=ROOT, timeout=timeout, files=Path(files))
+    if forked is not None:
+        code, out, err = forked
+    else:
+        command = [sys.executable, "-m", "doctable.cli"] if module else [sys.executable, "-c", ENTRY]
+        proc = subprocess.run(
+            [*command, *args],
+            cwd=ROOT, env=dict(env), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout,
+        )  # fmt: skip
+        code, out, err = proc.returncode, proc.stdout, proc.stderr
+    assert "Traceback" not in err, err
+    return Result(code, out, err)
 
 
 def settings_runner(
