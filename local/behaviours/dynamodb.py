@@ -238,6 +238,19 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         ),
     ),
     Behaviour(
+        id="dynamodb.key-condition-expression",
+        service="dynamodb",
+        rule="A KeyConditionExpression is read by the condition parser and refused in its words, then held to a key "
+        "condition's form: no OR, NOT, IN, <> nor a function but begins_with ('Invalid operator used in "
+        "KeyConditionExpression: OR'), no nested path or operation, one attribute and one condition per key; a "
+        "comparison may be written value first (':v = p'); then the key schema's rules, as for KeyConditions.",
+        source=DDB_GUIDE + "Query.KeyConditionExpressions.html",
+        test="tests/unit/test_local_legacy_conditions.py::test_a_key_condition_expression_is_held_to_a_key_"
+        "conditions_form",
+        targets=("moto.dynamodb.responses:DynamoHandler.query",),
+        errors=(("dynamodb:Query", "ValidationException"),),
+    ),
+    Behaviour(
         id="dynamodb.consumed-capacity",
         service="dynamodb",
         rule="ReturnConsumedCapacity reports the units of the items touched: an item's size is its names and "

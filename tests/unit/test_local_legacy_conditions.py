@@ -190,3 +190,30 @@ def test_a_query_filter_expression_on_a_key_and_get_items_attributes_to_get(ddb:
     assert refused(ddb.get_item, Key=key, AttributesToGet=["odd", "odd"]) == legacy.DUPLICATE.format(
         name="odd"
     )
+
+
+def test_a_key_condition_expression_is_held_to_a_key_conditions_form(ddb: Any) -> None:
+    from local.services.dynamodb.api import keyconditions as kc
+
+    p, n = {":p": S("p")}, {":p": S("p"), ":n": N(2)}
+    cases = [
+        ("", {}, kc.INVALID.format(detail="The expression can not be empty;")),
+        ("pk = :p OR sk = :n", n, kc.OPERATOR.format(operator="OR")),
+        ("pk = :p AND sk <> :n", n, kc.OPERATOR.format(operator="<>")),
+        ("pk = :p AND attribute_exists(sk)", p, kc.OPERATOR.format(operator="attribute_exists")),
+        ("pk = :p AND pk = :p", p, kc.ONE_PER_KEY),
+        ("pk = :p AND sk.x < :n", n, kc.NESTED_ATTRIBUTE),
+        ("pk = :p AND size(sk) < :n", n, kc.NESTED_OPERATION),
+        ("pk = :p AND :n < :n", n, kc.NO_ATTRIBUTE),
+        ("pk = :p AND sk < word", p, kc.TWO_ATTRIBUTES),
+        ("pk = :p AND word < :n", n, legacy.MISSED_KEY.format(name="sk")),
+        ("pk = :n", {":n": N(2)}, legacy.KEY_TYPE),
+        ("pk < :p", p, legacy.NOT_SUPPORTED),
+    ]
+    for text, values, message in cases:
+        extra = {"ExpressionAttributeValues": values} if values else {}
+        assert refused(ddb.query, KeyConditionExpression=text, **extra) == message, text
+    # either way round, and with names of its own
+    reply = ddb.query(TableName="tbl", KeyConditionExpression=":p = #k AND :n < sk",
+                      ExpressionAttributeNames={"#k": "pk"}, ExpressionAttributeValues=n)  # fmt: skip
+    assert sks(reply) == [3, 4]

@@ -95,7 +95,7 @@ def tokenize(text: str) -> list[tuple[str, str]]:
 class Parser:
     """A recursive-descent reader of one expression into a tree of tuples:
     ("or"|"and", a, b), ("not", a), ("paren", a), ("cmp", op, x, y), ("between", x, low, high),
-    ("in", x, [y...]), ("func", name, [args]); operands ("path", [parts]), ("value", Value), ("size", path)."""
+    ("in", x, [y...]), ("func", name, [args]); operands ("path", [parts]), ("value", Value, its placeholder), ("size", path)."""
 
     def __init__(
         self, text: str, names: dict[str, str] | None, values: dict[str, Any] | None, reserved: frozenset[str]
@@ -253,7 +253,7 @@ class Parser:
             if text not in self.values:
                 raise ExpressionError(VALUE_UNDEFINED.format(value=text))
             self.values_used.append(text)
-            return ("value", value_of(self.values[text]))
+            return ("value", value_of(self.values[text]), text)
         if kind == "word" and text == "size" and (self._peek(1) or ("", ""))[1] == "(":
             self.depth += 1
             if self.depth > DEPTH_MAX:

@@ -74,6 +74,10 @@ VALUE_REQUIRED = _ENTRY + "Value must be provided when Exists is {exists} for At
 VALUE_WITH_ABSENCE = _ENTRY + "Value cannot be used when Exists is false for Attribute: {name}"
 
 
+EXPRESSION_MEMBERS = ("KeyConditionExpression", "FilterExpression", "ProjectionExpression", "ConditionExpression",
+                      "UpdateExpression")  # fmt: skip
+
+
 class Legacy(Exception):
     """A legacy parameter DynamoDB refuses, with its message (raised as moto's ValidationException)."""
 
@@ -154,8 +158,11 @@ class Rewrite:
 
     def condition(self, attribute: str, op: str, values: list[Any]) -> str:
         """The expression of one legacy condition, with the legacy operator's meaning."""
+        return self.stated(attribute, op, [self.value(v) for v in values])
+
+    def stated(self, attribute: str, op: str, refs: list[str]) -> str:
+        """The expression of one condition on values the request already defines (``refs``: placeholders)."""
         n = self.name(attribute)
-        refs = [self.value(v) for v in values]
         simple = {"EQ": "=", "LE": "<=", "LT": "<", "GE": ">=", "GT": ">"}
         if op in simple:
             return f"{n} {simple[op]} {refs[0]}"
@@ -337,6 +344,32 @@ def _filtered_attributes(body: dict[str, Any]) -> list[str]:
     return _heads(parser.tree)  # type: ignore[attr-defined]
 
 
+def _stated_key_conditions(body: dict[str, Any]) -> list[tuple[str, str, list[str]]] | None:
+    """A KeyConditionExpression read and held to a key condition's form (keyconditions.py), or None."""
+    from local.services.dynamodb.api import keyconditions
+    from local.services.dynamodb.api.conditions import _reserved
+
+    text = body.get("KeyConditionExpression")
+    if not isinstance(text, str):
+        return None
+    try:
+        return keyconditions.conditions(
+            text, body.get("ExpressionAttributeNames"), body.get("ExpressionAttributeValues"), _reserved()
+        )
+    except keyconditions.Refused as refused:
+        raise Legacy(str(refused)) from None
+
+
+def _prune_names(body: dict[str, Any]) -> None:
+    """The names no expression of the request uses any more (the key condition was written anew) taken out."""
+    import re
+
+    names = body.get("ExpressionAttributeNames") or {}
+    texts = " ".join(str(body[m]) for m in EXPRESSION_MEMBERS if isinstance(body.get(m), str))
+    used = set(re.findall(r"#[A-Za-z0-9_]+", texts))
+    body["ExpressionAttributeNames"] = {k: v for k, v in names.items() if k in used}
+
+
 def rewrite_query(handler: Any, body: dict[str, Any]) -> None:
     """Query: QueryFilter as a FilterExpression, KeyConditions as a KeyConditionExpression, AttributesToGet as a
     projection, each checked first (a filter never on a key attribute)."""
@@ -349,6 +382,7 @@ def rewrite_query(handler: Any, body: dict[str, Any]) -> None:
     if key_conditions is None and body.get("KeyConditionExpression") is None:
         raise Legacy(NO_KEY_CONDITION)
     rewrite = Rewrite(body)
+    stated = _stated_key_conditions(body)
     if key_conditions is not None:
         for condition in key_conditions.values():
             _check(condition)
@@ -363,6 +397,17 @@ def rewrite_query(handler: Any, body: dict[str, Any]) -> None:
             for a, c in key_conditions.items()
         )
         rewrite.finish("KeyConditionExpression", text)
+    if stated is not None:
+        values = body.get("ExpressionAttributeValues") or {}
+        as_legacy = {a: {"ComparisonOperator": op, "AttributeValueList": [values[r] for r in refs]}
+                     for a, op, refs in stated}  # fmt: skip
+        if len(as_legacy) not in (1, 2):
+            raise Legacy(KEY_CONDITION_COUNT)
+        _key_conditions(as_legacy, keys, types)
+        rewrite.finish(
+            "KeyConditionExpression", " AND ".join(rewrite.stated(a, op, refs) for a, op, refs in stated)
+        )
+        _prune_names(body)
     key_names = {name for name, _ in keys}
     for attribute in conditions or {}:
         if attribute in key_names:
@@ -374,6 +419,8 @@ def rewrite_query(handler: Any, body: dict[str, Any]) -> None:
         assert conditions is not None
         rewrite.finish("FilterExpression", _filter(rewrite, conditions, joiner))
     _projection(body, rewrite)
+    if stated is not None:
+        _prune_names(body)
 
 
 def rewrite(operation: str, handler: Any, body: dict[str, Any]) -> None:
