@@ -251,6 +251,19 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         errors=(("dynamodb:Query", "ValidationException"),),
     ),
     Behaviour(
+        id="dynamodb.start-keys",
+        service="dynamodb",
+        rule="A Query's or Scan's ExclusiveStartKey names exactly the key attributes read (the table's, and the "
+        "index's when an index is read), each of its type ('The provided starting key is invalid', '... The provided "
+        "key element does not match the schema'); a Query's lies in the partition it queries ('... outside query "
+        "boundaries based on provided conditions'), a parallel Scan's in its segment.",
+        source=DDB_API + "API_Query.html",
+        test="tests/unit/test_local_legacy_conditions.py::test_a_starting_key_names_the_key_read_in_its_types_and_"
+        "lies_where_the_read_does",
+        targets=("moto.dynamodb.responses:DynamoHandler.query", "moto.dynamodb.responses:DynamoHandler.scan"),
+        errors=(("dynamodb:Query", "ValidationException"), ("dynamodb:Scan", "ValidationException")),
+    ),
+    Behaviour(
         id="dynamodb.consumed-capacity",
         service="dynamodb",
         rule="ReturnConsumedCapacity reports the units of the items touched: an item's size is its names and "

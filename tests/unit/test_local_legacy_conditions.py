@@ -217,3 +217,27 @@ def test_a_key_condition_expression_is_held_to_a_key_conditions_form(ddb: Any) -
     reply = ddb.query(TableName="tbl", KeyConditionExpression=":p = #k AND :n < sk",
                       ExpressionAttributeNames={"#k": "pk"}, ExpressionAttributeValues=n)  # fmt: skip
     assert sks(reply) == [3, 4]
+
+
+def test_a_starting_key_names_the_key_read_in_its_types_and_lies_where_the_read_does(ddb: Any) -> None:
+    from local.services.dynamodb.api import startkeys
+
+    def query(start: dict[str, Any]) -> str:
+        return refused(ddb.query, KeyConditions=PARTITION, ExclusiveStartKey=start)
+
+    assert query({"pk": S("p")}) == startkeys.INVALID  # the sort key is missing
+    assert query({"pk": S("p"), "sk": N(1), "word": S("x")}) == startkeys.INVALID
+    assert query({"pk": S("p"), "sk": S("1")}) == startkeys.NOT_SCHEMA
+    assert query({"pk": S("other"), "sk": N(1)}) == startkeys.OUTSIDE
+    assert refused(ddb.scan, ExclusiveStartKey={"pk": S("p")}) == startkeys.NOT_SCHEMA
+    # a parallel scan starts inside its own segment
+    start = {"pk": S("p"), "sk": N(1)}
+    mine = startkeys.segment_of(S("p"), 4)
+    assert ddb.scan(TableName="tbl", Segment=mine, TotalSegments=4, ExclusiveStartKey=start)["Count"] >= 0
+    other = (mine + 1) % 4
+    assert refused(ddb.scan, Segment=other, TotalSegments=4, ExclusiveStartKey=start) == (
+        startkeys.OTHER_SEGMENT.format(segment=other, total=4)
+    )
+    # and a page that does start there goes on after it
+    page = ddb.query(TableName="tbl", KeyConditions=PARTITION, ExclusiveStartKey=start)
+    assert sks(page) == [2, 3, 4]

@@ -275,8 +275,15 @@ def _projection(body: dict[str, Any], rewrite: Rewrite | None = None) -> None:
     rewrite.finish("ProjectionExpression", ", ".join(rewrite.name(n) for n in names))
 
 
-def rewrite_scan(body: dict[str, Any]) -> None:
-    """Scan: ScanFilter (and ConditionalOperator) as a FilterExpression, AttributesToGet as a projection."""
+def rewrite_scan(handler: Any, body: dict[str, Any]) -> None:
+    """Scan: its starting key checked; ScanFilter (and ConditionalOperator) as a FilterExpression, AttributesToGet
+    as a projection."""
+    if body.get("ExclusiveStartKey") is not None:
+        keys, types, start_names = _key_schema(handler, body)
+        segment, total = body.get("Segment"), body.get("TotalSegments")
+        parallel = isinstance(segment, int) and isinstance(total, int) and 0 <= segment < total
+        where = {"segment": (segment, total)} if parallel else {}
+        _start_key(body, start_names, types, keys[0][0], scan=True, **where)
     conditions = _conditions(body, "ScanFilter")
     _check_operator(body, conditions)
     joiner = _joiner(body)
@@ -287,15 +294,30 @@ def rewrite_scan(body: dict[str, Any]) -> None:
     _projection(body, rewrite)
 
 
-def _key_schema(handler: Any, body: dict[str, Any]) -> tuple[list[tuple[str, str]], dict[str, str]]:
-    """The queried key schema as (attribute, HASH|RANGE) pairs, and the table's attribute types."""
+def _key_schema(
+    handler: Any, body: dict[str, Any]
+) -> tuple[list[tuple[str, str]], dict[str, str], list[str]]:
+    """The key schema read as (attribute, HASH|RANGE) pairs, the table's attribute types, and every key attribute
+    a page's starting key names (the table's, and the index's when an index is read)."""
     backend = handler.dynamodb_backend
     table = backend.get_table(body["TableName"])
     schema = backend.get_schema(table_name=body["TableName"], index_name=body.get("IndexName"))
     keys = [(k["AttributeName"], k["KeyType"]) for k in schema]
     keys.sort(key=lambda pair: pair[1] != "HASH")
     types = {a["AttributeName"]: a["AttributeType"] for a in table.attr}
-    return keys, types
+    table_keys = [n for n in (table.hash_key_attr, table.range_key_attr) if n]
+    return keys, types, [*table_keys, *(n for n, _ in keys if n not in table_keys)]
+
+
+def _start_key(
+    body: dict[str, Any], names: list[str], types: dict[str, str], hash_name: str, **where: Any
+) -> None:
+    from local.services.dynamodb.api import startkeys
+
+    try:
+        startkeys.check(body.get("ExclusiveStartKey"), names, types, hash_name=hash_name, **where)
+    except startkeys.Refused as refused:
+        raise Legacy(str(refused)) from None
 
 
 def _key_conditions(conditions: dict[str, Any], keys: list[tuple[str, str]], types: dict[str, str]) -> None:
@@ -388,7 +410,7 @@ def rewrite_query(handler: Any, body: dict[str, Any]) -> None:
             _check(condition)
         if len(key_conditions) not in (1, 2):
             raise Legacy(KEY_CONDITION_COUNT)
-    keys, types = _key_schema(handler, body)
+    keys, types, start_names = _key_schema(handler, body)
     if key_conditions is not None:
         _key_conditions(key_conditions, keys, types)
         body.pop("KeyConditions")
@@ -407,7 +429,10 @@ def rewrite_query(handler: Any, body: dict[str, Any]) -> None:
         rewrite.finish(
             "KeyConditionExpression", " AND ".join(rewrite.stated(a, op, refs) for a, op, refs in stated)
         )
-        _prune_names(body)
+        key_conditions = as_legacy
+    hash_name = keys[0][0]
+    partition = ((key_conditions or {}).get(hash_name) or {}).get("AttributeValueList") or [None]
+    _start_key(body, start_names, types, hash_name, scan=False, partition=partition[0])
     key_names = {name for name, _ in keys}
     for attribute in conditions or {}:
         if attribute in key_names:
@@ -429,7 +454,7 @@ def rewrite(operation: str, handler: Any, body: dict[str, Any]) -> None:
     if operation == "query":
         rewrite_query(handler, body)
     elif operation == "scan":
-        rewrite_scan(body)
+        rewrite_scan(handler, body)
     elif operation in ("put_item", "update_item", "delete_item"):
         rewrite_expected(body)
     elif operation == "get_item":
