@@ -22,9 +22,9 @@ A behaviour that none of them can check says why in ``unchecked``.
 
 from __future__ import annotations
 
-from local.behaviours import dynamodb, services
+from local.behaviours import dynamodb, dynamodb_api, services
 from local.behaviours.registry import Behaviour, matches
 
-BEHAVIOURS: tuple[Behaviour, ...] = (*dynamodb.BEHAVIOURS, *services.BEHAVIOURS)
+BEHAVIOURS: tuple[Behaviour, ...] = (*dynamodb.BEHAVIOURS, *dynamodb_api.BEHAVIOURS, *services.BEHAVIOURS)
 
 __all__ = ["BEHAVIOURS", "Behaviour", "matches"]

@@ -1,0 +1,251 @@
+"""The DynamoDB behaviours of the local AWS's request handling: what a request must be before it runs (its shape,
+its expressions and legacy parameters, its keys and starting keys), how a projection and the consumed capacity
+are answered, and the DynamoDB Streams API."""
+
+from __future__ import annotations
+
+from local.behaviours.registry import (
+    DDB_API,
+    DDB_GUIDE,
+    Behaviour,
+)
+
+BEHAVIOURS: tuple[Behaviour, ...] = (
+    Behaviour(
+        id="dynamodb.request-validation",
+        service="dynamodb",
+        rule="A request is checked before its operation runs: an operation the target does not name is "
+        "UnknownOperationException, a body that is not a JSON object or a member of the wrong type (a blob not in "
+        "base64) SerializationException, and every constraint of the service model it fails (length, value range, "
+        "enum, pattern, a required member) is named in one ValidationException, 'N validation errors detected: "
+        "Value ... at ... failed to satisfy constraint: ...'; a number that is not one, past 38 significant digits "
+        "or outside 1E-130..9.99E+125 in magnitude is a ValidationException in DynamoDB's words, and so are "
+        "expressions mixed with legacy parameters, ExpressionAttributeNames or Values given without an expression, "
+        "empty, or with a key no expression uses; never an HTTP 500.",
+        source=DDB_API + "CommonErrors.html",
+        test="tests/unit/test_local_streams_api.py::test_a_request_is_checked_against_the_model_before_the_operation_runs",
+        targets=(
+            "moto.dynamodb.responses:DynamoHandler._dispatch",
+            "moto.dynamodbstreams.responses:DynamoDBStreamsHandler._dispatch",
+        ),
+        errors=(
+            ("dynamodb:CreateTable", "ValidationException"),
+            ("dynamodb:Scan", "ValidationException"),
+            ("dynamodbstreams:GetRecords", "ValidationException"),
+            ("dynamodbstreams:ListStreams", "ValidationException"),
+        ),
+    ),
+    Behaviour(
+        id="dynamodb.expressions",
+        service="dynamodb",
+        rule="A condition or filter expression DynamoDB cannot parse is a ValidationException ('Invalid "
+        "ConditionExpression: ...', 'Invalid FilterExpression: ...') and changes nothing; values of different types "
+        "compare as false (a string attribute < a number is not true, and not an error).",
+        source=DDB_GUIDE + "Expressions.OperatorsAndFunctions.html",
+        test="tests/unit/test_local_streams_api.py::"
+        "test_an_unreadable_expression_is_refused_and_values_of_different_types_compare_false",
+        targets=(
+            "moto.dynamodb.comparisons:ConditionExpressionParser.parse",
+            "moto.dynamodb.comparisons:OpLessThan.expr",
+            "moto.dynamodb.comparisons:OpGreaterThan.expr",
+            "moto.dynamodb.comparisons:OpLessThanOrEqual.expr",
+            "moto.dynamodb.comparisons:OpGreaterThanOrEqual.expr",
+            "moto.dynamodb.comparisons:FuncBetween.expr",
+            "moto.dynamodb.comparisons:FuncBeginsWith.expr",
+        ),
+        errors=(
+            ("dynamodb:PutItem", "ValidationException"),
+            ("dynamodb:Scan", "ValidationException"),
+            ("dynamodb:PutItem", "ConditionalCheckFailedException"),
+        ),
+    ),
+    Behaviour(
+        id="dynamodb.legacy-conditions",
+        service="dynamodb",
+        rule="The legacy conditional parameters are checked as DynamoDB checks them and mean what their operators "
+        "mean: each ComparisonOperator's number and types of values, one type per AttributeValueList, a BETWEEN in "
+        "order ('One or more parameter values were invalid: ...'); KeyConditions against the key schema (a missed "
+        "key, a non-indexable operator, a hash key other than EQ, a value of another type than the key's); no "
+        "QueryFilter on a key attribute; a ConditionalOperator only with two or more conditions; an Expected entry "
+        "with Value or AttributeValueList, Exists or ComparisonOperator, never both; NE holds for a missing "
+        "attribute, NOT_CONTAINS does not; AttributesToGet returns exactly the attributes named.",
+        source=DDB_GUIDE + "LegacyConditionalParameters.html",
+        test="tests/unit/test_local_legacy_conditions.py::test_a_legacy_condition_is_checked_in_aws_words_before_"
+        "anything_is_read",
+        targets=(
+            "moto.dynamodb.responses:DynamoHandler.query",
+            "moto.dynamodb.responses:DynamoHandler.scan",
+            "moto.dynamodb.responses:DynamoHandler.put_item",
+            "moto.dynamodb.responses:DynamoHandler.update_item",
+            "moto.dynamodb.responses:DynamoHandler.delete_item",
+        ),
+        errors=(
+            ("dynamodb:Query", "ValidationException"),
+            ("dynamodb:Scan", "ValidationException"),
+            ("dynamodb:UpdateItem", "ValidationException"),
+            ("dynamodb:UpdateItem", "ConditionalCheckFailedException"),
+        ),
+    ),
+    Behaviour(
+        id="dynamodb.key-condition-expression",
+        service="dynamodb",
+        rule="A KeyConditionExpression is read by the condition parser and refused in its words, then held to a key "
+        "condition's form: no OR, NOT, IN, <> nor a function but begins_with ('Invalid operator used in "
+        "KeyConditionExpression: OR'), no nested path or operation, one attribute and one condition per key; a "
+        "comparison may be written value first (':v = p'); then the key schema's rules, as for KeyConditions.",
+        source=DDB_GUIDE + "Query.KeyConditionExpressions.html",
+        test="tests/unit/test_local_legacy_conditions.py::test_a_key_condition_expression_is_held_to_a_key_"
+        "conditions_form",
+        targets=("moto.dynamodb.responses:DynamoHandler.query",),
+        errors=(("dynamodb:Query", "ValidationException"),),
+    ),
+    Behaviour(
+        id="dynamodb.start-keys",
+        service="dynamodb",
+        rule="A Query's or Scan's ExclusiveStartKey names exactly the key attributes read (the table's, and the "
+        "index's when an index is read), each of its type ('The provided starting key is invalid', '... The provided "
+        "key element does not match the schema'); a Query's lies in the partition it queries ('... outside query "
+        "boundaries based on provided conditions'), a parallel Scan's in its segment.",
+        source=DDB_API + "API_Query.html",
+        test="tests/unit/test_local_legacy_conditions.py::test_a_starting_key_names_the_key_read_in_its_types_and_"
+        "lies_where_the_read_does",
+        targets=("moto.dynamodb.responses:DynamoHandler.query", "moto.dynamodb.responses:DynamoHandler.scan"),
+        errors=(("dynamodb:Query", "ValidationException"), ("dynamodb:Scan", "ValidationException")),
+    ),
+    Behaviour(
+        id="dynamodb.projection",
+        service="dynamodb",
+        rule="A ProjectionExpression's document paths are read as expression paths (members and [index] steps) and "
+        "each keeps only what it names, a list element inside a list of the elements named; a path into what is not "
+        "there keeps nothing; more than 32 levels, an index past 2^31-1, overlapping or conflicting paths are "
+        "refused ('Invalid ProjectionExpression: Two document paths overlap with each other; ...').",
+        source=DDB_GUIDE + "Expressions.ProjectionExpressions.html",
+        test="tests/unit/test_local_projection.py::test_paths_dynamodb_cannot_read_together_are_refused_in_its_words",
+        targets=(
+            "moto.dynamodb.responses:ProjectionExpressionParser.parse",
+            "moto.dynamodb.models.dynamo_type:Item.project",
+        ),
+        errors=(("dynamodb:GetItem", "ValidationException"), ("dynamodb:Scan", "ValidationException")),
+    ),
+    Behaviour(
+        id="dynamodb.consumed-capacity",
+        service="dynamodb",
+        rule="ReturnConsumedCapacity reports the units of the items touched: an item's size is its names and "
+        "values in bytes (a number one byte per two significant digits plus one); a read is one unit per 4 KB, at "
+        "least one, half when eventually consistent (a missing item reads as one); a write one unit per 1 KB of the "
+        "larger of the item before and after; a batch the sum of its items' units per table.",
+        source=DDB_GUIDE + "read-write-operations.html",
+        test="tests/unit/test_local_capacity.py::test_item_operations_report_the_units_of_the_items_they_touch",
+        targets=(
+            "moto.dynamodb.responses:DynamoHandler.get_item",
+            "moto.dynamodb.responses:DynamoHandler.batch_get_item",
+            "moto.dynamodb.responses:DynamoHandler.batch_write_item",
+        ),
+        unchecked="no scenario of the conformance tier asks for consumed capacity (the project's code never "
+        "does); the outside suite (make conformance-external) checks the units against AWS",
+    ),
+    Behaviour(
+        id="dynamodb.attribute-updates-put",
+        service="dynamodb",
+        rule="The legacy AttributeUpdates' PUT stores the value with its own type (a binary, a binary set, a "
+        "boolean, a NULL), as PutItem would.",
+        source=DDB_API + "API_AttributeValueUpdate.html",
+        test="tests/unit/test_local_streams_api.py::test_a_legacy_attribute_update_keeps_the_type_of_its_value",
+        targets=("moto.dynamodb.models.dynamo_type:Item.update_with_attribute_updates",),
+        unchecked="the scenarios write no legacy AttributeUpdates (the project uses expressions); the outside "
+        "suite (make conformance-external) checks it against AWS",
+    ),
+    Behaviour(
+        id="dynamodb.key-checks",
+        service="dynamodb",
+        rule="A key that lacks one of the table's key attributes or gives one another type than declared is 'The "
+        "provided key element does not match the schema'; a key attribute (of the table or an index) that is an empty string or "
+        "binary, in a key or an item written, is a ValidationException naming it.",
+        source=DDB_API + "API_GetItem.html",
+        test="tests/unit/test_local_streams_api.py::test_a_key_is_the_tables_key_typed_as_declared_and_never_empty",
+        targets=(
+            "moto.dynamodb.models:DynamoDBBackend.get_keys_value",
+            "moto.dynamodb.responses:validate_put_has_empty_keys",
+        ),
+        errors=(
+            ("dynamodb:GetItem", "ValidationException"),
+            ("dynamodb:PutItem", "ValidationException"),
+        ),
+    ),
+    Behaviour(
+        id="dynamodb.remove-only-update",
+        service="dynamodb",
+        rule="An UpdateItem whose expression only REMOVEs attributes from an item that does not exist makes no item "
+        "and writes no stream record.",
+        source=DDB_GUIDE + "Expressions.UpdateExpressions.html#Expressions.UpdateExpressions.REMOVE",
+        test="tests/unit/test_local_streams_api.py::test_an_update_that_only_removes_makes_no_item_and_no_record",
+        targets=("moto.dynamodb.models:DynamoDBBackend.update_item",),
+        unchecked="plain moto answers the same UpdateItem with no error (only the item it leaves differs, which the "
+        "scenarios do not read); the outside suite (make conformance-external) checks it against AWS",
+    ),
+    Behaviour(
+        id="dynamodb.sparse-index-types",
+        service="dynamodb",
+        rule="An index holds only the items that have each of its key attributes with the type its attribute "
+        "definition gives; a Query or Scan of it never reads another.",
+        source=DDB_GUIDE + "bp-indexes-general-sparse-indexes.html",
+        test="tests/unit/test_local_streams_api.py::test_an_index_holds_only_items_whose_key_attributes_have_its_types",
+        targets=("moto.dynamodb.models.table:Table.has_idx_items",),
+        unchecked="the scenarios write no item with an index key of another type (DynamoDB refuses most such "
+        "writes); the outside suite (make conformance-external) checks it against AWS",
+    ),
+    Behaviour(
+        id="dynamodb.streams-paging",
+        service="dynamodb",
+        rule="DescribeStream lists shards in ShardId order from after ExclusiveStartShardId, LastEvaluatedShardId "
+        "naming the last one returned while more remain, and ShardFilter CHILD_SHARDS a shard's children only; "
+        "ListStreams pages enabled streams by ARN the same way; a malformed stream ARN is ValidationException "
+        "'Invalid StreamArn', a stream that is not there ResourceNotFoundException.",
+        source=DDB_API + "API_streams_DescribeStream.html",
+        test="tests/unit/test_local_streams_api.py::"
+        "test_describe_stream_pages_from_after_the_exclusive_start_shard_and_filters_children",
+        targets=(
+            "moto.dynamodbstreams.responses:DynamoDBStreamsHandler.describe_stream",
+            "moto.dynamodbstreams.responses:DynamoDBStreamsHandler.list_streams",
+        ),
+        errors=(
+            ("dynamodbstreams:DescribeStream", "ValidationException"),
+            ("dynamodbstreams:DescribeStream", "ResourceNotFoundException"),
+            ("dynamodbstreams:ListStreams", "ValidationException"),
+        ),
+    ),
+    Behaviour(
+        id="dynamodb.streams-iterators",
+        service="dynamodb",
+        rule="GetShardIterator needs a SequenceNumber for AT_SEQUENCE_NUMBER and AFTER_SEQUENCE_NUMBER and takes "
+        "none for TRIM_HORIZON and LATEST (ValidationException); a shard the stream lacks is "
+        "ResourceNotFoundException 'Requested resource not found: Shard does not exist'; GetRecords refuses a "
+        "Limit over 1000 and an iterator it never handed out (ValidationException).",
+        source=DDB_API + "API_streams_GetShardIterator.html",
+        test="tests/unit/test_local_streams_api.py::"
+        "test_get_shard_iterator_needs_a_sequence_number_exactly_where_its_type_does",
+        targets=(
+            "moto.dynamodbstreams.responses:DynamoDBStreamsHandler.get_shard_iterator",
+            "moto.dynamodbstreams.responses:DynamoDBStreamsHandler.get_records",
+        ),
+        errors=(
+            ("dynamodbstreams:GetShardIterator", "ValidationException"),
+            ("dynamodbstreams:GetShardIterator", "ResourceNotFoundException"),
+            ("dynamodbstreams:GetRecords", "ValidationException"),
+        ),
+    ),
+    Behaviour(
+        id="dynamodb.stream-enable-once",
+        service="dynamodb",
+        rule="UpdateTable enabling a stream on a table that has one (another view type included) is "
+        "ValidationException 'Table already has an enabled stream: TableName: <name>'; disabling a stream on a "
+        "table without one is a ValidationException too; a disabled stream takes no more records and stays "
+        "listed, described (DISABLED, its shard closed with an EndingSequenceNumber) and readable for 24 hours, a "
+        "closed shard read to its end giving no next iterator; a new stream can then be enabled under a new ARN.",
+        source=DDB_API + "API_UpdateTable.html",
+        test="tests/unit/test_local_streams_api.py::"
+        "test_a_disabled_stream_stays_readable_closed_and_a_new_one_can_be_enabled",
+        targets=("moto.dynamodb.models:DynamoDBBackend.update_table_streams",),
+        errors=(("dynamodb:UpdateTable", "ValidationException"),),
+    ),
+)
