@@ -18,7 +18,7 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 from local import incidents, state
-from local.auth import policy, principals, requests, table_access
+from local.auth import policy, principals, requests, signing, table_access
 
 log = logging.getLogger("doctable.local.auth")
 _BYPASS = ("/_doctable/", "/moto-api")
@@ -44,10 +44,23 @@ class AuthMiddleware:
         path = environ.get("PATH_INFO", "")
         if path.startswith(_BYPASS) or path == "/_doctable/health":
             return self.app(environ, start_response)
+        refused = signing.refusal(environ)
+        if (
+            refused is not None
+        ):  # unsigned where a signature is required, or an incomplete Authorization header
+            shown = requests.Parsed("", refused.protocol, "", None, None, [])
+            return _error(
+                start_response, shown, refused.xml_code, refused.json_code, refused.message, refused.status
+            )
         body = self._body(environ)
         parsed = requests.parse(environ, body)
-        if parsed is None:
-            return self.app(environ, start_response)  # unsigned: moto answers (S3 anonymous, health, ...)
+        if parsed is None:  # unsigned S3: the anonymous principal
+            try:
+                return self._anonymous(environ, start_response, body)
+            except Exception as exc:  # noqa: BLE001 - a check that raises denies
+                shown = requests.Parsed("s3", "rest-xml", "anonymous", None, None, [])
+                incidents.record("auth.check.s3:anonymous", exc)
+                return _internal_failure(start_response, shown, exc)
         # The one place a permission check's failure is caught: it refuses the request (fail closed), logged.
         try:
             outcome = self._decide(environ, start_response, parsed, body)
@@ -94,6 +107,22 @@ class AuthMiddleware:
                 log.info("denied: %s", message)
                 return _denied(start_response, parsed, message)
         return ALLOW
+
+    def _anonymous(self, environ: dict[str, Any], start_response: Any, body: bytes | None) -> Any:
+        """An unsigned S3 request, as the anonymous principal: only a bucket policy allowing everyone ("*") lets
+        it through, and not where the bucket's public access block restricts public buckets."""
+        parsed = requests.anonymous(environ, body)
+        resource_policy = principals.bucket_policy(parsed.bucket)
+        restricted = principals.public_access_restricted(parsed.bucket)
+        for check in parsed.checks:
+            check.context.setdefault(
+                "aws:SecureTransport", ["true" if environ.get("wsgi.url_scheme") == "https" else "false"]
+            )
+            request = policy.Request("anonymous", check.action, check.resource, dict(check.context))
+            if restricted or not policy.evaluate(request, [], resource_policy).allowed:
+                log.info("denied: anonymous %s on %s", check.action, check.resource)
+                return _error(start_response, parsed, "AccessDenied", "", "Access Denied")
+        return self.app(environ, start_response)
 
     @staticmethod
     def _body(environ: dict[str, Any]) -> bytes | None:
@@ -191,7 +220,7 @@ def _internal_failure(start_response: Any, parsed: requests.Parsed, exc: Excepti
         f"({type(exc).__name__}: {exc}); the request was refused, see the server log"
     )
     code = "InternalError" if parsed.protocol == "rest-xml" else "InternalFailure"
-    return _error(start_response, parsed, code, code, message, status="500 Internal Server Error")
+    return _error(start_response, parsed, code, code, message, status="500 Internal Server Error", fault=True)
 
 
 def _denied(start_response: Any, parsed: requests.Parsed, message: str) -> list[bytes]:
@@ -213,10 +242,10 @@ def _error(
     json_code: str,
     message: str,
     status: str | None = None,
+    fault: bool = False,  # a server-side failure: the service's fault, not the caller's
 ) -> list[bytes]:
     request_id = str(uuid.uuid4())
     headers = [("x-amzn-RequestId", request_id)]
-    fault = status is not None  # a server-side failure: the service's fault, not the caller's
     if parsed.protocol == "json":
         status = status or "400 Bad Request"
         body = json.dumps({"__type": f"com.amazon.coral.service#{json_code}", "Message": message})

@@ -213,3 +213,15 @@ def bucket_policy(bucket: str | None) -> Any:
     if not raw:
         return None
     return raw.decode() if isinstance(raw, bytes) else raw
+
+
+def public_access_restricted(bucket: str | None) -> bool:
+    """The bucket's public access block restricts public bucket policies (RestrictPublicBuckets): anonymous
+    requests are refused whatever the policy says."""
+    if not bucket:
+        return False
+    from moto.s3.models import s3_backends
+
+    found = s3_backends[state.ACCOUNT_ID]["aws"].buckets.get(bucket)
+    block = getattr(found, "public_access_block", None)
+    return str(getattr(block, "restrict_public_buckets", "false")).lower() == "true"

@@ -391,8 +391,13 @@ def _bucket_host(environ: dict[str, Any]) -> str | None:
     return host.removesuffix(".localhost") if host.endswith(".localhost") else None
 
 
+def anonymous(environ: dict[str, Any], body: bytes | None) -> Parsed:
+    """An unsigned request, read as S3 (the one service that takes them): its checks, with no key."""
+    return _rest(environ, body, "s3", state.REGION, None, None)
+
+
 def _rest(
-    environ: dict[str, Any], body: bytes | None, service: str, region: str, key: str, token: str | None
+    environ: dict[str, Any], body: bytes | None, service: str, region: str, key: str | None, token: str | None
 ) -> Parsed:
     method = environ.get("REQUEST_METHOD", "GET")
     path = environ.get("PATH_INFO", "/")

@@ -393,6 +393,30 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
     ),
     # ---- IAM evaluation ----
     Behaviour(
+        id="iam.signature-required",
+        service="iam",
+        rule="A request to a service that needs a signature and has none is MissingAuthenticationTokenException (JSON "
+        "services; query services MissingAuthenticationToken; Lambda 'Missing Authentication Token'); an "
+        "Authorization header that is not a complete SigV4 one (no Credential, Signature, SignedHeaders or date, "
+        "another algorithm, a scope without its aws4_request terminator) is IncompleteSignatureException naming "
+        "every part it lacks (S3: InvalidArgument); neither reaches the service.",
+        source=IAM_GUIDE + "reference_sigv-troubleshooting.html",
+        test="tests/unit/test_local_auth_front_door.py::test_a_header_without_credential_deletes_nothing",
+        unchecked="these common errors are in no service model botocore ships; AWS's words are its services' "
+        "answers as users quote them (the outside suite's test_authorization checks the unsigned case on AWS)",
+    ),
+    Behaviour(
+        id="s3.anonymous-requests",
+        service="s3",
+        rule="An unsigned S3 request is made by the anonymous principal: it is allowed only by a bucket policy "
+        "statement naming everyone (Principal '*'), and never where the bucket's public access block restricts "
+        "public buckets; otherwise AccessDenied, for reads and writes alike (bucket ACLs granting AllUsers are not "
+        "honoured: the project's buckets own their objects and use none).",
+        source=S3_GUIDE + "access-control-block-public-access.html",
+        test="tests/unit/test_local_auth_front_door.py::test_an_unsigned_s3_request_is_the_anonymous_principal",
+        differs=("s3.put-anonymous|error|ok->AccessDenied",),
+    ),
+    Behaviour(
         id="iam.policy-evaluation",
         service="iam",
         rule="A request is allowed only by an Allow in an identity or resource policy, and any explicit Deny wins.",

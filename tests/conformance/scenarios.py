@@ -77,8 +77,12 @@ class Run:
     clients: dict[str, Any] = field(default_factory=dict)
 
     def client(self, service: str) -> Any:
+        """The run's client of ``service`` (``s3-anonymous``: an S3 client that signs nothing)."""
         if service not in self.clients:
-            self.clients[service] = self.server.client(service)
+            anonymous = service.endswith("-anonymous")
+            self.clients[service] = self.server.client(
+                service.removesuffix("-anonymous"), signed=not anonymous
+            )
         return self.clients[service]
 
     def call(self, step: str, service: str, operation: str, **params: Any) -> dict[str, Any] | None:
@@ -175,6 +179,16 @@ def dynamodb_table(run: Run) -> None:
         IndexName="g1-index",
         KeyConditionExpression="g1 = :g",
         ExpressionAttributeValues={":g": {"S": "x"}},
+    )
+    # a projection of two overlapping paths (refused on AWS)
+    key = {"pk": {"S": "a"}, "sk": {"S": "1"}}
+    run.call(
+        "dynamodb.get-item-projection",
+        "dynamodb",
+        "GetItem",
+        TableName=TABLE,
+        Key=key,
+        ProjectionExpression="blobs, blobs[0]",
     )
     run.call(
         "dynamodb.query-missing-index",
@@ -280,6 +294,8 @@ def s3_conditional(run: Run) -> None:
     """S3 as the consumer and the client use it: conditional writes (If-None-Match) and deletes (If-Match)."""
     run.call("s3.create-bucket", "s3", "CreateBucket", Bucket=BUCKET)
     put = run.call("s3.put", "s3", "PutObject", Bucket=BUCKET, Key="blob/1", Body=b"one")
+    # an unsigned write into the private bucket: the anonymous principal, refused on AWS
+    run.call("s3.put-anonymous", "s3-anonymous", "PutObject", Bucket=BUCKET, Key="blob/anon", Body=b"x")
     etag = (put or {})["ETag"]
     run.call(
         "s3.put-if-none-match-exists",

@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import boto3
+from botocore import UNSIGNED
 from botocore.config import Config
 
 from local import api
@@ -117,14 +118,16 @@ class Server:
     port: int
     recorder: Recorder = field(default_factory=Recorder)
 
-    def client(self, service: str) -> Any:
+    def client(self, service: str, *, signed: bool = True) -> Any:
+        """A client of ``service`` as the deployer; ``signed`` False: one that signs nothing (an anonymous caller)."""
+        config = ONE_TRY if signed else ONE_TRY.merge(Config(signature_version=UNSIGNED))
         return self.recorder.attach(
             boto3.client(
                 service,
                 endpoint_url=self.url,
                 region_name=REGION,
                 verify=self.verify,
-                config=ONE_TRY,
+                config=config,
                 aws_access_key_id=api.ACCESS_KEY_ID,
                 aws_secret_access_key=api.SECRET_ACCESS_KEY,
             )

@@ -21,7 +21,9 @@ def _environ(service: str, target: str | None, body: bytes, path: str = "/") -> 
         "PATH_INFO": path,
         "REQUEST_METHOD": "POST",
         "QUERY_STRING": "",
-        "HTTP_AUTHORIZATION": f"AWS4-HMAC-SHA256 Credential={SCOPE.format(service=service)}, Signature=x",
+        "HTTP_AUTHORIZATION": f"AWS4-HMAC-SHA256 Credential={SCOPE.format(service=service)}, "
+        "SignedHeaders=host;x-amz-date, Signature=x",
+        "HTTP_X_AMZ_DATE": "20261204T000000Z",
         "CONTENT_LENGTH": str(len(body)),
         "wsgi.input": io.BytesIO(body),
         "wsgi.url_scheme": "https",

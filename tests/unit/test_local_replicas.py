@@ -593,6 +593,7 @@ def test_a_request_to_another_region_is_evaluated_in_that_region(aws: Aws) -> No
             "HTTP_AUTHORIZATION": f"AWS4-HMAC-SHA256 Credential={key}/20260101/{region}/dynamodb/aws4_request, "
             "SignedHeaders=host, Signature=0",
             "HTTP_X_AMZ_TARGET": "DynamoDB_20120810.GetItem",
+            "HTTP_X_AMZ_DATE": "20260101T000000Z",
         }
         answered: list[str] = []
         app(environ, lambda code, headers: answered.append(code))

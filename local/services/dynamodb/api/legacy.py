@@ -320,8 +320,26 @@ def _start_key(
         raise Legacy(str(refused)) from None
 
 
-def _key_conditions(conditions: dict[str, Any], keys: list[tuple[str, str]], types: dict[str, str]) -> None:
-    """KeyConditions against the queried key schema, as DynamoDB checks them."""
+def _key_types(
+    conditions: dict[str, Any], keys: list[tuple[str, str]], types: dict[str, str], single: bool
+) -> None:
+    """A key of one partition and at most one sort attribute: every rule of key conditions here; a key of several
+    attributes: the types of its values here, the rest moto's (its reader knows those keys' rules)."""
+    if single:
+        _key_schema_conditions(conditions, keys, types)
+        return
+    for attribute, _ in keys:
+        values = (conditions.get(attribute) or {}).get("AttributeValueList") or []
+        if any(_type(v) != types.get(attribute) for v in values):
+            raise Legacy(KEY_TYPE)
+
+
+def _key_schema_conditions(
+    conditions: dict[str, Any], keys: list[tuple[str, str]], types: dict[str, str]
+) -> None:
+    """Key conditions against a key of one partition and at most one sort attribute, as DynamoDB checks them."""
+    if len(conditions) not in (1, 2):
+        raise Legacy(KEY_CONDITION_COUNT)
     for attribute, kind in keys:
         is_hash = kind == "HASH"
         if is_hash and len(keys) == 1 and len(conditions) > 1:
@@ -408,11 +426,11 @@ def rewrite_query(handler: Any, body: dict[str, Any]) -> None:
     if key_conditions is not None:
         for condition in key_conditions.values():
             _check(condition)
-        if len(key_conditions) not in (1, 2):
-            raise Legacy(KEY_CONDITION_COUNT)
     keys, types, start_names = _key_schema(handler, body)
+    # A key of several attributes (a multi-attribute index key) has rules of its own, which moto's reader applies.
+    single = sum(kind == "HASH" for _, kind in keys) == 1 and sum(kind == "RANGE" for _, kind in keys) <= 1
     if key_conditions is not None:
-        _key_conditions(key_conditions, keys, types)
+        _key_types(key_conditions, keys, types, single)
         body.pop("KeyConditions")
         text = " AND ".join(
             rewrite.condition(a, c["ComparisonOperator"], list(c.get("AttributeValueList") or []))
@@ -423,16 +441,14 @@ def rewrite_query(handler: Any, body: dict[str, Any]) -> None:
         values = body.get("ExpressionAttributeValues") or {}
         as_legacy = {a: {"ComparisonOperator": op, "AttributeValueList": [values[r] for r in refs]}
                      for a, op, refs in stated}  # fmt: skip
-        if len(as_legacy) not in (1, 2):
-            raise Legacy(KEY_CONDITION_COUNT)
-        _key_conditions(as_legacy, keys, types)
+        _key_types(as_legacy, keys, types, single)
         rewrite.finish(
             "KeyConditionExpression", " AND ".join(rewrite.stated(a, op, refs) for a, op, refs in stated)
         )
         key_conditions = as_legacy
     hash_name = keys[0][0]
     partition = ((key_conditions or {}).get(hash_name) or {}).get("AttributeValueList") or [None]
-    _start_key(body, start_names, types, hash_name, scan=False, partition=partition[0])
+    _start_key(body, start_names, types, hash_name, scan=False, partition=partition[0] if single else None)
     key_names = {name for name, _ in keys}
     for attribute in conditions or {}:
         if attribute in key_names:
