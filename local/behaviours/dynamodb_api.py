@@ -149,13 +149,31 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
     Behaviour(
         id="dynamodb.attribute-updates-put",
         service="dynamodb",
-        rule="The legacy AttributeUpdates' PUT stores the value with its own type (a binary, a binary set, a "
-        "boolean, a NULL), as PutItem would.",
+        rule="The legacy AttributeUpdates apply as DynamoDB applies them: PUT stores the value with its own type (a "
+        "binary, a binary set, a boolean, a NULL); ADD adds a number exactly, unites a set or appends to a list; "
+        "DELETE removes the attribute, or a set's members; a value but for DELETE, a DELETE value that is a set and "
+        "an ADD value that is a number, set or list are required, and an ADD or DELETE on an attribute of another "
+        "type is 'Type mismatch for attribute to update'.",
         source=DDB_API + "API_AttributeValueUpdate.html",
-        test="tests/unit/test_local_streams_api.py::test_a_legacy_attribute_update_keeps_the_type_of_its_value",
+        test="tests/unit/test_local_legacy_conditions.py::test_attribute_updates_and_arithmetic_as_dynamodb_applies_"
+        "them",
         targets=("moto.dynamodb.models.dynamo_type:Item.update_with_attribute_updates",),
-        unchecked="the scenarios write no legacy AttributeUpdates (the project uses expressions); the outside "
-        "suite (make conformance-external) checks it against AWS",
+        errors=(("dynamodb:UpdateItem", "ValidationException"),),
+    ),
+    Behaviour(
+        id="dynamodb.number-arithmetic",
+        service="dynamodb",
+        rule="An update's arithmetic (SET a = x + y, x - y, ADD) is exact; a result past 38 significant digits or "
+        "a magnitude of 1E+126 is 'Number overflow. Attempting to store a number with magnitude larger than "
+        "supported range', below 1E-130 'Number underflow...'.",
+        source=DDB_API + "API_AttributeValue.html",
+        test="tests/unit/test_local_legacy_conditions.py::test_attribute_updates_and_arithmetic_as_dynamodb_applies_"
+        "them",
+        targets=(
+            "moto.dynamodb.models.dynamo_type:DynamoType.__add__",
+            "moto.dynamodb.models.dynamo_type:DynamoType.__sub__",
+        ),
+        errors=(("dynamodb:UpdateItem", "ValidationException"),),
     ),
     Behaviour(
         id="dynamodb.key-checks",

@@ -241,3 +241,41 @@ def test_a_starting_key_names_the_key_read_in_its_types_and_lies_where_the_read_
     # and a page that does start there goes on after it
     page = ddb.query(TableName="tbl", KeyConditions=PARTITION, ExclusiveStartKey=start)
     assert sks(page) == [2, 3, 4]
+
+
+def test_attribute_updates_and_arithmetic_as_dynamodb_applies_them(ddb: Any) -> None:
+    from local.services.dynamodb.api import conditions, numbers
+
+    key = {"pk": S("p"), "sk": N(0)}
+
+    def update(**updates: Any) -> dict[str, Any]:
+        ddb.update_item(TableName="tbl", Key=key, AttributeUpdates=updates)
+        return dict(ddb.get_item(TableName="tbl", Key=key)["Item"])
+
+    item = update(n={"Action": "ADD", "Value": N(5)}, s={"Action": "ADD", "Value": {"SS": ["a", "b"]}})
+    assert (item["n"], sorted(item["s"]["SS"])) == (N(5), ["a", "b"])
+    item = update(s={"Action": "DELETE", "Value": {"SS": ["a"]}}, n={"Action": "ADD", "Value": {"N": "-7.5"}})
+    assert (item["n"], item["s"]) == ({"N": "-2.5"}, {"SS": ["b"]})
+    assert "s" not in update(s={"Action": "DELETE", "Value": {"SS": ["b"]}})  # no member left: no attribute
+    # refused before anything is written: a value-less PUT, a DELETE of a string, an ADD of a string
+    for updates, message in [
+        ({"word": {"Action": "PUT"}}, legacy.ONLY_DELETE_WITHOUT_VALUE),
+        ({"word": {"Action": "DELETE", "Value": S("x")}}, legacy.DELETE_VALUE_TYPE.format(type="S")),
+        ({"word": {"Action": "ADD", "Value": S("x")}}, legacy.ADD_VALUE_TYPE.format(type="S")),
+        ({"word": {"Action": "ADD", "Value": N(1)}}, conditions.MISMATCH),  # word is a string
+    ]:
+        assert refused(ddb.update_item, Key=key, AttributeUpdates=updates) == message
+    # arithmetic is exact, and a result DynamoDB cannot store is refused
+    values = {":big": {"N": "9E+125"}, ":one": N(1), ":tenth": {"N": "0.1"}}
+    for text, message in [
+        ("SET x = :big + :big", numbers.OVERFLOW),
+        ("SET x = :big - :one", numbers.OVERFLOW),
+    ]:
+        expression = {
+            "UpdateExpression": text,
+            "ExpressionAttributeValues": {k: values[k] for k in values if k in text},
+        }
+        assert refused(ddb.update_item, Key=key, **expression) == message
+    ddb.update_item(TableName="tbl", Key=key, UpdateExpression="SET x = :tenth + :tenth",
+                    ExpressionAttributeValues={":tenth": {"N": "0.1"}})  # fmt: skip
+    assert ddb.get_item(TableName="tbl", Key=key)["Item"]["x"] == {"N": "0.2"}

@@ -84,22 +84,63 @@ def parse(self: Any) -> Any:
     return expressions.Condition(parser.tree)  # type: ignore[attr-defined]
 
 
+MISMATCH = "Type mismatch for attribute to update"
+_SETS = ("SS", "NS", "BS")
+
+
+def _member(kind: str, value: Any) -> Any:
+    """A set member as it compares: a number by its value, anything else as written."""
+    import decimal
+
+    return decimal.Decimal(value) if kind == "NS" else value
+
+
 @PATCHES.replace(Target(_TYPES, "Item.update_with_attribute_updates", ("self", "attribute_updates")))
 def update_with_attribute_updates(self: Any, attribute_updates: dict[str, Any]) -> None:
-    """The legacy AttributeUpdates: a PUT stores the value with its own type (moto turned B, BS and BOOL into S or
-    L and deleted the attribute on a NULL); ADD and DELETE are moto's; none at all upserts the key."""
+    """The legacy AttributeUpdates applied as DynamoDB applies them (legacy.py checked the request): PUT stores the
+    value with its own type (moto turned B, BS and BOOL into S or L and deleted the attribute on a NULL); ADD adds a
+    number exactly, or unites a set or appends to a list; DELETE without a value removes the attribute, with a set
+    takes its members out (the attribute goes when none is left); an ADD or DELETE on an attribute of another type
+    is "Type mismatch for attribute to update" (moto raised NotImplementedError or TypeError: HTTP 500)."""
     from moto.dynamodb.models.dynamo_type import DynamoType
 
-    if not attribute_updates:
-        return  # an UpdateItem with no update: the item is made from its key alone (moto: HTTP 500)
-    rest: dict[str, Any] = {}
-    for name, update in attribute_updates.items():
-        if update.get("Action", "PUT") == "PUT" and isinstance(update.get("Value"), dict) and update["Value"]:
-            self.attrs[name] = DynamoType(update["Value"])
-        else:
-            rest[name] = update
-    if rest:
-        PATCHES.original(update_with_attribute_updates)(self, rest)
+    from local.services.dynamodb.api import numbers
+
+    for name, update in (attribute_updates or {}).items():
+        action, value = update.get("Action", "PUT"), update.get("Value")
+        current = self.attrs.get(name)
+        if not isinstance(value, dict) or not value:
+            if action == "DELETE":
+                self.attrs.pop(name, None)
+            continue
+        kind, content = next(iter(value.items()))
+        if action == "PUT":
+            self.attrs[name] = DynamoType(value)
+            continue
+        if current is not None and current.type != kind:
+            raise _refusal(MISMATCH)
+        if action == "ADD" and kind == "N":
+            try:
+                total = numbers.combine(current.value if current is not None else "0", content)
+            except numbers.Unstorable as refused:
+                raise _refusal(str(refused)) from None
+            self.attrs[name] = DynamoType({"N": total})
+        elif action == "ADD":
+            have = list(current.value) if current is not None else []
+            if kind == "L":
+                self.attrs[name] = DynamoType({"L": [*have, *content]})
+            else:
+                seen = {_member(kind, m) for m in have}
+                self.attrs[name] = DynamoType(
+                    {kind: have + [m for m in content if _member(kind, m) not in seen]}
+                )
+        elif current is not None:  # DELETE of set members
+            gone = {_member(kind, m) for m in content}
+            left = [m for m in current.value if _member(kind, m) not in gone]
+            if left:
+                self.attrs[name] = DynamoType({kind: left})
+            else:
+                del self.attrs[name]
 
 
 def _ordering(name: str) -> Any:
