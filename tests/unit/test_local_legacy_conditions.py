@@ -279,3 +279,14 @@ def test_attribute_updates_and_arithmetic_as_dynamodb_applies_them(ddb: Any) -> 
     ddb.update_item(TableName="tbl", Key=key, UpdateExpression="SET x = :tenth + :tenth",
                     ExpressionAttributeValues={":tenth": {"N": "0.1"}})  # fmt: skip
     assert ddb.get_item(TableName="tbl", Key=key)["Item"]["x"] == {"N": "0.2"}
+
+
+def test_a_table_without_attribute_definitions_is_refused_naming_them(ddb: Any) -> None:
+    with pytest.raises(ClientError) as caught:
+        ddb.create_table(TableName="undefined", KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
+                         BillingMode="PAY_PER_REQUEST")  # fmt: skip
+    error = caught.value.response["Error"]
+    assert error["Message"] == (
+        "1 validation error detected: Value null at 'attributeDefinitions' failed to satisfy constraint: Member must "
+        "not be null"
+    )
