@@ -161,6 +161,17 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         errors=(("dynamodb:UpdateItem", "ValidationException"),),
     ),
     Behaviour(
+        id="dynamodb.list-append-operands",
+        service="dynamodb",
+        rule="list_append with an operand that is not there is 'The provided expression refers to an attribute that "
+        "does not exist in the item', on either side.",
+        source=DDB_GUIDE + "Expressions.UpdateExpressions.html",
+        test="tests/unit/test_local_legacy_conditions.py::test_list_append_of_a_missing_attribute_is_refused_on_"
+        "either_side",
+        targets=("moto.dynamodb.parsing.validators:UpdateExpressionFunctionEvaluator.process_function",),
+        errors=(("dynamodb:UpdateItem", "ValidationException"),),
+    ),
+    Behaviour(
         id="dynamodb.number-arithmetic",
         service="dynamodb",
         rule="An update's arithmetic (SET a = x + y, x - y, ADD) is exact; a result past 38 significant digits or "

@@ -22,6 +22,7 @@ PATCHING = (
     "local.services.dynamodb.api.operations",
     "local.services.dynamodb.api.projection",
     "local.services.dynamodb.api.numbers",
+    "local.services.dynamodb.api.updates",
     "local.services.dynamodb.api.keys",
     "local.services.dynamodb.tables",
     "local.services.dynamodb.stream_readers",

@@ -290,3 +290,13 @@ def test_a_table_without_attribute_definitions_is_refused_naming_them(ddb: Any) 
         "1 validation error detected: Value null at 'attributeDefinitions' failed to satisfy constraint: Member must "
         "not be null"
     )
+
+
+def test_list_append_of_a_missing_attribute_is_refused_on_either_side(ddb: Any) -> None:
+    from local.services.dynamodb.api import updates
+
+    key = {"pk": S("p"), "sk": N(0)}
+    for args in ("gone, :l", ":l, gone"):
+        message = refused(ddb.update_item, Key=key, UpdateExpression=f"SET a = list_append({args})",
+                          ExpressionAttributeValues={":l": {"L": [N(1)]}})  # fmt: skip
+        assert message == updates.MISSING, args
