@@ -21,7 +21,9 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         "Value ... at ... failed to satisfy constraint: ...'; a number that is not one, past 38 significant digits "
         "or outside 1E-130..9.99E+125 in magnitude is a ValidationException in DynamoDB's words, and so are "
         "expressions mixed with legacy parameters, ExpressionAttributeNames or Values given without an expression, "
-        "empty, or with a key no expression uses; never an HTTP 500.",
+        "empty, or with a key no expression uses; never an HTTP 500. A compressed body (gzip members, one deflate "
+        "stream) is read inflated; one that does not inflate, inflates past 16 MB or has another encoding is "
+        "answered HTTP 500, as DynamoDB answers it.",
         source=DDB_API + "CommonErrors.html",
         test="tests/unit/test_local_streams_api.py::test_a_request_is_checked_against_the_model_before_the_operation_runs",
         targets=(

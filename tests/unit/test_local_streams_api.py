@@ -502,3 +502,37 @@ def test_an_index_holds_only_items_whose_key_attributes_have_its_types(aws: Any)
     table.items[key] = Item(key, None, {"pk": {"S": "c"}, "x": {"NULL": True}})
     # THEN a scan of the index reads the one item indexed (moto: the NULL key made its sort fail, HTTP 500)
     assert [i["pk"]["S"] for i in ddb.scan(TableName="sparse", IndexName="byx")["Items"]] == ["a"]
+
+
+def test_a_compressed_request_is_inflated_or_answered_as_dynamodb_answers_it() -> None:
+    import gzip
+    import zlib
+
+    from werkzeug.test import EnvironBuilder
+    from werkzeug.wrappers import Request
+
+    # GIVEN gzip (two members), one deflate stream, and bodies DynamoDB does not read
+    body = b'{"TableName": "tbl"}'
+    assert wire.inflate("gzip", gzip.compress(body[:5]) + gzip.compress(body[5:])) == body
+    assert wire.inflate("deflate", zlib.compress(body)) == body
+    for encoding, sent in [
+        ("gzip", body),  # not gzip at all
+        ("deflate", body),
+        ("garbage", body),
+        ("deflate", zlib.compress(body) + zlib.compress(body)),  # one stream only
+        ("gzip", gzip.compress(b" " * (wire.INFLATED_MAX + 1))),  # past 16 MB once inflated
+    ]:
+        with pytest.raises(wire.Uninflatable):
+            wire.inflate(encoding, sent)
+    # WHEN a request arrives compressed  THEN it is read inflated, the encoding gone; a bad one is HTTP 500
+    environ = EnvironBuilder(
+        method="POST", data=gzip.compress(body), headers={"Content-Encoding": "gzip"}
+    ).get_environ()
+    request = Request(environ)
+    assert wire._inflated(request) is None
+    assert (request.get_data(), request.headers.get("Content-Encoding")) == (body, None)
+    broken = Request(
+        EnvironBuilder(method="POST", data=body, headers={"Content-Encoding": "gzip"}).get_environ()
+    )
+    status, _, answer = wire._inflated(broken) or (0, {}, "")
+    assert (status, json.loads(answer)["__type"]) == (500, wire.INTERNAL)
