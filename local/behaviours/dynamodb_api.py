@@ -208,8 +208,8 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
     Behaviour(
         id="dynamodb.remove-only-update",
         service="dynamodb",
-        rule="An UpdateItem whose expression only REMOVEs attributes from an item that does not exist makes no item "
-        "and writes no stream record.",
+        rule="An UpdateItem that only removes attributes (an expression of REMOVE clauses, or legacy AttributeUpdates "
+        "that are all DELETE) from an item that does not exist makes no item and writes no stream record.",
         source=DDB_GUIDE + "Expressions.UpdateExpressions.html#Expressions.UpdateExpressions.REMOVE",
         test="tests/unit/test_local_streams_api.py::test_an_update_that_only_removes_makes_no_item_and_no_record",
         targets=("moto.dynamodb.models:DynamoDBBackend.update_item",),

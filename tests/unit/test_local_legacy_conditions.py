@@ -300,3 +300,12 @@ def test_list_append_of_a_missing_attribute_is_refused_on_either_side(ddb: Any) 
         message = refused(ddb.update_item, Key=key, UpdateExpression=f"SET a = list_append({args})",
                           ExpressionAttributeValues={":l": {"L": [N(1)]}})  # fmt: skip
         assert message == updates.MISSING, args
+
+
+def test_an_update_that_only_deletes_makes_no_item(ddb: Any) -> None:
+    key = {"pk": S("nobody"), "sk": N(9)}
+    ddb.update_item(TableName="tbl", Key=key, AttributeUpdates={"a": {"Action": "DELETE"}})
+    ddb.update_item(
+        TableName="tbl", Key=key, AttributeUpdates={"s": {"Action": "DELETE", "Value": {"SS": ["x"]}}}
+    )
+    assert "Item" not in ddb.get_item(TableName="tbl", Key=key)

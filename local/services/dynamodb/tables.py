@@ -151,9 +151,13 @@ _CLAUSES = re.compile(r"\b(SET|REMOVE|ADD|DELETE)\b", re.IGNORECASE)
 
 
 def _removes_only(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    """Whether an UpdateItem's expression only REMOVEs: on an item that does not exist it makes none (AWS)."""
+    """Whether an UpdateItem only removes (an expression of REMOVE clauses, or legacy AttributeUpdates that are all
+    DELETE): on an item that does not exist it makes none (AWS)."""
+    updates = kwargs.get("attribute_updates")
+    if isinstance(updates, dict) and updates:
+        return all((u or {}).get("Action") == "DELETE" for u in updates.values())
     expression = kwargs.get("update_expression", args[2] if len(args) > 2 else None)
-    if not isinstance(expression, str) or kwargs.get("attribute_updates"):
+    if not isinstance(expression, str):
         return False
     return {clause.upper() for clause in _CLAUSES.findall(expression)} == {"REMOVE"}
 
