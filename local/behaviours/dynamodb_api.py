@@ -178,7 +178,8 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         service="dynamodb",
         rule="An update's arithmetic (SET a = x + y, x - y, ADD) is exact; a result past 38 significant digits or "
         "a magnitude of 1E+126 is 'Number overflow. Attempting to store a number with magnitude larger than "
-        "supported range', below 1E-130 'Number underflow...'.",
+        "supported range', below 1E-130 'Number underflow...'. Every number is stored, and read back, in canonical "
+        "plain decimal form ('1.0e3' as '1000', '007' as '7', '-0.0' as '0').",
         source=DDB_API + "API_AttributeValue.html",
         test="tests/unit/test_local_legacy_conditions.py::test_attribute_updates_and_arithmetic_as_dynamodb_applies_"
         "them",

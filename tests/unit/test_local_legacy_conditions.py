@@ -309,3 +309,15 @@ def test_an_update_that_only_deletes_makes_no_item(ddb: Any) -> None:
         TableName="tbl", Key=key, AttributeUpdates={"s": {"Action": "DELETE", "Value": {"SS": ["x"]}}}
     )
     assert "Item" not in ddb.get_item(TableName="tbl", Key=key)
+
+
+def test_numbers_are_stored_in_dynamodbs_canonical_form(ddb: Any) -> None:
+    from local.services.dynamodb.api import numbers
+
+    for sent, stored in [("007", "7"), ("1.0e3", "1000"), (".5", "0.5"), ("-0.0", "0"), ("1.10", "1.1"),
+                         ("1e-3", "0.001"), ("+3", "3")]:  # fmt: skip
+        assert numbers.canonical(__import__("decimal").Decimal(sent)) == stored, sent
+    assert numbers.normalized({"Item": {"a": {"N": "1e3"}, "s": {"NS": ["01", "2.0"]}, "N": {"S": "x"}}}) == (
+        {"Item": {"a": {"N": "1000"}, "s": {"NS": ["1", "2"]}, "N": {"S": "x"}}},
+        True,
+    )

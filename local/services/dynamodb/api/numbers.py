@@ -6,7 +6,9 @@ store is refused: past 38 significant digits or a magnitude of 1E+126 is "Number
 number with magnitude larger than supported range" (DynamoDB says so for both: ``1E+50 + 1`` has 51 digits), below
 1E-130 "Number underflow...". moto added numbers with Python's ``int`` on any text without a dot, an HTTP 500 on
 ``9E+125``, and stored any result. This module owns moto's ``DynamoType.__add__`` and ``__sub__`` (which every
-update expression's arithmetic and ADD go through).
+update expression's arithmetic and ADD go through), and the canonical form DynamoDB gives every number it stores
+(plain decimal: '1e3' is read back as '1000', '007' as '7'), which wire.py writes into each request before moto
+reads it (moto stored the text as sent).
 """
 
 from __future__ import annotations
@@ -28,8 +30,16 @@ class Unstorable(Exception):
     """A result DynamoDB cannot store, with its message."""
 
 
+def canonical(number: decimal.Decimal) -> str:
+    """A number as DynamoDB writes it back: plain decimal, never an exponent, no sign on zero, no leading or
+    trailing zero that carries nothing ('1.0e3' is '1000', '.5' '0.5', '-0.0' '0')."""
+    if number.is_zero():
+        return "0"
+    return format(number.normalize(_EXACT), "f")
+
+
 def text_of(number: decimal.Decimal) -> str:
-    """A result as DynamoDB writes it back: an integer in full, anything else without trailing zeros."""
+    """A result of arithmetic as DynamoDB stores it (canonical); Unstorable past its range or precision."""
     if number.is_zero():
         return "0"
     digits = "".join(map(str, number.normalize(_EXACT).as_tuple().digits))
@@ -37,9 +47,25 @@ def text_of(number: decimal.Decimal) -> str:
         raise Unstorable(OVERFLOW)
     if number.adjusted() < -130:
         raise Unstorable(UNDERFLOW)
-    if number == number.to_integral_value():
-        return str(int(number))
-    return format(number.normalize(_EXACT), "f")
+    return canonical(number)
+
+
+def normalized(value: Any) -> tuple[Any, bool]:
+    """A request's JSON with every number value ({"N": ...}, and each member of {"NS": [...]}) in canonical form,
+    and whether anything changed (numbers already checked: each is one)."""
+    if isinstance(value, list):
+        items = [normalized(v) for v in value]
+        return [v for v, _ in items], any(c for _, c in items)
+    if not isinstance(value, dict):
+        return value, False
+    if len(value) == 1 and isinstance(value.get("N"), str):
+        text = canonical(decimal.Decimal(value["N"]))
+        return {"N": text}, text != value["N"]
+    if len(value) == 1 and isinstance(value.get("NS"), list) and all(isinstance(n, str) for n in value["NS"]):
+        texts = [canonical(decimal.Decimal(n)) for n in value["NS"]]
+        return {"NS": texts}, texts != value["NS"]
+    members = {k: normalized(v) for k, v in value.items()}
+    return {k: v for k, (v, _) in members.items()}, any(c for _, c in members.values())
 
 
 def combine(left: str, right: str, subtract: bool = False) -> str:

@@ -379,7 +379,27 @@ def _refused(service: str, request: Any) -> tuple[int, dict[str, str], str] | No
         if failed is not None:
             return failed
     refusal = refusal_of(service, request.headers.get("X-Amz-Target"), request.data)
+    if refusal is None and service == "dynamodb":
+        _canonical_numbers(request)
     return _answer(refusal) if refusal is not None else None
+
+
+def _canonical_numbers(request: Any) -> None:
+    """Every number of a checked request in the canonical form DynamoDB stores (numbers.py), written back into the
+    body moto reads; a body without a number to change is left as it is."""
+    import io
+
+    from local.services.dynamodb.api import numbers
+
+    data = request.data if not hasattr(request, "get_data") else request.get_data()
+    if b'"N' not in data:
+        return
+    body, changed = numbers.normalized(json.loads(data))
+    if changed and hasattr(request, "environ"):
+        raw = json.dumps(body).encode()
+        request.environ["CONTENT_LENGTH"] = str(len(raw))
+        request._cached_data = raw
+        request.stream = io.BytesIO(raw)
 
 
 def _inherited(function: Any) -> Any:
