@@ -146,3 +146,16 @@ def moto_env(ops_env: None) -> Iterator[Aws]:
     patching.install(dynamodb_options.PATCHES)
     with mock_aws():
         yield Aws.connect()
+
+
+@pytest.fixture
+def local_moto(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """GIVEN moto in-process with the local AWS's adaptations (undone after the test), fake credentials and no
+    custom endpoint: boto3 clients made in the test talk to it."""
+    from tests.unit.test_local_kinesis_destination import isolated_services
+
+    for name, value in (("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "x")):
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    with isolated_services(), mock_aws():
+        yield

@@ -10,11 +10,9 @@ from typing import Any
 import boto3
 import pytest
 from botocore.config import Config
-from moto import mock_aws
 
 from local import state
 from local.services.dynamodb.api import capacity
-from tests.unit.test_local_kinesis_destination import isolated_services
 
 pytestmark = pytest.mark.unit
 
@@ -44,20 +42,16 @@ def test_units_round_up_by_block() -> None:
 
 
 @pytest.fixture
-def table(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+def table(local_moto: None) -> Iterator[Any]:
     """GIVEN a table keyed by a string ``pk``."""
-    for name, value in (("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "x")):
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    with isolated_services(), mock_aws():
-        ddb = boto3.resource("dynamodb", region_name=state.REGION, config=CONFIG)
-        created = ddb.create_table(
-            TableName="tbl",
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        yield created
+    ddb = boto3.resource("dynamodb", region_name=state.REGION, config=CONFIG)
+    created = ddb.create_table(
+        TableName="tbl",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    yield created
 
 
 def sized(pk: str, size: int) -> dict[str, str]:

@@ -14,11 +14,9 @@ import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
-from moto import mock_aws
 
 from local import state
 from local.services.dynamodb.api import legacy
-from tests.unit.test_local_kinesis_destination import isolated_services
 
 pytestmark = pytest.mark.unit
 
@@ -28,31 +26,27 @@ CONFIG = Config(
 
 
 @pytest.fixture
-def ddb(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+def ddb(local_moto: None) -> Iterator[Any]:
     """GIVEN a table keyed by a string ``pk`` and a number ``sk``, holding one partition of five items."""
-    for name, value in (("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "x")):
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    with isolated_services(), mock_aws():
-        client = boto3.client("dynamodb", region_name=state.REGION, config=CONFIG)
-        client.create_table(
-            TableName="tbl",
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "N"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        for i in range(5):
-            item = {"pk": S("p"), "sk": {"N": str(i)}, "word": S(f"w{i}")}
-            if i % 2:
-                item["odd"] = {"BOOL": True}
-            client.put_item(TableName="tbl", Item=item)
-        yield client
+    client = boto3.client("dynamodb", region_name=state.REGION, config=CONFIG)
+    client.create_table(
+        TableName="tbl",
+        KeySchema=[
+            {"AttributeName": "pk", "KeyType": "HASH"},
+            {"AttributeName": "sk", "KeyType": "RANGE"},
+        ],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "N"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    for i in range(5):
+        item = {"pk": S("p"), "sk": {"N": str(i)}, "word": S(f"w{i}")}
+        if i % 2:
+            item["odd"] = {"BOOL": True}
+        client.put_item(TableName="tbl", Item=item)
+    yield client
 
 
 def S(text: str) -> dict[str, str]:  # noqa: N802 - DynamoDB's own letter for a string value

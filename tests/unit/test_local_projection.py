@@ -11,11 +11,9 @@ import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
-from moto import mock_aws
 
 from local import state
 from local.services.dynamodb.api import projection
-from tests.unit.test_local_kinesis_destination import isolated_services
 
 pytestmark = pytest.mark.unit
 
@@ -24,21 +22,17 @@ ITEM = {"p": "k", "a": {"b": [2, 4, {"x": "hi", "y": "yo"}], "c": 5}, "l": [7, 4
 
 
 @pytest.fixture
-def table(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+def table(local_moto: None) -> Iterator[Any]:
     """GIVEN a table keyed by a string ``p`` holding one nested item."""
-    for name, value in (("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "x")):
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    with isolated_services(), mock_aws():
-        ddb = boto3.resource("dynamodb", region_name=state.REGION, config=CONFIG)
-        created = ddb.create_table(
-            TableName="tbl",
-            KeySchema=[{"AttributeName": "p", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "p", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        created.put_item(Item=ITEM)
-        yield created
+    ddb = boto3.resource("dynamodb", region_name=state.REGION, config=CONFIG)
+    created = ddb.create_table(
+        TableName="tbl",
+        KeySchema=[{"AttributeName": "p", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "p", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    created.put_item(Item=ITEM)
+    yield created
 
 
 def projected(table: Any, text: str) -> Any:
