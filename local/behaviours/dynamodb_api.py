@@ -23,7 +23,8 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         "expressions mixed with legacy parameters, ExpressionAttributeNames or Values given without an expression, "
         "empty, or with a key no expression uses; never an HTTP 500. A compressed body (gzip members, one deflate "
         "stream) is read inflated; one that does not inflate, inflates past 16 MB or has another encoding is "
-        "answered HTTP 500, as DynamoDB answers it.",
+        "answered HTTP 500, as DynamoDB answers it. A TableName that is not an ARN is held to a table name's rules "
+        "(3 to 255 of [a-zA-Z0-9_.-]) in every operation.",
         source=DDB_API + "CommonErrors.html",
         test="tests/unit/test_local_streams_api.py::test_a_request_is_checked_against_the_model_before_the_operation_runs",
         targets=(

@@ -315,3 +315,14 @@ def test_numbers_are_stored_in_dynamodbs_canonical_form(ddb: Any) -> None:
         {"Item": {"a": {"N": "1000"}, "s": {"NS": ["1", "2"]}, "N": {"S": "x"}}},
         True,
     )
+
+
+def test_a_key_of_another_type_and_a_malformed_table_name_are_refused(ddb: Any) -> None:
+    from local.services.dynamodb.api import keys
+
+    for value in ({"BOOL": False}, {"NULL": True}, {"L": []}, {"SS": ["a"]}):
+        assert refused(ddb.get_item, Key={"pk": value, "sk": N(1)}) == keys.MISMATCH, value
+    for name in ("no!such!table", "xx"):
+        with pytest.raises(ClientError) as caught:
+            ddb.put_item(TableName=name, Item={"pk": S("p"), "sk": N(1)})
+        assert caught.value.response["Error"]["Code"] == "ValidationException", name

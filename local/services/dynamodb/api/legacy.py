@@ -481,6 +481,18 @@ def check_attribute_updates(updates: Any) -> None:
             raise Legacy(ADD_VALUE_TYPE.format(type=kind))
 
 
+def _item_key(handler: Any, body: dict[str, Any]) -> None:
+    """The key a request names, checked before anything else reads it (keys.py: the table's names, their types,
+    nothing empty); moto's GetItem took a false boolean for an empty string."""
+    from local.services.dynamodb.api import keys
+
+    key = body.get("Key")
+    if isinstance(key, dict) and isinstance(body.get("TableName"), str):
+        problem = keys.key_refusal(handler.dynamodb_backend.get_table(body["TableName"]), key)
+        if problem is not None:
+            raise Legacy(problem)
+
+
 def rewrite(operation: str, handler: Any, body: dict[str, Any]) -> None:
     """The request of ``operation`` (moto's handler method name) with its legacy parameters checked and
     rewritten; Legacy when DynamoDB refuses them."""
@@ -493,3 +505,4 @@ def rewrite(operation: str, handler: Any, body: dict[str, Any]) -> None:
         check_attribute_updates(body.get("AttributeUpdates"))
     elif operation == "get_item":
         _projection(body)
+        _item_key(handler, body)

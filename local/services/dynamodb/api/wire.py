@@ -189,8 +189,17 @@ def _shown(value: Any) -> str:
 
 
 def _constraints(shape: Any, value: Any, key: tuple[str, str, str]) -> list[str]:
-    """The constraints of ``shape`` (and ``EXTRA``) that ``value`` fails, in AWS's words."""
+    """The constraints of ``shape`` (and ``EXTRA``) that ``value`` fails, in AWS's words. A DynamoDB operation's
+    TableName that is not an ARN is held to a table name's rules (3 to 255 of [a-zA-Z0-9_.-]: the model now gives the
+    member the shape of an ARN, which the operations also accept)."""
     meta = {**shape.metadata, **EXTRA.get(key, {})}
+    if (
+        key[0] == "dynamodb"
+        and key[2] == "tableName"
+        and isinstance(value, str)
+        and not value.startswith("arn:")
+    ):
+        meta.update(TABLE_NAME)
     low, high = meta.get("min"), meta.get("max")
     failed: list[str] = []
     if shape.type_name in ("string", "list", "map", "blob"):
