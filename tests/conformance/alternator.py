@@ -60,6 +60,18 @@ import test.alternator.util as _util
 _util.is_aws = lambda dynamodb: True  # the harness points boto3 at the server under test with --aws
 
 
+def pytest_sessionstart(session):
+    # The suite names tables by the millisecond (util.unique_table_name), unique within one process only: two
+    # pytest-xdist workers can name two tables alike in the same millisecond ("Table already exists"). Each worker
+    # starts its names from a point of its own, 10^9 ms apart, so none can meet another's.
+    import os
+    import time
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    number = int(worker[2:]) if worker[2:].isdigit() else 0
+    _util.unique_table_name.last_ms = int(time.time() * 1000) + number * 10**9
+
+
 def dynamic_scope():
     return "module"
 
