@@ -1,6 +1,6 @@
 """The local AWS's own cost of answering DynamoDB as AWS does: requests per second for PutItem, a conditional
-UpdateItem and a Query, with the request checks (local/services/dynamodb/api: the model's constraints, the
-expressions' parser and evaluator) and without them, in the same run.
+UpdateItem and a Query, with the request handling of local/services/dynamodb/api (the model's constraints, the
+expressions' parser and evaluator, the legacy parameters' rewrite, ...: CHECKS) and without it, in the same run.
 
 boto3 against moto in process, with every other adaptation of the local AWS installed in both runs: what differs
 is the checking alone. The figure is the ratio checked/unchecked (1.0 costs nothing); the absolute rates are
@@ -14,7 +14,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-CHECKS = ("local.services.dynamodb.api.wire", "local.services.dynamodb.api.conditions")
+# The request handling measured: the model's checks, the expressions' parser and evaluator, the legacy parameters'
+# rewrite and the consumed capacity at the operations' entry, projections, number arithmetic and update functions.
+CHECKS = (
+    "local.services.dynamodb.api.wire",
+    "local.services.dynamodb.api.conditions",
+    "local.services.dynamodb.api.operations",
+    "local.services.dynamodb.api.projection",
+    "local.services.dynamodb.api.numbers",
+    "local.services.dynamodb.api.updates",
+)
 OPERATIONS = ("PutItem", "UpdateItem (conditional)", "Query")
 TARGET_RATIO = 0.8  # the checks may cost at most a fifth of the local AWS's rate
 
