@@ -29,7 +29,7 @@ KEYS = {
 }
 TABLE = {
     "Type": "AWS::DynamoDB::Table",
-    "Properties": {"TableName": "t", **KEYS},
+    "Properties": {"TableName": "tbl", **KEYS},
     "DeletionPolicy": "Retain",
     "UpdateReplacePolicy": "Retain",
 }
@@ -39,7 +39,7 @@ TOPIC = {"Type": "AWS::SNS::Topic", "Properties": {}}
 def _global(*regions: str, policy: str | None = "Retain") -> dict[str, Any]:
     resource: dict[str, Any] = {
         "Type": "AWS::DynamoDB::GlobalTable",
-        "Properties": {"TableName": "t", **KEYS, "Replicas": [{"Region": r} for r in regions]},
+        "Properties": {"TableName": "tbl", **KEYS, "Replicas": [{"Region": r} for r in regions]},
     }
     if policy:
         resource["DeletionPolicy"] = policy
@@ -53,7 +53,7 @@ def _template(resources: dict[str, Any], outputs: dict[str, Any] | None = None) 
     return json.dumps(template)
 
 
-NAME_OUTPUT = {"Name": {"Value": "t"}}
+NAME_OUTPUT = {"Name": {"Value": "tbl"}}
 
 
 @pytest.fixture
@@ -71,7 +71,7 @@ def cfn(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
             client.create_stack(StackName="s", TemplateBody=_template({"Table": TABLE, "Topic": TOPIC}))
             ddb = boto3.client("dynamodb", region_name=A)
             for key in ("a", "b"):
-                ddb.put_item(TableName="t", Item={"pk": {"S": key}, "v": {"S": f"value-{key}"}})
+                ddb.put_item(TableName="tbl", Item={"pk": {"S": key}, "v": {"S": f"value-{key}"}})
             client.update_stack(StackName="s", TemplateBody=_template({"Topic": TOPIC}, NAME_OUTPUT))
             yield client
         finally:
@@ -79,7 +79,7 @@ def cfn(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
             replicas.set_delay_ms(replicas.DEFAULT_DELAY_MS)
 
 
-def _import(cfn: Any, template: str, *, identifier: str = "t", logical: str = "Table", **extra: Any) -> Any:
+def _import(cfn: Any, template: str, *, identifier: str = "tbl", logical: str = "Table", **extra: Any) -> Any:
     return cfn.create_change_set(
         StackName="s",
         ChangeSetName="import",
@@ -104,7 +104,7 @@ def _refusal(cfn: Any, template: str, **kwargs: Any) -> str:
 
 
 def _items(region: str) -> list[str]:
-    scan = boto3.client("dynamodb", region_name=region).scan(TableName="t", ConsistentRead=True)
+    scan = boto3.client("dynamodb", region_name=region).scan(TableName="tbl", ConsistentRead=True)
     return sorted(item["v"]["S"] for item in scan["Items"])
 
 
@@ -134,7 +134,7 @@ def test_an_import_adopts_the_table_as_a_global_table_with_its_items(cfn: Any) -
         r["LogicalResourceId"]: (r["ResourceType"], r["PhysicalResourceId"])
         for r in cfn.list_stack_resources(StackName="s")["StackResourceSummaries"]
     }
-    assert resources["Table"] == ("AWS::DynamoDB::GlobalTable", "t")
+    assert resources["Table"] == ("AWS::DynamoDB::GlobalTable", "tbl")
     events = [
         e["ResourceStatus"]
         for e in cfn.describe_stack_events(StackName="s")["StackEvents"]
@@ -217,7 +217,7 @@ def test_a_resource_written_without_properties_is_not_a_change(cfn: Any) -> None
             {
                 "ResourceType": "AWS::DynamoDB::Table",
                 "LogicalResourceId": "Table",
-                "ResourceIdentifier": {"TableName": "t"},
+                "ResourceIdentifier": {"TableName": "tbl"},
             }
         ],
     )

@@ -253,9 +253,9 @@ def test_attribute_updates_and_arithmetic_as_dynamodb_applies_them(ddb: Any) -> 
     assert "s" not in update(s={"Action": "DELETE", "Value": {"SS": ["b"]}})  # no member left: no attribute
     # refused before anything is written: a value-less PUT, a DELETE of a string, an ADD of a string
     for updates, message in [
-        ({"word": {"Action": "PUT"}}, legacy.ONLY_DELETE_WITHOUT_VALUE),
-        ({"word": {"Action": "DELETE", "Value": S("x")}}, legacy.DELETE_VALUE_TYPE.format(type="S")),
-        ({"word": {"Action": "ADD", "Value": S("x")}}, legacy.ADD_VALUE_TYPE.format(type="S")),
+        ({"word": {"Action": "PUT"}}, conditions.ONLY_DELETE_WITHOUT_VALUE),
+        ({"word": {"Action": "DELETE", "Value": S("x")}}, conditions.DELETE_VALUE_TYPE.format(type="S")),
+        ({"word": {"Action": "ADD", "Value": S("x")}}, conditions.ADD_VALUE_TYPE.format(type="S")),
         ({"word": {"Action": "ADD", "Value": N(1)}}, conditions.MISMATCH),  # word is a string
     ]:
         assert refused(ddb.update_item, Key=key, AttributeUpdates=updates) == message

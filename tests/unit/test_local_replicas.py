@@ -615,7 +615,7 @@ def _global_template(*regions: str, retain: bool = False, outputs: bool = True, 
                 PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True},
             )
     properties = {
-        "TableName": "g",
+        "TableName": "glb",
         "BillingMode": "PAY_PER_REQUEST",
         "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
         "AttributeDefinitions": [
@@ -650,7 +650,7 @@ def _stack_of(cfn: Any) -> dict[str, Any]:
     return cfn.describe_stacks(StackName="s")["Stacks"][0]  # type: ignore[no-any-return]
 
 
-def _regions_with(aws: Aws, name: str = "g") -> list[str]:
+def _regions_with(aws: Aws, name: str = "glb") -> list[str]:
     return [r for r in (A, B, C) if name in aws.ddb(r).list_tables()["TableNames"]]
 
 
@@ -663,27 +663,29 @@ def test_a_stacks_global_table_is_made_in_every_replica_region(aws: Aws) -> None
     stack = _stack_of(cfn)
     assert stack["StackStatus"] == "CREATE_COMPLETE"
     assert _regions_with(aws) == [A, B, C]
-    table = aws.ddb(A).describe_table(TableName="g")["Table"]
+    table = aws.ddb(A).describe_table(TableName="glb")["Table"]
     assert sorted(r["RegionName"] for r in table["Replicas"]) == [C, B]
     assert table["StreamSpecification"]["StreamViewType"] == "NEW_AND_OLD_IMAGES"
     # AND GetAtt answers with A's replica: its ARN, its stream, its id; Ref with the name
     outputs = {o["OutputKey"]: o["OutputValue"] for o in stack["Outputs"]}
     assert outputs["Arn"] == table["TableArn"] and outputs["StreamArn"] == table["LatestStreamArn"]
-    assert outputs["Ref"] == "g" and outputs["TableId"]
+    assert outputs["Ref"] == "glb" and outputs["TableId"]
     # AND every replica has the shared settings (index, TTL) and its own (B's class, tags, PITR)
-    b = aws.ddb(B).describe_table(TableName="g")["Table"]
+    b = aws.ddb(B).describe_table(TableName="glb")["Table"]
     assert [i["IndexName"] for i in b["GlobalSecondaryIndexes"]] == ["by-v"]
     assert b["TableClassSummary"]["TableClass"] == "STANDARD_INFREQUENT_ACCESS"
     assert aws.ddb(B).list_tags_of_resource(ResourceArn=b["TableArn"])["Tags"] == [
         {"Key": "where", "Value": "b"}
     ]
-    ttl_status = aws.ddb(C).describe_time_to_live(TableName="g")["TimeToLiveDescription"]["TimeToLiveStatus"]
+    ttl_status = aws.ddb(C).describe_time_to_live(TableName="glb")["TimeToLiveDescription"][
+        "TimeToLiveStatus"
+    ]
     assert ttl_status == "ENABLED"
-    pitr = aws.ddb(B).describe_continuous_backups(TableName="g")["ContinuousBackupsDescription"]
+    pitr = aws.ddb(B).describe_continuous_backups(TableName="glb")["ContinuousBackupsDescription"]
     assert pitr["PointInTimeRecoveryDescription"]["PointInTimeRecoveryStatus"] == "ENABLED"
     # AND the replicas replicate
-    aws.ddb(C).put_item(TableName="g", Item={"pk": {"S": "k"}, "v": {"S": "from-c"}})
-    wait_for(lambda: _get(aws, A, "k", name="g") is not None, timeout=10)
+    aws.ddb(C).put_item(TableName="glb", Item={"pk": {"S": "k"}, "v": {"S": "from-c"}})
+    wait_for(lambda: _get(aws, A, "k", name="glb") is not None, timeout=10)
 
 
 def test_a_global_table_without_the_stacks_region_is_refused(aws: Aws) -> None:
@@ -707,7 +709,7 @@ def test_a_stack_update_adds_and_removes_replicas_and_its_deletion_removes_them_
     # THEN the table is in A and C only
     assert _stack_of(cfn)["StackStatus"] == "UPDATE_COMPLETE"
     assert _regions_with(aws) == [A, C]
-    assert [r["RegionName"] for r in aws.ddb(A).describe_table(TableName="g")["Table"]["Replicas"]] == [C]
+    assert [r["RegionName"] for r in aws.ddb(A).describe_table(TableName="glb")["Table"]["Replicas"]] == [C]
     # WHEN the stack is deleted  THEN every replica goes
     cfn.delete_stack(StackName="s")
     assert _regions_with(aws) == []
@@ -720,8 +722,8 @@ def test_a_retained_global_table_outlives_its_stack(aws: Aws) -> None:
     # WHEN the stack is deleted  THEN the table and its replica stay, still replicating
     cfn.delete_stack(StackName="s")
     assert _regions_with(aws) == [A, B]
-    aws.ddb(A).put_item(TableName="g", Item={"pk": {"S": "k"}, "v": {"S": "x"}})
-    wait_for(lambda: _get(aws, B, "k", name="g") is not None, timeout=10)
+    aws.ddb(A).put_item(TableName="glb", Item={"pk": {"S": "k"}, "v": {"S": "x"}})
+    wait_for(lambda: _get(aws, B, "k", name="glb") is not None, timeout=10)
 
 
 def test_a_protected_replica_is_not_removed(aws: Aws) -> None:

@@ -276,7 +276,7 @@ def _template(
             "Table": {
                 "Type": "AWS::DynamoDB::Table",
                 "Properties": {
-                    "TableName": "t",
+                    "TableName": "tbl",
                     "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
                     "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
                     "BillingMode": "PAY_PER_REQUEST",
@@ -337,7 +337,7 @@ def test_a_stack_of_function_version_alias_and_mapping_runs_the_versions_code_an
         "OptimizationStatus": "On",
     }
     # WHEN an item is written
-    ddb.put_item(TableName="t", Item={"pk": {"S": "a"}})
+    ddb.put_item(TableName="tbl", Item={"pk": {"S": "a"}})
     # THEN version 1's code ran it in a snap-start environment of version 1
     assert _wait_for_line(aws, "ran v1") == ["ran v1 snap-start 1 records=1"]
     # WHEN the code changes and CDK's current version gets a new logical id
@@ -350,7 +350,7 @@ def test_a_stack_of_function_version_alias_and_mapping_runs_the_versions_code_an
     summaries = cfn.list_stack_resources(StackName="s")["StackResourceSummaries"]
     assert {"VersionB"} <= {r["LogicalResourceId"] for r in summaries} - {"VersionA"}
     # WHEN another item is written THEN the new code runs it, as version 2
-    ddb.put_item(TableName="t", Item={"pk": {"S": "b"}})
+    ddb.put_item(TableName="tbl", Item={"pk": {"S": "b"}})
     assert _wait_for_line(aws, "ran v2") == ["ran v2 snap-start 2 records=1"]
     assert _log_lines(aws, "ran v1") == ["ran v1 snap-start 1 records=1"]
     # AND deleting the stack deletes the alias before the version it points to, then the function

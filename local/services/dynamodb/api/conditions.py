@@ -85,6 +85,28 @@ def parse(self: Any) -> Any:
 
 
 MISMATCH = "Type mismatch for attribute to update"
+ONLY_DELETE_WITHOUT_VALUE = "One or more parameter values were invalid: Only DELETE action is allowed when no attribute value is specified"
+DELETE_VALUE_TYPE = (
+    "One or more parameter values were invalid: DELETE action with value is not supported for the type {type}"
+)
+ADD_VALUE_TYPE = "One or more parameter values were invalid: ADD action is not supported for the type {type}"
+
+
+def attribute_updates_refusal(updates: Any) -> str | None:
+    """Why DynamoDB refuses UpdateItem's legacy AttributeUpdates before applying them (a value but for DELETE, and a
+    DELETE's value a set, an ADD's a number, a set or a list), or None."""
+    for update in (updates or {}).values() if isinstance(updates, dict) else ():
+        action, value = (update or {}).get("Action", "PUT"), (update or {}).get("Value")
+        kind = next(iter(value)) if isinstance(value, dict) and value else None
+        if kind is None and action != "DELETE":
+            return ONLY_DELETE_WITHOUT_VALUE
+        if kind is not None and action == "DELETE" and kind not in ("SS", "NS", "BS"):
+            return DELETE_VALUE_TYPE.format(type=kind)
+        if kind is not None and action == "ADD" and kind not in ("N", "L", "SS", "NS", "BS"):
+            return ADD_VALUE_TYPE.format(type=kind)
+    return None
+
+
 _SETS = ("SS", "NS", "BS")
 
 

@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from local.services.dynamodb.api import conditions
+
 # Each ComparisonOperator's number of values (low, high; None: no upper bound) and the value types it takes (None:
 # any). API_Condition.html, "ComparisonOperator".
 _SCALARS = ("S", "N", "B")
@@ -59,9 +61,6 @@ EXPRESSION_ON_KEY = (
 )
 DUPLICATE = INVALID + "Duplicate value in attribute name: {name}"
 COUNT_WITH_ATTRIBUTES = "Cannot specify the AttributesToGet when choosing to get only the Count"
-ONLY_DELETE_WITHOUT_VALUE = INVALID + "Only DELETE action is allowed when no attribute value is specified"
-DELETE_VALUE_TYPE = INVALID + "DELETE action with value is not supported for the type {type}"
-ADD_VALUE_TYPE = INVALID + "ADD action is not supported for the type {type}"
 # An Expected entry's own shape (ExpectedAttributeValue): AWS names the attribute, after "1 validation error
 # detected: " (verified against DynamoDB by floci-io/floci#2126).
 _ENTRY = "1 validation error detected: " + INVALID
@@ -467,20 +466,6 @@ def rewrite_query(handler: Any, body: dict[str, Any]) -> None:
         _prune_names(body)
 
 
-def check_attribute_updates(updates: Any) -> None:
-    """UpdateItem's legacy AttributeUpdates as DynamoDB checks them: a value but for DELETE, and a DELETE's value a
-    set, an ADD's a number, a set or a list."""
-    for update in (updates or {}).values() if isinstance(updates, dict) else ():
-        action, value = (update or {}).get("Action", "PUT"), (update or {}).get("Value")
-        kind = _type(value) if value else None
-        if kind is None and action != "DELETE":
-            raise Legacy(ONLY_DELETE_WITHOUT_VALUE)
-        if kind is not None and action == "DELETE" and kind not in ("SS", "NS", "BS"):
-            raise Legacy(DELETE_VALUE_TYPE.format(type=kind))
-        if kind is not None and action == "ADD" and kind not in ("N", "L", "SS", "NS", "BS"):
-            raise Legacy(ADD_VALUE_TYPE.format(type=kind))
-
-
 def _item_key(handler: Any, body: dict[str, Any]) -> None:
     """The key a request names, checked before anything else reads it (keys.py: the table's names, their types,
     nothing empty); moto's GetItem took a false boolean for an empty string."""
@@ -502,7 +487,9 @@ def rewrite(operation: str, handler: Any, body: dict[str, Any]) -> None:
         rewrite_scan(handler, body)
     elif operation in ("put_item", "update_item", "delete_item"):
         rewrite_expected(body)
-        check_attribute_updates(body.get("AttributeUpdates"))
+        problem = conditions.attribute_updates_refusal(body.get("AttributeUpdates"))
+        if problem is not None:
+            raise Legacy(problem)
     elif operation == "get_item":
         _projection(body)
         _item_key(handler, body)
