@@ -2,7 +2,8 @@
 
 - the server: ``start`` (background process, waits until ready; idempotent), ``stop``, ``running``, ``health``;
 - pointing a client at it: ``client_env`` (what ``doctable local env`` exports), ``env_lines``, ``ACCOUNT_ID``,
-  ``REGION``, the admin deployer's key, ``ca_bundle`` (the CA its HTTPS certificate is signed by);
+  ``REGION``, the admin deployer's key, ``ca_bundle`` (the CA its HTTPS certificate is signed by),
+  ``control_token`` (what its control endpoints require, in the ``X-Doctable-Control-Token`` header);
 - ``run_cdk``: the CDK CLI against it; ``FaultClient``: fault injection and each stream mapping's progress;
 - ``register``: the ``doctable local up|down|env|status|run`` commands; ``LocalError``: what they raise.
 """
@@ -24,6 +25,7 @@ from local.state import (
     ServerInfo,
     ca_bundle,
     client_env,
+    control_token,
     endpoint_url,
     state_dir,
 )
@@ -42,6 +44,7 @@ __all__ = [
     "ca_bundle",
     "cdk_env",
     "client_env",
+    "control_token",
     "endpoint_url",
     "env_lines",
     "health",

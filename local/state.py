@@ -33,6 +33,35 @@ ACCESS_KEY_ID = "AKIALOCALDEPLOYER000"
 SECRET_ACCESS_KEY = "doctable-local-deployer-secret-key-000000"  # noqa: S105 - a local-only, published key
 
 
+# The control endpoints (the clock, the faults, moto's own /moto-api) answer only a request carrying the token the
+# server writes beside its state at start, readable by its owner only (health answers anyone).
+CONTROL_TOKEN_FILE = "control.token"
+CONTROL_TOKEN_HEADER = "X-Doctable-Control-Token"
+CONTROL_PREFIXES = ("/_doctable/", "/moto-api")
+
+
+def write_control_token(directory: Path) -> str:
+    """A new random token in ``directory``/control.token, mode 0600 (replacing the last server's)."""
+    import secrets
+
+    token = secrets.token_urlsafe(32)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / CONTROL_TOKEN_FILE
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(token)
+    return token
+
+
+def control_token(directory: Path | None = None) -> str | None:
+    """The running server's control token (None when none was written or it is not readable here)."""
+    try:
+        return ((directory or state_dir()) / CONTROL_TOKEN_FILE).read_text().strip() or None
+    except OSError:
+        return None
+
+
 def state_dir() -> Path:
     """``$DOCTABLE_LOCAL_DIR`` or ``<project>/.local``."""
     override = os.environ.get("DOCTABLE_LOCAL_DIR")

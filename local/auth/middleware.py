@@ -14,11 +14,12 @@ import io
 import json
 import logging
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 from xml.sax.saxutils import escape
 
 from local import incidents, state
-from local.auth import policy, principals, requests, signing, table_access
+from local.auth import policy, principals, requests, signing, sigv4, table_access
 
 log = logging.getLogger("doctable.local.auth")
 _BYPASS = ("/_doctable/", "/moto-api")
@@ -77,6 +78,21 @@ class AuthMiddleware:
             principal = principals.resolve(parsed.access_key or "", parsed.session_token)
         except principals.UnknownKey:
             return _invalid_key(start_response, parsed)
+        except principals.ExpiredSession:
+            return _expired_token(start_response, parsed)
+        signature = sigv4.read(environ)
+        wrong = (
+            sigv4.problem(environ, body, principal.secret, signature, datetime.now(UTC))
+            if signature is not None
+            else sigv4.Problem("mismatch", sigv4.MISMATCH)
+        )
+        if wrong is not None:
+            log.info(
+                "signature refused (%s) %s %s: %s%s", wrong.kind, environ.get("REQUEST_METHOD"),
+                environ.get("RAW_URI") or environ.get("PATH_INFO"), wrong.message,
+                f"; canonical request:\n{wrong.canonical}" if wrong.canonical else "",
+            )  # fmt: skip
+            return _bad_signature(start_response, parsed, wrong, signature)
         # aws:SecureTransport as the request arrived: over the TLS listener, or over the plain-HTTP one.
         secure = "true" if environ.get("wsgi.url_scheme") == "https" else "false"
         # aws:RequestedRegion: the region the request is signed for (a function in another region calls its own).
@@ -233,6 +249,49 @@ def _invalid_key(start_response: Any, parsed: requests.Parsed) -> list[bytes]:
         return _error(start_response, parsed, "InvalidAccessKeyId", "", message)
     code = "InvalidClientTokenId" if parsed.protocol == "query" else "UnrecognizedClientException"
     return _error(start_response, parsed, code, code, INVALID_TOKEN)
+
+
+def _expired_token(start_response: Any, parsed: requests.Parsed) -> list[bytes]:
+    if parsed.protocol == "rest-xml":
+        return _error(
+            start_response, parsed, "ExpiredToken", "", "The provided token has expired.", "400 Bad Request"
+        )
+    code = "ExpiredToken" if parsed.protocol == "query" else "ExpiredTokenException"
+    return _error(start_response, parsed, code, code, "The security token included in the request is expired")
+
+
+# A signature that does not hold, by kind and protocol: (code, HTTP status). JSON services answer 400, Lambda's
+# REST API and the query services 403; S3 names each kind.
+_SIGNATURE_CODES = {
+    "json": ("InvalidSignatureException", "400 Bad Request"),
+    "rest-json": ("InvalidSignatureException", "403 Forbidden"),
+    "query": ("SignatureDoesNotMatch", "403 Forbidden"),
+}
+_S3_SIGNATURE_CODES = {
+    "mismatch": ("SignatureDoesNotMatch", "403 Forbidden"),
+    "skewed": ("RequestTimeTooSkewed", "403 Forbidden"),
+    "expired": ("AccessDenied", "403 Forbidden"),
+}
+
+
+def _bad_signature(
+    start_response: Any, parsed: requests.Parsed, wrong: sigv4.Problem, signature: sigv4.Signature | None
+) -> list[bytes]:
+    """The answer to a signature that does not hold, in the protocol's form (Signature Version 4 errors)."""
+    if parsed.protocol == "rest-xml":
+        if wrong.kind == "malformed":
+            code = "InvalidRequest"
+            if wrong.message != sigv4.NO_CONTENT_SHA:
+                presigned = signature is not None and signature.presigned
+                code = "AuthorizationQueryParametersError" if presigned else "AuthorizationHeaderMalformed"
+            return _error(start_response, parsed, code, "", wrong.message, "400 Bad Request")
+        code, status = _S3_SIGNATURE_CODES[wrong.kind]
+        return _error(start_response, parsed, code, "", wrong.message, status)
+    if wrong.kind == "malformed":
+        code = "IncompleteSignature" if parsed.protocol == "query" else "IncompleteSignatureException"
+        return _error(start_response, parsed, code, code, wrong.message, "400 Bad Request")
+    code, status = _SIGNATURE_CODES[parsed.protocol]
+    return _error(start_response, parsed, code, code, wrong.message, status)
 
 
 def _error(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from local import auth, state
@@ -36,6 +37,10 @@ class UnknownKey(Exception):
     """The access key (or its session token) is not one the local AWS issued."""
 
 
+class ExpiredSession(Exception):
+    """The access key is an assumed-role session's whose expiration has passed (by the real clock)."""
+
+
 @dataclass
 class Principal:
     arn: str
@@ -43,6 +48,7 @@ class Principal:
     name: str  # the user's or the role's name
     role_arn: str | None = None
     policies: list[Any] = field(default_factory=list)  # identity policy documents (JSON strings)
+    secret: str = field(default="", repr=False)  # the access key's secret, which signs its requests
 
     @property
     def aliases(self) -> tuple[str, ...]:
@@ -119,12 +125,19 @@ def resolve(access_key_id: str, session_token: str | None) -> Principal:
             if key.access_key_id == access_key_id:
                 if key.status != "Active" or session_token:
                     raise UnknownKey(access_key_id)
-                return _user_principal(user)
+                found = _user_principal(user)
+                found.secret = str(key.secret_access_key)
+                return found
     for session in list(_sts().assumed_roles):
         if session.access_key_id == access_key_id:
             if session_token != session.session_token:
                 raise UnknownKey(access_key_id)
-            return session_principal(session)
+            # moto's expiration is naive UTC; a session is refused once it has passed
+            if session.expiration < datetime.now(UTC).replace(tzinfo=None):
+                raise ExpiredSession(access_key_id)
+            found = session_principal(session)
+            found.secret = str(session.secret_access_key)
+            return found
     raise UnknownKey(access_key_id)
 
 

@@ -22,9 +22,14 @@ A behaviour that none of them can check says why in ``unchecked``.
 
 from __future__ import annotations
 
-from local.behaviours import dynamodb, dynamodb_api, services
+from local.behaviours import access, dynamodb, dynamodb_api, services
 from local.behaviours.registry import Behaviour, matches
 
-BEHAVIOURS: tuple[Behaviour, ...] = (*dynamodb.BEHAVIOURS, *dynamodb_api.BEHAVIOURS, *services.BEHAVIOURS)
+BEHAVIOURS: tuple[Behaviour, ...] = (
+    *dynamodb.BEHAVIOURS,
+    *dynamodb_api.BEHAVIOURS,
+    *services.BEHAVIOURS,
+    *access.BEHAVIOURS,
+)
 
 __all__ = ["BEHAVIOURS", "Behaviour", "matches"]

@@ -1,4 +1,5 @@
-"""The behaviours of the local AWS outside DynamoDB: S3, Lambda, CloudFormation and IAM evaluation."""
+"""The behaviours of the local AWS outside DynamoDB: S3, Lambda, CloudFormation, CloudWatch (IAM and
+authentication: access.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,6 @@ from local.behaviours.registry import (
     CFN_GUIDE,
     CFN_TEMPLATES,
     CW_API,
-    DDB_GUIDE,
-    IAM_GUIDE,
     LAMBDA_GUIDE,
     S3_GUIDE,
     Behaviour,
@@ -192,6 +191,24 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
             "moto.cloudformation.models:Stack.stack_resources",
         ),
         replaces=(("AWS::Logs::LogGroup", "LogGroupName"), ("AWS::SNS::Topic", "TopicName")),
+    ),
+    Behaviour(
+        id="cloudformation.acting-role",
+        service="cloudformation",
+        rule="A stack operation given a role (RoleARN; a change set's, an update's, else the stack's) creates, "
+        "updates and deletes each resource as a session of that role (AWSCloudFormation): a call the role may not "
+        "make (a table's dynamodb:CreateTable, a function's lambda:CreateFunction and iam:PassRole of its role, "
+        "...; a type not listed: its registry handler's first permission) fails the resource with 'Resource "
+        'handler returned message: "User: <session> is not authorized to perform: ..." (HandlerErrorCode: '
+        "AccessDenied)' and the stack rolls back (a deletion ends DELETE_FAILED).",
+        source=CFN_GUIDE + "using-iam-servicerole.html",
+        test="tests/unit/test_local_cfn_acting_role.py::test_a_resource_its_role_may_not_create_fails_and_rolls_back",
+        targets=(
+            "moto.cloudformation.parsing:parse_and_create_resource",
+            "moto.cloudformation.parsing:ResourceMap._delete_resource",
+        ),
+        unchecked="no independent reference evaluates a service role; the calls each type makes are its "
+        "handler's as the CloudFormation registry schemas (cfn-lint's copy) list them",
     ),
     Behaviour(
         id="cloudformation.outputs-after-update",
@@ -390,82 +407,5 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
             "moto.cloudwatch.models:Dashboard.update_from_cloudformation_json",
         ),
         replaces=(("AWS::CloudWatch::Dashboard", "DashboardName"),),
-    ),
-    # ---- IAM evaluation ----
-    Behaviour(
-        id="iam.signature-required",
-        service="iam",
-        rule="A request to a service that needs a signature and has none is MissingAuthenticationTokenException (JSON "
-        "services; query services MissingAuthenticationToken; Lambda 'Missing Authentication Token'); an "
-        "Authorization header that is not a complete SigV4 one (no Credential, Signature, SignedHeaders or date, "
-        "another algorithm, a scope without its aws4_request terminator) is IncompleteSignatureException naming "
-        "every part it lacks (S3: InvalidArgument); neither reaches the service.",
-        source=IAM_GUIDE + "reference_sigv-troubleshooting.html",
-        test="tests/unit/test_local_auth_front_door.py::test_a_header_without_credential_deletes_nothing",
-        unchecked="these common errors are in no service model botocore ships; AWS's words are its services' "
-        "answers as users quote them (the outside suite's test_authorization checks the unsigned case on AWS)",
-    ),
-    Behaviour(
-        id="s3.anonymous-requests",
-        service="s3",
-        rule="An unsigned S3 request is made by the anonymous principal: it is allowed only by a bucket policy "
-        "statement naming everyone (Principal '*'), and never where the bucket's public access block restricts "
-        "public buckets; otherwise AccessDenied, for reads and writes alike (bucket ACLs granting AllUsers are not "
-        "honoured: the project's buckets own their objects and use none).",
-        source=S3_GUIDE + "access-control-block-public-access.html",
-        test="tests/unit/test_local_auth_front_door.py::test_an_unsigned_s3_request_is_the_anonymous_principal",
-        differs=("s3.put-anonymous|error|ok->AccessDenied",),
-    ),
-    Behaviour(
-        id="iam.policy-evaluation",
-        service="iam",
-        rule="A request is allowed only by an Allow in an identity or resource policy, and any explicit Deny wins.",
-        source=IAM_GUIDE + "reference_policies_evaluation-logic.html",
-        test="tests/unit/test_local_iam_policy.py::test_explicit_deny_wins_over_any_allow",
-        unchecked="no independent evaluator is installed; the actions and resources it is asked about are checked "
-        "against the Service Authorization Reference (iam.request-actions)",
-    ),
-    Behaviour(
-        id="iam.request-actions",
-        service="iam",
-        rule="Each API call is authorized as the actions and resource ARNs the Service Authorization Reference "
-        "gives for its operation (S3's HeadObject as s3:GetObject, DeleteObjects per key as s3:DeleteObject, ...).",
-        source="https://docs.aws.amazon.com/service-authorization/latest/reference/reference_policies_actions-resources-contextkeys.html",
-        test="tests/unit/test_local_iam_policy.py::test_requests_name_the_resources_aws_authorizes",
-        actions=("s3:GetObject", "s3:DeleteObject", "s3:ListBucket", "dynamodb:ConditionCheckItem"),
-        condition_keys=(("s3:ListBucket", "s3:prefix"), ("s3:ListBucket", "s3:delimiter")),
-    ),
-    Behaviour(
-        id="iam.pass-role",
-        service="iam",
-        rule="A stack operation with a RoleARN needs iam:PassRole on it, with iam:PassedToService "
-        "cloudformation.amazonaws.com.",
-        source=IAM_GUIDE + "id_roles_use_passrole.html",
-        test="tests/unit/test_local_iam_policy.py::test_a_stack_operation_with_a_role_passes_it_to_cloudformation",
-        condition_keys=(("iam:PassRole", "iam:PassedToService"),),
-    ),
-    Behaviour(
-        id="iam.kms-via-dynamodb",
-        service="kms",
-        rule="Reading a table under a customer managed key needs kms:Decrypt on the key through DynamoDB "
-        "(kms:ViaService dynamodb.<region>.amazonaws.com).",
-        source=DDB_GUIDE + "encryption.usagenotes.html",
-        test="tests/unit/test_local_dynamodb_security.py::test_reads_under_a_customer_managed_key_need_kms_decrypt_through_dynamodb",
-        condition_keys=(("kms:Decrypt", "kms:ViaService"),),
-    ),
-    Behaviour(
-        id="iam.mapping-acts-as-its-role",
-        service="lambda",
-        rule="A stream mapping reads its source and writes its on-failure destination with the function's execution "
-        "role: a role without the stream reads leaves the mapping PROBLEM.",
-        source=LAMBDA_GUIDE + "with-ddb.html#events-dynamodb-permissions",
-        test="tests/integration/test_iam.py::test_mapping_acts_as_the_function_role",
-        actions=(
-            "dynamodb:DescribeStream",
-            "dynamodb:GetRecords",
-            "dynamodb:GetShardIterator",
-            "dynamodb:ListStreams",
-            "s3:PutObject",
-        ),
     ),
 )

@@ -13,16 +13,21 @@ from typing import Any
 
 from local import clock
 from local.faults.spec import PATH, FaultSpecError
+from local.state import CONTROL_TOKEN_HEADER
 
 
 class FaultClient:
     """Talks to the control endpoint of the local AWS at ``url`` (e.g. ``https://localhost:4566``), trusting
-    the CA in ``ca_bundle`` (``local.api.ca_bundle(directory)``; None: the system's). One kept-alive
-    connection, shared by the threads that use the client one call at a time."""
+    the CA in ``ca_bundle`` (``local.api.ca_bundle(directory)``; None: the system's), with the server's control
+    ``token`` (``local.api.control_token(directory)``). One kept-alive connection, shared by the threads that use
+    the client one call at a time."""
 
-    def __init__(self, url: str, timeout: float = 10.0, ca_bundle: str | Path | None = None):
+    def __init__(
+        self, url: str, timeout: float = 10.0, ca_bundle: str | Path | None = None, token: str | None = None
+    ):
         self.url = url.rstrip("/") + PATH
         self.timeout = timeout
+        self.token = token
         self.context = ssl.create_default_context(cafile=str(ca_bundle) if ca_bundle else None)
         self._parts = urllib.parse.urlsplit(self.url)
         self._connection: http.client.HTTPConnection | None = None
@@ -36,6 +41,8 @@ class FaultClient:
 
     def _exchange(self, method: str, target: str, data: bytes | None) -> tuple[int, bytes]:
         headers = {"Content-Type": "application/json"}
+        if self.token:
+            headers[CONTROL_TOKEN_HEADER] = self.token
         with self._lock:
             for attempt in (1, 2):
                 if self._connection is None:

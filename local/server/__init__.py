@@ -12,6 +12,7 @@ listener serving the same app, so that a test can show what AWS does with a requ
 from __future__ import annotations
 
 import argparse
+import hmac
 import json
 import logging
 import os
@@ -72,18 +73,35 @@ WARM_SERVICES = (
 
 
 class _HealthMiddleware:
-    def __init__(self, app: Any, info: dict[str, Any]):
+    """The health answer (to anyone), and the control endpoints' guard: a request to ``/_doctable/*`` or
+    ``/moto-api`` without the server's control token is refused (403 ``control.token_required``)."""
+
+    def __init__(self, app: Any, info: dict[str, Any], token: str | None = None):
         self.app = app
         self.info = info
+        self.token = token
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
-        if environ.get("PATH_INFO") == state.HEALTH_PATH:
-            body = json.dumps({**self.info, "incidents": incidents.summary()}).encode("utf-8")
-            start_response(
-                "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
-            )
-            return [body]
+        path = environ.get("PATH_INFO", "")
+        if path == state.HEALTH_PATH:
+            return _json(start_response, "200 OK", {**self.info, "incidents": incidents.summary()})
+        if self.token is not None and path.startswith(state.CONTROL_PREFIXES):
+            header = "HTTP_" + state.CONTROL_TOKEN_HEADER.upper().replace("-", "_")
+            given = str(environ.get(header, ""))
+            if not hmac.compare_digest(given.encode(), self.token.encode()):
+                problem = "missing" if not given else "wrong"
+                return _json(start_response, "403 Forbidden", {
+                    "code": "control.token_required",
+                    "error": f"the control endpoint {path} needs the {state.CONTROL_TOKEN_HEADER} header ({problem}): "
+                    f"its value is in {state.CONTROL_TOKEN_FILE} of the local AWS's state directory",
+                })  # fmt: skip
         return self.app(environ, start_response)
+
+
+def _json(start_response: Any, status: str, answer: dict[str, Any]) -> list[bytes]:
+    body = json.dumps(answer).encode("utf-8")
+    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+    return [body]
 
 
 def _loopback_addresses() -> list[tuple[int, str]]:
@@ -137,11 +155,13 @@ class LocalAWS:
             "moto": metadata.version("moto"),
             "iam": "enforced" if enforced else "off",
         }
-        inner: Any = AuthMiddleware(dispatcher) if enforced else dispatcher
-        # Fault injection (/_doctable/faults, S3 DeleteObjects) is inert until a test posts rules.
-        app = FaultMiddleware(_HealthMiddleware(inner, info), progress=self.manager.progress)
-
+        # Fault injection (/_doctable/faults, S3 DeleteObjects) is inert until a test posts rules; it acts as S3
+        # does, after the request was authenticated (the signature is checked on the request as it was sent).
+        faults = FaultMiddleware(dispatcher, progress=self.manager.progress)
+        inner: Any = AuthMiddleware(faults) if enforced else faults
         self.directory.mkdir(parents=True, exist_ok=True)
+        token = state.write_control_token(self.directory)
+        app = _HealthMiddleware(inner, info, token)
         context = tls.ensure(self.directory).server_context()
         handler = listener.handler_class()
         self.port = self._listen(self.port, lambda a, p: listener.make(a, p, app, handler, context))

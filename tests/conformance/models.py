@@ -34,6 +34,13 @@ COMMON_ERRORS: dict[str, tuple[str, frozenset[str]]] = {
                 "ValidationError",
                 "ValidationException",
                 "UnrecognizedClientException",
+                # the developer guide's "Error handling with DynamoDB" (Programming.Errors) adds these 400s:
+                "IncompleteSignatureException",
+                "MissingAuthenticationTokenException",
+                # and the signature errors DynamoDB answers as 400s (com.amazon.coral.service#...), which no page
+                # lists: a signature that does not match, a request dated past the skew, an expired session
+                "InvalidSignatureException",
+                "ExpiredTokenException",
             }
         ),
     ),

@@ -24,6 +24,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 from botocore.parsers import ResponseParserError
 
+from local import api
 from tests.conformance.servers import Server
 
 # A string value that names a state or an option (ACTIVE, NEW_AND_OLD_IMAGES, PAY_PER_REQUEST, ENABLED, ...) is
@@ -77,12 +78,13 @@ class Run:
     clients: dict[str, Any] = field(default_factory=dict)
 
     def client(self, service: str) -> Any:
-        """The run's client of ``service`` (``s3-anonymous``: an S3 client that signs nothing)."""
+        """The run's client of ``service`` (``s3-anonymous``: an S3 client that signs nothing; ``dynamodb-forged``:
+        the deployer's key signed with a wrong secret)."""
         if service not in self.clients:
             anonymous = service.endswith("-anonymous")
-            self.clients[service] = self.server.client(
-                service.removesuffix("-anonymous"), signed=not anonymous
-            )
+            name = service.removesuffix("-anonymous").removesuffix("-forged")
+            secret = "not-the-deployers-secret" if service.endswith("-forged") else api.SECRET_ACCESS_KEY
+            self.clients[service] = self.server.client(name, signed=not anonymous, secret=secret)
         return self.clients[service]
 
     def call(self, step: str, service: str, operation: str, **params: Any) -> dict[str, Any] | None:
@@ -190,6 +192,8 @@ def dynamodb_table(run: Run) -> None:
         Key=key,
         ProjectionExpression="blobs, blobs[0]",
     )
+    # the deployer's key signed with another secret: a forged request (refused on AWS)
+    run.call("dynamodb.get-item-forged", "dynamodb-forged", "GetItem", TableName=TABLE, Key=key)
     run.call(
         "dynamodb.query-missing-index",
         "dynamodb",

@@ -118,8 +118,9 @@ class Server:
     port: int
     recorder: Recorder = field(default_factory=Recorder)
 
-    def client(self, service: str, *, signed: bool = True) -> Any:
-        """A client of ``service`` as the deployer; ``signed`` False: one that signs nothing (an anonymous caller)."""
+    def client(self, service: str, *, signed: bool = True, secret: str = api.SECRET_ACCESS_KEY) -> Any:
+        """A client of ``service`` as the deployer; ``signed`` False: one that signs nothing (an anonymous caller);
+        ``secret``: the deployer's key signed with that secret (another than its own: a forged request)."""
         config = ONE_TRY if signed else ONE_TRY.merge(Config(signature_version=UNSIGNED))
         return self.recorder.attach(
             boto3.client(
@@ -129,7 +130,7 @@ class Server:
                 verify=self.verify,
                 config=config,
                 aws_access_key_id=api.ACCESS_KEY_ID,
-                aws_secret_access_key=api.SECRET_ACCESS_KEY,
+                aws_secret_access_key=secret,
             )
         )
 

@@ -55,6 +55,7 @@ def test_the_scenarios_ran_the_same_steps_and_the_local_aws_refused_what_aws_ref
     assert {step: local[step].error for step in local if local[step].error} == {
         "dynamodb.put-item-condition-fails": "ConditionalCheckFailedException",
         "dynamodb.get-item-projection": "ValidationException",
+        "dynamodb.get-item-forged": "InvalidSignatureException",
         "s3.put-anonymous": "AccessDenied",
         "dynamodb.query-missing-index": "ValidationException",
         "dynamodb.ttl-disable-at-once": "ValidationException",

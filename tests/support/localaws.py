@@ -99,7 +99,9 @@ class LocalAWS:
 
     @cached_property
     def faults(self) -> api.FaultClient:
-        return api.FaultClient(self.info.url, ca_bundle=self.ca_bundle)
+        return api.FaultClient(
+            self.info.url, ca_bundle=self.ca_bundle, token=api.control_token(self.directory)
+        )
 
     def client(
         self, service: str, *, url: str | None = None, region: str = REGION, **credentials: str

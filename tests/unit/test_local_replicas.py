@@ -15,6 +15,9 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID as ACCOUNT
@@ -29,6 +32,7 @@ from local.services.dynamodb import replicas as api
 from local.services.dynamodb import replication as replicas
 from local.services.dynamodb import ttl
 from local.services.dynamodb.writes import WRITE_LOCK
+from tests.support import signed
 from tests.support.localaws import wait_for
 from tests.unit.test_local_kinesis_destination import isolated_services
 
@@ -571,7 +575,7 @@ def test_a_request_to_another_region_is_evaluated_in_that_region(aws: Aws) -> No
     # GIVEN a user allowed GetItem only in B (aws:RequestedRegion), and the IAM check in front of a stub AWS
     iam = boto3.client("iam", region_name=A)
     iam.create_user(UserName="u")
-    key = iam.create_access_key(UserName="u")["AccessKey"]["AccessKeyId"]
+    key = iam.create_access_key(UserName="u")["AccessKey"]
     statement = {
         "Effect": "Allow",
         "Action": "dynamodb:GetItem",
@@ -583,21 +587,16 @@ def test_a_request_to_another_region_is_evaluated_in_that_region(aws: Aws) -> No
     app = AuthMiddleware(lambda environ, start_response: start_response("200 OK", []) or [b"{}"])
 
     def status(region: str) -> str:
+        # a GetItem signed (with the user's secret) for ``region``
         body = json.dumps({"TableName": "tbl", "Key": {"pk": {"S": "k"}}}).encode()
-        environ = {
-            "PATH_INFO": "/",
-            "REQUEST_METHOD": "POST",
-            "wsgi.url_scheme": "https",
-            "wsgi.input": io.BytesIO(body),
-            "CONTENT_LENGTH": str(len(body)),
-            "HTTP_AUTHORIZATION": f"AWS4-HMAC-SHA256 Credential={key}/20260101/{region}/dynamodb/aws4_request, "
-            "SignedHeaders=host, Signature=0",
-            "HTTP_X_AMZ_TARGET": "DynamoDB_20120810.GetItem",
-            "HTTP_X_AMZ_DATE": "20260101T000000Z",
-        }
+        request = AWSRequest("POST", "https://localhost/", data=body, headers={
+            "X-Amz-Target": "DynamoDB_20120810.GetItem", "Content-Type": "application/x-amz-json-1.0"})  # fmt: skip
+        SigV4Auth(Credentials(key["AccessKeyId"], key["SecretAccessKey"]), "dynamodb", region).add_auth(
+            request
+        )
         answered: list[str] = []
-        app(environ, lambda code, headers: answered.append(code))
-        return answered[0]
+        answer = b"".join(app(signed.environ(request), lambda code, headers: answered.append(code)))
+        return answered[0] + ("" if b"AccessDenied" in answer or answered[0] == "200 OK" else f" {answer!r}")
 
     # WHEN the user reads in B and in A  THEN B's request is allowed and A's refused
     assert (status(B), status(A)) == ("200 OK", "400 Bad Request")
