@@ -36,6 +36,7 @@ PATCHING = (
     "local.services.kinesis",
     "local.services.kinesis_fan_out",
     "local.services.cloudformation.stacks",
+    "local.services.cloudformation.acting_role",
     "local.services.iam",
     "local.services.kms",
     "local.services.logs",

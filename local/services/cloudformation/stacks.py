@@ -21,6 +21,7 @@ from moto.cloudformation.exceptions import CloudFormationError, ValidationError
 
 from local import incidents
 from local.patching import Patches, Target, install, replace, truthy
+from local.services.cloudformation import acting_role
 from local.services.cloudformation import imports as cfn_import
 from local.services.cloudformation import updates as cfn_update
 
@@ -48,7 +49,9 @@ class ChangeSetNotFound(CloudFormationError):
 def parse_and_update_resource(
     logical_id: str, resource_json: dict[str, Any], resources_map: Any, account_id: str, region_name: str
 ) -> Any:
-    """A modified resource whose type cannot be updated keeps its resource (moto put None in its place)."""
+    """A modified resource whose type cannot be updated keeps its resource (moto put None in its place); the
+    update is authorized as the stack's role first (acting_role.py)."""
+    acting_role.check_update(resources_map, logical_id, resource_json)
     existing = resources_map._parsed_resources.get(logical_id)
     new = PATCHES.original(parse_and_update_resource)(
         logical_id, resource_json, resources_map, account_id, region_name
@@ -137,6 +140,8 @@ def execute_change_set(self: Any, change_set_name: str, stack_name: str | None =
     if change_set is None:
         raise _change_set_not_found(change_set_name)
     stack = self.stacks[change_set.stack_id]
+    # The change set's role acts for this operation and, as on AWS, for the stack's later ones.
+    stack.role_arn = getattr(change_set, "role_arn", None) or getattr(stack, "role_arn", None)
     if change_set.change_set_type == "IMPORT":
         cfn_import.execute(self, change_set)
         return
@@ -193,6 +198,8 @@ def delete_stack(self: Any, name_or_stack_id: str) -> None:
             break
     if stack is None:
         return original_delete_stack(self, name_or_stack_id)
+    # moto takes the stack out of its stacks before deleting its resources: their deletion acts as its role
+    setattr(stack.resource_map, acting_role.DELETING_ROLE, getattr(stack, "role_arn", None))
     try:
         original_delete_stack(self, name_or_stack_id)
     except Exception as exc:
@@ -214,8 +221,12 @@ def delete_stack(self: Any, name_or_stack_id: str) -> None:
 def stack_update(
     self: Any, template: str, role_arn: str | None = None, parameters: Any = None, tags: Any = None
 ) -> None:
-    """UpdateStack: a failed update is rolled back and ends in UPDATE_ROLLBACK_COMPLETE with the reason."""
+    """UpdateStack: a failed update is rolled back and ends in UPDATE_ROLLBACK_COMPLETE with the reason. The role
+    it is given acts for this update (acting_role.py); without one, the stack's role does (moto set it after
+    the update, and cleared it when none was given)."""
     previous = (self.template, dict(self.parameters))
+    role_arn = role_arn or getattr(self, "role_arn", None)
+    self.role_arn = role_arn
     try:
         PATCHES.original(stack_update)(self, template, role_arn, parameters=parameters, tags=tags)
     except Exception as exc:

@@ -1,0 +1,333 @@
+"""CloudFormation acts as the stack's role: each resource it creates, updates or deletes is authorized as a
+session of the role the operation was given (``RoleARN``; the CDK passes the bootstrap's execution role), by the
+local IAM evaluator, before the resource exists (AWS CloudFormation User Guide, "CloudFormation service role").
+
+Each resource type names the call its handler makes first, with the resource ARN that call is authorized on
+(the Service Authorization Reference's resource for the action): a table's ``dynamodb:CreateTable`` on the table,
+a function's ``lambda:CreateFunction`` on the function and ``iam:PassRole`` on its execution role (condition key
+``iam:PassedToService`` lambda.amazonaws.com), a bucket's ``s3:CreateBucket``, ... A type this module does not
+list is authorized on the first permission of its handler in the CloudFormation registry schema (cfn-lint ships
+the schemas) on ``*``. A refusal fails the resource as AWS reports it::
+
+    Resource handler returned message: "User: arn:aws:sts::<account>:assumed-role/<role>/AWSCloudFormation is
+    not authorized to perform: <action> on resource: <arn> because no identity-based policy allows the <action>
+    action (Service: <service>, Status Code: 400, Request ID: <id>)" (HandlerErrorCode: AccessDenied)
+
+and the operation rolls back (stacks.py, updates.py). An operation without a role is not checked here: the
+caller's own call (CreateStack, ExecuteChangeSet) was authorized by the middleware.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import uuid
+from collections.abc import Callable
+from importlib import resources
+from typing import Any
+
+from local import state
+from local.auth import policy, principals
+from local.patching import Patches, Target
+
+log = logging.getLogger("doctable.local.cloudformation")
+_PARSING = "moto.cloudformation.parsing"
+PATCHES = Patches()
+SESSION = "AWSCloudFormation"
+DELETING_ROLE = "doctable_deleting_role"  # the role of a stack being deleted, kept on its resource map  # the session name CloudFormation assumes a service role with
+
+Arn = Callable[[str, dict[str, Any], str], list[str]]  # (physical name, properties, region) -> resource ARNs
+
+
+def _arn(service: str, resource: str) -> Arn:
+    """An ARN of ``service`` whose resource part is ``resource`` with {name} and {region} filled in."""
+
+    def build(name: str, props: dict[str, Any], region: str) -> list[str]:
+        regional = "" if service in ("iam", "s3") else region
+        account = "" if service == "s3" else state.ACCOUNT_ID
+        filled = resource.format(name=name, path=props.get("Path") or "/")
+        return [f"arn:aws:{service}:{regional}:{account}:{filled}"]
+
+    return build
+
+
+def _each(service: str, resource: str, prop: str) -> Arn:
+    """An ARN per name in the list (or the one name) property ``prop`` holds (a policy's roles, a topic's)."""
+
+    def build(name: str, props: dict[str, Any], region: str) -> list[str]:
+        values = props.get(prop) or []
+        values = values if isinstance(values, list) else [values]
+        arns = []
+        for value in [v for v in values if isinstance(v, str)]:  # a reference left unresolved names nothing
+            text = value
+            arns += [text] if text.startswith("arn:") else _arn(service, resource)(text, {}, region)
+        return arns or ["*"]
+
+    return build
+
+
+def _anything(name: str, props: dict[str, Any], region: str) -> list[str]:
+    return ["*"]
+
+
+# type -> {operation: (action, ARNs)}; an operation a type does not list is not a call of its own on AWS.
+_ROLE = _arn("iam", "role{path}{name}")
+_FUNCTION = _arn("lambda", "function:{name}")
+_FUNCTION_OF = _each("lambda", "function:{name}", "FunctionName")
+CALLS: dict[str, dict[str, tuple[str, Arn]]] = {
+    "AWS::DynamoDB::Table": {
+        "create": ("dynamodb:CreateTable", _arn("dynamodb", "table/{name}")),
+        "update": ("dynamodb:UpdateTable", _arn("dynamodb", "table/{name}")),
+        "delete": ("dynamodb:DeleteTable", _arn("dynamodb", "table/{name}")),
+    },
+    "AWS::DynamoDB::GlobalTable": {
+        "create": ("dynamodb:CreateTable", _arn("dynamodb", "table/{name}")),
+        "update": ("dynamodb:UpdateTable", _arn("dynamodb", "table/{name}")),
+        "delete": ("dynamodb:DeleteTable", _arn("dynamodb", "table/{name}")),
+    },
+    "AWS::Lambda::Function": {
+        "create": ("lambda:CreateFunction", _FUNCTION),
+        "update": ("lambda:UpdateFunctionConfiguration", _FUNCTION),
+        "delete": ("lambda:DeleteFunction", _FUNCTION),
+    },
+    "AWS::Lambda::EventSourceMapping": {
+        "create": ("lambda:CreateEventSourceMapping", _anything),
+        "update": ("lambda:UpdateEventSourceMapping", _anything),
+        "delete": ("lambda:DeleteEventSourceMapping", _anything),
+    },
+    "AWS::Lambda::Alias": {
+        "create": ("lambda:CreateAlias", _FUNCTION_OF),
+        "update": ("lambda:UpdateAlias", _FUNCTION_OF),
+        "delete": ("lambda:DeleteAlias", _FUNCTION_OF),
+    },
+    "AWS::Lambda::Version": {"create": ("lambda:PublishVersion", _FUNCTION_OF)},
+    "AWS::Lambda::Permission": {
+        "create": ("lambda:AddPermission", _FUNCTION_OF),
+        "delete": ("lambda:RemovePermission", _FUNCTION_OF),
+    },
+    "AWS::IAM::Role": {
+        "create": ("iam:CreateRole", _ROLE),
+        "update": ("iam:UpdateAssumeRolePolicy", _ROLE),
+        "delete": ("iam:DeleteRole", _ROLE),
+    },
+    "AWS::IAM::Policy": {
+        "create": ("iam:PutRolePolicy", _each("iam", "role/{name}", "Roles")),
+        "update": ("iam:PutRolePolicy", _each("iam", "role/{name}", "Roles")),
+        "delete": ("iam:DeleteRolePolicy", _each("iam", "role/{name}", "Roles")),
+    },
+    "AWS::IAM::ManagedPolicy": {
+        "create": ("iam:CreatePolicy", _arn("iam", "policy{path}{name}")),
+        "update": ("iam:CreatePolicyVersion", _arn("iam", "policy{path}{name}")),
+        "delete": ("iam:DeletePolicy", _arn("iam", "policy{path}{name}")),
+    },
+    "AWS::S3::Bucket": {
+        "create": ("s3:CreateBucket", _arn("s3", "{name}")),
+        "delete": ("s3:DeleteBucket", _arn("s3", "{name}")),
+    },
+    "AWS::S3::BucketPolicy": {
+        "create": ("s3:PutBucketPolicy", _each("s3", "{name}", "Bucket")),
+        "update": ("s3:PutBucketPolicy", _each("s3", "{name}", "Bucket")),
+        "delete": ("s3:DeleteBucketPolicy", _each("s3", "{name}", "Bucket")),
+    },
+    "AWS::Logs::LogGroup": {
+        "create": ("logs:CreateLogGroup", _arn("logs", "log-group:{name}:*")),
+        "delete": ("logs:DeleteLogGroup", _arn("logs", "log-group:{name}:*")),
+    },
+    "AWS::CloudWatch::Alarm": {
+        "create": ("cloudwatch:PutMetricAlarm", _arn("cloudwatch", "alarm:{name}")),
+        "update": ("cloudwatch:PutMetricAlarm", _arn("cloudwatch", "alarm:{name}")),
+        "delete": ("cloudwatch:DeleteAlarms", _arn("cloudwatch", "alarm:{name}")),
+    },
+    "AWS::CloudWatch::Dashboard": {
+        "create": ("cloudwatch:PutDashboard", _arn("cloudwatch", "dashboard/{name}")),
+        "update": ("cloudwatch:PutDashboard", _arn("cloudwatch", "dashboard/{name}")),
+        "delete": ("cloudwatch:DeleteDashboards", _arn("cloudwatch", "dashboard/{name}")),
+    },
+    "AWS::SNS::Topic": {
+        "create": ("sns:CreateTopic", _arn("sns", "{name}")),
+        "delete": ("sns:DeleteTopic", _arn("sns", "{name}")),
+    },
+    "AWS::SNS::TopicPolicy": {
+        "create": ("sns:SetTopicAttributes", _each("sns", "{name}", "Topics")),
+        "update": ("sns:SetTopicAttributes", _each("sns", "{name}", "Topics")),
+    },
+    "AWS::KMS::Key": {"create": ("kms:CreateKey", _anything)},
+    "AWS::Kinesis::Stream": {
+        "create": ("kinesis:CreateStream", _arn("kinesis", "stream/{name}")),
+        "delete": ("kinesis:DeleteStream", _arn("kinesis", "stream/{name}")),
+    },
+    "AWS::SSM::Parameter": {
+        "create": ("ssm:PutParameter", _arn("ssm", "parameter/{name}")),
+        "update": ("ssm:PutParameter", _arn("ssm", "parameter/{name}")),
+        "delete": ("ssm:DeleteParameter", _arn("ssm", "parameter/{name}")),
+    },
+}
+# Services as a handler's error names them ("Service: DynamoDb").
+SERVICE_NAMES = {
+    "dynamodb": "DynamoDb",
+    "lambda": "Lambda",
+    "iam": "Iam",
+    "s3": "S3",
+    "logs": "CloudWatchLogs",
+}
+
+
+class AccessDenied(Exception):
+    """A call CloudFormation made as the stack's role was refused: the resource fails, as on AWS."""
+
+    code = "AccessDenied"
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+@functools.cache
+def _schema_calls() -> dict[str, dict[str, str]]:
+    """type -> {operation: first permission of its handler}, from the registry schemas cfn-lint ships."""
+    root = resources.files("cfnlint") / "data" / "schemas"
+    index = json.loads((root / "providers" / "us-east-1.json").read_text())
+    found: dict[str, dict[str, str]] = {}
+    for type_name, digest in index.items():
+        try:
+            schema = json.loads((root / "resources" / f"{digest}.json").read_text())
+        except (OSError, ValueError):
+            continue
+        handlers = schema.get("handlers") or {}
+        found[type_name] = {
+            op: str(h["permissions"][0]) for op, h in handlers.items() if h.get("permissions")
+        }
+    return found
+
+
+def calls(
+    resource_type: str, operation: str, name: str, props: dict[str, Any], region: str
+) -> list[tuple[str, str]]:
+    """The (action, resource ARN) pairs CloudFormation's handler needs for ``operation`` of one resource."""
+    listed = CALLS.get(resource_type)
+    if listed is None:
+        if resource_type.startswith(("Custom::", "AWS::CloudFormation::", "AWS::CDK::")):
+            return []  # CloudFormation's own (a custom resource invokes its provider as the service)
+        first = _schema_calls().get(resource_type, {}).get(operation)
+        return [(first, "*")] if first else []
+    if operation not in listed:
+        return []
+    action, arns = listed[operation]
+    found = [(action, arn) for arn in arns(name, props, region)]
+    if resource_type == "AWS::Lambda::Function" and operation in ("create", "update") and props.get("Role"):
+        found.append(("iam:PassRole", str(props["Role"])))
+    return found
+
+
+def role_of(resources_map: Any) -> str | None:
+    """The role the stack's operation acts as: its RoleARN (a change set's, carried onto the stack)."""
+    from moto.cloudformation import models as cm
+
+    backend = cm.cloudformation_backends[resources_map._account_id][resources_map._region_name]
+    stack = backend.stacks.get(resources_map.stack_id)
+    if stack is None:  # being deleted: moto took it out of its stacks first (stacks.py noted its role)
+        return getattr(resources_map, DELETING_ROLE, None) or None
+    return getattr(stack, "role_arn", None) or None
+
+
+def check(resources_map: Any, resource_type: str, operation: str, name: str, props: dict[str, Any]) -> None:
+    """AccessDenied unless the stack's role may make the handler's calls (nothing to check without a role)."""
+    role = role_of(resources_map)
+    if not role:
+        return
+    region = resources_map._region_name
+    for action, arn in calls(resource_type, operation, name, props, region):
+        context = {"iam:PassedToService": ["lambda.amazonaws.com"]} if action == "iam:PassRole" else None
+        decision = principals.role_may(role, SESSION, action, arn, context=context)
+        if decision.allowed:
+            continue
+        session = f"arn:aws:sts::{state.ACCOUNT_ID}:assumed-role/{role.split('/')[-1]}/{SESSION}"
+        service = action.split(":")[0]
+        message = policy.denial_message(session, action, arn, decision.reason)
+        log.info("CloudFormation as %s: %s", role, message)
+        raise AccessDenied(
+            f"{message} (Service: {SERVICE_NAMES.get(service, service.capitalize())}, Status Code: 400, "
+            f"Request ID: {uuid.uuid4()})"
+        )
+
+
+@PATCHES.replace(
+    Target(
+        _PARSING,
+        "parse_and_create_resource",
+        ("logical_id", "resource_json", "resources_map", "account_id", "region_name"),
+    )
+)
+def parse_and_create_resource(
+    logical_id: str, resource_json: dict[str, Any], resources_map: Any, account_id: str, region_name: str
+) -> Any:
+    """moto's resource creation, authorized first as the stack's role (with the name the resource gets)."""
+    from moto.cloudformation import parsing as cp
+
+    condition = resource_json.get("Condition")
+    if condition and not resources_map.lazy_condition_map[condition]:
+        return None  # a false Condition: no resource
+    resource_type = resource_json["Type"]
+    parsed = cp.parse_resource_and_generate_name(logical_id, resource_json, resources_map)
+    if not parsed:
+        return None
+    resource_class, resolved, physical_name = parsed
+    check(resources_map, resource_type, "create", str(physical_name), resolved.get("Properties") or {})
+    resource = resource_class.create_from_cloudformation_json(
+        physical_name, resolved, account_id, region_name,
+        LogicalId=logical_id, StackId=resources_map.stack_id, ResourceType=resource_type,
+    )  # fmt: skip
+    resource.cf_resource_type = resource_type
+    resource.logical_resource_id = logical_id
+    return resource
+
+
+def _properties(resources_map: Any, resource_json: dict[str, Any]) -> dict[str, Any]:
+    """The resource's properties, each ``Ref`` to a resource the stack holds read as its physical id (never by
+    moto's resolver, which creates a referenced resource that is missing: during a deletion, one already gone);
+    anything else left as written (a name left unresolved authorizes nothing but ``*``)."""
+    props = resource_json.get("Properties")
+    return _refs_read(props, resources_map._parsed_resources) if isinstance(props, dict) else {}
+
+
+def _refs_read(value: Any, parsed: dict[str, Any]) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"Ref"} and isinstance(value["Ref"], str):
+            found = parsed.get(value["Ref"])
+            physical = getattr(found, "physical_resource_id", None)
+            return str(physical) if physical else value
+        return {k: _refs_read(v, parsed) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_refs_read(v, parsed) for v in value]
+    return value
+
+
+@PATCHES.replace(
+    Target(_PARSING, "ResourceMap._delete_resource", ("self", "parsed_resource", "resource_json"))
+)
+def delete_resource(self: Any, parsed_resource: Any, resource_json: dict[str, Any]) -> None:
+    """moto's resource deletion, authorized first as the stack's role."""
+    name = str(getattr(parsed_resource, "physical_resource_id", "") or "")
+    check(self, resource_json.get("Type", ""), "delete", name, _properties(self, resource_json))
+    PATCHES.original(delete_resource)(self, parsed_resource, resource_json)
+
+
+def check_update(resources_map: Any, logical_id: str, resource_json: dict[str, Any]) -> None:
+    """The update of a kept resource, authorized as the stack's role (on its physical name)."""
+    existing = resources_map._parsed_resources.get(logical_id)
+    name = str(getattr(existing, "physical_resource_id", "") or "")
+    check(
+        resources_map,
+        resource_json.get("Type", ""),
+        "update",
+        name,
+        _properties(resources_map, resource_json),
+    )
+
+
+MOTO_TARGETS = (
+    *PATCHES.targets,
+    Target(_PARSING, "parse_resource_and_generate_name", ("logical_id", "resource_json", "resources_map")),
+    Target("moto.cloudformation.models", "cloudformation_backends"),
+)

@@ -1,0 +1,124 @@
+"""CloudFormation on the local AWS acts as the role a stack operation is given
+(local/services/cloudformation/acting_role.py): a resource its role may not create fails with AWS's reason and
+the stack rolls back; the same template deploys under a role that allows it; a function's role must be
+passable (iam:PassRole); without a role nothing is checked here (the caller's own call was)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import boto3
+import pytest
+
+from local.services.cloudformation import acting_role
+
+pytestmark = pytest.mark.unit
+
+TRUST = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+         "Principal": {"Service": "cloudformation.amazonaws.com"}}]}  # fmt: skip
+TABLE = {"Type": "AWS::DynamoDB::Table", "Properties": {
+    "TableName": "items-dev", "BillingMode": "PAY_PER_REQUEST",
+    "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+    "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}]}}  # fmt: skip
+
+
+def role(iam: Any, name: str, statements: list[dict[str, Any]]) -> str:
+    arn = str(iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(TRUST))["Role"]["Arn"])
+    document = {"Version": "2012-10-17", "Statement": statements}
+    iam.put_role_policy(RoleName=name, PolicyName="p", PolicyDocument=json.dumps(document))
+    return arn
+
+
+def deploy(cfn: Any, name: str, resources: dict[str, Any], role_arn: str | None) -> dict[str, Any]:
+    extra = {"RoleARN": role_arn} if role_arn else {}
+    cfn.create_stack(StackName=name, TemplateBody=json.dumps({"Resources": resources}), **extra)
+    return dict(cfn.describe_stacks(StackName=name)["Stacks"][0])
+
+
+def test_a_resource_its_role_may_not_create_fails_and_rolls_back(local_moto: None) -> None:
+    iam, cfn = (
+        boto3.client("iam", region_name="us-east-1"),
+        boto3.client("cloudformation", region_name="us-east-1"),
+    )
+    ddb = boto3.client("dynamodb", region_name="us-east-1")
+    # GIVEN an execution role that may create tables named other-* only, and one that may create any
+    narrow = role(iam, "cfn-narrow", [{"Effect": "Allow", "Action": "dynamodb:*",
+                  "Resource": "arn:aws:dynamodb:us-east-1:123456789012:table/other-*"}])  # fmt: skip
+    wide = role(iam, "cfn-wide", [{"Effect": "Allow", "Action": "dynamodb:*", "Resource": "*"}])
+    # WHEN a stack with the table items-dev is created as the narrow role
+    failed = deploy(cfn, "narrow", {"Items": TABLE}, narrow)
+    # THEN the stack rolled back with AWS's reason, naming the session, the action and the table
+    assert failed["StackStatus"] == "ROLLBACK_COMPLETE"
+    reason = failed["StackStatusReason"]
+    assert reason.startswith('Resource handler returned message: "User: arn:aws:sts::123456789012:assumed-role/'
+                             "cfn-narrow/AWSCloudFormation is not authorized to perform: dynamodb:CreateTable on "
+                             "resource: arn:aws:dynamodb:us-east-1:123456789012:table/items-dev because no "
+                             "identity-based policy allows the dynamodb:CreateTable action")  # fmt: skip
+    assert reason.endswith("(HandlerErrorCode: AccessDenied)")
+    assert "items-dev" not in ddb.list_tables()["TableNames"]
+    # AND the same template deploys as the wide role
+    assert deploy(cfn, "wide", {"Items": TABLE}, wide)["StackStatus"] == "CREATE_COMPLETE"
+    assert "items-dev" in ddb.list_tables()["TableNames"]
+    # AND the narrow role may not delete it either: the stack's deletion fails, the table stays
+    cfn.update_stack(
+        StackName="wide", TemplateBody=json.dumps({"Resources": {"Items": TABLE}}), RoleARN=narrow
+    )
+    cfn.delete_stack(StackName="wide")
+    stack = cfn.describe_stacks(StackName="wide")["Stacks"][0]
+    assert stack["StackStatus"] == "DELETE_FAILED" and "dynamodb:DeleteTable" in stack["StackStatusReason"]
+    assert "items-dev" in ddb.list_tables()["TableNames"]
+
+
+def test_a_function_needs_its_role_passed(local_moto: None) -> None:
+    iam, cfn = (
+        boto3.client("iam", region_name="us-east-1"),
+        boto3.client("cloudformation", region_name="us-east-1"),
+    )
+    fn_role = iam.create_role(RoleName="fn", AssumeRolePolicyDocument=json.dumps(TRUST))["Role"]["Arn"]
+    function = {"Type": "AWS::Lambda::Function", "Properties": {
+        "FunctionName": "cleanup", "Runtime": "python3.13", "Handler": "index.handler", "Role": fn_role,
+        "Code": {"ZipFile": "def handler(event, context):\n    return None\n"}}}  # fmt: skip
+    # GIVEN a role that may create functions but not pass roles, and one that may also pass the function's
+    no_pass = role(iam, "cfn-nopass", [{"Effect": "Allow", "Action": "lambda:*", "Resource": "*"}])
+    passes = role(iam, "cfn-pass", [{"Effect": "Allow", "Action": "lambda:*", "Resource": "*"},
+                  {"Effect": "Allow", "Action": "iam:PassRole", "Resource": fn_role,
+                   "Condition": {"StringEquals": {"iam:PassedToService": "lambda.amazonaws.com"}}}])  # fmt: skip
+    # WHEN each deploys the function; THEN only the one that may pass the role succeeds
+    refused = deploy(cfn, "nopass", {"Fn": function}, no_pass)
+    assert refused["StackStatus"] == "ROLLBACK_COMPLETE"
+    assert "iam:PassRole on resource: " + fn_role in refused["StackStatusReason"]
+    assert deploy(cfn, "pass", {"Fn": function}, passes)["StackStatus"] == "CREATE_COMPLETE"
+
+
+def test_without_a_role_nothing_is_checked_here(local_moto: None) -> None:
+    cfn = boto3.client("cloudformation", region_name="us-east-1")
+    assert deploy(cfn, "norole", {"Items": TABLE}, None)["StackStatus"] == "CREATE_COMPLETE"
+
+
+def test_a_type_not_listed_is_held_to_its_registry_handlers_first_permission() -> None:
+    # GIVEN a type the module lists no call for: its registry schema's create handler names its permissions
+    found = acting_role.calls("AWS::SQS::Queue", "create", "jobs", {}, "us-east-1")
+    assert found == [("sqs:CreateQueue", "*")]
+    # AND CloudFormation's own types need nothing
+    assert acting_role.calls("AWS::CDK::Metadata", "create", "x", {}, "us-east-1") == []
+
+
+def test_deleting_a_stack_as_its_role_leaves_nothing_behind(local_moto: None) -> None:
+    iam, cfn = (
+        boto3.client("iam", region_name="us-east-1"),
+        boto3.client("cloudformation", region_name="us-east-1"),
+    )
+    # GIVEN a stack, deployed as a role that may do anything, whose policy names its role by Ref
+    wide = role(iam, "cfn-all", [{"Effect": "Allow", "Action": "*", "Resource": "*"}])
+    resources = {
+        "Fn": {"Type": "AWS::IAM::Role", "Properties": {"RoleName": "fn-role", "AssumeRolePolicyDocument": TRUST}},
+        "Grant": {"Type": "AWS::IAM::Policy", "Properties": {"PolicyName": "grant", "Roles": [{"Ref": "Fn"}],
+                  "PolicyDocument": {"Version": "2012-10-17", "Statement": [
+                      {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"}]}}},
+    }  # fmt: skip
+    assert deploy(cfn, "refs", resources, wide)["StackStatus"] == "CREATE_COMPLETE"
+    # WHEN it is deleted (the policy's check reads its role's name; the role may already be gone)
+    cfn.delete_stack(StackName="refs")
+    # THEN nothing was created again on the way: the role is gone
+    assert [r["RoleName"] for r in iam.list_roles()["Roles"] if r["RoleName"] == "fn-role"] == []
