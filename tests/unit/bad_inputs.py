@@ -36,6 +36,7 @@ for _entry in (ROOT, ROOT / "functions"):
     if str(_entry) not in sys.path:
         sys.path.insert(0, str(_entry))
 
+from tests.support.moto_seed import put_objects  # noqa: E402
 from tests.unit.events import (  # noqa: E402
     STREAM_ARN,
     TABLE,
@@ -689,8 +690,7 @@ def run_consumer(
         s3 = _s3_client()
         if create_bucket:
             s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
-            for key in objects:
-                s3.put_object(Bucket=BUCKET, Key=key, Body=b"x")
+            put_objects(s3, BUCKET, list(objects))
         _create_table()
         _purge_consumer()
         try:

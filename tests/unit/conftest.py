@@ -20,6 +20,7 @@ from contract.knobs import KNOB_DEFAULTS
 from doctable.core.aws import Aws
 from local import patching
 from local.services.dynamodb import options as dynamodb_options
+from tests.support.moto_seed import put_objects
 from tests.support.ops import REGION
 
 CONSUMER_BUCKET = "doctable-blobs-test"
@@ -54,8 +55,7 @@ class Bucket:
     name: str = CONSUMER_BUCKET
 
     def put(self, *keys: str) -> None:
-        for key in keys:
-            self.client.put_object(Bucket=self.name, Key=key, Body=b"x")
+        put_objects(self.client, self.name, keys)
 
     def keys(self) -> set[str]:
         pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.name)
