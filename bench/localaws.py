@@ -5,6 +5,10 @@ expressions' parser and evaluator, the legacy parameters' rewrite, ...: CHECKS) 
 boto3 against moto in process, with every other adaptation of the local AWS installed in both runs: what differs
 is the checking alone. The figure is the ratio checked/unchecked (1.0 costs nothing); the absolute rates are
 moto's and this machine's, not AWS's.
+
+Beside it, the cost of checking signatures (local/auth/sigv4.py): signed GetItem requests through the server's
+auth middleware into moto's app, per second, with the signature recomputed and with its check left out (the same
+run, the same middleware: what differs is the verification alone).
 """
 
 from __future__ import annotations
@@ -91,20 +95,82 @@ def _rates(checked: bool, seconds: float) -> dict[str, float]:
         patching.rollback(point)
 
 
+def _signed_rate(verified: bool, seconds: float) -> float:
+    """Signed GetItem requests per second through the auth middleware into moto's app."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+    from moto import mock_aws
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+
+    from local import patching, services, state
+    from local.auth import middleware, principals, sigv4
+    from local.services import iam as local_iam
+    from tests.support.signed import environ
+
+    point = patching.checkpoint()
+    original = sigv4.problem
+    try:
+        patching.install(*(module.PATCHES for module in services.modules()))
+        if not verified:
+            sigv4.problem = lambda *args, **kwargs: (
+                None
+            )  # the baseline: the same request, its signature unchecked
+        with mock_aws():
+            principals.ensure_admin_deployer(local_iam.ensure_aws_managed_policy)
+            ddb = _client()
+            ddb.create_table(
+                TableName="bench-items", BillingMode="PAY_PER_REQUEST",
+                KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            )  # fmt: skip
+            ddb.put_item(TableName="bench-items", Item={"pk": {"S": "doc"}, "n": {"N": "1"}})
+            app = middleware.AuthMiddleware(DomainDispatcherApplication(create_backend_app))
+            body = b'{"TableName": "bench-items", "Key": {"pk": {"S": "doc"}}}'
+            request = AWSRequest("POST", "https://localhost:4599/", data=body, headers={
+                "X-Amz-Target": "DynamoDB_20120810.GetItem", "Content-Type": "application/x-amz-json-1.0"})  # fmt: skip
+            SigV4Auth(
+                Credentials(state.ACCESS_KEY_ID, state.SECRET_ACCESS_KEY), "dynamodb", "us-east-1"
+            ).add_auth(request)
+            statuses: list[str] = []
+
+            def start_response(status: str, headers: Any) -> None:
+                statuses.append(status)
+
+            def send() -> None:
+                b"".join(app(environ(request), start_response))
+
+            for _ in range(20):
+                send()
+            assert set(statuses) == {"200 OK"}, f"the signed GetItem was refused: {statuses[-1]}"
+            count, started = 0, time.perf_counter()
+            while time.perf_counter() - started < seconds:
+                send()
+                count += 1
+            return count / (time.perf_counter() - started)
+    finally:
+        sigv4.problem = original
+        patching.rollback(point)
+
+
 def run(seconds: float = 3.0, rounds: int = 3) -> dict[str, Any]:
     """Each operation's rate with and without the checks, alternating ``rounds`` times (the best of each kept)."""
     for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
         os.environ.pop(name, None)
     best: dict[str, dict[str, float]] = {"checked": {}, "unchecked": {}}
+    signed = {"verified": 0.0, "unverified": 0.0}
     for _ in range(rounds):
         for kind in ("unchecked", "checked"):
             for name, rate in _rates(kind == "checked", seconds).items():
                 best[kind][name] = max(best[kind].get(name, 0.0), rate)
+        for kind in ("unverified", "verified"):
+            signed[kind] = max(signed[kind], _signed_rate(kind == "verified", seconds))
     return {
         "seconds": seconds,
         "rounds": rounds,
         "rates": best,
         "ratios": {name: best["checked"][name] / best["unchecked"][name] for name in OPERATIONS},
+        "signed": {**signed, "ratio": signed["verified"] / signed["unverified"]},
     }
 
 
@@ -126,6 +192,22 @@ def localaws_figures(section: dict[str, Any]) -> list[dict[str, Any]]:
                 met=ratio >= TARGET_RATIO,
                 note="moto in process, the same adaptations but the checks; best of "
                 f"{section['rounds']} alternating rounds of {section['seconds']:g} s",
+            )
+        )
+    signed = section.get("signed")
+    if signed:
+        figures.append(
+            figure(
+                "localaws_signed_getitem_rps",
+                "Local AWS signed GetItem, with its signature recomputed (requests/s)",
+                "req/s",
+                signed["verified"],
+                baseline=signed["unverified"],
+                ratio=signed["ratio"],
+                target=f">= {TARGET_RATIO:g}x the rate without the check",
+                met=signed["ratio"] >= TARGET_RATIO,
+                note="the auth middleware into moto's app in process, the signature check left out in the "
+                f"baseline; best of {section['rounds']} alternating rounds of {section['seconds']:g} s",
             )
         )
     return figures
