@@ -32,7 +32,7 @@ def authorize(
 ) -> policy.Decision:
     """One action on one resource by ``principal``, with the request's condition keys."""
     request = principal.request(check.action, check.resource, check.context)
-    return policy.evaluate(request, principal.policies, resource_policy)
+    return policy.evaluate(request, principal.policies, resource_policy, principal.boundary)
 
 
 class AuthMiddleware:
@@ -110,6 +110,16 @@ class AuthMiddleware:
         resource_policy = principals.bucket_policy(parsed.bucket) if parsed.service == "s3" else None
         if parsed.delete_keys is not None:
             return self._delete_objects(environ, start_response, parsed, principal, resource_policy, body)
+        if parsed.service == "iam" and parsed.operation in requests.BOUNDARY_HELD:
+            for check in parsed.checks:  # the boundary the role or user has now
+                kind, _, name = check.resource.rpartition(":")[2].partition("/")
+                held = (
+                    principals.boundary_arn(kind, name.rsplit("/", 1)[-1])
+                    if kind in ("role", "user")
+                    else None
+                )
+                if held:
+                    check.context["iam:PermissionsBoundary"] = [held]
         if parsed.service == "dynamodb":
             parsed.checks += table_access.key_checks(parsed.checks)
             parsed.checks += table_access.destination_checks(parsed.checks)

@@ -32,6 +32,7 @@ EVALUATED_KEYS = (
     "s3:prefix",
     "s3:delimiter",
     "iam:PassedToService",
+    "iam:PermissionsBoundary",  # a role's or user's boundary on IAM calls that create or change one
     "kms:ViaService",  # set only on the kms:Decrypt check of a read under a table's customer managed key
     "lambda:FunctionArn",  # Get/Update/DeleteEventSourceMapping: the function the mapping invokes
 )
@@ -247,18 +248,31 @@ def policy_effect(document: Any, request: Request, resource_policy: bool = False
 
 
 def evaluate(
-    request: Request, identity_policies: Sequence[Any], resource_policy: Any | None = None
+    request: Request,
+    identity_policies: Sequence[Any],
+    resource_policy: Any | None = None,
+    boundary: Sequence[Any] | None = None,
 ) -> Decision:
-    """AWS's same-account evaluation: explicit Deny (identity or resource) wins, then any Allow, else deny."""
+    """AWS's same-account evaluation: explicit Deny (identity, resource or permissions boundary) wins, then an
+    Allow of the resource policy, then an Allow of an identity policy that the principal's permissions
+    ``boundary`` (when it has one) also allows, else deny (IAM User Guide, "Policy evaluation logic": the
+    effective permissions of identity-based policies and a boundary are their intersection)."""
     identity = [policy_effect(p, request) for p in identity_policies]
     resource = (
         policy_effect(resource_policy, request, resource_policy=True) if resource_policy else Effect.NONE
     )
+    bounded = None if boundary is None else [policy_effect(p, request) for p in boundary]
     if Effect.DENY in identity:
         return Decision(False, "explicit-identity")
     if resource is Effect.DENY:
         return Decision(False, "explicit-resource")
-    if Effect.ALLOW in identity or resource is Effect.ALLOW:
+    if bounded is not None and Effect.DENY in bounded:
+        return Decision(False, "explicit-boundary")
+    if resource is Effect.ALLOW:
+        return Decision(True, "allowed")
+    if Effect.ALLOW in identity:
+        if bounded is not None and Effect.ALLOW not in bounded:
+            return Decision(False, "boundary")
         return Decision(True, "allowed")
     return Decision(False, "implicit")
 
@@ -275,4 +289,8 @@ def denial_message(principal: str, action: str, resource: str, reason: str) -> s
         return f"{base} with an explicit deny in an identity-based policy"
     if reason == "explicit-resource":
         return f"{base} with an explicit deny in a resource-based policy"
+    if reason == "explicit-boundary":
+        return f"{base} with an explicit deny in a permissions boundary"
+    if reason == "boundary":
+        return f"{base} because no permissions boundary allows the {action} action"
     return f"{base} because no identity-based policy allows the {action} action"

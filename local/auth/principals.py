@@ -49,6 +49,7 @@ class Principal:
     role_arn: str | None = None
     policies: list[Any] = field(default_factory=list)  # identity policy documents (JSON strings)
     secret: str = field(default="", repr=False)  # the access key's secret, which signs its requests
+    boundary: list[Any] | None = None  # the permissions boundary's document; None: the principal has none
 
     @property
     def aliases(self) -> tuple[str, ...]:
@@ -98,6 +99,25 @@ def _managed_document(managed: Any) -> str:
     return str(getattr(managed, "document", "{}"))
 
 
+def boundary_arn(kind: str, name: str) -> str | None:
+    """The permissions boundary policy ARN of the role or user ``name`` (``kind`` role|user), None without."""
+    backend = _iam()
+    found = backend.users.get(name) if kind == "user" else _role(name)
+    return getattr(found, "permissions_boundary_arn", None) or None
+
+
+def _boundary(arn: str | None) -> list[Any] | None:
+    """The boundary's document as a one-policy list; an empty list (allowing nothing) when it is not found."""
+    if not arn:
+        return None
+    managed = _iam().managed_policies.get(arn)
+    return [] if managed is None else [_managed_document(managed)]
+
+
+def _role(role_name: str) -> Any:
+    return next((r for r in _iam().roles.values() if r.name == role_name), None)
+
+
 def _role_policies(role_name: str) -> list[Any]:
     backend = _iam()
     for role in backend.roles.values():
@@ -115,7 +135,8 @@ def _user_principal(user: Any) -> Principal:
     for group in backend.get_groups_for_user(user.name):
         docs += list(group.policies.values())
         docs += [_managed_document(m) for m in group.managed_policies.values()]
-    return Principal(arn=user.arn, kind="User", name=user.name, policies=docs)
+    boundary = _boundary(getattr(user, "permissions_boundary_arn", None))
+    return Principal(arn=user.arn, kind="User", name=user.name, policies=docs, boundary=boundary)
 
 
 def resolve(access_key_id: str, session_token: str | None) -> Principal:
@@ -149,6 +170,7 @@ def session_principal(session: Any) -> Principal:
         name=role_name,
         role_arn=session.role_arn,
         policies=_role_policies(role_name),
+        boundary=_boundary(boundary_arn("role", role_name)),
     )
 
 
@@ -161,6 +183,7 @@ def role_principal(role_arn: str, session_name: str) -> Principal:
         name=role_name,
         role_arn=role_arn,
         policies=_role_policies(role_name),
+        boundary=_boundary(boundary_arn("role", role_name)),
     )
 
 
@@ -212,7 +235,7 @@ def role_may(
         return policy.Decision(True, "allowed")
     principal = role_principal(role_arn, session_name)
     request = principal.request(action, resource, {"aws:SecureTransport": ["true"], **(context or {})})
-    return policy.evaluate(request, principal.policies, resource_policy)
+    return policy.evaluate(request, principal.policies, resource_policy, principal.boundary)
 
 
 def bucket_policy(bucket: str | None) -> Any:

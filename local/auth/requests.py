@@ -260,12 +260,30 @@ def _query_checks(service: str, op: str, params: dict[str, str], region: str) ->
         account = f"arn:aws:iam::{state.ACCOUNT_ID}"
         for param, kind in (("RoleName", "role"), ("UserName", "user"), ("GroupName", "group")):
             if params.get(param):
-                return [Check(action, f"{account}:{kind}/{params[param]}")]
+                check = Check(action, f"{account}:{kind}/{params[param]}")
+                if op in BOUNDARY_SETTING and params.get("PermissionsBoundary"):
+                    check.context["iam:PermissionsBoundary"] = [params["PermissionsBoundary"]]
+                return [check]
         if params.get("PolicyArn"):
             return [Check(action, params["PolicyArn"])]
         if params.get("PolicyName") and op == "CreatePolicy":
             return [Check(action, f"{account}:policy{params.get('Path', '/')}{params['PolicyName']}")]
     return [Check(action, "*")]
+
+
+# The IAM calls whose iam:PermissionsBoundary is the boundary they set (the request's PermissionsBoundary), and
+# those whose is the boundary the role or user already has (the middleware reads it): Service Authorization
+# Reference, IAM's condition keys.
+BOUNDARY_SETTING = frozenset(
+    {"CreateRole", "CreateUser", "PutRolePermissionsBoundary", "PutUserPermissionsBoundary"}
+)
+BOUNDARY_HELD = frozenset(
+    {
+        "AttachRolePolicy", "AttachUserPolicy", "DetachRolePolicy", "DetachUserPolicy", "PutRolePolicy",
+        "PutUserPolicy", "DeleteRolePolicy", "DeleteUserPolicy", "DeleteRolePermissionsBoundary",
+        "DeleteUserPermissionsBoundary",
+    }
+)  # fmt: skip
 
 
 # ---- REST protocols (Lambda, S3), matched against botocore's model ----

@@ -52,7 +52,10 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
     Behaviour(
         id="iam.policy-evaluation",
         service="iam",
-        rule="A request is allowed only by an Allow in an identity or resource policy, and any explicit Deny wins.",
+        rule="A request is allowed only by an Allow in an identity or resource policy, and any explicit Deny wins; "
+        "a principal with a permissions boundary gets only what its identity policies and the boundary both allow "
+        "('because no permissions boundary allows the <action> action'), and iam:PermissionsBoundary is the "
+        "boundary an IAM call sets (CreateRole, Put*PermissionsBoundary) or the one the role or user has.",
         source=IAM_GUIDE + "reference_policies_evaluation-logic.html",
         test="tests/unit/test_local_iam_policy.py::test_explicit_deny_wins_over_any_allow",
         unchecked="no independent evaluator is installed; the actions and resources it is asked about are checked "

@@ -122,3 +122,47 @@ def test_deleting_a_stack_as_its_role_leaves_nothing_behind(local_moto: None) ->
     cfn.delete_stack(StackName="refs")
     # THEN nothing was created again on the way: the role is gone
     assert [r["RoleName"] for r in iam.list_roles()["Roles"] if r["RoleName"] == "fn-role"] == []
+
+
+def test_roles_are_created_only_with_the_boundary_and_a_bounded_role_gets_the_intersection(
+    local_moto: None,
+) -> None:
+    iam = boto3.client("iam", region_name="us-east-1")
+    cfn = boto3.client("cloudformation", region_name="us-east-1")
+    # GIVEN a boundary allowing S3 reads only, and an execution role that may create roles only with it
+    limit = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"}],
+    }
+    boundary = iam.create_policy(PolicyName="doctable-boundary", PolicyDocument=json.dumps(limit))["Policy"][
+        "Arn"
+    ]
+    execution = role(iam, "cfn-bounded", [{"Effect": "Allow", "Action": ["iam:CreateRole", "iam:PutRolePermissionsBoundary",
+                     "iam:DeleteRole"], "Resource": "*",
+                     "Condition": {"StringEquals": {"iam:PermissionsBoundary": boundary}}}])  # fmt: skip
+
+    def fn_role(name: str, bounded: bool) -> dict[str, Any]:
+        props: dict[str, Any] = {"RoleName": name, "AssumeRolePolicyDocument": TRUST}
+        if bounded:
+            props["PermissionsBoundary"] = boundary
+        return {"Role": {"Type": "AWS::IAM::Role", "Properties": props}}
+
+    # WHEN a stack creates a role without the boundary, and another with it
+    without = deploy(cfn, "unbounded", fn_role("free", bounded=False), execution)
+    with_it = deploy(cfn, "bounded", fn_role("kept", bounded=True), execution)
+    # THEN only the bounded one is created; the other is refused naming iam:CreateRole
+    assert without["StackStatus"] == "ROLLBACK_COMPLETE"
+    assert (
+        "is not authorized to perform: iam:CreateRole on resource: arn:aws:iam::123456789012:role/free"
+        in (without["StackStatusReason"])
+    )
+    assert with_it["StackStatus"] == "CREATE_COMPLETE"
+    # AND the bounded role, however wide its own policy, may do only what the boundary also allows
+    iam.put_role_policy(RoleName="kept", PolicyName="all", PolicyDocument=json.dumps(
+        {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}))  # fmt: skip
+    from local.auth import principals
+
+    kept = "arn:aws:iam::123456789012:role/kept"
+    assert principals.role_may(kept, "s", "s3:GetObject", "arn:aws:s3:::b/k").allowed
+    denied = principals.role_may(kept, "s", "s3:PutObject", "arn:aws:s3:::b/k")
+    assert (denied.allowed, denied.reason) == (False, "boundary")

@@ -68,6 +68,27 @@ def test_explicit_deny_wins_over_any_allow() -> None:
     assert policy.evaluate(ask("dynamodb:GetItem", TABLE), [admin, deny]).allowed
 
 
+def test_a_permissions_boundary_intersects_the_identity_policies() -> None:
+    # GIVEN an identity policy allowing every DynamoDB action and a boundary allowing reads and denying Scan
+    admin = {"Statement": [{"Effect": "Allow", "Action": "dynamodb:*", "Resource": "*"}]}
+    boundary = {"Statement": [{"Effect": "Allow", "Action": ["dynamodb:GetItem", "dynamodb:Scan"], "Resource": "*"},
+                              {"Effect": "Deny", "Action": "dynamodb:Scan", "Resource": "*"}]}  # fmt: skip
+    # THEN only what both allow is allowed, and the refusals say which policy refused, in AWS's words
+    assert policy.evaluate(ask("dynamodb:GetItem", TABLE), [admin], None, [boundary]).allowed
+    put = policy.evaluate(ask("dynamodb:PutItem", TABLE), [admin], None, [boundary])
+    scan = policy.evaluate(ask("dynamodb:Scan", TABLE), [admin], None, [boundary])
+    assert (put.reason, scan.reason) == ("boundary", "explicit-boundary")
+    assert policy.denial_message("P", "dynamodb:PutItem", TABLE, put.reason).endswith(
+        "because no permissions boundary allows the dynamodb:PutItem action"
+    )
+    assert policy.denial_message("P", "dynamodb:Scan", TABLE, scan.reason).endswith(
+        "with an explicit deny in a permissions boundary"
+    )
+    # AND a boundary never allows what no identity policy does; without one the identity policies decide
+    assert policy.evaluate(ask("dynamodb:GetItem", TABLE), [], None, [boundary]).reason == "implicit"
+    assert policy.evaluate(ask("dynamodb:PutItem", TABLE), [admin]).allowed
+
+
 def test_not_action_and_not_resource() -> None:
     # GIVEN a policy that allows everything but IAM, on everything but one table
     document = {"Statement": [{"Effect": "Allow", "NotAction": "iam:*", "NotResource": TABLE}]}

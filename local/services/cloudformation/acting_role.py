@@ -217,7 +217,24 @@ def calls(
     found = [(action, arn) for arn in arns(name, props, region)]
     if resource_type == "AWS::Lambda::Function" and operation in ("create", "update") and props.get("Role"):
         found.append(("iam:PassRole", str(props["Role"])))
+    if resource_type == "AWS::IAM::Role" and operation == "create" and props.get("PermissionsBoundary"):
+        # CreateRole sets the boundary; CloudFormation sets it in the same call
+        found.append(("iam:PutRolePermissionsBoundary", found[0][1]))
     return found
+
+
+def _context(resource_type: str, action: str, props: dict[str, Any]) -> dict[str, list[str]] | None:
+    """The condition keys of the handler's call: the service a role is passed to; the boundary a role is
+    created with, or the one the roles an inline policy is put on have."""
+    if action == "iam:PassRole":
+        return {"iam:PassedToService": ["lambda.amazonaws.com"]}
+    if resource_type == "AWS::IAM::Role" and props.get("PermissionsBoundary"):
+        return {"iam:PermissionsBoundary": [str(props["PermissionsBoundary"])]}
+    if resource_type == "AWS::IAM::Policy":
+        roles = [r for r in props.get("Roles") or [] if isinstance(r, str)]
+        held = [b for b in (principals.boundary_arn("role", r.rsplit("/", 1)[-1]) for r in roles) if b]
+        return {"iam:PermissionsBoundary": held} if held else None
+    return None
 
 
 def role_of(resources_map: Any) -> str | None:
@@ -238,7 +255,7 @@ def check(resources_map: Any, resource_type: str, operation: str, name: str, pro
         return
     region = resources_map._region_name
     for action, arn in calls(resource_type, operation, name, props, region):
-        context = {"iam:PassedToService": ["lambda.amazonaws.com"]} if action == "iam:PassRole" else None
+        context = _context(resource_type, action, props)
         decision = principals.role_may(role, SESSION, action, arn, context=context)
         if decision.allowed:
             continue
