@@ -127,7 +127,9 @@ def resource_event(
 
 
 def _load(rmap: Any, template: dict[str, Any], parameters: dict[str, Any] | None) -> None:
-    """Make ``template`` (and ``parameters``, when given) the resource map's template."""
+    """Make ``template`` (and ``parameters``, when given) the resource map's template (a stack a CREATE change set
+    made has none yet: its rollback goes back to no resources)."""
+    template = template if "Resources" in template else {**template, "Resources": {}}
     rmap._template = template
     if parameters is not None:
         rmap.input_parameters = parameters
