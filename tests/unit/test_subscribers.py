@@ -126,6 +126,63 @@ def test_an_environment_declaring_subscribers_replaces_the_defaults(tmp_path: Pa
             "is not one ARN; allowed: an ARN without *",
         ),
         (
+            {
+                "search": {
+                    "handler": HANDLER,
+                    "grants": [{"resource": "arn:aws:s3:::blob?", "actions": ["s3:GetObject"]}],
+                }
+            },
+            {},
+            "grant resource 'arn:aws:s3:::blob?' is not one ARN; allowed: an ARN without * or ?",
+        ),
+        (
+            {
+                "search": {
+                    "handler": HANDLER,
+                    "grants": [
+                        {
+                            "resource": "arn:aws:iam::123456789012:role/admin",
+                            "actions": ["iam:PassRole", "sts:AssumeRole"],
+                        }
+                    ],
+                }
+            },
+            {},
+            "grant actions iam:PassRole (an IAM action: identities are not a subscriber's), sts:AssumeRole (an STS "
+            "action: identities are not a subscriber's) may not be granted to a subscriber",
+        ),
+        (
+            {
+                "search": {
+                    "handler": HANDLER,
+                    "grants": [
+                        {
+                            "resource": "arn:aws:s3:::their-blobs",
+                            "actions": ["s3:PutBucketPolicy", "s3:GetObject"],
+                        }
+                    ],
+                }
+            },
+            {},
+            "grant actions s3:PutBucketPolicy (access level Permissions management) may not be granted",
+        ),
+        (
+            {
+                "search": {
+                    "handler": HANDLER,
+                    "grants": [
+                        {
+                            "resource": "arn:aws:kms:us-east-1:123456789012:key/k",
+                            "actions": ["kms:CreateGrant", "kms:Decryptt"],
+                        }
+                    ],
+                }
+            },
+            {},
+            "kms:CreateGrant (access level Permissions management), kms:Decryptt (not an action of the Service "
+            "Authorization Reference",
+        ),
+        (
             {"search": {"handler": HANDLER, "batch_size": 0}},
             {},
             "subscriber 'search': batch_size: batch_size='0' is out of range",
