@@ -1575,8 +1575,10 @@ settings_case(
     ["env='qa' has no tier; allowed: tier = 'dev'|'stg'|'uat'|'prod' in [environments.qa]"],
     id="settings-environment-without-tier", label="a new environment without its tier (`[environments.qa]` empty)",
 )  # fmt: skip
-_GRANTING = ('[environments.dev]\ntier = "dev"\nstream = "new-and-old"\n\n[environments.dev.subscribers.search]\n'
-             'handler = "search.py:handler"\ngrants = [{resource = "%s", actions = [%s]}]\n')
+_GRANTING = (
+    '[environments.dev]\ntier = "dev"\nstream = "new-and-old"\n\n[environments.dev.subscribers.search]\n'
+    'handler = "search.py:handler"\ngrants = [{resource = "%s", actions = [%s]}]\n'
+)
 settings_case(
     _GRANTING % ("arn:aws:iam::123456789012:role/admin", '"iam:PassRole"'), ["settings", "--env", "dev"],
     ["subscriber 'search': grant actions iam:PassRole (an IAM action: identities are not a subscriber's) may not be "
