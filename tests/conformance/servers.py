@@ -19,13 +19,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 import boto3
 from botocore import UNSIGNED
 from botocore.config import Config
 
 from local import api
+from tests.support import signed
 
 REGION = api.REGION
 READY_DEADLINE = 60.0  # seconds a busy machine may take to start either server
@@ -65,17 +65,7 @@ class Sent:
 
     def environ(self) -> dict[str, Any]:
         """The WSGI environ a server builds from this request."""
-        parts = urlsplit(self.url)
-        environ: dict[str, Any] = {
-            "REQUEST_METHOD": self.method,
-            "PATH_INFO": unquote(parts.path) or "/",
-            "QUERY_STRING": parts.query,
-            "HTTP_HOST": parts.netloc,
-        }
-        for name, value in self.headers.items():
-            key = name.upper().replace("-", "_")
-            environ[key if key in ("CONTENT_TYPE", "CONTENT_LENGTH") else f"HTTP_{key}"] = value
-        return environ
+        return signed.wsgi_environ(self.method, self.url, self.headers, self.body)
 
 
 @dataclass

@@ -15,6 +15,7 @@ import pytest
 from moto import mock_aws
 
 from local.auth import middleware, signing
+from tests.support import signed
 
 pytestmark = pytest.mark.unit
 
@@ -36,20 +37,7 @@ def environ(
 
 
 def call(env: dict[str, Any]) -> tuple[str, bytes, bool]:
-    reached: list[bool] = []
-
-    def service(environ: dict[str, Any], start_response: Any) -> list[bytes]:
-        reached.append(True)
-        start_response("200 OK", [])
-        return [b"{}"]
-
-    answer: dict[str, Any] = {}
-
-    def start_response(status: str, headers: list[tuple[str, str]]) -> None:
-        answer["status"] = status
-
-    body = b"".join(middleware.AuthMiddleware(service)(env, start_response))
-    return answer["status"], body, bool(reached)
+    return signed.through(middleware.AuthMiddleware, env)
 
 
 def test_a_header_without_credential_deletes_nothing() -> None:

@@ -13,28 +13,17 @@ import pytest
 
 from local import state
 from local.server import _HealthMiddleware
+from tests.support import signed
 
 pytestmark = pytest.mark.unit
 
 
 def call(app: Any, path: str, token: str | None = None) -> tuple[str, dict[str, Any], bool]:
-    reached: list[bool] = []
-
-    def inner(environ: dict[str, Any], start_response: Any) -> list[bytes]:
-        reached.append(True)
-        start_response("200 OK", [])
-        return [b"{}"]
-
-    answer: dict[str, Any] = {}
-
-    def start_response(status: str, headers: list[tuple[str, str]]) -> None:
-        answer["status"] = status
-
     environ: dict[str, Any] = {"PATH_INFO": path, "REQUEST_METHOD": "POST", "wsgi.input": io.BytesIO(b"{}")}
     if token is not None:
         environ["HTTP_X_DOCTABLE_CONTROL_TOKEN"] = token
-    body = b"".join(app(inner, path)(environ, start_response)) if callable(app) else b""
-    return answer["status"], json.loads(body or b"{}"), bool(reached)
+    status, body, reached = signed.through(app, environ)
+    return status, json.loads(body or b"{}"), reached
 
 
 def test_the_control_endpoints_need_the_servers_token(tmp_path: Path) -> None:
@@ -43,7 +32,7 @@ def test_the_control_endpoints_need_the_servers_token(tmp_path: Path) -> None:
     assert state.control_token(tmp_path) == token
     assert stat.S_IMODE((tmp_path / state.CONTROL_TOKEN_FILE).stat().st_mode) == 0o600
 
-    def app(inner: Any, path: str) -> Any:
+    def app(inner: Any) -> Any:
         return _HealthMiddleware(inner, {"status": "ready"}, token)
 
     # WHEN the clock, the faults and moto's reset are asked without it, with a wrong one, and with it

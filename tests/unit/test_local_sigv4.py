@@ -18,6 +18,7 @@ from botocore.credentials import Credentials
 from moto import mock_aws
 
 from local.auth import middleware
+from tests.support import signed
 from tests.support.signed import environ
 
 pytestmark = pytest.mark.unit
@@ -56,20 +57,7 @@ def keys(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Credentials]]:
 
 
 def call(env: dict[str, Any]) -> tuple[str, bytes, bool]:
-    reached: list[bool] = []
-
-    def service(environ: dict[str, Any], start_response: Any) -> list[bytes]:
-        reached.append(True)
-        start_response("200 OK", [])
-        return [b"{}"]
-
-    answer: dict[str, Any] = {}
-
-    def start_response(status: str, headers: list[tuple[str, str]]) -> None:
-        answer["status"] = status
-
-    body = b"".join(middleware.AuthMiddleware(service)(env, start_response))
-    return answer["status"], body, bool(reached)
+    return signed.through(middleware.AuthMiddleware, env)
 
 
 def dynamodb(creds: Credentials, target: str = "ListTables", body: bytes = b"{}") -> AWSRequest:
