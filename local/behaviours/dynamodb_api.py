@@ -167,11 +167,19 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         id="dynamodb.list-append-operands",
         service="dynamodb",
         rule="list_append with an operand that is not there is 'The provided expression refers to an attribute that "
-        "does not exist in the item', on either side.",
+        "does not exist in the item', on either side; two actions of one update on overlapping paths (a and a.b, "
+        "a[1] and a[1][1]) or conflicting ones (a.b and a[1]) are 'Invalid UpdateExpression: Two document paths "
+        "overlap|conflict with each other; ...', before the item is read; a SET value with a second + or - is "
+        "'Invalid UpdateExpression: Syntax error; token: \"+\", near: ...'; an action may read a key attribute "
+        "(SET n = pk) but not write it.",
         source=DDB_GUIDE + "Expressions.UpdateExpressions.html",
         test="tests/unit/test_local_legacy_conditions.py::test_list_append_of_a_missing_attribute_is_refused_on_"
         "either_side",
-        targets=("moto.dynamodb.parsing.validators:UpdateExpressionFunctionEvaluator.process_function",),
+        targets=(
+            "moto.dynamodb.parsing.validators:UpdateExpressionFunctionEvaluator.process_function",
+            "moto.dynamodb.parsing.validators:OverlappingPathsValidator.check_for_overlapping_paths",
+            "moto.dynamodb.parsing.validators:UpdateHashRangeKeyValidator._processing_map",
+        ),
         errors=(("dynamodb:UpdateItem", "ValidationException"),),
     ),
     Behaviour(

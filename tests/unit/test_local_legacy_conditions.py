@@ -296,6 +296,93 @@ def test_list_append_of_a_missing_attribute_is_refused_on_either_side(ddb: Any) 
         assert message == updates.MISSING, args
 
 
+def test_update_actions_on_overlapping_or_conflicting_paths_are_refused(ddb: Any) -> None:
+    key = {"pk": S("p"), "sk": N(0)}
+    values = {":a": N(1), ":b": S("t")}
+
+    def update(expression: str, **names: str) -> str | None:
+        extra = {"ExpressionAttributeNames": names} if names else {}
+        try:
+            ddb.update_item(TableName="tbl", Key=key, UpdateExpression=expression, ExpressionAttributeValues=values,
+                            **extra)  # fmt: skip
+        except ddb.exceptions.ClientError as exc:
+            return str(exc.response["Error"]["Message"])
+        return None
+
+    overlap = (
+        "Invalid UpdateExpression: Two document paths overlap with each other; must remove or rewrite one of "
+    )
+    # GIVEN two actions of one update on paths where one is the other or lies inside it (indexes included)
+    assert update("SET a = :a, a.b = :b") == overlap + "these paths; path one: [a], path two: [a, b]"
+    assert (
+        update("SET a[1][1] = :a, a[1] = :b")
+        == overlap + "these paths; path one: [a, [1], [1]], path two: [a, [1]]"
+    )
+    assert (
+        update("SET a.b = :a REMOVE a.b ADD c :b")
+        == overlap + "these paths; path one: [a, b], path two: [a, b]"
+    )
+    # AND two that step into one place as a map and as a list
+    assert update("SET a.b = :a, a[1] = :b") == (
+        "Invalid UpdateExpression: Two document paths conflict with each other; must remove or rewrite one of these "
+        "paths; path one: [a, b], path two: [a, [1]]"
+    )
+    # THEN neighbours are not refused for it, and a #placeholder alone clashes only with the same path
+    assert "overlap" not in (update("SET a.b = :a, a.c = :b") or "")
+    assert "overlap" not in (update("SET #n = :a, a.b = :b", **{"#n": "a"}) or "")
+    assert "overlap" in (update("SET #n = :a, a = :b", **{"#n": "a"}) or "")
+
+
+def test_a_key_attribute_may_be_read_by_an_update_never_written_and_one_operator_per_value(ddb: Any) -> None:
+    key = {"pk": S("p"), "sk": N(0)}
+    # GIVEN an update reading the key attributes into others
+    ddb.update_item(TableName="tbl", Key=key, UpdateExpression="SET #n = #p, m = sk + :one",
+                    ExpressionAttributeNames={"#n": "n", "#p": "pk"}, ExpressionAttributeValues={":one": N(1)})  # fmt: skip
+    # THEN it is made, while writing a key attribute is refused in DynamoDB's words
+    item = ddb.get_item(TableName="tbl", Key=key)["Item"]
+    assert (item["n"], item["m"]) == (S("p"), N(1))
+    message = refused(ddb.update_item, Key=key, UpdateExpression="SET #p = :one",
+                      ExpressionAttributeNames={"#p": "pk"}, ExpressionAttributeValues={":one": N(1)})  # fmt: skip
+    assert (
+        message
+        == "One or more parameter values were invalid: Cannot update attribute pk. This attribute is part of the key"
+    )
+    # AND a value with a second + or - is a syntax error, near the tokens around it
+    message = refused(ddb.update_item, Key=key, UpdateExpression="SET m = :one + :one - m",
+                      ExpressionAttributeValues={":one": N(1)})  # fmt: skip
+    assert message == 'Invalid UpdateExpression: Syntax error; token: "-", near: ":one - m"'
+
+
+def test_an_updates_return_values_are_the_paths_it_names(ddb: Any) -> None:
+    key = {"pk": S("rv"), "sk": N(0)}
+    ddb.put_item(
+        TableName="tbl", Item={**key, "a": {"M": {"b": S("dog"), "c": {"L": [N(1), N(2)]}}}, "d": S("cat")}
+    )
+
+    def update(mode: str, expression: str, **values: Any) -> Any:
+        extra = {"ExpressionAttributeValues": values} if values else {}
+        answer = ddb.update_item(
+            TableName="tbl", Key=key, ReturnValues=mode, UpdateExpression=expression, **extra
+        )
+        return answer.get("Attributes")
+
+    # GIVEN nested updates: UPDATED_OLD and UPDATED_NEW hold the named path only, in its hierarchy
+    assert update("UPDATED_OLD", "SET a.b = :v", **{":v": S("hi")}) == {"a": {"M": {"b": S("dog")}}}
+    assert update("UPDATED_NEW", "SET a.c[1] = :v", **{":v": N(7)}) == {"a": {"M": {"c": {"L": [N(7)]}}}}
+    # AND an attribute set to the value it had still counts as updated
+    assert update("UPDATED_OLD", "SET d = :v", **{":v": S("cat")}) == {"d": S("cat")}
+    # THEN a REMOVE's UPDATED_NEW has nothing to return, and ALL_NEW of an update that made no item neither
+    assert update("UPDATED_NEW", "REMOVE d") is None
+    # AND the legacy AttributeUpdates name top-level attributes (none: nothing returned)
+    legacy = {"d": {"Action": "PUT", "Value": S("owl")}}
+    assert ddb.update_item(TableName="tbl", Key=key, ReturnValues="UPDATED_NEW", AttributeUpdates=legacy)[
+        "Attributes"] == {"d": S("owl")}  # fmt: skip
+    assert "Attributes" not in ddb.update_item(TableName="tbl", Key=key, ReturnValues="UPDATED_OLD",
+                                               AttributeUpdates={})  # fmt: skip
+    assert ddb.update_item(TableName="tbl", Key={"pk": S("none"), "sk": N(1)}, ReturnValues="ALL_NEW",
+                           UpdateExpression="REMOVE x").get("Attributes") is None  # fmt: skip
+
+
 def test_an_update_that_only_deletes_makes_no_item(ddb: Any) -> None:
     key = {"pk": S("nobody"), "sk": N(9)}
     ddb.update_item(TableName="tbl", Key=key, AttributeUpdates={"a": {"Action": "DELETE"}})

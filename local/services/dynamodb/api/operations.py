@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from local.patching import Patches, Target
-from local.services.dynamodb.api import capacity, legacy
+from local.services.dynamodb.api import capacity, legacy, updates
 
 PATCHES = Patches()
 _DDB = "moto.dynamodb.responses"
@@ -138,9 +138,14 @@ def _entry(operation: str) -> Any:
         if body.get("ReturnConsumedCapacity") in ("TOTAL", "INDEXES"):
             measure = _batch_capacity if operation in BATCHES else _item_capacity
             settle = measure(operation, self, body)
+        returned = operation == "update_item" and body.get("ReturnValues") in updates.RETURNED
+        before = updates.stored(self, body) if returned else None
         result = PATCHES.original(action)(self)
         if settle is not None:
             settle(result)
+        answer = getattr(result, "result", None)
+        if returned and isinstance(answer, dict):
+            updates.return_values(self, body, before, answer)
         return result
 
     action.__qualname__ = f"DynamoHandler.{operation}"

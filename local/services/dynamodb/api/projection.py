@@ -50,7 +50,7 @@ def _shown(path: Path) -> str:
     return "[" + ", ".join(f"[{p}]" if isinstance(p, int) else p for p in path) + "]"
 
 
-def _clash(one: Path, two: Path) -> str | None:
+def clash(one: Path, two: Path) -> str | None:
     """Why two paths cannot be asked for together (overlap or conflict), or None."""
     for a, b in zip(one, two, strict=False):
         if a == b:
@@ -87,7 +87,7 @@ def paths(text: str, names: dict[str, str] | None, reserved: frozenset[str]) -> 
                 raise Refused(INVALID.format(detail=INDEX_RANGE.format(index=part)))
     for i, one in enumerate(found):
         for two in found[i + 1 :]:
-            problem = _clash(one, two)
+            problem = clash(one, two)
             if problem is not None:
                 raise Refused(INVALID.format(detail=problem))
     return found, parser.names_used

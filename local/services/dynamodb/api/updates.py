@@ -5,13 +5,24 @@
 not exist in the item", whichever side it is on; with an operand that is not a list, "Incorrect operand type for
 operator or function". moto refused a missing first operand and met a missing second one with an assertion (HTTP
 500). This module owns moto's evaluation of the functions (``UpdateExpressionFunctionEvaluator.process_function``).
+
+Two actions whose paths overlap (one is the other or inside it: ``a`` and ``a.b``, ``a[1]`` and ``a[1][1]``) are
+"Invalid UpdateExpression: Two document paths overlap with each other; ...", two that step into the same place
+once as a map and once as a list (``a.b`` and ``a[1]``) "... conflict with each other; ...", before the item is
+read, as for a projection (projection.py's rule). moto compared the paths' text, missing list indexes, names given
+by ``#placeholder`` and conflicts (``OverlappingPathsValidator.check_for_overlapping_paths``, owned here). A SET
+value with a second ``+`` or ``-`` is the grammar's syntax error (moto evaluated the chain); a key attribute may
+be read by an action (``SET n = p``), only writing one is refused (moto refused any path naming it;
+``UpdateHashRangeKeyValidator._processing_map``, owned here).
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from local.patching import Patches, Target
+from local.services.dynamodb.api import projection
 
 PATCHES = Patches()
 _VALIDATORS = "moto.dynamodb.parsing.validators"
@@ -31,8 +42,160 @@ def process_function(self: Any, node: Any) -> Any:
     return PATCHES.original(process_function)(self, node)
 
 
+@PATCHES.replace(
+    Target(_VALIDATORS, "OverlappingPathsValidator.check_for_overlapping_paths", ("self", "node"))
+)
+def check_for_overlapping_paths(self: Any, node: Any) -> Any:
+    """Every two actions' paths, names resolved and indexes kept: an overlap or a conflict is refused; before it,
+    a SET value adding or subtracting more than two operands is the syntax error it is on DynamoDB."""
+    for action in node.find_clauses([_action_classes()[0]]):
+        _one_operator_at_most(action.children[1])
+    actions = node.find_clauses(_action_classes())
+    names = self.expression_attribute_names or {}
+    found = [(_path(action.children[0], names), _lone_placeholder(action.children[0])) for action in actions]
+    for i, (one, lone) in enumerate(found):
+        for two, other_lone in found[i + 1 :]:
+            # a path that is one #placeholder alone clashes only with the same path (moto's note from AWS)
+            if (lone or other_lone) and one != two:
+                continue
+            clash = projection.clash(one, two)
+            if clash is not None:
+                raise _invalid(f"Invalid UpdateExpression: {clash}")
+    return node
+
+
+@PATCHES.replace(Target(_VALIDATORS, "UpdateHashRangeKeyValidator._processing_map", ("self",)))
+def key_targets_map(self: Any) -> dict[Any, Any]:
+    """The key check on what each action writes: a key attribute may be read (SET n = p), never written (moto
+    refused every path naming a key, operands included)."""
+    from moto.dynamodb.parsing import ast_nodes as ast
+
+    return {ast.UpdateExpression: functools.partial(_no_key_written, self)}
+
+
+def _no_key_written(validator: Any, node: Any) -> Any:
+    for action in node.find_clauses(_action_classes()):
+        validator.check_for_hash_or_range_key(action.children[0])
+    return node
+
+
+def _action_classes() -> list[Any]:
+    from moto.dynamodb.parsing import ast_nodes as ast
+
+    return [ast.UpdateExpressionSetAction, ast.UpdateExpressionAddAction, ast.UpdateExpressionRemoveAction,
+            ast.UpdateExpressionDeleteAction]  # fmt: skip
+
+
+def _one_operator_at_most(value: Any) -> None:
+    """``a + b + c``: DynamoDB's grammar has one ``+`` or ``-`` per SET value; the second is a syntax error, near
+    the tokens around it (moto evaluated the chain)."""
+    from moto.dynamodb.parsing import ast_nodes as ast
+
+    children = getattr(value, "children", None) or []
+    if len(children) == 3 and isinstance(children[0], ast.UpdateExpressionValue):
+        inner = children[0].children or []
+        if len(inner) == 3:
+            operator = children[1].children[0]
+            near = f"{_leaves(inner[2])[-1]} {operator} {_leaves(children[2])[0]}"
+            raise _invalid(f'Invalid UpdateExpression: Syntax error; token: "{operator}", near: "{near}"')
+
+
+def _leaves(node: Any) -> list[str]:
+    """The source tokens under ``node``, in order (a name, a value placeholder, a path's names)."""
+    if isinstance(node, str):
+        return [node]
+    found: list[str] = []
+    for child in getattr(node, "children", None) or []:
+        found += _leaves(child)
+    return found or [""]
+
+
+# ReturnValues computed here rather than by moto (which compared whole top-level attributes): UPDATED_OLD and
+# UPDATED_NEW are the item before or after projected on the paths the actions name (a.b, not all of a; an
+# attribute set to the value it had counts), no Attributes when that is empty (a REMOVE's UPDATED_NEW); ALL_NEW
+# of an update that made no item (a REMOVE on none) has no Attributes either.
+RETURNED = ("UPDATED_OLD", "UPDATED_NEW", "ALL_NEW")
+
+
+def stored(handler: Any, body: dict[str, Any]) -> Any:
+    """A copy of the item an UpdateItem's key names, or None (missing, or a key the update will refuse)."""
+    import copy
+
+    from moto.core.exceptions import JsonRESTError
+
+    try:
+        return copy.deepcopy(handler.dynamodb_backend.get_item(body.get("TableName"), body.get("Key")))
+    except (JsonRESTError, KeyError, TypeError, ValueError):
+        return None
+
+
+def return_values(handler: Any, body: dict[str, Any], before: Any, answer: dict[str, Any]) -> None:
+    """The answer's Attributes as DynamoDB returns them for ``body``'s ReturnValues (see RETURNED)."""
+    from moto.dynamodb.parsing.expressions import UpdateExpressionParser
+
+    mode, after = body.get("ReturnValues"), stored(handler, body)
+    if mode == "ALL_NEW":
+        if after is None:
+            answer.pop("Attributes", None)
+        return
+    source = before if mode == "UPDATED_OLD" else after
+    paths: list[projection.Path]
+    if body.get("UpdateExpression"):
+        tree = UpdateExpressionParser.make(body["UpdateExpression"])
+        names = body.get("ExpressionAttributeNames") or {}
+        paths = [_path(action.children[0], names) for action in tree.find_clauses(_action_classes())]
+    else:  # the legacy AttributeUpdates: each names a top-level attribute
+        paths = [[name] for name in body.get("AttributeUpdates") or {}]
+    projected = source.project(paths).to_json()["Attributes"] if source is not None and paths else {}
+    if projected:
+        answer["Attributes"] = projected
+    else:
+        answer.pop("Attributes", None)
+
+
+def _lone_placeholder(path: Any) -> bool:
+    from moto.dynamodb.parsing import ast_nodes as ast
+
+    return len(path.children) == 1 and isinstance(path.children[0], ast.ExpressionAttributeName)
+
+
+def _path(path: Any, names: dict[str, str]) -> projection.Path:
+    """An update action's document path: attribute names (placeholders resolved) and list indexes."""
+    from moto.dynamodb.parsing import ast_nodes as ast
+
+    segments: projection.Path = []
+    for part in path.children:
+        if isinstance(part, ast.ExpressionSelector):
+            segments.append(int(part.get_index()))
+        elif isinstance(part, ast.ExpressionAttributeName):
+            placeholder = part.get_attribute_name_placeholder()
+            segments.append(names.get(placeholder, placeholder))
+        elif isinstance(part, ast.ExpressionAttribute):
+            segments.append(part.get_attribute_name())
+    return segments
+
+
+def _invalid(message: str) -> Exception:
+    from moto.dynamodb.exceptions import MockValidationException
+
+    return MockValidationException(message)
+
+
 MOTO_TARGETS = (
     *PATCHES.targets,
     Target("moto.dynamodb.exceptions", "MockValidationException"),
     Target("moto.dynamodb.parsing.ast_nodes", "NoneExistingPath"),
+    Target("moto.dynamodb.parsing.ast_nodes", "ExpressionSelector.get_index", ("self",)),
+    Target(
+        "moto.dynamodb.parsing.ast_nodes", "ExpressionAttributeName.get_attribute_name_placeholder", ("self",)
+    ),
+    Target("moto.dynamodb.parsing.ast_nodes", "ExpressionAttribute.get_attribute_name", ("self",)),
+    Target("moto.dynamodb.parsing.ast_nodes", "UpdateExpressionSetAction"),
+    Target("moto.dynamodb.parsing.ast_nodes", "UpdateExpression"),
+    Target("moto.dynamodb.parsing.ast_nodes", "UpdateExpressionValue"),
+    Target("moto.dynamodb.parsing.expressions", "UpdateExpressionParser.make"),
+    Target("moto.dynamodb.models", "DynamoDBBackend.get_item"),
+    Target("moto.dynamodb.models.dynamo_type", "Item.project", ("self", "projection_expressions")),
+    Target("moto.core.exceptions", "JsonRESTError"),
+    Target(_VALIDATORS, "UpdateHashRangeKeyValidator.check_for_hash_or_range_key", ("self", "node")),
 )
