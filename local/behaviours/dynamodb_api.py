@@ -171,7 +171,9 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         "a[1] and a[1][1]) or conflicting ones (a.b and a[1]) are 'Invalid UpdateExpression: Two document paths "
         "overlap|conflict with each other; ...', before the item is read; a SET value with a second + or - is "
         "'Invalid UpdateExpression: Syntax error; token: \"+\", near: ...'; an action may read a key attribute "
-        "(SET n = pk) but not write it.",
+        "(SET n = pk) but not write it; an action stepping into a value of another kind (SET a.c of a string, "
+        "REMOVE b.c of a list, a map's m[0]) is 'The document path provided in the update expression is invalid for "
+        "update'.",
         source=DDB_GUIDE + "Expressions.UpdateExpressions.html",
         test="tests/unit/test_local_legacy_conditions.py::test_list_append_of_a_missing_attribute_is_refused_on_"
         "either_side",
@@ -179,6 +181,8 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
             "moto.dynamodb.parsing.validators:UpdateExpressionFunctionEvaluator.process_function",
             "moto.dynamodb.parsing.validators:OverlappingPathsValidator.check_for_overlapping_paths",
             "moto.dynamodb.parsing.validators:UpdateHashRangeKeyValidator._processing_map",
+            "moto.dynamodb.parsing.executors:NodeExecutor.get_item_before_end_of_path",
+            "moto.dynamodb.parsing.executors:NodeExecutor.get_item_part_in_which_to_perform_action",
         ),
         errors=(("dynamodb:UpdateItem", "ValidationException"),),
     ),

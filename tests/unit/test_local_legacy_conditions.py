@@ -383,6 +383,24 @@ def test_an_updates_return_values_are_the_paths_it_names(ddb: Any) -> None:
                            UpdateExpression="REMOVE x").get("Attributes") is None  # fmt: skip
 
 
+def test_an_action_stepping_into_a_value_of_another_kind_is_refused(ddb: Any) -> None:
+    key = {"pk": S("kinds"), "sk": N(0)}
+    ddb.put_item(
+        TableName="tbl", Item={**key, "a": S("hello"), "b": {"L": [S("hi")]}, "m": {"M": {"k": N(1)}}}
+    )
+    invalid = "The document path provided in the update expression is invalid for update"
+    # GIVEN a string, a list and a map: a name into the string or the list, an index into the map
+    for expression in ("SET a.c = :v", "SET b.c = :v", "REMOVE a.c", "REMOVE b.c", "SET m[0] = :v"):
+        values = {"ExpressionAttributeValues": {":v": N(7)}} if ":v" in expression else {}
+        # THEN each is refused and nothing changes
+        assert refused(ddb.update_item, Key=key, UpdateExpression=expression, **values) == invalid, expression
+    # AND the steps of the right kind go through
+    ddb.update_item(TableName="tbl", Key=key, UpdateExpression="SET m.z = :v, b[5] = :v",
+                    ExpressionAttributeValues={":v": N(7)})  # fmt: skip
+    item = ddb.get_item(TableName="tbl", Key=key)["Item"]
+    assert (item["a"], item["m"]["M"]["z"], item["b"]["L"][-1]) == (S("hello"), N(7), N(7))
+
+
 def test_an_update_that_only_deletes_makes_no_item(ddb: Any) -> None:
     key = {"pk": S("nobody"), "sk": N(9)}
     ddb.update_item(TableName="tbl", Key=key, AttributeUpdates={"a": {"Action": "DELETE"}})

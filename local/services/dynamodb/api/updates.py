@@ -68,7 +68,7 @@ def check_for_overlapping_paths(self: Any, node: Any) -> Any:
 def key_targets_map(self: Any) -> dict[Any, Any]:
     """The key check on what each action writes: a key attribute may be read (SET n = p), never written (moto
     refused every path naming a key, operands included)."""
-    from moto.dynamodb.parsing import ast_nodes as ast
+    ast = _ast()
 
     return {ast.UpdateExpression: functools.partial(_no_key_written, self)}
 
@@ -80,7 +80,7 @@ def _no_key_written(validator: Any, node: Any) -> Any:
 
 
 def _action_classes() -> list[Any]:
-    from moto.dynamodb.parsing import ast_nodes as ast
+    ast = _ast()
 
     return [ast.UpdateExpressionSetAction, ast.UpdateExpressionAddAction, ast.UpdateExpressionRemoveAction,
             ast.UpdateExpressionDeleteAction]  # fmt: skip
@@ -89,7 +89,7 @@ def _action_classes() -> list[Any]:
 def _one_operator_at_most(value: Any) -> None:
     """``a + b + c``: DynamoDB's grammar has one ``+`` or ``-`` per SET value; the second is a syntax error, near
     the tokens around it (moto evaluated the chain)."""
-    from moto.dynamodb.parsing import ast_nodes as ast
+    ast = _ast()
 
     children = getattr(value, "children", None) or []
     if len(children) == 3 and isinstance(children[0], ast.UpdateExpressionValue):
@@ -108,6 +108,39 @@ def _leaves(node: Any) -> list[str]:
     for child in getattr(node, "children", None) or []:
         found += _leaves(child)
     return found or [""]
+
+
+# An action stepping into a value of another kind (SET a.c where a is a string, REMOVE b.c where b is a list, a[1]
+# of a map) is "The document path provided in the update expression is invalid for update": moto set nothing and
+# answered success, or failed popping a string (HTTP 500).
+_EXECUTORS = "moto.dynamodb.parsing.executors"
+
+
+@PATCHES.replace(Target(_EXECUTORS, "NodeExecutor.get_item_before_end_of_path", ("self", "item")))
+def get_item_before_end_of_path(self: Any, item: Any) -> Any:
+    """The container an action changes, refused when it is not the kind its last step needs."""
+    return _container_checked(self, PATCHES.original(get_item_before_end_of_path)(self, item))
+
+
+@PATCHES.replace(
+    Target(_EXECUTORS, "NodeExecutor.get_item_part_in_which_to_perform_action", ("self", "item"))
+)
+def get_item_part_in_which_to_perform_action(self: Any, item: Any) -> Any:
+    """moto's alias of the above, which SET and REMOVE call."""
+    return _container_checked(self, PATCHES.original(get_item_part_in_which_to_perform_action)(self, item))
+
+
+def _container_checked(executor: Any, part: Any) -> Any:
+    from moto.dynamodb.exceptions import InvalidUpdateExpressionInvalidDocumentPath
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    ast = _ast()
+
+    if isinstance(part, DynamoType):
+        by_index = isinstance(executor.get_element_to_action(), ast.ExpressionSelector)
+        if not (part.is_list() if by_index else part.is_map()):
+            raise InvalidUpdateExpressionInvalidDocumentPath()
+    return part
 
 
 # ReturnValues computed here rather than by moto (which compared whole top-level attributes): UPDATED_OLD and
@@ -131,7 +164,7 @@ def stored(handler: Any, body: dict[str, Any]) -> Any:
 
 def return_values(handler: Any, body: dict[str, Any], before: Any, answer: dict[str, Any]) -> None:
     """The answer's Attributes as DynamoDB returns them for ``body``'s ReturnValues (see RETURNED)."""
-    from moto.dynamodb.parsing.expressions import UpdateExpressionParser
+    from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
 
     mode, after = body.get("ReturnValues"), stored(handler, body)
     if mode == "ALL_NEW":
@@ -153,15 +186,22 @@ def return_values(handler: Any, body: dict[str, Any], before: Any, answer: dict[
         answer.pop("Attributes", None)
 
 
+def _ast() -> Any:
+    """moto's update-expression syntax tree module (untyped for mypy: its node classes are made at import)."""
+    import importlib
+
+    return importlib.import_module("moto.dynamodb.parsing.ast_nodes")
+
+
 def _lone_placeholder(path: Any) -> bool:
-    from moto.dynamodb.parsing import ast_nodes as ast
+    ast = _ast()
 
     return len(path.children) == 1 and isinstance(path.children[0], ast.ExpressionAttributeName)
 
 
 def _path(path: Any, names: dict[str, str]) -> projection.Path:
     """An update action's document path: attribute names (placeholders resolved) and list indexes."""
-    from moto.dynamodb.parsing import ast_nodes as ast
+    ast = _ast()
 
     segments: projection.Path = []
     for part in path.children:
