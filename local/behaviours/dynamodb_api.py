@@ -173,7 +173,8 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         "'Invalid UpdateExpression: Syntax error; token: \"+\", near: ...'; an action may read a key attribute "
         "(SET n = pk) but not write it; an action stepping into a value of another kind (SET a.c of a string, "
         "REMOVE b.c of a list, a map's m[0]) is 'The document path provided in the update expression is invalid for "
-        "update'.",
+        "update'; list elements are set and removed by their numbers in the list as it was (SETs past the end "
+        "appended in element order, REMOVEs after the SETs).",
         source=DDB_GUIDE + "Expressions.UpdateExpressions.html",
         test="tests/unit/test_local_legacy_conditions.py::test_list_append_of_a_missing_attribute_is_refused_on_"
         "either_side",
@@ -183,6 +184,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
             "moto.dynamodb.parsing.validators:UpdateHashRangeKeyValidator._processing_map",
             "moto.dynamodb.parsing.executors:NodeExecutor.get_item_before_end_of_path",
             "moto.dynamodb.parsing.executors:NodeExecutor.get_item_part_in_which_to_perform_action",
+            "moto.dynamodb.parsing.executors:UpdateExpressionExecutor.execute",
         ),
         errors=(("dynamodb:UpdateItem", "ValidationException"),),
     ),

@@ -401,6 +401,24 @@ def test_an_action_stepping_into_a_value_of_another_kind_is_refused(ddb: Any) ->
     assert (item["a"], item["m"]["M"]["z"], item["b"]["L"][-1]) == (S("hello"), N(7), N(7))
 
 
+def test_list_elements_are_set_and_removed_by_their_numbers_in_the_list_as_it_was(ddb: Any) -> None:
+    key = {"pk": S("lists"), "sk": N(0)}
+
+    def after(expression: str, **values: Any) -> list[Any]:
+        ddb.put_item(TableName="tbl", Item={**key, "a": {"L": [N(n) for n in (2, 3, 4, 5, 6, 7)]}})
+        extra = {"ExpressionAttributeValues": values} if values else {}
+        ddb.update_item(TableName="tbl", Key=key, UpdateExpression=expression, **extra)
+        return [v.get("N") or v.get("S") for v in ddb.get_item(TableName="tbl", Key=key)["Item"]["a"]["L"]]
+
+    # GIVEN SETs past the list's end: appended in the order of their element numbers
+    appended = after("SET a[84] = :x, a[37] = :y, a[17] = :z", **{":x": S("x"), ":y": S("y"), ":z": S("z")})
+    assert appended == ["2", "3", "4", "5", "6", "7", "z", "y", "x"]
+    # AND REMOVEs and SETs naming elements of the list as it was, whatever their order in the expression
+    assert after("REMOVE a[1], a[3]") == ["2", "4", "6", "7"]
+    assert after("REMOVE a[1] SET a[3] = :v", **{":v": N(17)}) == ["2", "4", "17", "6", "7"]
+    assert after("SET a[3] = :v REMOVE a[1]", **{":v": N(17)}) == ["2", "4", "17", "6", "7"]
+
+
 def test_an_update_that_only_deletes_makes_no_item(ddb: Any) -> None:
     key = {"pk": S("nobody"), "sk": N(9)}
     ddb.update_item(TableName="tbl", Key=key, AttributeUpdates={"a": {"Action": "DELETE"}})

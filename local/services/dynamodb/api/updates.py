@@ -143,6 +143,40 @@ def _container_checked(executor: Any, part: Any) -> Any:
     return part
 
 
+# The actions' order where it shows (the developer guide, "Update expressions"): SETs past a list's end append in
+# the order of their element numbers ("sorted in order by element number"), and REMOVEs of list elements name the
+# elements of the list as it was (applied after the SETs, from the highest index down: none shifts another, nor a
+# SET's element). moto ran the actions as written: SET a[84], a[17] appended 84's value first; REMOVE a[1], a[2]
+# removed the original a[1] and a[3]; REMOVE a[1] SET a[3] replaced the original a[4].
+@PATCHES.replace(Target(_EXECUTORS, "UpdateExpressionExecutor.execute", ("self", "node")))
+def execute(self: Any, node: Any = None) -> None:
+    """The whole update's actions, list elements ordered as DynamoDB applies them; a sub-tree as moto does."""
+    if node is not None:
+        return PATCHES.original(execute)(self, node)
+    ast = _ast()
+    actions = list(self.update_ast.find_clauses(_action_classes()))
+    places = [
+        i for i, a in enumerate(actions) if isinstance(a, ast.UpdateExpressionSetAction) and _indexed(a)
+    ]
+    for place, action in zip(places, sorted((actions[i] for i in places), key=_last_index), strict=True):
+        actions[place] = action
+    removals = [a for a in actions if isinstance(a, ast.UpdateExpressionRemoveAction) and _indexed(a)]
+    actions = [a for a in actions if not any(a is r for r in removals)]
+    actions += sorted(removals, key=_last_index, reverse=True)
+    for action in actions:
+        self.get_specific_execution(action)(action, self.expression_attribute_names).execute(self.item)
+    return None
+
+
+def _indexed(action: Any) -> bool:
+    return isinstance(action.children[0].children[-1], _ast().ExpressionSelector)
+
+
+def _last_index(action: Any) -> int:
+    """The element number an indexed action's path ends with."""
+    return int(action.children[0].children[-1].get_index())
+
+
 # ReturnValues computed here rather than by moto (which compared whole top-level attributes): UPDATED_OLD and
 # UPDATED_NEW are the item before or after projected on the paths the actions name (a.b, not all of a; an
 # attribute set to the value it had counts), no Attributes when that is empty (a REMOVE's UPDATED_NEW); ALL_NEW
