@@ -297,4 +297,18 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         targets=("moto.dynamodb.models:DynamoDBBackend.update_table_streams",),
         errors=(("dynamodb:UpdateTable", "ValidationException"),),
     ),
+    Behaviour(
+        id="dynamodb.compressed-responses",
+        service="dynamodb",
+        rule="An answer of DynamoDB or DynamoDB Streams larger than 4,096 bytes is sent gzip- or deflate-encoded "
+        "(Content-Encoding, x-amz-crc32 of the bytes sent) when the request's first Accept-Encoding header asks for "
+        "one: entries read up to their first ';' without case, only gzip, deflate and * counted, the quality after "
+        "the first 'q=' (1 when absent or not a number, at most 1, refused at 0 or below), the best quality "
+        "winning, a named coding before one * stands for, then the earlier entry, * standing for gzip first.",
+        source=DDB_GUIDE + "Programming.LowLevelAPI.html",
+        test="tests/unit/test_local_response_encoding.py::"
+        "test_the_coding_is_chosen_as_dynamodb_reads_accept_encoding",
+        unchecked="no service model or AWS page states the negotiation (botocore neither asks for nor inflates "
+        "such answers); the rule is what the outside suite's test_compressed_response, verified on AWS, observes",
+    ),
 )

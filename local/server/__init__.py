@@ -32,7 +32,7 @@ from local.faults.middleware import FaultMiddleware
 from local.patching import Target
 from local.pollers import streams as esm
 from local.runtime import runner
-from local.server import listener, tls
+from local.server import encoding, listener, tls
 from local.services import iam as local_iam
 from local.services import seed
 from local.services.dynamodb import index_lifecycle as dynamodb_index_lifecycle
@@ -161,7 +161,7 @@ class LocalAWS:
         inner: Any = AuthMiddleware(faults) if enforced else faults
         self.directory.mkdir(parents=True, exist_ok=True)
         token = state.write_control_token(self.directory)
-        app = _HealthMiddleware(inner, info, token)
+        app = _HealthMiddleware(encoding.CompressingMiddleware(inner), info, token)
         context = tls.ensure(self.directory).server_context()
         handler = listener.handler_class()
         self.port = self._listen(self.port, lambda a, p: listener.make(a, p, app, handler, context))

@@ -17,6 +17,7 @@ from werkzeug.serving import ThreadedWSGIServer
 
 from local import clock
 from local.patching import Target
+from local.server import encoding
 
 log = logging.getLogger("doctable.local.server")
 MOTO_TARGETS = (Target("moto.moto_server.werkzeug_app", "MotoRequestHandler"),)
@@ -133,6 +134,14 @@ def handler_class() -> type[Any]:
             self.keep_alive = (
                 False  # until the next request is read: an error answer closes as werkzeug's does
             )
+
+        def make_environ(self) -> Any:
+            environ = super().make_environ()
+            # The WSGI environ joins repeated headers; DynamoDB reads the first Accept-Encoding only.
+            first = self.headers.get("Accept-Encoding")
+            if first is not None:
+                environ[encoding.FIRST_ACCEPT_ENCODING] = first
+            return environ
 
         def send_response(self, code: int, message: str | None = None) -> None:
             self.status = code
