@@ -43,7 +43,11 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         service="dynamodb",
         rule="A condition or filter expression DynamoDB cannot parse is a ValidationException ('Invalid "
         "ConditionExpression: ...', 'Invalid FilterExpression: ...') and changes nothing; values of different types "
-        "compare as false (a string attribute < a number is not true, and not an error).",
+        "compare as false (a string attribute < a number is not true, and not an error); begins_with, size and "
+        "attribute_type read a value operand as well as a path (only attribute_exists/attribute_not_exists need a "
+        "path), a request's value of a type the operator cannot read is 'Incorrect operand type' while an item's "
+        "is a false condition, a syntax error is named before an unused value, and if_not_exists/list_append are "
+        "'not allowed to be used this way' in a condition.",
         source=DDB_GUIDE + "Expressions.OperatorsAndFunctions.html",
         test="tests/unit/test_local_streams_api.py::"
         "test_an_unreadable_expression_is_refused_and_values_of_different_types_compare_false",

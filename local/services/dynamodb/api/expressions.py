@@ -30,6 +30,12 @@ FUNCTIONS = {
     "contains": 2,
     "size": 1,
 }
+# Functions of update expressions: known to the parser, "not allowed" in a condition.
+UPDATE_FUNCTIONS = ("if_not_exists", "list_append")
+# Functions whose first operand must be a document path; the others read a value as well (begins_with(:v, a),
+# size(:v), attribute_type(:v, :t)).
+PATH_FIRST = ("attribute_exists", "attribute_not_exists")
+SIZED = ("S", "B", "SS", "NS", "BS", "L", "M")  # the types size() is defined for
 COMPARATORS = ("=", "<>", "<", "<=", ">", ">=")
 EXPRESSION_SIZE_MAX = 4096  # bytes of an expression string (the developer guide's limits page)
 DEPTH_MAX = 100  # nested conditions read before the expression is refused: Python's stack is not DynamoDB's
@@ -221,6 +227,8 @@ class Parser:
 
     def _function(self, condition: bool) -> Any:
         _, name = self._peek()  # type: ignore[misc]
+        if name in UPDATE_FUNCTIONS:
+            raise ExpressionError(FUNCTION_MISPLACED.format(name=name))
         if name not in FUNCTIONS:
             raise ExpressionError(FUNCTION_UNKNOWN.format(name=name))
         if condition == (name == "size"):
@@ -229,8 +237,15 @@ class Parser:
         arguments = self._parenthesized_operands()
         if len(arguments) != FUNCTIONS[name]:
             raise ExpressionError(OPERANDS.format(name=name, count=len(arguments)))
-        if arguments[0][0] != "path":
+        first = arguments[0]
+        if name in PATH_FIRST and first[0] != "path":
             raise ExpressionError(NEEDS_PATH.format(name=name))
+        if name == "size" and first[0] == "size":
+            raise ExpressionError(OPERAND_TYPE.format(name=name, type="N"))
+        if name == "size" and first[0] == "value" and first[1].type not in SIZED:
+            raise ExpressionError(OPERAND_TYPE.format(name=name, type=first[1].type))
+        if name == "begins_with" and first[0] == "value" and first[1].type not in ("S", "B"):
+            raise ExpressionError(OPERAND_TYPE.format(name=name, type=first[1].type))
         if name == "attribute_type":
             kind = arguments[1]
             if kind[0] != "value":
@@ -262,7 +277,7 @@ class Parser:
             self.depth -= 1
             return found
         if kind == "word" and (self._peek(1) or ("", ""))[1] == "(":
-            if text in FUNCTIONS:
+            if text in FUNCTIONS or text in UPDATE_FUNCTIONS:
                 raise ExpressionError(FUNCTION_MISPLACED.format(name=text))
             raise ExpressionError(FUNCTION_UNKNOWN.format(name=text))
         if kind in ("word", "name"):
@@ -299,6 +314,9 @@ class Parser:
 
 
 def _between(subject: Any, low: Any, high: Any) -> Any:
+    for operand in (subject, low, high):
+        if operand[0] == "value" and operand[1].type not in ("N", "S", "B"):
+            raise ExpressionError(OPERAND_TYPE.format(name="BETWEEN", type=operand[1].type))
     if low[0] == "value" and high[0] == "value":
         a, b = low[1], high[1]
         if a.type != b.type:

@@ -61,6 +61,7 @@ EXPRESSION_ON_KEY = (
 )
 DUPLICATE = INVALID + "Duplicate value in attribute name: {name}"
 COUNT_WITH_ATTRIBUTES = "Cannot specify the AttributesToGet when choosing to get only the Count"
+SELECT_WITH_ATTRIBUTES = "Cannot specify the AttributesToGet when choosing to get {select}"
 # An Expected entry's own shape (ExpectedAttributeValue): AWS names the attribute, after "1 validation error
 # detected: " (verified against DynamoDB by floci-io/floci#2126).
 _ENTRY = "1 validation error detected: " + INVALID
@@ -270,8 +271,11 @@ def _projection(body: dict[str, Any], rewrite: Rewrite | None = None) -> None:
         if name in seen:
             raise Legacy(DUPLICATE.format(name=name))
         seen.add(name)
-    if body.get("Select") == "COUNT":
+    select = body.get("Select")
+    if select == "COUNT":
         raise Legacy(COUNT_WITH_ATTRIBUTES)
+    if select not in (None, "SPECIFIC_ATTRIBUTES"):
+        raise Legacy(SELECT_WITH_ATTRIBUTES.format(select=select))
     rewrite = rewrite or Rewrite(body)
     body.pop("AttributesToGet")
     rewrite.finish("ProjectionExpression", ", ".join(rewrite.name(n) for n in names))

@@ -165,7 +165,28 @@ def expression_refusal(params: dict[str, Any]) -> str | None:
         used = set(pattern.findall(texts))
         unused = [key for key in defined if key not in used]
         if unused:
-            return UNUSED.format(member=member, keys=", ".join(unused))
+            return _syntax_error(params) or UNUSED.format(member=member, keys=", ".join(unused))
+    return None
+
+
+def _syntax_error(params: dict[str, Any]) -> str | None:
+    """A condition or filter expression's syntax error, which DynamoDB names before an unused name or value."""
+    from local.services.dynamodb.api import expressions
+
+    names, values = params.get("ExpressionAttributeNames"), params.get("ExpressionAttributeValues")
+    for member in ("ConditionExpression", "FilterExpression"):
+        text = params.get(member)
+        if not isinstance(text, str):
+            continue
+        try:
+            expressions.parse(
+                text, names if isinstance(names, dict) else {}, values if isinstance(values, dict) else {}
+            )
+        except expressions.ExpressionError as exc:
+            if str(exc).startswith("Syntax error"):
+                return f"Invalid {member}: {exc}"
+        except Exception:  # noqa: BLE001 - any other problem is the operation's to name, after this check
+            continue
     return None
 
 
