@@ -47,7 +47,8 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         "attribute_type read a value operand as well as a path (only attribute_exists/attribute_not_exists need a "
         "path), a request's value of a type the operator cannot read is 'Incorrect operand type' while an item's "
         "is a false condition, a syntax error is named before an unused value, and if_not_exists/list_append are "
-        "'not allowed to be used this way' in a condition.",
+        "'not allowed to be used this way' in a condition. An expression holds at most 300 operators and functions "
+        "('too many operators; operator count: 301') and 4,096 bytes (projections and update expressions too).",
         source=DDB_GUIDE + "Expressions.OperatorsAndFunctions.html",
         test="tests/unit/test_local_streams_api.py::"
         "test_an_unreadable_expression_is_refused_and_values_of_different_types_compare_false",
@@ -213,7 +214,9 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         service="dynamodb",
         rule="A key that lacks one of the table's key attributes or gives one another type than declared is 'The "
         "provided key element does not match the schema'; a key attribute (of the table or an index) that is an empty string or "
-        "binary, in a key or an item written, is a ValidationException naming it.",
+        "binary, in a key or an item written, is a ValidationException naming it. A BatchWriteItem is checked whole "
+        "before it writes: every request's key, and no two requests (puts or deletes) on one item, numbers compared "
+        "by value ('Provided list of item keys contains duplicates').",
         source=DDB_API + "API_GetItem.html",
         test="tests/unit/test_local_streams_api.py::test_a_key_is_the_tables_key_typed_as_declared_and_never_empty",
         targets=(
@@ -314,5 +317,37 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         "test_the_coding_is_chosen_as_dynamodb_reads_accept_encoding",
         unchecked="no service model or AWS page states the negotiation (botocore neither asks for nor inflates "
         "such answers); the rule is what the outside suite's test_compressed_response, verified on AWS, observes",
+    ),
+    Behaviour(
+        id="dynamodb.transaction-requests",
+        service="dynamodb",
+        rule="TransactGetItems takes up to 100 actions and answers each Get as its ProjectionExpression shapes it; "
+        "TransactWriteItems with a ClientRequestToken is idempotent for ten minutes (the same request again writes "
+        "nothing, another request is IdempotentParameterMismatchException); a key of another type than declared "
+        "cancels the transaction with a ValidationError reason for that action and None for the others, while an "
+        "action's expression names or values that do not match refuse the whole request (ValidationException).",
+        source=DDB_API + "API_TransactWriteItems.html",
+        test="tests/unit/test_local_transactions.py::test_a_client_request_token_makes_a_transaction_idempotent",
+        targets=(
+            "moto.dynamodb.responses:DynamoHandler.transact_get_items",
+            "moto.dynamodb.responses:DynamoHandler.transact_write_items",
+        ),
+        errors=(
+            ("dynamodb:TransactWriteItems", "IdempotentParameterMismatchException"),
+            ("dynamodb:TransactWriteItems", "TransactionCanceledException"),
+            ("dynamodb:TransactGetItems", "ValidationException"),
+        ),
+    ),
+    Behaviour(
+        id="dynamodb.item-size",
+        service="dynamodb",
+        rule="An item may reach 400 KB (409,600 bytes) counted as DynamoDB counts it (a binary's bytes, a number's "
+        "two digits a byte plus one, a list's or map's three bytes plus one per element); past it, 'Item size has "
+        "exceeded the maximum allowed size'. AttributeUpdates that PUT or DELETE an empty set are refused ('An "
+        "number set  may not be empty').",
+        source=DDB_GUIDE + "CapacityUnitCalculations.html",
+        test="tests/unit/test_local_transactions.py::test_an_item_is_counted_in_awss_sizes_up_to_400_kib",
+        targets=("moto.dynamodb.models.dynamo_type:LimitedSizeDict.__setitem__",),
+        errors=(("dynamodb:PutItem", "ValidationException"), ("dynamodb:UpdateItem", "ValidationException")),
     ),
 )

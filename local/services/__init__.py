@@ -25,6 +25,8 @@ PATCHING = (
     "local.services.dynamodb.api.updates",
     "local.services.dynamodb.api.keys",
     "local.services.dynamodb.tables",
+    "local.services.dynamodb.transactions",
+    "local.services.dynamodb.items",
     "local.services.dynamodb.stream_readers",
     "local.services.dynamodb.api.streams",
     "local.services.dynamodb.options",

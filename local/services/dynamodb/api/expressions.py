@@ -38,7 +38,9 @@ PATH_FIRST = ("attribute_exists", "attribute_not_exists")
 SIZED = ("S", "B", "SS", "NS", "BS", "L", "M")  # the types size() is defined for
 COMPARATORS = ("=", "<>", "<", "<=", ">", ">=")
 EXPRESSION_SIZE_MAX = 4096  # bytes of an expression string (the developer guide's limits page)
-DEPTH_MAX = 100  # nested conditions read before the expression is refused: Python's stack is not DynamoDB's
+# Nested conditions read before the expression is refused: Python's stack is not DynamoDB's (four frames a level).
+DEPTH_MAX = 200
+OPERATORS_MAX = 300  # operators and functions in one expression (the developer guide's limits page)
 
 # DynamoDB's words (those moto copies from AWS, and the ones users report).
 EMPTY = "The expression can not be empty;"
@@ -68,6 +70,8 @@ BETWEEN_ORDER = (
 REDUNDANT = "The expression has redundant parentheses;"
 TOO_LONG = "Expression size has exceeded the maximum allowed size; expression size: {size}"
 TOO_DEEP = "The expression has too many nested levels"
+TOO_MANY_OPERATORS = "The expression contains too many operators; operator count: {count}"
+_KEYWORD_OPERATORS = ("AND", "OR", "NOT", "IN", "BETWEEN")
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<name>#[A-Za-z0-9_]+)|(?P<value>:[A-Za-z0-9_]+)|(?P<word>[A-Za-z_][A-Za-z0-9_]*)"
@@ -332,5 +336,23 @@ def parse(text: str, names: dict[str, str] | None, values: dict[str, Any] | None
     if len(text.encode("utf-8")) > EXPRESSION_SIZE_MAX:
         raise ExpressionError(TOO_LONG.format(size=len(text.encode("utf-8"))))
     parser = Parser(text, names, values, reserved)
+    operators = count_operators(parser.tokens)
+    if operators > OPERATORS_MAX:
+        raise ExpressionError(
+            TOO_MANY_OPERATORS.format(count=OPERATORS_MAX + 1)
+        )  # DynamoDB stops counting there
     parser.tree = parser.parse()  # type: ignore[attr-defined]
     return parser
+
+
+def count_operators(tokens: list[tuple[str, str]]) -> int:
+    """The operators and functions of an expression's tokens as DynamoDB counts them: each comparator, AND, OR,
+    NOT, IN, BETWEEN (its AND not again) and function call; parentheses and operands are not operators."""
+    count = 0
+    for at, (kind, text) in enumerate(tokens):
+        following = tokens[at + 1][1] if at + 1 < len(tokens) else ""
+        if kind == "op" or (kind == "word" and following == "(" and text not in _KEYWORD_OPERATORS):
+            count += 1
+        elif kind == "word" and text.upper() in _KEYWORD_OPERATORS:
+            count += 1 if text.upper() != "BETWEEN" else 0  # the AND that closes a BETWEEN counts for it
+    return count

@@ -12,6 +12,8 @@ developer guide's HowItWorks.NamingRulesDataTypes ("key attributes ... cannot be
 
 from __future__ import annotations
 
+import json
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from local.patching import Patches, Target
@@ -24,6 +26,8 @@ EMPTY = (
     "One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty "
     "{kind} value. Key: {key}"
 )
+MISSING_KEY = "One or more parameter values were invalid: Missing the key {name} in the item"
+DUPLICATES = "Provided list of item keys contains duplicates"
 EMPTY_INDEX_KEY = (
     "One or more parameter values are not valid. A value specified for a secondary index key is not supported. The "
     "AttributeValue for a key attribute cannot contain an empty {kind} value. IndexName: {index}, IndexKey: {key}"
@@ -90,6 +94,47 @@ def validate_put_has_empty_keys(
         kind = _empty(field_updates.get(name))
         if kind is not None:
             raise _refusal(EMPTY.format(kind=kind, key=name))
+
+
+def _canonical(value: Any) -> Any:
+    """A key value as DynamoDB compares keys: a number by its value (1000 and 1e3 are one key)."""
+    if isinstance(value, dict) and list(value) == ["N"]:
+        try:
+            return ("N", Decimal(str(value["N"])).normalize())
+        except (InvalidOperation, ValueError):
+            return ("N", value["N"])
+    return json.dumps(value, sort_keys=True)
+
+
+def batch_write_refusal(backend: Any, request_items: Any) -> str | None:
+    """Why DynamoDB refuses a BatchWriteItem before writing anything: a request whose key lacks a key attribute
+    or types one otherwise than declared, or two requests (puts or deletes) on one item; None when it may run."""
+    if not isinstance(request_items, dict):
+        return None
+    for table_name, requests in request_items.items():
+        table = backend.tables.get(table_name)
+        if table is None or not isinstance(requests, list):
+            continue  # a missing table is moto's ResourceNotFoundException
+        names = [table.hash_key_attr, *([table.range_key_attr] if table.range_key_attr else [])]
+        seen: set[tuple[Any, ...]] = set()
+        for request in requests:
+            put = (request or {}).get("PutRequest") if isinstance(request, dict) else None
+            if put is not None:
+                item = put.get("Item") or {}
+                missing = [name for name in names if name not in item]
+                if missing:
+                    return MISSING_KEY.format(name=missing[0])
+                key = {name: item[name] for name in names}
+            else:
+                key = ((request or {}).get("DeleteRequest") or {}).get("Key") or {}
+            problem = key_refusal(table, key)
+            if problem is not None:
+                return problem
+            identity = tuple(_canonical(key[name]) for name in names)
+            if identity in seen:
+                return DUPLICATES
+            seen.add(identity)
+    return None
 
 
 MOTO_TARGETS = (

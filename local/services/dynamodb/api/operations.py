@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from local.patching import Patches, Target
-from local.services.dynamodb.api import capacity, legacy, updates
+from local.services.dynamodb.api import capacity, keys, legacy, updates
 
 PATCHES = Patches()
 _DDB = "moto.dynamodb.responses"
@@ -134,6 +134,10 @@ def _entry(operation: str) -> Any:
             legacy.rewrite(operation, self, body)
         except legacy.Legacy as refused:
             raise MockValidationException(str(refused)) from None
+        if operation == "batch_write_item":
+            problem = keys.batch_write_refusal(self.dynamodb_backend, body.get("RequestItems"))
+            if problem is not None:
+                raise MockValidationException(problem)
         settle = None
         if body.get("ReturnConsumedCapacity") in ("TOTAL", "INDEXES"):
             measure = _batch_capacity if operation in BATCHES else _item_capacity

@@ -63,6 +63,9 @@ def clash(one: Path, two: Path) -> str | None:
 
 def paths(text: str, names: dict[str, str] | None, reserved: frozenset[str]) -> tuple[list[Path], list[str]]:
     """The document paths ``text`` names and the ``#names`` it used; Refused in DynamoDB's words."""
+    size = len(text.encode("utf-8"))
+    if size > expressions.EXPRESSION_SIZE_MAX:
+        raise Refused(INVALID.format(detail=expressions.TOO_LONG.format(size=size)))
     try:
         parser = expressions.Parser(text, names, {}, reserved)
         if not parser.tokens:

@@ -113,10 +113,44 @@ def refusal_of(service: str, target: str | None, body: bytes) -> Refusal | None:
         count = f"{len(errors)} validation error{'s' if len(errors) > 1 else ''} detected"
         return Refusal(VALIDATION, f"{count}: " + "; ".join(errors))
     if service == "dynamodb":
-        problem = expression_refusal(params)
-        if problem is not None:
-            return Refusal(VALIDATION, problem)
+        empty = _empty_set(params.get("AttributeUpdates"))
+        if empty is not None:
+            return Refusal(VALIDATION, EMPTY_SET.format(kind=empty))
+        for part in (params, *_actions(params)):
+            problem = expression_refusal(part)
+            if problem is not None:
+                return Refusal(VALIDATION, problem)
     return None
+
+
+UPDATE_SIZE_MAX = 4096  # bytes of an expression (the developer guide's limits page), as expressions.py's
+UPDATE_TOO_LONG = (
+    "Invalid UpdateExpression: Expression size has exceeded the maximum allowed size; expression size: {size}"
+)
+EMPTY_SET = "One or more parameter values were invalid: An {kind} set  may not be empty"
+_SET_KINDS = {"SS": "string", "NS": "number", "BS": "binary"}
+
+
+def _empty_set(updates: Any) -> str | None:
+    """The kind of an empty set an AttributeUpdates entry would write (PUT) or take away (DELETE), or None."""
+    for update in (updates or {}).values() if isinstance(updates, dict) else ():
+        value = update.get("Value") if isinstance(update, dict) else None
+        if isinstance(value, dict):
+            for kind, name in _SET_KINDS.items():
+                if value.get(kind) == []:
+                    return name
+    return None
+
+
+def _actions(params: dict[str, Any]) -> list[dict[str, Any]]:
+    """A transaction's actions (each Put, Update, Delete, ConditionCheck or Get), whose expressions, names and
+    values are checked as a single request's are: a problem there refuses the whole transaction."""
+    found = []
+    for entry in params.get("TransactItems") or []:
+        for action in entry.values() if isinstance(entry, dict) else ():
+            if isinstance(action, dict):
+                found.append(action)
+    return found
 
 
 # A request's expressions and the legacy parameters they replaced (API reference, "Legacy conditional parameters"):
@@ -149,6 +183,9 @@ def expression_refusal(params: dict[str, Any]) -> str | None:
     together, or None."""
     expressions = [name for name in EXPRESSIONS if params.get(name) is not None]
     legacy = [name for name in LEGACY if params.get(name) is not None]
+    update = params.get("UpdateExpression")
+    if isinstance(update, str) and len(update.encode("utf-8")) > UPDATE_SIZE_MAX:
+        return UPDATE_TOO_LONG.format(size=len(update.encode("utf-8")))
     if params.get("KeyConditions") is not None and params.get("KeyConditionExpression") is not None:
         return MIXED.format(legacy="KeyConditions", expressions="KeyConditionExpression")
     if expressions and legacy:
