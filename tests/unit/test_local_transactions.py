@@ -141,6 +141,23 @@ def test_a_batch_write_is_checked_whole_before_anything_is_written(ddb: Any) -> 
     ddb.batch_write_item(RequestItems={"tbl": [put_a, {"PutRequest": {"Item": {"pk": S("a"), "sk": N(2)}}}]})
 
 
+def test_a_batch_write_compares_binary_keys(ddb: Any) -> None:
+    # GIVEN a table keyed by a binary
+    ddb.create_table(TableName="bin", KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
+                     AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "B"}],
+                     BillingMode="PAY_PER_REQUEST")  # fmt: skip
+
+    def put(key: bytes) -> dict[str, Any]:
+        return {"PutRequest": {"Item": {"k": {"B": key}}}}
+
+    # THEN two binary keys are written, and the same one twice is a duplicate, never an HTTP 500
+    ddb.batch_write_item(RequestItems={"bin": [put(b"\x00"), put(b"\xff")]})
+    message = refused(
+        lambda TableName, **kw: ddb.batch_write_item(RequestItems={"bin": [put(b"a"), put(b"a")]})
+    )
+    assert message == "Provided list of item keys contains duplicates"
+
+
 def test_an_item_is_counted_in_awss_sizes_up_to_400_kib(ddb: Any) -> None:
     # WHEN a binary of 409,500 bytes is stored (moto counted its base64 text, a third more)
     blob = b"\x01" * 409_500

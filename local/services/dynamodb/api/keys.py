@@ -103,7 +103,7 @@ def _canonical(value: Any) -> Any:
             return ("N", Decimal(str(value["N"])).normalize())
         except (InvalidOperation, ValueError):
             return ("N", value["N"])
-    return json.dumps(value, sort_keys=True)
+    return json.dumps(value, sort_keys=True, default=repr)  # a binary arrives decoded: bytes
 
 
 def batch_write_refusal(backend: Any, request_items: Any) -> str | None:
