@@ -150,8 +150,9 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         id="dynamodb.stream-shard-readers",
         service="dynamodb",
         rule="At most two processes read a stream shard at once: a GetRecords by a third reader active on the shard "
-        "(one iterator lineage, or one event-source mapping) is throttled with LimitExceededException; a mapping so "
-        "throttled backs off, stays Enabled and delivers once fewer readers are active.",
+        "(an event-source mapping, or an iterator lineage that polls with its NextShardIterator; a look through an "
+        "iterator of its own holds no place) is throttled with LimitExceededException; a mapping so throttled backs "
+        "off, stays Enabled and delivers once fewer readers are active.",
         source=DDB_GUIDE + "Streams.html#Streams.Processing",
         test="tests/unit/test_local_stream_readers.py::test_two_readers_read_and_a_third_is_throttled_with_awss_error",
         targets=(

@@ -119,6 +119,9 @@ def test_two_readers_read_and_a_third_is_throttled_with_awss_error(aws: Any) -> 
     read_first, first = _read(client, first)
     read_second, second = _read(client, second)
     assert (read_first, read_second) == (1, 1)
+    # a look through an iterator of its own is not yet a reader: each polls on with the iterator that continues it
+    _, first = _read(client, first)
+    _, second = _read(client, second)
     # WHEN a third reader reads the shard within the same second
     third = _reader(client, stream, shard)
     # THEN it is throttled: HTTP 400 LimitExceededException naming the shard
@@ -134,17 +137,35 @@ def test_a_reader_quiet_for_a_second_frees_its_place_for_the_third(aws: Any) -> 
     client, _, clock = aws
     stream, shard = _table(client)
     first, second, third = (_reader(client, stream, shard) for _ in range(3))
-    _, first = _read(client, first)
-    _, second = _read(client, second)
+    for _ in range(2):  # the second read of each, with its NextShardIterator, makes it a reader that polls
+        _, first = _read(client, first)
+        _, second = _read(client, second)
     assert _refusal(client, third)[0] == "LimitExceededException"
     # WHEN the first keeps reading but the second has read nothing for a second
     clock.now += 0.6
     _, first = _read(client, first)
     clock.now += 0.4
-    # THEN the third reads, and now the second is the one throttled
-    assert _read(client, third)[0] == 0
+    # THEN the third reads and polls on, and now the second is the one throttled
+    count, third = _read(client, third)
+    assert count == 0
+    _read(client, third)
     assert _refusal(client, second)[0] == "LimitExceededException"
     _, first = _read(client, first)
+
+
+def test_a_client_looking_through_several_iterators_in_turn_is_not_throttled(aws: Any) -> None:
+    # GIVEN one reader polling the shard
+    client, _, _ = aws
+    stream, shard = _table(client)
+    _put(client, "a")
+    poller = _reader(client, stream, shard)
+    for _ in range(2):
+        _, poller = _read(client, poller)
+    # WHEN a client looks at the shard through four new iterators, one after the other, within a second
+    reads = [_read(client, _reader(client, stream, shard))[0] for _ in range(4)]
+    # THEN every look is answered: none holds a place the next one would need
+    assert reads == [1, 1, 1, 1]
+    _, poller = _read(client, poller)
 
 
 def _mapping(client: Callable[[str], Any], stream: str, function: str) -> str:
@@ -216,8 +237,9 @@ def test_a_throttled_mapping_backs_off_stays_enabled_and_delivers_once_a_reader_
     client, runner, clock = aws
     stream, shard = _table(client)
     first, second = _reader(client, stream, shard), _reader(client, stream, shard)
-    _, first = _read(client, first)
-    _, second = _read(client, second)
+    for _ in range(2):  # each polls: its second read continues it
+        _, first = _read(client, first)
+        _, second = _read(client, second)
     uuid = _mapping(client, stream, "late")
     # WHEN a record arrives
     _put(client, "a")

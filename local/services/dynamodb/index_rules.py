@@ -64,6 +64,8 @@ LSI_NEEDS_TABLE_RANGE = (
     INVALID
     + "Table KeySchema does not have a range key, which is required when specifying a LocalSecondaryIndex"
 )
+FIRST_NOT_HASH = "Invalid KeySchema: The first KeySchemaElement is not a HASH key type"
+SAME_NAME = "Both the Hash Key and the Range Key element in the KeySchema have the same name"
 LSI_NEEDS_RANGE = INVALID + "Index KeySchema does not have a range key for index: {index}"
 LSI_HASH = (
     INVALID
@@ -234,6 +236,7 @@ def validate_table_spec(spec: Mapping[str, Any]) -> None:
         raise _validation(LSI_NEEDS_TABLE_RANGE)
     for position, index in enumerate(locals_, start=1):
         name = str(index.get("IndexName"))
+        _key_schema_errors(index.get("KeySchema") or [])
         keys = {str(k["KeyType"]): str(k["AttributeName"]) for k in index.get("KeySchema") or []}
         if "RANGE" not in keys:
             raise _validation(LSI_NEEDS_RANGE.format(index=name))
@@ -250,6 +253,7 @@ def validate_table_spec(spec: Mapping[str, Any]) -> None:
     globals_ = list(spec.get("GlobalSecondaryIndexes") or [])
     for position, index in enumerate(globals_, start=1):
         name = str(index.get("IndexName"))
+        _key_schema_errors(index.get("KeySchema") or [])
         _projection_errors(index, f"globalSecondaryIndexes.{position}.member")
         _on_demand_errors(index, updating=False)
         if name in names:
@@ -259,6 +263,25 @@ def validate_table_spec(spec: Mapping[str, Any]) -> None:
         raise _validation(GLOBAL_LIMIT_CREATE)
     if projected_count([*locals_, *globals_]) > MAX_PROJECTED:
         raise _validation(PROJECTED_LIMIT)
+
+
+SECOND_NOT_RANGE = "Invalid KeySchema: The second KeySchemaElement is not a RANGE key type"
+
+
+def check_table_key_schema(schema: Sequence[Mapping[str, Any]]) -> None:
+    """A table's KeySchema: its partition key, then at most its sort key, two attributes apart."""
+    if len(schema) > 1 and schema[0].get("KeyType") == "HASH" and schema[1].get("KeyType") != "RANGE":
+        raise _validation(SECOND_NOT_RANGE)
+    _key_schema_errors(schema)
+
+
+def _key_schema_errors(schema: Sequence[Mapping[str, Any]]) -> None:
+    """An index's KeySchema begins with its partition key, and no attribute is both its partition and sort key."""
+    if schema and schema[0].get("KeyType") != "HASH":
+        raise _validation(FIRST_NOT_HASH)
+    hashes = {k.get("AttributeName") for k in schema if k.get("KeyType") == "HASH"}
+    if any(k.get("KeyType") == "RANGE" and k.get("AttributeName") in hashes for k in schema):
+        raise _validation(SAME_NAME)
 
 
 def _action_of(update: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:

@@ -399,6 +399,7 @@ def validate_table_creation(self: Any, *args: Any, **kwargs: Any) -> None:
     rules moto lacks."""
     body = self.body
     rules.check_duplicate_definitions(body.get("AttributeDefinitions") or [])
+    rules.check_table_key_schema(body.get("KeySchema") or [])
     PATCHES.original(validate_table_creation)(self, *args, **kwargs)
     rules.validate_table_spec(body)
 

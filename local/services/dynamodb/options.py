@@ -15,8 +15,10 @@ from __future__ import annotations
 import os
 import threading
 import time
+import uuid
 from typing import Any
 
+from local import clock
 from local.patching import Patches, Target, replace, truthy
 
 CLASS_CHANGES_ENV = "DOCTABLE_LOCAL_TABLE_CLASS_CHANGES"  # class changes allowed per window (AWS: 2)
@@ -193,7 +195,14 @@ def describe(self: Any, base_key: str = "TableDescription") -> dict[str, Any]:
         if updated:
             summary["LastUpdateDateTime"] = updated
         body["TableClassSummary"] = summary
+    if getattr(self, "doctable_table_id", None) is None:
+        self.doctable_table_id = str(uuid.uuid4())
+    body["TableId"] = self.doctable_table_id
     if self.billing_mode == "PAY_PER_REQUEST":
+        summary = body.setdefault("BillingModeSummary", {"BillingMode": "PAY_PER_REQUEST"})
+        # the table was made on demand, or switched to it (UpdateTable keeps the time it switched)
+        since = getattr(self, "doctable_pay_per_request_since", None)
+        summary["LastUpdateToPayPerRequestDateTime"] = since or body.get("CreationDateTime")
         caps = getattr(self, "doctable_on_demand", None) or {}
         body["OnDemandThroughput"] = {
             "MaxReadRequestUnits": caps.get("MaxReadRequestUnits", NO_CAP),
@@ -202,14 +211,34 @@ def describe(self: Any, base_key: str = "TableDescription") -> dict[str, Any]:
     return result  # type: ignore[no-any-return]
 
 
+# What DeleteTable's TableDescription leaves out of DescribeTable's: the table is going, its schema is not told.
+_NOT_IN_DELETE = ("KeySchema", "AttributeDefinitions", "CreationDateTime", "GlobalSecondaryIndexes",
+                  "LocalSecondaryIndexes")  # fmt: skip
+
+
+@PATCHES.replace(Target(_RESPONSES, "DynamoHandler.delete_table", ("self",)))
+def delete_table(self: Any) -> Any:
+    """DeleteTable answers the table DELETING, without its key schema, attribute definitions, creation time or
+    indexes (moto answered DescribeTable's whole description, ACTIVE)."""
+    result = PATCHES.original(delete_table)(self)
+    body = (getattr(result, "result", None) or {}).get("TableDescription")
+    if isinstance(body, dict):
+        body["TableStatus"] = "DELETING"
+        for name in _NOT_IN_DELETE:
+            body.pop(name, None)
+    return result
+
+
 @PATCHES.replace(Target(_RESPONSES, "DynamoHandler.create_table", ("self",)))
 def create_table(self: Any) -> Any:
     """CreateTable keeps TableClass (STANDARD by default) and OnDemandThroughput."""
     from moto.dynamodb.responses import DynamoResult
 
     body = self.body
-    PATCHES.original(create_table)(self)
-    table = self.dynamodb_backend.get_table(body["TableName"])
+    created = PATCHES.original(create_table)(self)
+    table = self.dynamodb_backend.tables.get(body["TableName"])
+    if table is None:  # deleted by a concurrent DeleteTable since: moto's answer of its creation stands
+        return created
     set_table_class(table, body.get("TableClass") or STANDARD)
     set_on_demand(table, body.get("OnDemandThroughput"), lift_when_absent=False)
     return DynamoResult(table.describe())
@@ -228,7 +257,10 @@ def update_table(self: Any) -> Any:
     if body.get("TableClass") and body["TableClass"] != getattr(table, "doctable_table_class", STANDARD):
         set_table_class(table, body["TableClass"])
     warm = body.pop("WarmThroughput", None)  # moto replaces the whole setting; a request names what changes
+    was = table.billing_mode
     PATCHES.original(update_table)(self)
+    if was != "PAY_PER_REQUEST" and table.billing_mode == "PAY_PER_REQUEST":
+        table.doctable_pay_per_request_since = clock.now()
     set_warm(table, warm)
     set_on_demand(table, body.get("OnDemandThroughput"), lift_when_absent=False)
     return DynamoResult(table.describe())

@@ -6,11 +6,15 @@ names the refusal GetRecords answers, LimitExceededException ("More than 2 proce
 streams shard at the same time"), which the DynamoDB Streams Kinesis adapter treats as throttling (its
 AmazonServiceExceptionTransformer). moto lets any number read.
 
-Here a reader is one shard-iterator lineage: GetShardIterator starts one, the NextShardIterator of each GetRecords
-continues it. An event-source mapping's poller (local/pollers/streams.py, a ``StreamPoller`` thread) is one reader
-whatever iterators it takes. A reader is active on a shard while its last admitted GetRecords there is less than
-``WINDOW_SECONDS`` old; a GetRecords by a reader that is not active while ``READERS_MAX`` others are is refused with
-LimitExceededException and changes nothing (it is not a read). ``CLOCK`` is a test's to replace.
+Here a reader is a process polling the shard: an event-source mapping's poller (local/pollers/streams.py, a
+``StreamPoller`` thread), whatever iterators it takes, or a shard-iterator lineage that polls, i.e. has read with a
+NextShardIterator (GetShardIterator starts a lineage, the NextShardIterator of each GetRecords continues it). A
+lineage read only with the iterators GetShardIterator gave it is a look, not a process: it is admitted or refused
+like any read but does not hold a place (a client that looks at a shard through several iterators one after the
+other, as the outside suite's stream tests do, is one caller, which AWS does not throttle). A reader is active on a
+shard while its last admitted GetRecords there is less than ``WINDOW_SECONDS`` old; a GetRecords by a reader that
+is not active while ``READERS_MAX`` others are is refused with LimitExceededException and changes nothing (it is
+not a read). ``CLOCK`` is a test's to replace.
 """
 
 from __future__ import annotations
@@ -45,15 +49,16 @@ class ShardReaders:
         self._shards: dict[str, dict[str, float]] = {}
         self._lineages: OrderedDict[str, str] = OrderedDict()
 
-    def admit(self, shard: str, reader: str, now: float) -> bool:
-        """Record a GetRecords by ``reader`` on ``shard`` at ``now``; False (nothing recorded) when it is not
-        active there and ``READERS_MAX`` others are."""
+    def admit(self, shard: str, reader: str, now: float, polls: bool = True) -> bool:
+        """Record a GetRecords by ``reader`` on ``shard`` at ``now`` (when it ``polls``: a look holds no place);
+        False (nothing recorded) when it is not active there and ``READERS_MAX`` others are."""
         with self._lock:
             active = {r: t for r, t in self._shards.get(shard, {}).items() if now - t < WINDOW_SECONDS}
             if reader not in active and len(active) >= READERS_MAX:
                 self._shards[shard] = active
                 return False
-            active[reader] = now
+            if polls:
+                active[reader] = now
             self._shards[shard] = active
             return True
 
@@ -126,7 +131,10 @@ def get_records(self: Any, iterator_arn: str, limit: int) -> Any:
         return PATCHES.original(get_records)(self, iterator_arn, limit)
     poller = _poller()
     reader = poller or READERS.lineage(iterator_arn)
-    if not READERS.admit(shard_key(iterator), reader, CLOCK()):
+    polls = (
+        poller is not None or reader != iterator_arn
+    )  # a mapping, or a lineage read with a NextShardIterator
+    if not READERS.admit(shard_key(iterator), reader, CLOCK(), polls):
         raise _limit_exceeded(iterator.stream_shard.id)
     result = PATCHES.original(get_records)(self, iterator_arn, limit)
     following = result.get("NextShardIterator")

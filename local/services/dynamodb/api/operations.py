@@ -119,6 +119,31 @@ def _batch_capacity(operation: str, handler: Any, body: dict[str, Any]) -> Calla
     return settle
 
 
+def _index_types_checked(backend: Any, operation: str, body: dict[str, Any]) -> None:
+    """Before anything is written: every item a BatchWriteItem puts, and the values an UpdateItem's legacy
+    AttributeUpdates PUT, give each index key attribute its declared type (NULL included: a type mismatch)."""
+    from local.services.dynamodb import index_rules
+
+    if operation == "update_item":
+        written = {
+            name: update.get("Value")
+            for name, update in (body.get("AttributeUpdates") or {}).items()
+            if isinstance(update, dict) and update.get("Action", "PUT") == "PUT"
+        }
+        table = backend.tables.get(body.get("TableName"))
+        if table is not None and written:
+            index_rules.check_index_key_types(written, table)
+        return
+    for table_name, requests in (body.get("RequestItems") or {}).items():
+        table = backend.tables.get(table_name)
+        for request in requests if table is not None and isinstance(requests, list) else ():
+            item = (
+                ((request or {}).get("PutRequest") or {}).get("Item") if isinstance(request, dict) else None
+            )
+            if isinstance(item, dict):
+                index_rules.check_index_key_types(item, table)
+
+
 def _entry(operation: str) -> Any:
     """The replacement of ``DynamoHandler.<operation>``: the legacy parameters rewritten, moto's handler, then
     the capacity it was asked for."""
@@ -138,6 +163,8 @@ def _entry(operation: str) -> Any:
             problem = keys.batch_write_refusal(self.dynamodb_backend, body.get("RequestItems"))
             if problem is not None:
                 raise MockValidationException(problem)
+        if operation in ("batch_write_item", "update_item"):
+            _index_types_checked(self.dynamodb_backend, operation, body)
         settle = None
         if body.get("ReturnConsumedCapacity") in ("TOTAL", "INDEXES"):
             measure = _batch_capacity if operation in BATCHES else _item_capacity
