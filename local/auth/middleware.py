@@ -74,13 +74,18 @@ class AuthMiddleware:
         self, environ: dict[str, Any], start_response: Any, parsed: requests.Parsed, body: bytes | None
     ) -> Any:
         """ALLOW, or the answer that refuses the request (DeleteObjects: the answer for its allowed keys)."""
+        signature = sigv4.read(environ)
+        # A request dated too far from now is refused before its key is looked up (AWS answers "Signature
+        # expired" to a stale request whatever key signed it).
+        stale = sigv4.skew(signature, datetime.now(UTC)) if signature is not None else None
+        if stale is not None:
+            return _bad_signature(start_response, parsed, stale, signature)
         try:
             principal = principals.resolve(parsed.access_key or "", parsed.session_token)
         except principals.UnknownKey:
             return _invalid_key(start_response, parsed)
         except principals.ExpiredSession:
             return _expired_token(start_response, parsed)
-        signature = sigv4.read(environ)
         wrong = (
             sigv4.problem(environ, body, principal.secret, signature, datetime.now(UTC))
             if signature is not None

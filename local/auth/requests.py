@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote
 
 from local import state
+from local.auth import signing
 
 
 @dataclass
@@ -47,7 +48,7 @@ def credential(environ: dict[str, Any]) -> tuple[str | None, str | None, str | N
     query = parse_qs(environ.get("QUERY_STRING", ""))
     scope = ""
     if "Credential=" in auth:
-        scope = auth.split("Credential=", 1)[1].split(",", 1)[0].strip()
+        scope = signing.parameters(auth).get("Credential", "")
     elif "X-Amz-Credential" in query:
         scope = query["X-Amz-Credential"][0]
     token = environ.get("HTTP_X_AMZ_SECURITY_TOKEN") or (query.get("X-Amz-Security-Token") or [None])[0]

@@ -54,12 +54,15 @@ def protocol_of(environ: dict[str, Any]) -> str:
     return "rest-xml"
 
 
-def _parameters(header: str) -> dict[str, str]:
+def parameters(header: str) -> dict[str, str]:
+    """The ``name=value`` components of an Authorization header after its algorithm, separated by commas,
+    whitespace or both (AWS reads ``Credential=... SignedHeaders=... Signature=...`` as it reads them with
+    commas)."""
     found: dict[str, str] = {}
-    for part in header.split(" ", 1)[1].split(",") if " " in header else []:
-        name, sep, value = part.strip().partition("=")
+    for part in re.split(r"[,\s]+", header.split(" ", 1)[1]) if " " in header.strip() else []:
+        name, sep, value = part.partition("=")
         if sep:
-            found[name.strip()] = value.strip()
+            found[name] = value
     return found
 
 
@@ -69,7 +72,7 @@ def header_problem(environ: dict[str, Any]) -> str | None:
     algorithm = header.split(" ", 1)[0]
     if algorithm.startswith("AWS4-") and algorithm != ALGORITHM:
         return UNSUPPORTED.format(algorithm=algorithm)
-    found = _parameters(header) if algorithm == ALGORITHM else {}
+    found = parameters(header) if algorithm == ALGORITHM else {}
     problems = [
         REQUIRES.format(part=p) for p in ("Credential", "Signature", "SignedHeaders") if not found.get(p)
     ]

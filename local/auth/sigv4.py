@@ -24,6 +24,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote, unquote
 
+from local.auth import signing
+
 ALGORITHM = "AWS4-HMAC-SHA256"
 AMZ_DATE = "%Y%m%dT%H%M%SZ"
 SKEW = timedelta(minutes=15)
@@ -83,10 +85,7 @@ def read(environ: dict[str, Any]) -> Signature | None:
     """The request's SigV4 signature parts; None when it carries none (the caller decided it needs none)."""
     header = environ.get("HTTP_AUTHORIZATION", "").strip()
     if header.startswith(ALGORITHM + " "):
-        found: dict[str, str] = {}
-        for part in header[len(ALGORITHM) + 1 :].split(","):
-            name, _, value = part.strip().partition("=")
-            found[name.strip()] = value.strip()
+        found = signing.parameters(header)
         key, _, scope = found.get("Credential", "").partition("/")
         amz = environ.get("HTTP_X_AMZ_DATE") or _from_http_date(environ.get("HTTP_DATE", ""))
         return Signature(
@@ -170,6 +169,19 @@ def _time_problem(signature: Signature, now: datetime, s3: bool) -> Problem | No
         if now > signed + timedelta(seconds=expires):
             return Problem("expired", PRESIGNED_EXPIRED)
         return None
+    return skew(signature, now)
+
+
+def skew(signature: Signature, now: datetime) -> Problem | None:
+    """A header-signed request dated more than 15 minutes from ``now``, refused before anything else is read of
+    it; None otherwise (a date that does not parse, or a presigned URL, is the full check's to answer)."""
+    try:
+        signed = datetime.strptime(signature.amz_date, AMZ_DATE).replace(tzinfo=UTC)
+    except ValueError:
+        return None
+    if signature.presigned:
+        return None
+    s3 = signature.service == "s3"
     stamp = now.strftime(AMZ_DATE)
     if signed < now - SKEW:
         earliest = (now - SKEW).strftime(AMZ_DATE)

@@ -17,7 +17,8 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         service="iam",
         rule="A request to a service that needs a signature and has none is MissingAuthenticationTokenException (JSON "
         "services; query services MissingAuthenticationToken; Lambda 'Missing Authentication Token'); an "
-        "Authorization header that is not a complete SigV4 one (no Credential, Signature, SignedHeaders or date, "
+        "Authorization header (its parts separated by commas, spaces or both) that is not a complete SigV4 one (no "
+        "Credential, Signature, SignedHeaders or date, "
         "another algorithm, a scope without its aws4_request terminator) is IncompleteSignatureException naming "
         "every part it lacks (S3: InvalidArgument); neither reaches the service.",
         source=IAM_GUIDE + "reference_sigv-troubleshooting.html",
@@ -31,7 +32,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         rule="A SigV4 signature is recomputed with the access key's secret (an IAM user's key, an assumed-role "
         "session's): a mismatch is InvalidSignatureException (S3 and query services: SignatureDoesNotMatch); a "
         "request dated more than 15 minutes from the server's real time is InvalidSignatureException 'Signature "
-        "expired' (S3: RequestTimeTooSkewed); a presigned URL past X-Amz-Expires is AccessDenied 'Request has "
+        "expired' (S3: RequestTimeTooSkewed), before its key is looked up; a presigned URL past X-Amz-Expires is AccessDenied 'Request has "
         "expired'; an expired session is ExpiredTokenException (S3: ExpiredToken). S3 signs the payload hash "
         "x-amz-content-sha256 states (aws-chunked bodies: the seed signature; chunk signatures are not checked).",
         source=IAM_GUIDE + "reference_sigv-create-signed-request.html",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -13,7 +14,9 @@ from local.auth import middleware, principals
 
 pytestmark = pytest.mark.unit
 
-SCOPE = "AKIDEXAMPLE/20261204/us-east-1/{service}/aws4_request"
+# Dated now: a request dated more than 15 minutes away is refused before any check runs.
+NOW = datetime.now(UTC)
+SCOPE = "AKIDEXAMPLE/" + NOW.strftime("%Y%m%d") + "/us-east-1/{service}/aws4_request"
 
 
 def _environ(service: str, target: str | None, body: bytes, path: str = "/") -> dict[str, Any]:
@@ -23,7 +26,7 @@ def _environ(service: str, target: str | None, body: bytes, path: str = "/") -> 
         "QUERY_STRING": "",
         "HTTP_AUTHORIZATION": f"AWS4-HMAC-SHA256 Credential={SCOPE.format(service=service)}, "
         "SignedHeaders=host;x-amz-date, Signature=x",
-        "HTTP_X_AMZ_DATE": "20261204T000000Z",
+        "HTTP_X_AMZ_DATE": NOW.strftime("%Y%m%dT%H%M%SZ"),
         "CONTENT_LENGTH": str(len(body)),
         "wsgi.input": io.BytesIO(body),
         "wsgi.url_scheme": "https",
