@@ -52,7 +52,9 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
     Behaviour(
         id="dynamodb.ttl-change-interval",
         service="dynamodb",
-        rule="A second UpdateTimeToLive on a table within an hour of the last is refused with a ValidationException.",
+        rule="A second UpdateTimeToLive on a table within an hour of the last is refused with a ValidationException; "
+        "before that, a change naming another attribute than the active one ('TimeToLive is active on a different "
+        "AttributeName: current AttributeName is <name>') or asking for what is set ('already enabled/disabled').",
         source=DDB_API + "API_UpdateTimeToLive.html",
         test="tests/unit/test_local_clock.py::test_a_second_ttl_change_is_refused_until_the_interval_has_passed",
         targets=(f"{_DDB}:DynamoDBBackend.update_time_to_live",),

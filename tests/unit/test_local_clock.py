@@ -80,6 +80,27 @@ def test_a_second_ttl_change_is_refused_until_the_interval_has_passed(ddb: dict[
     assert refused(home, "docs", True) == TTL_RATE_LIMITED
 
 
+def test_a_ttl_change_naming_another_attribute_is_refused_before_the_interval(ddb: dict[str, Any]) -> None:
+    # GIVEN TTL enabled on expires_at, within the interval of its change
+    home = ddb["us-east-1"]
+    set_ttl(home, "docs", True)
+    # WHEN a change names another attribute, to disable or to enable  THEN that is the refusal, not the interval
+    for enabled in (False, True):
+        with pytest.raises(ClientError) as caught:
+            home.update_time_to_live(
+                TableName="docs", TimeToLiveSpecification={"Enabled": enabled, "AttributeName": "dog"}
+            )
+        message = caught.value.response["Error"]["Message"]
+        assert (
+            message
+            == "TimeToLive is active on a different AttributeName: current AttributeName is expires_at"
+        )
+    # AND the same attribute again is 'already enabled', also before the interval
+    with pytest.raises(ClientError) as caught:
+        set_ttl(home, "docs", True)
+    assert caught.value.response["Error"]["Message"] == "TimeToLive is already enabled"
+
+
 def test_the_control_endpoint_answers_with_the_regions_or_says_what_is_wrong(ddb: dict[str, Any]) -> None:
     assert post(b'{"ttl_interval_elapsed": "docs"}') == ("200 OK", {"tables": sorted(REGIONS)})
     status, body = post(b'{"ttl_interval_elapsed": "missing"}')

@@ -46,6 +46,7 @@ from local.services.dynamodb.writes import CHANGE_LISTENERS, TEMPLATE_HANDLERS, 
 MAX_SHARD_ITERATORS = 20_000
 TTL_CHANGE_INTERVAL_ENV = "DOCTABLE_LOCAL_TTL_CHANGE_INTERVAL_SECONDS"
 TTL_RATE_LIMITED = "Time to live has been modified multiple times within a fixed interval"
+TTL_OTHER_ATTRIBUTE = "TimeToLive is active on a different AttributeName: current AttributeName is {name}"
 TTL_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
 
 _TRANSACTION = threading.local()  # .records / .changes: the transaction in progress's, else None
@@ -404,10 +405,13 @@ def _seconds(env: str, default: float) -> float:
 
 @PATCHES.replace(Target(_MODELS, "DynamoDBBackend.update_time_to_live", ("self", "table_name", "ttl_spec")))
 def update_time_to_live(self: Any, table_name: str, ttl_spec: dict[str, Any]) -> None:
-    """DynamoDBBackend.update_time_to_live: a change to what is set is refused, and so is a second change within
-    the interval."""
+    """DynamoDBBackend.update_time_to_live: a change naming another attribute than the active one, or to what is
+    set, is refused, and so is a second change within the interval (the content checks first)."""
     table = self.get_table(table_name)
     wanted = truthy(ttl_spec.get("Enabled"))
+    current = table.ttl.get("AttributeName")
+    if table.ttl.get("TimeToLiveStatus") == "ENABLED" and ttl_spec.get("AttributeName") != current:
+        raise _validation(TTL_OTHER_ATTRIBUTE.format(name=current))
     if wanted == (table.ttl.get("TimeToLiveStatus") == "ENABLED"):
         raise _validation(f"TimeToLive is already {'enabled' if wanted else 'disabled'}")
     changed = getattr(table, clock.TTL_CHANGED_ATTRIBUTE, None)
