@@ -350,4 +350,37 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         targets=("moto.dynamodb.models.dynamo_type:LimitedSizeDict.__setitem__",),
         errors=(("dynamodb:PutItem", "ValidationException"), ("dynamodb:UpdateItem", "ValidationException")),
     ),
+    Behaviour(
+        id="dynamodb.tags",
+        service="dynamodb",
+        rule="A tag request names a table's ARN ('ARNs must start with 'arn:'', an index's 'only table or stream is "
+        "accepted', a missing table's ResourceNotFoundException); tag keys of 1-128 and values of 0-256 letters, "
+        "digits, spaces and + - = . _ : / @ ('The Tag Key provided is invalid, Key: ...'), no aws: prefix, no key "
+        "twice, at most 50 tags a table, a key tagged again replaced; every tag listed at once; a refused request "
+        "or CreateTable changes nothing.",
+        source=DDB_GUIDE + "Tagging.html",
+        test="tests/unit/test_local_tags.py::test_a_tag_dynamodb_refuses_is_refused_in_its_words",
+        targets=(
+            "moto.dynamodb.responses:DynamoHandler.tag_resource",
+            "moto.dynamodb.responses:DynamoHandler.untag_resource",
+            "moto.dynamodb.responses:DynamoHandler.list_tags_of_resource",
+        ),
+        errors=(
+            ("dynamodb:TagResource", "ValidationException"),
+            ("dynamodb:TagResource", "ResourceNotFoundException"),
+            ("dynamodb:ListTagsOfResource", "ValidationException"),
+        ),
+    ),
+    Behaviour(
+        id="dynamodb.table-descriptions",
+        service="dynamodb",
+        rule="Every table description carries its TableId (a UUID) and, on demand, LastUpdateToPayPerRequestDateTime; "
+        "DeleteTable answers the table DELETING without its key schema, attribute definitions, creation time or "
+        "indexes; an UpdateTable that changes nothing is 'At least one of ProvisionedThroughput, ... is required'.",
+        source=DDB_API + "API_DeleteTable.html",
+        test="tests/unit/test_local_table_rules.py::"
+        "test_descriptions_carry_the_table_id_and_delete_table_describes_a_table_going",
+        targets=("moto.dynamodb.responses:DynamoHandler.delete_table",),
+        errors=(("dynamodb:UpdateTable", "ValidationException"),),
+    ),
 )

@@ -27,6 +27,7 @@ PATCHING = (
     "local.services.dynamodb.tables",
     "local.services.dynamodb.transactions",
     "local.services.dynamodb.items",
+    "local.services.dynamodb.tags",
     "local.services.dynamodb.stream_readers",
     "local.services.dynamodb.api.streams",
     "local.services.dynamodb.options",

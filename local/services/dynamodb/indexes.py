@@ -397,9 +397,16 @@ def create_global(dct: dict[str, Any], table_key_attrs: list[str]) -> Any:
 def validate_table_creation(self: Any, *args: Any, **kwargs: Any) -> None:
     """DynamoHandler._validate_table_creation: duplicated attribute names first, moto's checks, then the index
     rules moto lacks."""
+    from moto.dynamodb.exceptions import MockValidationException
+
+    from local.services.dynamodb import tags
+
     body = self.body
     rules.check_duplicate_definitions(body.get("AttributeDefinitions") or [])
     rules.check_table_key_schema(body.get("KeySchema") or [])
+    refused_tags = tags.create_table_refusal(body)
+    if refused_tags is not None:
+        raise MockValidationException(refused_tags)
     PATCHES.original(validate_table_creation)(self, *args, **kwargs)
     rules.validate_table_spec(body)
 

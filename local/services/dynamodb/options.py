@@ -211,6 +211,15 @@ def describe(self: Any, base_key: str = "TableDescription") -> dict[str, Any]:
     return result  # type: ignore[no-any-return]
 
 
+# What an UpdateTable must change, one at least (an empty list counts as absent), in AWS's words.
+UPDATE_MEMBERS = ("ProvisionedThroughput", "BillingMode", "StreamSpecification", "GlobalSecondaryIndexUpdates",
+                  "SSESpecification", "ReplicaUpdates", "MultiRegionConsistency", "GlobalTableWitnessUpdates",
+                  "DeletionProtectionEnabled", "OnDemandThroughput", "WarmThroughput", "TableClass")  # fmt: skip
+NOTHING_TO_UPDATE = (
+    "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates, "
+    "SSESpecification, ReplicaUpdates, MultiAccountReplicaReady, ReplicaTransitRoleArn, MultiRegionConsistency, "
+    "DeletionProtectionEnabled, OnDemandThroughput, WarmThroughput or TableClass is required"
+)
 # What DeleteTable's TableDescription leaves out of DescribeTable's: the table is going, its schema is not told.
 _NOT_IN_DELETE = ("KeySchema", "AttributeDefinitions", "CreationDateTime", "GlobalSecondaryIndexes",
                   "LocalSecondaryIndexes")  # fmt: skip
@@ -248,9 +257,12 @@ def create_table(self: Any) -> Any:
 def update_table(self: Any) -> Any:
     """UpdateTable: a table class change (counted against the limit), warm throughput (raised only) and
     OnDemandThroughput, a refusal before anything changes."""
+    from moto.dynamodb.exceptions import MockValidationException
     from moto.dynamodb.responses import DynamoResult
 
     body = self.body
+    if not any(body.get(member) not in (None, [], {}) for member in UPDATE_MEMBERS):
+        raise MockValidationException(NOTHING_TO_UPDATE)
     table = self.dynamodb_backend.get_table(body["TableName"])
     check_warm(table, body.get("WarmThroughput"))
     # Refused before anything changes, as AWS refuses the whole request.

@@ -1,0 +1,177 @@
+"""A DynamoDB table's tags as DynamoDB checks and keeps them (TagResource, UntagResource, ListTagsOfResource, and
+CreateTable's Tags).
+
+The ResourceArn is an ARN ("One or more parameter values were invalid: ARNs must start with 'arn:': <arn>"), a
+table's (an index's is "... only table or stream is accepted"), of a table that exists ("Requested resource not
+found: ResourceArn: <arn> not found"). A tag key is 1 to 128 characters, a value up to 256, both of letters,
+digits, spaces and ``+ - = . _ : / @`` only ("The Tag Key provided is invalid, Key: <key>", "The Tag Value provided
+is invalid, Value: <value>", ``null`` when missing); a key never begins with ``aws:``; a request names a key once
+and at least one tag or key; a table holds at most 50 tags ("Number of Tags exceed the current limit for the
+provided ResourceArn"); tagging a key the table has replaces its value; ListTagsOfResource answers them all at
+once. A refused request changes nothing. moto accepted any of these, appended a second tag of a key already
+there, tagged nothing silently for an ARN it did not know, and listed ten tags a page. Sources: the developer guide's "Tagging restrictions" (Tagging.html) and a public catalogue of live
+DynamoDB probes (ack-api-quirks, 2026-10-09: the messages; local/README.md names it).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any
+
+from local.patching import Patches, Target
+
+PATCHES = Patches()
+_RESPONSES = "moto.dynamodb.responses"
+_EXCEPTIONS = "moto.dynamodb.exceptions"
+TAGS_MAX = 50
+KEY_MAX, VALUE_MAX = 128, 256
+NOT_ARN = "One or more parameter values were invalid: ARNs must start with 'arn:': {arn}"
+NOT_TABLE = (
+    "One or more parameter values were invalid: Invalid resource arn provided, only table or stream is accepted. "
+    "Provided resource arn: {arn}"
+)
+BAD_ARN = "Invalid TableArn: Invalid ResourceArn provided as input {arn}"
+NOT_FOUND = "Requested resource not found: ResourceArn: {arn} not found"
+BAD_KEY = "The Tag Key provided is invalid, Key: {key}"
+BAD_VALUE = "The Tag Value provided is invalid, Value: {value}"
+AWS_PREFIX = "Tag Key cannot be prefixed with aws:, Key: {key}"
+DUPLICATE = "Duplicate Tag Keys provided as input: Duplicate Tag Key found {key}"
+NO_TAGS = "Atleast one Tag needs to be provided as Input."
+NO_KEYS = "Atleast one Tag Key needs to be provided as Input."
+TOO_MANY = "Number of Tags exceed the current limit for the provided ResourceArn"
+_TABLE_ARN = re.compile(
+    r"^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:\d{12}:table/[A-Za-z0-9_.-]{3,255}(?P<rest>/.*)?$"
+)
+_PUNCTUATION = set("+-=._:/@")
+
+
+class Refused(Exception):
+    """A tag request DynamoDB refuses: (error code, message)."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+def _validation(message: str) -> Refused:
+    return Refused("ValidationException", message)
+
+
+def _allowed(text: str) -> bool:
+    return all(c in _PUNCTUATION or unicodedata.category(c)[0] in "LZN" for c in text)
+
+
+def check_tags(tags: Any) -> dict[str, str]:
+    """The tags of a TagResource or CreateTable as {key: value}, or Refused in DynamoDB's words."""
+    if not isinstance(tags, list) or not tags:
+        raise _validation(NO_TAGS)
+    found: dict[str, str] = {}
+    for tag in tags:
+        key = tag.get("Key") if isinstance(tag, dict) else None
+        value = tag.get("Value") if isinstance(tag, dict) else None
+        if not isinstance(key, str) or not key or len(key) > KEY_MAX or not _allowed(key):
+            raise _validation(BAD_KEY.format(key="null" if key is None else key))
+        if key.startswith("aws:"):
+            raise _validation(AWS_PREFIX.format(key=key))
+        if not isinstance(value, str) or len(value) > VALUE_MAX or not _allowed(value):
+            raise _validation(BAD_VALUE.format(value="null" if value is None else value))
+        if key in found:
+            raise _validation(DUPLICATE.format(key=key))
+        found[key] = value
+    return found
+
+
+def table_of(backend: Any, arn: Any) -> Any:
+    """The table a tag request's ResourceArn names, or Refused as DynamoDB refuses the ARN."""
+    text = str(arn)
+    if not text.startswith("arn:"):
+        raise _validation(NOT_ARN.format(arn=text))
+    shape = _TABLE_ARN.match(text)
+    if shape is None:
+        raise _validation(BAD_ARN.format(arn=text))
+    rest = shape["rest"] or ""
+    if rest and not rest.startswith("/stream/"):
+        raise _validation(NOT_TABLE.format(arn=text))
+    for table in backend.tables.values():
+        if table.table_arn == text:
+            return table
+    raise Refused("ResourceNotFoundException", NOT_FOUND.format(arn=text))
+
+
+def _raised(refused: Refused) -> Exception:
+    from moto.dynamodb.exceptions import ERROR_TYPE_PREFIX, DynamodbException
+
+    return DynamodbException(ERROR_TYPE_PREFIX + refused.code, str(refused))
+
+
+@PATCHES.replace(Target(_RESPONSES, "DynamoHandler.tag_resource", ("self",)))
+def tag_resource(self: Any) -> Any:
+    """TagResource: the ARN and every tag checked, then the tags merged (a key's value replaced), at most 50."""
+    from moto.core.responses import EmptyResult
+
+    try:
+        table = table_of(self.dynamodb_backend, self.body.get("ResourceArn"))
+        merged = {t["Key"]: t["Value"] for t in table.tags}
+        merged.update(check_tags(self.body.get("Tags")))
+        if len(merged) > TAGS_MAX:
+            raise _validation(TOO_MANY)
+    except Refused as refused:
+        raise _raised(refused) from None
+    table.tags = [{"Key": k, "Value": v} for k, v in merged.items()]
+    return EmptyResult()
+
+
+@PATCHES.replace(Target(_RESPONSES, "DynamoHandler.untag_resource", ("self",)))
+def untag_resource(self: Any) -> Any:
+    """UntagResource: the ARN and the keys checked (at least one, at most 50), then those tags removed."""
+    from moto.core.responses import EmptyResult
+
+    keys = self.body.get("TagKeys")
+    try:
+        table = table_of(self.dynamodb_backend, self.body.get("ResourceArn"))
+        if not isinstance(keys, list) or not keys:
+            raise _validation(NO_KEYS)
+        if len(keys) > TAGS_MAX:
+            raise _validation(TOO_MANY)
+        for key in keys:
+            if not isinstance(key, str) or not key or len(key) > KEY_MAX:
+                raise _validation(BAD_KEY.format(key="null" if key is None else key))
+    except Refused as refused:
+        raise _raised(refused) from None
+    table.tags = [tag for tag in table.tags if tag["Key"] not in keys]
+    return EmptyResult()
+
+
+@PATCHES.replace(Target(_RESPONSES, "DynamoHandler.list_tags_of_resource", ("self",)))
+def list_tags_of_resource(self: Any) -> Any:
+    """ListTagsOfResource: the ARN checked as TagResource checks it, then every tag in one answer (a table holds
+    at most 50; moto answered ten at a time)."""
+    from moto.core.responses import ActionResult
+
+    try:
+        table = table_of(self.dynamodb_backend, self.body.get("ResourceArn"))
+    except Refused as refused:
+        raise _raised(refused) from None
+    return ActionResult({"Tags": list(table.tags)})
+
+
+def create_table_refusal(body: dict[str, Any]) -> str | None:
+    """Why DynamoDB refuses a CreateTable's Tags (checked as TagResource's, at most 50), or None."""
+    if not body.get("Tags"):
+        return None
+    try:
+        if len(check_tags(body["Tags"])) > TAGS_MAX:
+            return TOO_MANY
+    except Refused as refused:
+        return str(refused)
+    return None
+
+
+MOTO_TARGETS = (
+    *PATCHES.targets,
+    Target(_EXCEPTIONS, "DynamodbException"),
+    Target(_EXCEPTIONS, "ERROR_TYPE_PREFIX"),
+    Target("moto.core.responses", "EmptyResult"),
+    Target("moto.core.responses", "ActionResult"),
+)
