@@ -67,7 +67,9 @@ FIELDS = ("handler", "filters", "source", "per_record", "grants", "environment",
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SECRET_NAME_RE = re.compile(r"(SECRET|PASSWORD|PASSWD|TOKEN|API_?KEY|PRIVATE_?KEY|CREDENTIAL)", re.IGNORECASE)
 SECRET_VALUE_RE = re.compile(r"^(AKIA|ASIA)[0-9A-Z]{16}$|-----BEGIN [A-Z ]*PRIVATE KEY-----")
-REFERENCE_RE = re.compile(r"^(arn:aws[a-z-]*:(ssm|secretsmanager):|\{\{resolve:(ssm|secretsmanager)|ssm:/)")
+REFERENCE_RE = re.compile(r"^(arn:aws[a-z-]*:(ssm|secretsmanager):|\{\{resolve:ssm:|ssm:/)")
+# Dynamic references CloudFormation resolves at deploy into the function's configuration, in plain text.
+RESOLVED_SECRET_RE = re.compile(r"\{\{resolve:(secretsmanager|ssm-secure):")
 RESERVED_ENV = re.compile(r"^(AWS_|LAMBDA_|_HANDLER$|DOCTABLE_|POWERTOOLS_)")
 
 
@@ -115,6 +117,15 @@ def _where(where: str, name: str) -> str:
     return f"{where} subscriber {name!r}".lstrip()
 
 
+def _inside(problems: list[str], at: str, what: str, path: Path, base: Path) -> bool:
+    """Whether ``path`` (symlinks resolved) lies inside the settings file's folder; a problem when not."""
+    if path.is_relative_to(base.resolve()):
+        return True
+    problems.append(f"{at}: {what} resolves outside the settings file's folder (symlinks resolved); allowed: a "
+                    "file inside that folder")  # fmt: skip
+    return False
+
+
 def _check_handler(
     problems: list[str], at: str, value: Any, base: Path | None
 ) -> tuple[str, str, str] | None:
@@ -131,6 +142,8 @@ def _check_handler(
     if base is None:  # read back from a stack's record: the file was checked when it was deployed
         return file, function, ""
     path = (base / file).resolve()
+    if not _inside(problems, at, f"handler file {file}", path, base):
+        return None
     if not path.is_file():
         problems.append(f"{at}: handler file {file} not found (looked in {base}); allowed: a .py file relative "
                         "to the settings file's folder")  # fmt: skip
@@ -277,6 +290,11 @@ def _check_environment(problems: list[str], at: str, value: Any) -> tuple[tuple[
         if not ENV_NAME_RE.match(key) or RESERVED_ENV.match(key):
             problems.append(f"{at}: environment variable {key!r} is not allowed; allowed: a name of letters, "
                             "digits and _ not starting with AWS_, LAMBDA_, DOCTABLE_ or POWERTOOLS_")  # fmt: skip
+        elif RESOLVED_SECRET_RE.search(text):
+            problems.append(f"{at}: environment variable {key} resolves a secret at deploy ({text}): "
+                            "CloudFormation writes it in plain text into the function's configuration, readable "
+                            "with lambda:GetFunctionConfiguration; allowed: the secret's ARN, read at run time with "
+                            "a grant of secretsmanager:GetSecretValue (or ssm:GetParameter) on it")  # fmt: skip
         elif SECRET_VALUE_RE.search(text) or (SECRET_NAME_RE.search(key) and not REFERENCE_RE.match(text)):
             problems.append(f"{at}: environment variable {key} looks like a secret written in the file; allowed: "
                             "a reference (an SSM parameter or Secrets Manager ARN, granted to the subscriber "
@@ -300,6 +318,8 @@ def _check_requirements(
     if base is None:  # read back from a stack's record: the file was checked when it was deployed
         return value, ""
     path = (base / value).resolve()
+    if not _inside(problems, at, f"requirements file {value}", path, base):
+        return None
     try:
         wheelhouse.read_requirements(path, value)
     except wheelhouse.WheelhouseError as exc:

@@ -1595,6 +1595,29 @@ settings_case(
     ["grant resource 'arn:aws:s3:::blobs-?' is not one ARN; allowed: an ARN without * or ?"],
     id="settings-subscriber-grant-wildcard", label="a subscriber grant whose ARN holds the `?` wildcard",
 )  # fmt: skip
+_SUBSCRIBER = (
+    '[environments.dev]\ntier = "dev"\nstream = "new-and-old"\n\n[environments.dev.subscribers.search]\n%s\n'
+)
+settings_case(
+    _SUBSCRIBER % 'handler = "search.py:handler"\nenvironment = {DB_PASSWORD = "{{resolve:secretsmanager:db:SecretString:pw}}"}',
+    ["settings", "--env", "dev"],
+    ["environment variable DB_PASSWORD resolves a secret at deploy ({{resolve:secretsmanager:db:SecretString:pw}}): "
+     "CloudFormation writes it in plain text into the function's configuration", "allowed: the secret's ARN"],
+    id="settings-subscriber-env-resolved-secret",
+    label="a subscriber environment variable that resolves a secret at deploy (`{{resolve:secretsmanager:...}}`)",
+)  # fmt: skip
+settings_case(
+    _SUBSCRIBER % 'handler = "../outside.py:handler"', ["settings", "--env", "dev"],
+    ["subscriber 'search': handler file ../outside.py resolves outside the settings file's folder (symlinks "
+     "resolved); allowed: a file inside that folder"],
+    id="settings-subscriber-handler-outside", label="a subscriber handler outside the settings file's folder (`../outside.py`)",
+)  # fmt: skip
+settings_case(
+    _SUBSCRIBER % 'handler = "search.py:handler"\nrequirements = "../../requirements.txt"', ["settings", "--env", "dev"],
+    ["requirements file ../../requirements.txt resolves outside the settings file's folder"],
+    id="settings-subscriber-requirements-outside",
+    label="a subscriber requirements file outside the settings file's folder (`../../requirements.txt`)",
+)  # fmt: skip
 settings_case(
     '[defaults]\ntier = "prod"\n', ["settings"],
     ["doctable.toml [defaults]: tier = 'prod' belongs to each environment; allowed: tier in [environments.<env>]"],
