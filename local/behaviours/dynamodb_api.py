@@ -24,7 +24,9 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         "empty, or with a key no expression uses; never an HTTP 500. A compressed body (gzip members, one deflate "
         "stream) is read inflated; one that does not inflate, inflates past 16 MB or has another encoding is "
         "answered HTTP 500, as DynamoDB answers it. A TableName that is not an ARN is held to a table name's rules "
-        "(3 to 255 of [a-zA-Z0-9_.-]) in every operation.",
+        "(3 to 255 of [a-zA-Z0-9_.-]) in every operation. An AttributeValue carries exactly one type ('Supplied "
+        "AttributeValue is empty, must contain exactly one of the supported datatypes', '... has more than one "
+        "datatypes set ...'); a body past 16 MB as sent is HTTP 413.",
         source=DDB_API + "CommonErrors.html",
         test="tests/unit/test_local_streams_api.py::test_a_request_is_checked_against_the_model_before_the_operation_runs",
         targets=(
@@ -343,8 +345,9 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         service="dynamodb",
         rule="An item may reach 400 KB (409,600 bytes) counted as DynamoDB counts it (a binary's bytes, a number's "
         "two digits a byte plus one, a list's or map's three bytes plus one per element); past it, 'Item size has "
-        "exceeded the maximum allowed size'. AttributeUpdates that PUT or DELETE an empty set are refused ('An "
-        "number set  may not be empty').",
+        "exceeded the maximum allowed size'; an item nests at most 32 levels ('Nesting Levels have exceeded "
+        "supported limits: ...'). AttributeUpdates that PUT or DELETE an empty set are refused ('An number set  may "
+        "not be empty').",
         source=DDB_GUIDE + "CapacityUnitCalculations.html",
         test="tests/unit/test_local_transactions.py::test_an_item_is_counted_in_awss_sizes_up_to_400_kib",
         targets=("moto.dynamodb.models.dynamo_type:LimitedSizeDict.__setitem__",),
@@ -381,6 +384,13 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         test="tests/unit/test_local_table_rules.py::"
         "test_descriptions_carry_the_table_id_and_delete_table_describes_a_table_going",
         targets=("moto.dynamodb.responses:DynamoHandler.delete_table",),
+        differs=(
+            "*|+member|*TableId",
+            "*|+member|*.BillingModeSummary.LastUpdateToPayPerRequestDateTime",
+            "dynamodb.delete-table|-member|*",
+            "dynamodb.delete-table|-value|*",
+            "dynamodb.delete-table|value|TableDescription.TableStatus=DELETING",
+        ),
         errors=(("dynamodb:UpdateTable", "ValidationException"),),
     ),
 )

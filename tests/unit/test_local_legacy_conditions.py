@@ -438,6 +438,11 @@ def test_numbers_are_stored_in_dynamodbs_canonical_form(ddb: Any) -> None:
         {"Item": {"a": {"N": "1000"}, "s": {"NS": ["1", "2"]}, "N": {"S": "x"}}},
         True,
     )
+    # AND through the API: what is written one way is read back canonical, and found by any of its forms
+    ddb.put_item(TableName="tbl", Item={"pk": S("n"), "sk": {"N": "1.0e3"}, "a": {"N": "+007.50"}})
+    for form in ("1000", "1e3", "001000", "+1000.0"):
+        item = ddb.get_item(TableName="tbl", Key={"pk": S("n"), "sk": {"N": form}})["Item"]
+        assert (item["sk"], item["a"]) == ({"N": "1000"}, {"N": "7.5"}), form
 
 
 def test_a_key_of_another_type_and_a_malformed_table_name_are_refused(ddb: Any) -> None:

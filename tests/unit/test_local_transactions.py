@@ -169,6 +169,28 @@ def test_an_item_is_counted_in_awss_sizes_up_to_400_kib(ddb: Any) -> None:
     assert message == "Item size has exceeded the maximum allowed size"
 
 
+def test_an_item_nested_past_32_levels_is_refused(ddb: Any) -> None:
+    def nested(levels: int) -> dict[str, Any]:
+        value: dict[str, Any] = {"M": {}}
+        for _ in range(levels - 1):
+            value = {"M": {"a": value}}
+        return value
+
+    # the item and 31 levels of maps in it: stored; one more, in a put or a batch: refused in DynamoDB's words
+    ddb.put_item(TableName="tbl", Item={"pk": S("a"), "sk": N(1), "m": nested(31)})
+    too_deep = {"pk": S("a"), "sk": N(2), "m": nested(32)}
+    message = "Nesting Levels have exceeded supported limits: Attributes in the item have nested levels beyond supported limit"
+    assert refused(ddb.put_item, Item=too_deep) == message
+    assert (
+        refused(
+            lambda TableName, **kw: ddb.batch_write_item(
+                RequestItems={"tbl": [{"PutRequest": {"Item": too_deep}}]}
+            )
+        )
+        == message
+    )
+
+
 def test_attribute_updates_refuse_an_empty_set(ddb: Any) -> None:
     for action in ("PUT", "DELETE"):
         message = refused(

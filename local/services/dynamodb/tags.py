@@ -108,8 +108,6 @@ def _raised(refused: Refused) -> Exception:
 @PATCHES.replace(Target(_RESPONSES, "DynamoHandler.tag_resource", ("self",)))
 def tag_resource(self: Any) -> Any:
     """TagResource: the ARN and every tag checked, then the tags merged (a key's value replaced), at most 50."""
-    from moto.core.responses import EmptyResult
-
     try:
         table = table_of(self.dynamodb_backend, self.body.get("ResourceArn"))
         merged = {t["Key"]: t["Value"] for t in table.tags}
@@ -119,14 +117,12 @@ def tag_resource(self: Any) -> Any:
     except Refused as refused:
         raise _raised(refused) from None
     table.tags = [{"Key": k, "Value": v} for k, v in merged.items()]
-    return EmptyResult()
+    return ""  # DynamoDB answers TagResource and UntagResource with an empty body (moto: "{}")
 
 
 @PATCHES.replace(Target(_RESPONSES, "DynamoHandler.untag_resource", ("self",)))
 def untag_resource(self: Any) -> Any:
     """UntagResource: the ARN and the keys checked (at least one, at most 50), then those tags removed."""
-    from moto.core.responses import EmptyResult
-
     keys = self.body.get("TagKeys")
     try:
         table = table_of(self.dynamodb_backend, self.body.get("ResourceArn"))
@@ -140,7 +136,7 @@ def untag_resource(self: Any) -> Any:
     except Refused as refused:
         raise _raised(refused) from None
     table.tags = [tag for tag in table.tags if tag["Key"] not in keys]
-    return EmptyResult()
+    return ""
 
 
 @PATCHES.replace(Target(_RESPONSES, "DynamoHandler.list_tags_of_resource", ("self",)))
@@ -172,6 +168,5 @@ MOTO_TARGETS = (
     *PATCHES.targets,
     Target(_EXCEPTIONS, "DynamodbException"),
     Target(_EXCEPTIONS, "ERROR_TYPE_PREFIX"),
-    Target("moto.core.responses", "EmptyResult"),
     Target("moto.core.responses", "ActionResult"),
 )

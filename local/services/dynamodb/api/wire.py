@@ -113,9 +113,11 @@ def refusal_of(service: str, target: str | None, body: bytes) -> Refusal | None:
         count = f"{len(errors)} validation error{'s' if len(errors) > 1 else ''} detected"
         return Refusal(VALIDATION, f"{count}: " + "; ".join(errors))
     if service == "dynamodb":
-        empty = _empty_set(params.get("AttributeUpdates"))
-        if empty is not None:
-            return Refusal(VALIDATION, EMPTY_SET.format(kind=empty))
+        from local.services.dynamodb import items
+
+        problem = items.written_refusal(params, _actions(params))
+        if problem is not None:
+            return Refusal(VALIDATION, problem)
         for part in (params, *_actions(params)):
             problem = expression_refusal(part)
             if problem is not None:
@@ -127,19 +129,6 @@ UPDATE_SIZE_MAX = 4096  # bytes of an expression (the developer guide's limits p
 UPDATE_TOO_LONG = (
     "Invalid UpdateExpression: Expression size has exceeded the maximum allowed size; expression size: {size}"
 )
-EMPTY_SET = "One or more parameter values were invalid: An {kind} set  may not be empty"
-_SET_KINDS = {"SS": "string", "NS": "number", "BS": "binary"}
-
-
-def _empty_set(updates: Any) -> str | None:
-    """The kind of an empty set an AttributeUpdates entry would write (PUT) or take away (DELETE), or None."""
-    for update in (updates or {}).values() if isinstance(updates, dict) else ():
-        value = update.get("Value") if isinstance(update, dict) else None
-        if isinstance(value, dict):
-            for kind, name in _SET_KINDS.items():
-                if value.get(kind) == []:
-                    return name
-    return None
 
 
 def _actions(params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -299,6 +288,13 @@ def _type_error(shape: Any, value: Any) -> Refusal:
     )
 
 
+# An AttributeValue carries exactly one of its types (an unknown member is no type: {"dog": "cat"} is empty).
+ATTRIBUTE_VALUE_EMPTY = (
+    "Supplied AttributeValue is empty, must contain exactly one of the supported datatypes"
+)
+ATTRIBUTE_VALUE_TYPES = "Supplied AttributeValue has more than one datatypes set, must contain exactly one of the supported datatypes"
+
+
 def _check(shape: Any, value: Any, path: str, errors: list[str], where: tuple[str, str], depth: int) -> None:
     """Check ``value`` against ``shape``: a type mismatch raises, each constraint failed is added to ``errors``."""
     if value is None or depth > DEPTH_MAX:
@@ -314,6 +310,12 @@ def _check(shape: Any, value: Any, path: str, errors: list[str], where: tuple[st
                       f"{len(value)}" if len(value) % 4 else "Invalid Base64 character")  # fmt: skip
     if shape.name == "NumberAttributeValue":
         _check_number(value)
+    if (
+        shape.name == "AttributeValue"
+        and sum(1 for k, v in value.items() if k in shape.members and v is not None) != 1
+    ):
+        known = [k for k, v in value.items() if k in shape.members and v is not None]
+        raise Refusal(VALIDATION, ATTRIBUTE_VALUE_TYPES if known else ATTRIBUTE_VALUE_EMPTY)
     failures = _constraints(shape, value, (*where, path))
     if failures:
         shown = f"'{_shown(value)}'"
@@ -375,7 +377,11 @@ def _check_map(
             value_failures += [
                 f for f in _constraints(shape.value, item, (*where, "")) if f not in value_failures
             ]
-        if shape.value.type_name in ("structure", "list", "map"):
+        if shape.value.type_name in ("structure", "list", "map") and item is None:
+            errors.append(
+                f"Value null at '{path}.{key}.member' failed to satisfy constraint: Member must not be null"
+            )
+        elif shape.value.type_name in ("structure", "list", "map"):
             nested: list[str] = []
             _check(shape.value, item, f"{path}.{key}.member", nested, where, depth + 1)
             errors += nested
@@ -391,6 +397,7 @@ def _check_map(
 # 16 MB DynamoDB takes; DynamoDB answers a body it cannot inflate, an oversized one or another encoding with HTTP 500
 # (the outside suite, verified on AWS, expects exactly that).
 INFLATED_MAX = 16 * 1024 * 1024
+TOO_LARGE = "com.amazon.coral.service#RequestEntityTooLargeException"
 INTERNAL = "com.amazon.coral.service#InternalFailure"
 
 
@@ -441,6 +448,9 @@ def _inflated(request: Any) -> tuple[int, dict[str, str], str] | None:
 
 
 def _refused(service: str, request: Any) -> tuple[int, dict[str, str], str] | None:
+    if len(request.get_data() if hasattr(request, "get_data") else request.data or b"") > INFLATED_MAX:
+        # A request body past 16 MB, as sent (Content-Length or chunked): HTTP 413 before anything reads it.
+        return 413, {"Content-Type": CONTENT_TYPE, "status": "413"}, json.dumps({"__type": TOO_LARGE})
     if request.headers.get("Content-Encoding"):
         failed = _inflated(request)
         if failed is not None:
@@ -467,6 +477,8 @@ def _canonical_numbers(request: Any) -> None:
         request.environ["CONTENT_LENGTH"] = str(len(raw))
         request._cached_data = raw
         request.stream = io.BytesIO(raw)
+        # werkzeug caches Request.data on first read (refusal_of read it): moto must read the canonical body
+        request.__dict__.pop("data", None)
 
 
 def _inherited(function: Any) -> Any:
