@@ -216,7 +216,8 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         service="dynamodb",
         rule="A key that lacks one of the table's key attributes or gives one another type than declared is 'The "
         "provided key element does not match the schema'; a key attribute (of the table or an index) that is an empty string or "
-        "binary, in a key or an item written, is a ValidationException naming it. A BatchWriteItem is checked whole "
+        "binary, in a key or an item written, is a ValidationException naming it; a partition key past 2,048 bytes or a "
+        "sort key past 1,024 (a binary by its bytes) is refused in reads as in writes. A BatchWriteItem is checked whole "
         "before it writes: every request's key, and no two requests (puts or deletes) on one item, numbers compared "
         "by value ('Provided list of item keys contains duplicates').",
         source=DDB_API + "API_GetItem.html",
@@ -350,7 +351,10 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         "not be empty').",
         source=DDB_GUIDE + "CapacityUnitCalculations.html",
         test="tests/unit/test_local_transactions.py::test_an_item_is_counted_in_awss_sizes_up_to_400_kib",
-        targets=("moto.dynamodb.models.dynamo_type:LimitedSizeDict.__setitem__",),
+        targets=(
+            "moto.dynamodb.models.dynamo_type:LimitedSizeDict.__setitem__",
+            "moto.dynamodb.models.dynamo_type:DynamoType.size",
+        ),
         errors=(("dynamodb:PutItem", "ValidationException"), ("dynamodb:UpdateItem", "ValidationException")),
     ),
     Behaviour(

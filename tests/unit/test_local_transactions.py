@@ -191,6 +191,25 @@ def test_an_item_nested_past_32_levels_is_refused(ddb: Any) -> None:
     )
 
 
+def test_a_key_past_dynamodbs_lengths_is_refused_in_reads_and_writes(ddb: Any) -> None:
+    from local.services.dynamodb.api import keys
+
+    # a 2,048-byte partition key is stored and read; one byte more is refused, in a write and in a read
+    ddb.put_item(TableName="tbl", Item={"pk": S("x" * 2048), "sk": N(1)})
+    assert ddb.get_item(TableName="tbl", Key={"pk": S("x" * 2048), "sk": N(1)})["Item"]["pk"] == S("x" * 2048)
+    long_key = {"pk": S("x" * 2049), "sk": N(1)}
+    assert refused(ddb.put_item, Item=long_key) == keys.HASH_KEY_TOO_LONG
+    assert refused(ddb.get_item, Key=long_key) == keys.HASH_KEY_TOO_LONG
+    # AND a binary key counts its bytes, not its base64 text
+    ddb.create_table(TableName="bin", KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
+                     AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "B"}],
+                     BillingMode="PAY_PER_REQUEST")  # fmt: skip
+    ddb.put_item(TableName="bin", Item={"k": {"B": b"\x7b" * 2048}})
+    assert refused(
+        lambda TableName, **kw: ddb.get_item(TableName="bin", **kw), Key={"k": {"B": b"\x7b" * 2049}}
+    ) == (keys.HASH_KEY_TOO_LONG)
+
+
 def test_attribute_updates_refuse_an_empty_set(ddb: Any) -> None:
     for action in ("PUT", "DELETE"):
         message = refused(

@@ -6,7 +6,8 @@ that is an empty string or binary ("One or more parameter values are not valid. 
 attribute cannot contain an empty string value. Key: p"; binary: "an empty binary value"); PutItem and
 BatchWriteItem refuse the same empty values in an item's key attributes. moto read a key by its names only (a key
 of the wrong type found nothing, an extra attribute was ignored), and its empty-key check compared a parsed binary
-(bytes) with "" and let it through. Source: API_GetItem.html ("you must provide all of the attributes"), the
+(bytes) with "" and let it through. A key past DynamoDB's lengths (a partition key of 2,048 bytes, a sort key of 1,024,
+a binary counted by its bytes) is refused in reads as in writes. Source: API_GetItem.html ("you must provide all of the attributes"), the
 developer guide's HowItWorks.NamingRulesDataTypes ("key attributes ... cannot be empty").
 """
 
@@ -22,6 +23,13 @@ PATCHES = Patches()
 _MODELS = "moto.dynamodb.models"
 _RESPONSES = "moto.dynamodb.responses"
 MISMATCH = "The provided key element does not match the schema"
+HASH_KEY_BYTES, RANGE_KEY_BYTES = 2048, 1024
+# DynamoDB's words, its missing space included.
+HASH_KEY_TOO_LONG = "One or more parameter values were invalid: Size of hashkey has exceeded the maximum size limit of2048 bytes"
+RANGE_KEY_TOO_LONG = (
+    "One or more parameter values were invalid: Aggregated size of all range keys has exceeded the size limit of "
+    "1024 bytes"
+)
 EMPTY = (
     "One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty "
     "{kind} value. Key: {key}"
@@ -66,7 +74,18 @@ def key_refusal(table: Any, key: dict[str, Any]) -> str | None:
         kind = _empty(key[name])
         if kind is not None:
             return EMPTY.format(kind=kind, key=name)
+    if _bytes(key[names[0]]) > HASH_KEY_BYTES:
+        return HASH_KEY_TOO_LONG
+    if len(names) > 1 and _bytes(key[names[1]]) > RANGE_KEY_BYTES:
+        return RANGE_KEY_TOO_LONG
     return None
+
+
+def _bytes(value: dict[str, Any]) -> int:
+    """A key value's length as DynamoDB limits it: a string's UTF-8 bytes, a binary's own bytes."""
+    from local.services.dynamodb.api import capacity
+
+    return capacity.value_size(value)
 
 
 @PATCHES.replace(Target(_MODELS, "DynamoDBBackend.get_keys_value", ("self", "table", "keys")))
