@@ -32,7 +32,7 @@ from contract.iam_target import (
     Target,
     partition_of,
 )
-from contract.trust import PolicyError, ci_trust_policy
+from contract.trust import SUBJECT_TEMPLATE, PolicyError, ci_trust_policy, subject_command
 
 # Re-exported: the CI role's trust policy beside the permission policies, and what a policy is built on.
 __all__ = [
@@ -42,6 +42,8 @@ __all__ = [
     "Statement",
     "Target",
     "ci_trust_policy",
+    "subject_command",
+    "SUBJECT_TEMPLATE",
     "partition_of",
 ]
 

@@ -193,9 +193,14 @@ def _ci_trust(args: argparse.Namespace) -> int:
             tier=target.config.tier,
             partition=target.partition,
             preview=args.preview,
+            workflow=args.workflow,
         )
     except iam.PolicyError as exc:
         raise UserError(str(exc)) from exc
+    # IAM reads only `sub` of GitHub's claims: the workflow file is pinned through it, once the repository's
+    # subject template includes job_workflow_ref.
+    sources = [*sources, f"the subjects name the workflow file (job_workflow_ref): set the repository's OIDC "
+               f"subject template once with: {iam.subject_command(args.repo)}"]  # fmt: skip
     if args.json:
         print_json(
             {
@@ -206,6 +211,8 @@ def _ci_trust(args: argparse.Namespace) -> int:
                 "tier": target.config.tier,
                 "account": target.account,
                 "policy": document,
+                "subject_template": iam.SUBJECT_TEMPLATE,
+                "subject_command": iam.subject_command(args.repo),
                 "notes": sources,
             }
         )
@@ -290,6 +297,12 @@ def register(sub: Any) -> None:
         action="store_true",
         help=f"the preview role's: {iam.DEPLOYER} --preview --env TEMPLATE, its policy scoped to the previews' "
         f"names; {CI_TRUST} --preview, its trust of pull-request jobs only",
+    )
+    policy.add_argument(
+        "--workflow",
+        metavar="FILE",
+        help=f"{CI_TRUST}: the workflow file of .github/workflows the role's jobs run, as main holds it (default: "
+        "deploy.yml; with --preview preview-deploy.yml)",
     )
     policy.add_argument(
         "--json", action="store_true", help="print the policy with its target and notes as JSON"

@@ -358,6 +358,10 @@ def test_plan_needs_nothing() -> None:
     assert iam.command_statements("plan", target()) == []
 
 
+# Each subject names the workflow file the job runs as main holds it (the OIDC subject template adds it).
+DEPLOY_PIN = ":job_workflow_ref:octo/doctable/.github/workflows/deploy.yml@refs/heads/main"
+
+
 def test_ci_trust_of_a_dev_tier_lets_main_and_the_environment_assume_the_role() -> None:
     document = iam.ci_trust_policy(account=ACCOUNT, repo="octo/doctable", env="dev", tier="dev")
     (statement,) = document["Statement"]
@@ -369,13 +373,15 @@ def test_ci_trust_of_a_dev_tier_lets_main_and_the_environment_assume_the_role() 
         "StringEquals": {
             "token.actions.githubusercontent.com:aud": "sts.amazonaws.com",
             "token.actions.githubusercontent.com:sub": [
-                "repo:octo/doctable:ref:refs/heads/main",
-                "repo:octo/doctable:environment:dev",
+                "repo:octo/doctable:ref:refs/heads/main" + DEPLOY_PIN,
+                "repo:octo/doctable:environment:dev" + DEPLOY_PIN,
             ],
         }
     }
     with pytest.raises(iam.PolicyError, match="expected OWNER/NAME"):
         iam.ci_trust_policy(account=ACCOUNT, repo="octo", env="dev", tier="dev")
+    with pytest.raises(iam.PolicyError, match="expected a workflow file name"):
+        iam.ci_trust_policy(account=ACCOUNT, repo="octo/doctable", env="dev", tier="dev", workflow="../x.yml")
 
 
 @pytest.mark.parametrize("tier", ["stg", "uat", "prod"])
@@ -385,7 +391,7 @@ def test_ci_trust_of_any_other_tier_lets_its_environments_jobs_only_assume_the_r
     # THEN only a job running in that GitHub environment may assume its role: a job on main without one may not
     (statement,) = document["Statement"]
     assert statement["Condition"]["StringEquals"]["token.actions.githubusercontent.com:sub"] == [
-        f"repo:octo/doctable:environment:{tier}-eu"
+        f"repo:octo/doctable:environment:{tier}-eu" + DEPLOY_PIN
     ]
     assert statement["Sid"] == "GitHubActionsOfTheEnvironmentOnly"
 
@@ -513,7 +519,10 @@ def test_ci_trust_of_an_unbound_environment_takes_account_and_region_given(
     )
     assert code == 0
     condition = json.loads(out)["Statement"][0]["Condition"]["StringEquals"]
-    assert condition["token.actions.githubusercontent.com:sub"][1] == "repo:octo/doctable:environment:dev"
+    assert (
+        condition["token.actions.githubusercontent.com:sub"][1]
+        == "repo:octo/doctable:environment:dev" + DEPLOY_PIN
+    )
 
 
 def test_ci_trust_of_the_prod_environment_names_its_github_environment_only(
@@ -529,7 +538,14 @@ def test_ci_trust_of_the_prod_environment_names_its_github_environment_only(
     printed = json.loads(out)
     assert printed["tier"] == "prod"
     condition = printed["policy"]["Statement"][0]["Condition"]["StringEquals"]
-    assert condition["token.actions.githubusercontent.com:sub"] == ["repo:octo/doctable:environment:prod"]
+    assert condition["token.actions.githubusercontent.com:sub"] == [
+        "repo:octo/doctable:environment:prod" + DEPLOY_PIN
+    ]
+    # AND the subject template that makes IAM see the workflow file, with the command that sets it
+    assert printed["subject_template"]["include_claim_keys"] == ["repo", "context", "job_workflow_ref"]
+    assert printed["subject_command"].startswith(
+        "gh api -X PUT repos/octo/doctable/actions/oidc/customization/sub"
+    )
 
 
 def test_a_global_tables_deploy_reads_each_replica_and_assumes_each_regions_bootstrap_roles() -> None:

@@ -5,6 +5,7 @@ verify steps' commands on the local AWS with the deployer's and operator's polic
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 from typing import Any
@@ -80,32 +81,34 @@ def test_previews_deploy_per_pull_request_destroy_on_close_and_gc_on_schedule() 
     assert workflow["permissions"] == {"contents": "read", "id-token": "write"}
     jobs = workflow["jobs"]
     assert list(jobs) == ["deploy", "destroy", "gc"]
-    # the pull-request jobs run in no GitHub environment: their OIDC subject is the pull request's, which the
-    # preview role's trust (`doctable policy ci-trust --preview`) alone accepts
-    assert "environment" not in jobs["deploy"] and "environment" not in jobs["destroy"]
+    # the pull-request jobs run the reusable workflow as main holds it (never this commit's copy, which a pull
+    # request could edit): the preview role trusts that file at main only (`doctable policy ci-trust --preview`)
+    for name in ("deploy", "destroy"):
+        assert re.fullmatch(r"[^/]+/[^/]+/\.github/workflows/preview-deploy\.yml@main", jobs[name]["uses"]), (
+            name
+        )
+        assert jobs[name]["with"] == {"action": name, "pr-number": "${{ github.event.pull_request.number }}"}
+        assert "environment" not in jobs[name] and "steps" not in jobs[name]
     assert jobs["gc"]["environment"] == "previews"
-    roles = {
-        name: next(s for s in job["steps"] if s.get("uses", "").startswith(CREDENTIALS_ACTION))["with"]
-        for name, job in jobs.items()
-    }
-    assert (
-        roles["deploy"]["role-to-assume"]
-        == roles["destroy"]["role-to-assume"]
-        == "${{ vars.DOCTABLE_PREVIEW_ROLE_ARN }}"
-    )
-    assert roles["gc"]["role-to-assume"] == "${{ vars.DOCTABLE_PREVIEW_GC_ROLE_ARN }}"
-    assert all("aws-access-key-id" not in r for r in roles.values())
-    # each job runs its preview command: pr-<number> from stg's settings, verified by the deploy's own path
-    assert runs(jobs["deploy"])[-1] == [
-        "doctable", "preview", "deploy", "$PR_NUMBER", "--from", "stg", "--expires", "72h", "--json",
-    ]  # fmt: skip
-    assert "--no-verify" not in runs(jobs["deploy"])[-1]
-    assert jobs["deploy"]["env"]["PR_NUMBER"] == "${{ github.event.pull_request.number }}"
-    assert runs(jobs["destroy"])[-1][:4] == ["doctable", "preview", "destroy", "$PR_NUMBER"]
+    gc_role = next(s for s in jobs["gc"]["steps"] if s.get("uses", "").startswith(CREDENTIALS_ACTION))["with"]
+    assert gc_role["role-to-assume"] == "${{ vars.DOCTABLE_PREVIEW_GC_ROLE_ARN }}"
     assert runs(jobs["gc"])[-1][:3] == ["doctable", "preview", "gc"]
+    # the reusable workflow: called only, with the preview role, each action its preview command
+    called = load("preview-deploy.yml")
+    assert list(called["on"]) == ["workflow_call"]
+    assert called["permissions"] == {"contents": "read", "id-token": "write"}
+    (job,) = called["jobs"].values()
+    role = next(s for s in job["steps"] if s.get("uses", "").startswith(CREDENTIALS_ACTION))["with"]
+    assert (
+        role["role-to-assume"] == "${{ vars.DOCTABLE_PREVIEW_ROLE_ARN }}" and "aws-access-key-id" not in role
+    )
+    commands = {step["if"]: step["run"].split() for step in job["steps"] if "run" in step and "if" in step}
+    assert commands["inputs.action == 'deploy'"] == [
+        "doctable", "preview", "deploy", '"$PR_NUMBER"', "--from", "stg", "--expires", "72h", "--json",
+    ]  # fmt: skip
+    assert commands["inputs.action == 'destroy'"][:4] == ["doctable", "preview", "destroy", '"$PR_NUMBER"']
     # nothing a pull request runs deploys or tears down a declared environment
-    for job in jobs.values():
-        for command in runs(job):
-            assert command[:2] != ["doctable", "deploy"] and command[:2] != ["doctable", "teardown"]
+    for command in [*commands.values(), *runs(jobs["gc"])]:
+        assert command[:2] != ["doctable", "deploy"] and command[:2] != ["doctable", "teardown"]
     assert "closed" not in jobs["deploy"]["if"].replace("!= 'closed'", "")
     assert "== 'closed'" in jobs["destroy"]["if"]

@@ -236,7 +236,11 @@ def test_the_preview_role_trusts_pull_request_jobs_only() -> None:
     )
     (statement,) = document["Statement"]
     condition = statement["Condition"]["StringEquals"]
-    assert condition["token.actions.githubusercontent.com:sub"] == ["repo:octo/doctable:pull_request"]
+    # pinned to the previews' reusable workflow as main holds it: a workflow the pull request adds or edits runs at
+    # its own ref (refs/pull/N/merge), whose subject IAM refuses
+    assert condition["token.actions.githubusercontent.com:sub"] == [
+        "repo:octo/doctable:pull_request:job_workflow_ref:octo/doctable/.github/workflows/preview-deploy.yml@refs/heads/main"
+    ]
 
 
 def test_the_preview_policy_names_the_previews_resources_and_no_declared_environments(tmp_path: Path) -> None:
