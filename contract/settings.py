@@ -412,6 +412,11 @@ def resolve_settings(
             if name not in context and not environ.get(knob_variable(name))
         }
         raise ConfigError([_locate(problem, from_file) for problem in exc.problems]) from None
+    foreign = _foreign_grants(
+        config, binding.account, binding.region, settings.declared() if settings else ()
+    )
+    if foreign:
+        raise ConfigError(foreign)
     if preview is not None:
         declared_stacks = (settings or SettingsFile(path=Path(FILE_NAME))).stack_names()
         config = preview_rules.preview_config(config, preview, declared_stacks)
@@ -442,6 +447,36 @@ def resolve_settings(
         preview_prefix=settings.preview_prefix if settings is not None else preview_rules.PREFIX_DEFAULT,
         preview=preview,
     )
+
+
+def _foreign_grants(
+    config: DocTableConfig, account: str | None, region: str | None, declared: tuple[str, ...]
+) -> list[str]:
+    """A subscriber's grant whose ARN names another account than the environment's binding, a region the table is
+    not in, or another declared environment's table (``<table_base>-<env>``): each one line."""
+    regions = {r for r in (region, *config.replicas) if r}
+    others = {e: f"{config.table_base}-{e}" for e in declared if e != config.env}
+    problems = []
+    for spec in config.subscribers:
+        for grant in spec.grants:
+            parts = grant.resource.split(":", 5)
+            if len(parts) < 6:
+                continue  # "table", "blobs": the environment's own
+            arn_region, arn_account, resource = parts[3], parts[4], parts[5]
+            wrong = None
+            if account and arn_account and arn_account != account:
+                wrong = f"account {arn_account}, not the environment's {account}"
+            elif regions and arn_region and arn_region not in regions:
+                wrong = f"region {arn_region}, where the table is not ({', '.join(sorted(regions))})"
+            else:
+                for other, table in others.items():
+                    if re.search(rf"(^|[/:]){re.escape(table)}($|[/:])", resource):
+                        wrong = f"environment {other}'s table {table}"
+            if wrong:
+                problems.append(f"subscriber {spec.name!r}: grant resource {grant.resource!r} names {wrong}; "
+                                "allowed: resources of this environment's account and regions, never another "
+                                "declared environment's")  # fmt: skip
+    return problems
 
 
 def _locate(problem: str, file_sources: Mapping[str, str]) -> str:

@@ -1560,6 +1560,14 @@ def settings_case(text: str, argv: list[str], expect: Iterable[str], *, id: str,
     add(Case(SETTINGS, label, lambda: _with_settings(text, argv), (*ONE_LINE, *expect), CLI_STOPS, id))
 
 
+def _with_handler(text: str, argv: list[str]) -> str:
+    """``doctable <argv>`` with a settings file holding ``text`` beside a subscriber handler ``search.py``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "doctable.toml").write_text(text)
+        (Path(tmp) / "search.py").write_text("def handler(event, context):\n    return None\n")
+        return run_cli(argv, {"DOCTABLE_CONFIG": str(Path(tmp) / "doctable.toml")}).replace(tmp, "<dir>")
+
+
 settings_case(
     "[environments.Qa]\n", ["settings"],
     ["[environments.Qa] is not an environment name; allowed: lower-case letters, digits and -, starting with a letter"],
@@ -1618,6 +1626,35 @@ settings_case(
     id="settings-subscriber-requirements-outside",
     label="a subscriber requirements file outside the settings file's folder (`../../requirements.txt`)",
 )  # fmt: skip
+_FOREIGN = (
+    '[environments.stg]\ntier = "stg"\n\n[environments.dev]\ntier = "dev"\nstream = "new-and-old"\n'
+    'account = "123456789012"\nregion = "eu-west-1"\n\n[environments.dev.subscribers.search]\n'
+    'handler = "search.py:handler"\ngrants = [{resource = "%s", actions = ["dynamodb:PutItem"]}]\n'
+)
+for _resource, _named, _id in (
+    (
+        "arn:aws:dynamodb:eu-west-1:123456789012:table/items-stg",
+        "environment stg's table items-stg",
+        "stg-table",
+    ),
+    (
+        "arn:aws:dynamodb:eu-west-1:210987654321:table/search",
+        "account 210987654321, not the environment's",
+        "account",
+    ),
+    (
+        "arn:aws:dynamodb:us-east-1:123456789012:table/search",
+        "region us-east-1, where the table is not",
+        "region",
+    ),
+):
+    add(Case(
+        SETTINGS, f"a subscriber grant on {_named.split(',')[0]} (`{_resource}`)",
+        lambda r=_resource: _with_handler(_FOREIGN % r, ["settings", "--env", "dev"]),
+        (*ONE_LINE, f"subscriber 'search': grant resource '{_resource}' names {_named}",
+         "allowed: resources of this environment's account and regions, never another declared environment's"),
+        CLI_STOPS, f"settings-subscriber-grant-foreign-{_id}",
+    ))  # fmt: skip
 settings_case(
     '[defaults]\ntier = "prod"\n', ["settings"],
     ["doctable.toml [defaults]: tier = 'prod' belongs to each environment; allowed: tier in [environments.<env>]"],
