@@ -74,3 +74,70 @@ def read_units(size: int, consistent: bool) -> float:
 def write_units(sizes: Iterable[int]) -> float:
     """The write units of a write whose item is, before and after it, of these sizes."""
     return float(max(1, math.ceil(max(sizes, default=0) / WRITE_BLOCK)))
+
+
+# ---- what a write may carry, checked before a request runs (wire.py calls written_refusal): an item nested past
+# 32 levels (the item and the maps and lists in it) is "Nesting Levels have exceeded supported limits: ..." (moto
+# stored it), and AttributeUpdates that PUT or DELETE an empty set are refused as PutItem refuses one.
+LEVELS_MAX = 32  # an item and the maps and lists nested in it (the developer guide's limits page)
+TOO_NESTED = "Nesting Levels have exceeded supported limits: Attributes in the item have nested levels beyond supported limit"
+
+
+def levels(value: Any, depth: int = 1) -> int:
+    """The levels of an item (1) and of the maps and lists nested in it, iteratively (a deep item is no recursion)."""
+    deepest, pending = depth, [(value, depth)]
+    while pending:
+        node, level = pending.pop()
+        deepest = max(deepest, level)
+        if level > LEVELS_MAX:
+            return level
+        members = node.values() if isinstance(node, dict) else ()
+        for member in members:
+            inner = member.get("M") if isinstance(member, dict) else None
+            inner = inner if isinstance(inner, dict) else None
+            listed = member.get("L") if isinstance(member, dict) and inner is None else None
+            if inner is not None:
+                pending.append((inner, level + 1))
+            elif isinstance(listed, list):
+                pending.append(({str(i): v for i, v in enumerate(listed)}, level + 1))
+    return deepest
+
+
+def written_items(params: dict[str, Any], actions: list[dict[str, Any]]) -> list[Any]:
+    """The items a request writes whole: PutItem's, a BatchWriteItem's puts, a transaction's puts."""
+    found = [params.get("Item")]
+    for requests in (
+        (params.get("RequestItems") or {}).values() if isinstance(params.get("RequestItems"), dict) else ()
+    ):
+        for request in requests if isinstance(requests, list) else ():
+            found.append(
+                ((request or {}).get("PutRequest") or {}).get("Item") if isinstance(request, dict) else None
+            )
+    found += [action.get("Item") for action in actions]
+    return [item for item in found if isinstance(item, dict)]
+
+
+EMPTY_SET = "One or more parameter values were invalid: An {kind} set  may not be empty"
+_SET_KINDS = {"SS": "string", "NS": "number", "BS": "binary"}
+
+
+def empty_set(updates: Any) -> str | None:
+    """The kind of an empty set an AttributeUpdates entry would write (PUT) or take away (DELETE), or None."""
+    for update in (updates or {}).values() if isinstance(updates, dict) else ():
+        value = update.get("Value") if isinstance(update, dict) else None
+        if isinstance(value, dict):
+            for kind, name in _SET_KINDS.items():
+                if value.get(kind) == []:
+                    return name
+    return None
+
+
+def written_refusal(params: dict[str, Any], actions: list[dict[str, Any]]) -> str | None:
+    """Why DynamoDB refuses what a request writes before it runs: an empty set AttributeUpdates would write or
+    take away, an item nested past 32 levels; None otherwise."""
+    empty = empty_set(params.get("AttributeUpdates"))
+    if empty is not None:
+        return EMPTY_SET.format(kind=empty)
+    if any(levels(item) > LEVELS_MAX for item in written_items(params, actions)):
+        return TOO_NESTED
+    return None

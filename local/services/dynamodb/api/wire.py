@@ -113,9 +113,9 @@ def refusal_of(service: str, target: str | None, body: bytes) -> Refusal | None:
         count = f"{len(errors)} validation error{'s' if len(errors) > 1 else ''} detected"
         return Refusal(VALIDATION, f"{count}: " + "; ".join(errors))
     if service == "dynamodb":
-        from local.services.dynamodb import items
+        from local.services.dynamodb.api import capacity
 
-        problem = items.written_refusal(params, _actions(params))
+        problem = capacity.written_refusal(params, _actions(params))
         if problem is not None:
             return Refusal(VALIDATION, problem)
         for part in (params, *_actions(params)):
