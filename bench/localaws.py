@@ -27,6 +27,10 @@ CHECKS = (
     "local.services.dynamodb.api.projection",
     "local.services.dynamodb.api.numbers",
     "local.services.dynamodb.api.updates",
+    "local.services.dynamodb.api.keys",
+    "local.services.dynamodb.transactions",
+    "local.services.dynamodb.items",
+    "local.services.dynamodb.tags",
 )
 OPERATIONS = ("PutItem", "UpdateItem (conditional)", "Query")
 TARGET_RATIO = 0.8  # the checks may cost at most a fifth of the local AWS's rate
