@@ -30,12 +30,17 @@ TIERS = {
 # modules first (the slowest ten of `make test --durations`), then the rest of the integration tier, conformance and infra, and
 # the many short unit modules last, filling the workers' tails.
 TIER_ORDER = {"integration": 0, "conformance": 1, "infra": 1, "unit": 2}
+# The listed modules lead whatever their tier (cfn-lint over every template is one minute of one worker: started
+# last, it was the run's tail).
 LONGEST_FIRST = (
     "test_day2_table",
+    "test_global_conversion",
     "test_day2_mapping",
     "test_table_options",
     "test_global_tables",
-    "test_global_conversion",
+    "test_lint_and_nag",
+    "test_day2_consumer",
+    "test_day2_index",
     "test_packaging",
     "test_indexes",
     "test_kinesis",
@@ -44,10 +49,11 @@ LONGEST_FIRST = (
 )
 
 
-def run_order(item: pytest.Item) -> tuple[int, int]:
+def run_order(item: pytest.Item) -> tuple[int, int, int]:
     path = Path(str(item.fspath))
-    first = LONGEST_FIRST.index(path.stem) if path.stem in LONGEST_FIRST else len(LONGEST_FIRST)
-    return TIER_ORDER.get(path.parent.name, len(TIER_ORDER)), first
+    if path.stem in LONGEST_FIRST:
+        return 0, LONGEST_FIRST.index(path.stem), 0
+    return 1, TIER_ORDER.get(path.parent.name, len(TIER_ORDER)), 0
 
 
 # A per-test time limit (pytest-timeout) in every tier, for a test that sets none itself: a hung call fails its

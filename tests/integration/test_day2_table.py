@@ -1,5 +1,5 @@
-"""Day 2, the table's knobs: an index added and removed in place; TTL rate-limited (the update rolls back), then
-PITR and mapping options in place. The machinery and what each flip checks: tests/support/day2.py."""
+"""Day 2, the table's knobs: TTL rate-limited (the update rolls back), then PITR and mapping options in place (an
+index added and removed: test_day2_index.py). The machinery and what each flip checks: tests/support/day2.py."""
 
 from __future__ import annotations
 
@@ -25,19 +25,6 @@ def day2_aws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[lt.LocalAWS]:
 def day2(day2_aws: lt.LocalAWS, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[d2.Day2]:
     with d2.chain(day2_aws, request, tmp_path) as run:
         yield run
-
-
-def test_day2_index_added_then_removed_in_place(day2: d2.Day2) -> None:
-    outputs = d2.given_kept(day2)
-    # gsi none -> gsi1 -> none: the index is added (backfilled) and removed in place
-    day2.flip("gsi none -> gsi1", set(), gsi="gsi1")
-    assert [g["IndexName"] for g in day2.table()["table"]["GlobalSecondaryIndexes"]] == ["gsi1"]
-    day2.verify(gsi="gsi1")
-    day2.flip("gsi gsi1 -> none", {"index.removed"})
-    assert not day2.table()["table"].get("GlobalSecondaryIndexes")
-    day2.verify()
-    d2.assert_kept(day2, outputs, outputs["BlobBucketName"])
-    day2.no_mismatches()
 
 
 def test_day2_ttl_rate_limited_rolls_back_then_pitr_and_mapping_options_in_place(day2: d2.Day2) -> None:
