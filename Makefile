@@ -83,7 +83,7 @@ format: setup
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-# Three pytest-xdist workers per core, at most 8 (TEST_WORKERS=0 runs in one process), each with a local AWS and a
+# Two pytest-xdist workers per core and one more, at most 8 (TEST_WORKERS=0 runs in one process), each with a local AWS and a
 # synth worker of its own: a worker spends much of its time waiting on the processes it drives (the CDK CLI, its
 # local AWS, the consumer's runtime; each doctable run forks from a per-worker process that has imported the CLI,
 # tests/support/zygote.py). On 2 cores, from a clean clone (CI=true bash .ci/run, 2,734 tests): 445 s with 6
@@ -91,7 +91,7 @@ format: setup
 # 394 s and 444 s with 6; earlier, 415 s with 5 and 464 s with 8. A module goes whole to one worker, in the order
 # tests/conftest.py gives (the longest integration modules first).
 CORES := $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
-TEST_WORKERS ?= $(shell n=$$(( $(CORES) * 3 )); echo $$(( n > 8 ? 8 : n )))
+TEST_WORKERS ?= $(shell n=$$(( $(CORES) * 2 + 1 )); echo $$(( n > 8 ? 8 : n )))
 PARALLEL := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 test: setup ## every offline tier: unit, infra, integration (local AWS), conformance; ends with its wall time and slowest tests
 	@start=$$(date +%s); $(BIN)/pytest -m "not live and not soak and not policies" $(PARALLEL) --durations=10 \
