@@ -3,27 +3,12 @@ beside the other day-2 chains). The machinery and what each flip checks: tests/s
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from tests.support import day2 as d2
-from tests.support import localaws as lt
+from tests.support.day2 import day2_aws_fixture, day2_fixture  # noqa: F401 - the day-2 fixtures
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
-
-
-@pytest.fixture(scope="module")
-def day2_aws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[lt.LocalAWS]:
-    with d2.day2_local_aws(tmp_path_factory) as aws:
-        yield aws
-
-
-@pytest.fixture
-def day2(day2_aws: lt.LocalAWS, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[d2.Day2]:
-    with d2.chain(day2_aws, request, tmp_path) as run:
-        yield run
 
 
 def test_day2_consumer_and_stream_off_and_on_keep_the_table(day2: d2.Day2) -> None:

@@ -3,28 +3,14 @@ index added and removed: test_day2_index.py). The machinery and what each flip c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from contract.knobs import KNOB_DEFAULTS
 from tests.support import day2 as d2
 from tests.support import localaws as lt
+from tests.support.day2 import day2_aws_fixture, day2_fixture  # noqa: F401 - the day-2 fixtures
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
-
-
-@pytest.fixture(scope="module")
-def day2_aws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[lt.LocalAWS]:
-    with d2.day2_local_aws(tmp_path_factory) as aws:
-        yield aws
-
-
-@pytest.fixture
-def day2(day2_aws: lt.LocalAWS, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[d2.Day2]:
-    with d2.chain(day2_aws, request, tmp_path) as run:
-        yield run
 
 
 def test_day2_ttl_rate_limited_rolls_back_then_pitr_and_mapping_options_in_place(day2: d2.Day2) -> None:

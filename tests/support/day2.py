@@ -316,3 +316,16 @@ def given_kept(day2: Day2) -> dict[str, str]:
     write_kept(day2, outputs)
     day2.verify()
     return outputs
+
+
+# The fixtures of every day-2 module (test_day2_*.py import them): a local AWS per module, and a chain per test.
+@pytest.fixture(scope="module", name="day2_aws")
+def day2_aws_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[lt.LocalAWS]:
+    with day2_local_aws(tmp_path_factory) as aws:
+        yield aws
+
+
+@pytest.fixture(name="day2")
+def day2_fixture(day2_aws: lt.LocalAWS, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Day2]:
+    with chain(day2_aws, request, tmp_path) as run:
+        yield run

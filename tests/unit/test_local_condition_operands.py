@@ -16,6 +16,7 @@ from botocore.exceptions import ClientError
 
 from local import state
 from tests.unit.test_local_legacy_conditions import CONFIG, N, S, refused
+from tests.unit.test_local_transactions import keyed_table
 
 pytestmark = pytest.mark.unit
 
@@ -25,16 +26,7 @@ KEY = {"pk": S("p"), "sk": N(1)}
 @pytest.fixture
 def ddb(local_moto: None) -> Iterator[Any]:
     """GIVEN a table holding one item: a = 'hello', n = 5, l = [1, 2]."""
-    client = boto3.client("dynamodb", region_name=state.REGION, config=CONFIG)
-    client.create_table(
-        TableName="tbl",
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "N"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    client = keyed_table(boto3.client("dynamodb", region_name=state.REGION, config=CONFIG))
     item = {**KEY, "a": S("hello"), "n": N(5), "l": {"L": [N(1), N(2)]}}
     client.put_item(TableName="tbl", Item=item)
     yield client

@@ -21,10 +21,8 @@ from tests.unit.test_local_legacy_conditions import CONFIG, N, S, refused
 pytestmark = pytest.mark.unit
 
 
-@pytest.fixture
-def ddb(local_moto: None) -> Iterator[Any]:
-    """GIVEN a table keyed by a string ``pk`` and a number ``sk``."""
-    client = boto3.client("dynamodb", region_name=state.REGION, config=CONFIG)
+def keyed_table(client: Any) -> Any:
+    """A table ``tbl`` keyed by a string ``pk`` and a number ``sk``, made through ``client``; the client."""
     client.create_table(
         TableName="tbl",
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
@@ -34,7 +32,13 @@ def ddb(local_moto: None) -> Iterator[Any]:
         ],
         BillingMode="PAY_PER_REQUEST",
     )
-    yield client
+    return client
+
+
+@pytest.fixture
+def ddb(local_moto: None) -> Iterator[Any]:
+    """GIVEN a table keyed by a string ``pk`` and a number ``sk``."""
+    yield keyed_table(boto3.client("dynamodb", region_name=state.REGION, config=CONFIG))
 
 
 def refused_whole(call: Any, **request: Any) -> str:
