@@ -114,13 +114,31 @@ class BlobStore(Protocol):
         ...
 
 
-class S3BlobStore:
-    """S3 adapter (client built on first use)."""
+def account_of(function_arn: str) -> str:
+    """The account of a Lambda function's ARN (``arn:<partition>:lambda:<region>:<account>:function:<name>``)."""
+    parts = function_arn.split(":")
+    account = parts[4] if len(parts) > 5 and parts[2] == "lambda" else ""
+    if not (len(account) == 12 and account.isdigit()):
+        raise ValueError(f"no 12-digit account in the function ARN {function_arn!r}")
+    return account
 
-    def __init__(self, bucket: str, client: Any | None = None) -> None:
+
+class S3BlobStore:
+    """S3 adapter (client built on first use). Every call names ``owner``, the account the bucket must belong to
+    (``ExpectedBucketOwner``: S3 refuses it with 403 on a bucket of another account); the handler sets it from
+    the function's own ARN, the account the stack deployed the bucket in."""
+
+    def __init__(self, bucket: str, client: Any | None = None, *, owner: str | None = None) -> None:
         self.bucket = bucket
+        self.owner = owner
         self._client = client
         self._lock = Lock()
+
+    def _owned(self) -> dict[str, str]:
+        """The parameters every call names the bucket by: its name and its expected owner."""
+        if self.owner is None:
+            raise RuntimeError(f"the owner of bucket {self.bucket} is not known: no S3 call without it")
+        return {"Bucket": self.bucket, "ExpectedBucketOwner": self.owner}
 
     @property
     def client(self) -> Any:
@@ -136,7 +154,7 @@ class S3BlobStore:
             raise ValueError(f"at most {MAX_KEYS_PER_DELETE} keys per DeleteObjects request, got {len(keys)}")
         conditions = etags or {}
         response = self.client.delete_objects(
-            Bucket=self.bucket,
+            **self._owned(),
             Delete={
                 "Objects": [
                     {"Key": key, "ETag": conditions[key]} if key in conditions else {"Key": key}
@@ -159,7 +177,7 @@ class S3BlobStore:
         from botocore.exceptions import ClientError
 
         try:
-            head = self.client.head_object(Bucket=self.bucket, Key=key)
+            head = self.client.head_object(**self._owned(), Key=key)
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
                 return None
@@ -170,6 +188,6 @@ class S3BlobStore:
         paginator = self.client.get_paginator("list_objects_v2")
         return [
             item["Key"]
-            for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix)
+            for page in paginator.paginate(**self._owned(), Prefix=prefix)
             for item in page.get("Contents", [])
         ]

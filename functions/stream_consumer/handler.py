@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools.logging import Logger
 from aws_lambda_powertools.metrics import Metrics
 
-from .blob_store import S3BlobStore
+from .blob_store import S3BlobStore, account_of
 from .cleanup import BlobCleaner
 from .constants import (
     ENV_INITIALIZATION_TYPE,
@@ -55,4 +55,6 @@ if os.environ.get(ENV_INITIALIZATION_TYPE) == INITIALIZATION_SNAPSTART:
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # A non-stream event is refused with an error that says what was expected, and still emits the metrics.
     cleaner.accept(event)
+    # The blob bucket must be the function's own account's (the stack made both): every S3 call names it.
+    store.owner = account_of(context.invoked_function_arn)
     return process(cleaner, event["Records"])

@@ -235,7 +235,7 @@ def answer(request, event_name, **_):
 s3, dynamodb = lazy_client("s3"), lazy_client("dynamodb")
 for client in (s3, dynamodb):
     client.meta.events.register("before-send", answer)
-store = S3BlobStore("bkt", client=s3)
+store = S3BlobStore("bkt", client=s3, owner="123456789012")
 seen = store.observe("r/a")
 deleted = store.delete_keys(["r/a", "r/b", "r/c"], {"r/b": '"e0"'})
 listed = store.list_prefix("r/")
@@ -274,6 +274,8 @@ def test_the_staged_models_send_and_read_what_botocores_own_models_do(tmp_path: 
     # THEN the requests are the same, byte for byte (signature, date and invocation id aside)
     assert [r[0] for r in staged["sent"]] == ["HeadObject", "DeleteObjects", "ListObjectsV2", "BatchGetItem"]
     assert staged["sent"] == whole["sent"]
+    # AND each S3 request names the bucket's expected owner: the trimmed models keep the header
+    assert all(["x-amz-expected-bucket-owner", "123456789012"] in r[3] for r in staged["sent"][:3])
     # AND the answers read the same: the HEAD's identity, the refused and changed keys, the listing, the item
     assert staged["returned"] == whole["returned"]
     assert staged["returned"][1] == [{"r/c": "AccessDenied: Access Denied"}, ["r/b"]]

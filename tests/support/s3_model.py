@@ -29,5 +29,7 @@ class ConditionalBucket:
     def __init__(self, objects: MutableMapping[str, str]) -> None:
         self.objects = objects
 
-    def delete_objects(self, Bucket: str, Delete: dict[str, Any]) -> dict[str, Any]:  # noqa: N803 - botocore's
+    def delete_objects(  # noqa: N803 - botocore's parameter names; the owner is required, as the consumer sends it
+        self, Bucket: str, Delete: dict[str, Any], ExpectedBucketOwner: str
+    ) -> dict[str, Any]:
         return delete_objects(self.objects, Delete)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.unit.events import (
+    ACCOUNT,
     FakeLambdaContext,
     failures,
     insert,
@@ -277,7 +278,7 @@ def test_s3_adapter_treats_missing_keys_as_deleted_and_reports_other_errors():
             {"Key": "locked", "Code": "AccessDenied", "Message": "Access Denied"},
         ]
     )
-    store = S3BlobStore("bucket", client=client)
+    store = S3BlobStore("bucket", client=client, owner=ACCOUNT)
 
     # WHEN three keys are deleted
     result = store.delete_keys(["gone", "locked", "fine"])
@@ -286,6 +287,7 @@ def test_s3_adapter_treats_missing_keys_as_deleted_and_reports_other_errors():
     assert client.requests == [
         {
             "Bucket": "bucket",
+            "ExpectedBucketOwner": ACCOUNT,
             "Delete": {"Objects": [{"Key": "gone"}, {"Key": "locked"}, {"Key": "fine"}], "Quiet": True},
         }
     ]
@@ -298,5 +300,5 @@ def test_s3_adapter_refuses_more_than_1000_keys_per_request():
     # GIVEN the adapter WHEN asked for 1001 keys THEN it refuses before calling S3
     client = StubS3([])
     with pytest.raises(ValueError, match="at most 1000"):
-        S3BlobStore("bucket", client=client).delete_keys([str(i) for i in range(1001)])
+        S3BlobStore("bucket", client=client, owner=ACCOUNT).delete_keys([str(i) for i in range(1001)])
     assert client.requests == []

@@ -8,6 +8,8 @@ import boto3
 import pytest
 
 from tests.unit.events import (
+    ACCOUNT,
+    REGION,
     TABLE,
     FakeLambdaContext,
     av,
@@ -352,6 +354,54 @@ def test_batch_deletes_use_one_request_per_thousand_keys(s3, load_consumer, stdo
     assert len(calls) == 3
     assert s3.keys() == {"blobs/keep/v#1/x"}
     assert emitted_metrics(stdout_json()) == counts(received=5, deleted=2500)
+
+
+def _owners_sent(handler: Any) -> list[tuple[str, str | None]]:
+    """(operation, the x-amz-expected-bucket-owner header) of each S3 request the consumer's client sends."""
+    sent: list[tuple[str, str | None]] = []
+
+    def record_owner(params: dict[str, Any], model: Any, **_: Any) -> None:
+        sent.append((model.name, params["headers"].get("x-amz-expected-bucket-owner")))
+
+    handler.cleaner.store.client.meta.events.register("before-call.s3", record_owner)
+    return sent
+
+
+@pytest.mark.parametrize("account", [ACCOUNT, "210987654321"])
+def test_every_s3_call_names_the_functions_own_account_as_the_buckets_owner(
+    s3, load_consumer, stdout_json, account
+):
+    # GIVEN a REMOVE whose blobs are listed without ETags (a HEAD each) with prefix cleanup on (a list)
+    s3.put("blobs/doc#1/v#1/a.pdf", "blobs/doc#1/v#1/stray.pdf")
+    handler = load_consumer(BLOB_PREFIX_CLEANUP="on")
+    sent = _owners_sent(handler)
+    context = FakeLambdaContext(
+        invoked_function_arn=f"arn:aws:lambda:{REGION}:{account}:function:doctable-StreamConsumer"
+    )
+
+    # WHEN the consumer of the function in ``account`` cleans up
+    response = handler.lambda_handler(
+        stream_event(remove(1, "doc#1", "v#1", ["blobs/doc#1/v#1/a.pdf"])), context
+    )
+
+    # THEN every S3 request it sent (list, HEAD, batch delete) named that account as the bucket's owner (S3
+    # answers 403 to a request naming another account than the bucket's: moto does not check it)
+    assert response == NO_FAILURES
+    assert {op for op, _ in sent} == {"ListObjectsV2", "HeadObject", "DeleteObjects"}
+    assert {owner for _, owner in sent} == {account}
+
+
+def test_a_context_without_an_account_fails_the_batch_before_any_s3_call(s3, load_consumer):
+    # GIVEN a context whose function ARN names no account
+    s3.put("blobs/doc#1/v#1/a.pdf")
+    handler = load_consumer()
+    sent = _owners_sent(handler)
+    context = FakeLambdaContext(invoked_function_arn="doctable-StreamConsumer")
+
+    # WHEN THEN the invocation fails whole (the mapping retries it) and nothing was sent to S3
+    with pytest.raises(ValueError):
+        handler.lambda_handler(stream_event(remove(1, "doc#1", "v#1", ["blobs/doc#1/v#1/a.pdf"])), context)
+    assert sent == [] and s3.keys() == {"blobs/doc#1/v#1/a.pdf"}
 
 
 def test_foreign_records_fail_while_the_tables_own_are_cleaned(s3, load_consumer, stdout_json):

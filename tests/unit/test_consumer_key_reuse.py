@@ -22,7 +22,7 @@ from stream_consumer.domain import parse_batch
 from stream_consumer.settings import Settings
 
 from tests.support.s3_model import ConditionalBucket
-from tests.unit.events import TABLE, remove
+from tests.unit.events import ACCOUNT, TABLE, remove
 
 ITEM = ("doc#1", "v#1")
 KEY = "doc#1/v#1/body.pdf"
@@ -75,7 +75,9 @@ class World:
         """The consumer's own S3 adapter over the tests' S3 model (the local AWS's per-key verdicts)."""
         self.run_due("delete")
         bucket = {key: etag for key, (etag, _) in self.objects.items()}
-        result = S3BlobStore("bucket", client=ConditionalBucket(bucket)).delete_keys(keys, etags)
+        result = S3BlobStore("bucket", client=ConditionalBucket(bucket), owner=ACCOUNT).delete_keys(
+            keys, etags
+        )
         for gone in set(self.objects) - set(bucket):
             del self.objects[gone]
         return result

@@ -21,7 +21,7 @@ from stream_consumer.settings import Settings
 
 from tests.support import s3_model
 from tests.unit import test_consumer_key_reuse as reuse
-from tests.unit.events import LATER, TABLE, av, image, record, remove, seq
+from tests.unit.events import ACCOUNT, LATER, TABLE, av, image, record, remove, seq
 from tests.unit.test_consumer_handler import counts, emitted_metrics, messages
 
 BUCKET = "bucket"
@@ -57,13 +57,16 @@ class FakeAws:
         return [op for op, _ in self.calls]
 
     # ---- the S3 client
-    def head_object(self, Bucket: str, Key: str) -> dict[str, Any]:  # noqa: N803 - botocore's parameter names
+    # (every S3 call must name the bucket's owner: the parameter is required here)
+    def head_object(self, Bucket: str, Key: str, ExpectedBucketOwner: str) -> dict[str, Any]:  # noqa: N803
         self.calls.append(("HeadObject", Key))
         if Key not in self.objects:
             raise ClientError({"Error": {"Code": "404", "Message": "Not Found"}}, "HeadObject")
         return {"ETag": self.objects[Key], "LastModified": datetime.fromtimestamp(UPLOADED, UTC)}
 
-    def delete_objects(self, Bucket: str, Delete: dict[str, Any]) -> dict[str, Any]:  # noqa: N803
+    def delete_objects(  # noqa: N803 - botocore's parameter names
+        self, Bucket: str, Delete: dict[str, Any], ExpectedBucketOwner: str
+    ) -> dict[str, Any]:
         self.calls.append(("DeleteObjects", Delete["Objects"]))
         return s3_model.delete_objects(
             self.objects, Delete
@@ -102,7 +105,7 @@ class Recorder:
 
 def cleaner(aws: FakeAws, recorder: Recorder, *, guarded: bool = True) -> BlobCleaner:
     settings = Settings(BUCKET, "blobs/", False, TABLE, guard_key_reuse=guarded)
-    store = S3BlobStore(BUCKET, client=aws)
+    store = S3BlobStore(BUCKET, client=aws, owner=ACCOUNT)
     live = DynamoLiveItems(TABLE, client=aws, sleep=lambda _: None)
     return BlobCleaner(store, settings, recorder, recorder, live, clock=lambda: LATER + 3_600.0)
 
@@ -340,6 +343,7 @@ def test_the_handler_logs_both_forms_on_the_proof_line_and_emits_every_metric(
     aws.upload(B, "b")
     handler = load_consumer(BLOB_ROOT="blobs/")
     monkeypatch.setattr(handler.cleaner.store, "_client", aws)
+    monkeypatch.setattr(handler.cleaner.store, "owner", ACCOUNT)  # what lambda_handler sets from its context
     monkeypatch.setattr(handler.cleaner.live, "_client", aws)
     bad = record("REMOVE", 2, "doc#2", "v#1", old={**image("doc#2", "v#1"), "blobs": av([{"etag": '"e"'}])})
     event = {"Records": [remove(1, "doc#1", "v#1", [entry(A, "a"), B]), bad]}
