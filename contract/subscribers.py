@@ -9,7 +9,7 @@
     grants = ["table:read", "blobs:read"]            # what it may touch; or {resource = "arn:...", actions = [...]}
     requirements = "subscribers/requirements.txt"    # packages installed into its asset (contract/wheelhouse.py)
     [environments.prod.subscribers.search.environment]
-    SEARCH_TABLE = "search-prod"                     # never a secret: an SSM parameter or Secrets Manager ARN
+    SEARCH_TABLE = "search-prod"                     # never a secret (contract/secret_scan.py): pass its ARN
 
 An environment that declares ``subscribers`` declares its whole set; otherwise it takes ``[defaults]``'s.
 Each subscriber gets its own function running doctable's wrapper (functions/subscriber_runtime/), role, log
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contract import names, wheelhouse
+from contract import names, secret_scan, wheelhouse
 
 SUBSCRIBERS = "subscribers"
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]*$")
@@ -64,13 +64,6 @@ MAPPING_OPTIONS = (
 FUNCTION_OPTIONS = ("memory", "timeout", "architecture")
 OPTIONS = (*MAPPING_OPTIONS, *FUNCTION_OPTIONS)
 FIELDS = ("handler", "filters", "source", "per_record", "grants", "environment", "requirements", *OPTIONS)
-ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-SECRET_NAME_RE = re.compile(r"(SECRET|PASSWORD|PASSWD|TOKEN|API_?KEY|PRIVATE_?KEY|CREDENTIAL)", re.IGNORECASE)
-SECRET_VALUE_RE = re.compile(r"^(AKIA|ASIA)[0-9A-Z]{16}$|-----BEGIN [A-Z ]*PRIVATE KEY-----")
-REFERENCE_RE = re.compile(r"^(arn:aws[a-z-]*:(ssm|secretsmanager):|\{\{resolve:ssm:|ssm:/)")
-# Dynamic references CloudFormation resolves at deploy into the function's configuration, in plain text.
-RESOLVED_SECRET_RE = re.compile(r"\{\{resolve:(secretsmanager|ssm-secure):")
-RESERVED_ENV = re.compile(r"^(AWS_|LAMBDA_|_HANDLER$|DOCTABLE_|POWERTOOLS_)")
 
 
 @dataclass(frozen=True)
@@ -279,31 +272,6 @@ def _privileges() -> dict[str, dict[str, str]]:
     }
 
 
-def _check_environment(problems: list[str], at: str, value: Any) -> tuple[tuple[str, str], ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-        problems.append(f"{at}: environment must be a table of strings")
-        return ()
-    found = []
-    for key, text in value.items():
-        if not ENV_NAME_RE.match(key) or RESERVED_ENV.match(key):
-            problems.append(f"{at}: environment variable {key!r} is not allowed; allowed: a name of letters, "
-                            "digits and _ not starting with AWS_, LAMBDA_, DOCTABLE_ or POWERTOOLS_")  # fmt: skip
-        elif RESOLVED_SECRET_RE.search(text):
-            problems.append(f"{at}: environment variable {key} resolves a secret at deploy ({text}): "
-                            "CloudFormation writes it in plain text into the function's configuration, readable "
-                            "with lambda:GetFunctionConfiguration; allowed: the secret's ARN, read at run time with "
-                            "a grant of secretsmanager:GetSecretValue (or ssm:GetParameter) on it")  # fmt: skip
-        elif SECRET_VALUE_RE.search(text) or (SECRET_NAME_RE.search(key) and not REFERENCE_RE.match(text)):
-            problems.append(f"{at}: environment variable {key} looks like a secret written in the file; allowed: "
-                            "a reference (an SSM parameter or Secrets Manager ARN, granted to the subscriber "
-                            "with grants), never the secret itself in a committed file")  # fmt: skip
-        else:
-            found.append((key, text))
-    return tuple(sorted(found))
-
-
 def _check_requirements(
     problems: list[str], at: str, value: Any, base: Path | None
 ) -> tuple[str, str] | None:
@@ -370,7 +338,9 @@ def parse_subscriber(
         source=source,
         per_record=per_record is True,
         options=tuple(options),
-        environment=_check_environment(problems, at, data.get("environment")),
+        environment=secret_scan.check_environment(
+            problems, at, data.get("environment"), scan=base is not None
+        ),
         grants=_check_grants(problems, at, data.get("grants")),
         declaration=dict(data),
         path=handler[2] if handler else "",

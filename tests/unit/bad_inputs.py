@@ -1614,6 +1614,20 @@ settings_case(
     id="settings-subscriber-env-resolved-secret",
     label="a subscriber environment variable that resolves a secret at deploy (`{{resolve:secretsmanager:...}}`)",
 )  # fmt: skip
+for _variable, _value, _kind, _id, _what in (
+    ("DB_PASS", "hunter2", "Secret Keyword", "keyword", "a password held by a secret-sounding name (`DB_PASS`)"),
+    ("GH", "ghp_" + "1234567890abcdefghijABCDEFGHIJ123456", "GitHub Token", "github", "a GitHub token (`ghp_…`)"),
+    ("PAYMENTS", "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc", "Stripe Access Key", "stripe", "a Stripe key (`sk_live_…`)"),
+    ("UPSTREAM", "https://u:pw@host", "Basic Auth Credentials", "url-password", "a URL with a password (`https://u:pw@host`)"),
+):  # fmt: skip
+    _text = _SUBSCRIBER % f'handler = "search.py:handler"\nenvironment = {{{_variable} = "{_value}"}}'
+    add(Case(
+        SETTINGS, f"a subscriber environment value that is a secret written in the file: {_what}",
+        functools.partial(_with_handler, _text, ["settings", "--env", "dev"]),
+        (*ONE_LINE, f"doctable: invalid settings: subscriber 'search': environment variable {_variable} looks like a "
+         f"secret written in the file (detect-secrets: {_kind}); allowed: the secret's ARN"),
+        CLI_STOPS, f"settings-subscriber-env-secret-{_id}",
+    ))  # fmt: skip
 settings_case(
     _SUBSCRIBER % 'handler = "../outside.py:handler"', ["settings", "--env", "dev"],
     ["subscriber 'search': handler file ../outside.py resolves outside the settings file's folder (symlinks "
