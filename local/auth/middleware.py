@@ -19,7 +19,7 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 from local import incidents, state
-from local.auth import policy, principals, requests, signing, sigv4, table_access
+from local.auth import payload, policy, principals, requests, signing, sigv4, table_access
 
 log = logging.getLogger("doctable.local.auth")
 _BYPASS = ("/_doctable/", "/moto-api")
@@ -80,6 +80,9 @@ class AuthMiddleware:
         stale = sigv4.skew(signature, datetime.now(UTC)) if signature is not None else None
         if stale is not None:
             return _bad_signature(start_response, parsed, stale, signature)
+        scoped = _scope_refusal(environ, start_response, parsed, signature)
+        if scoped is not None:
+            return scoped
         try:
             principal = principals.resolve(parsed.access_key or "", parsed.session_token)
         except principals.UnknownKey:
@@ -98,6 +101,14 @@ class AuthMiddleware:
                 f"; canonical request:\n{wrong.canonical}" if wrong.canonical else "",
             )  # fmt: skip
             return _bad_signature(start_response, parsed, wrong, signature)
+        if parsed.service == "s3":  # the body the head's signature vouches for (its chunks, hash and checksums)
+            chain = None
+            if signature is not None and not signature.presigned:
+                key = sigv4.signing_key(principal.secret, signature.scope)
+                chain = payload.Chain(key, signature.amz_date, signature.scope, signature.signature)
+            bad_body = payload.check(_headers(environ), body or b"", chain)
+            if bad_body is not None:
+                return _bad_payload(start_response, parsed, bad_body)
         # aws:SecureTransport as the request arrived: over the TLS listener, or over the plain-HTTP one.
         secure = "true" if environ.get("wsgi.url_scheme") == "https" else "false"
         # aws:RequestedRegion: the region the request is signed for (a function in another region calls its own).
@@ -143,6 +154,9 @@ class AuthMiddleware:
         """An unsigned S3 request, as the anonymous principal: only a bucket policy allowing everyone ("*") lets
         it through, and not where the bucket's public access block restricts public buckets."""
         parsed = requests.anonymous(environ, body)
+        bad_body = payload.check(_headers(environ), body or b"", None)
+        if bad_body is not None:
+            return _bad_payload(start_response, parsed, bad_body)
         resource_policy = principals.bucket_policy(parsed.bucket)
         restricted = principals.public_access_restricted(parsed.bucket)
         for check in parsed.checks:
@@ -157,11 +171,7 @@ class AuthMiddleware:
 
     @staticmethod
     def _body(environ: dict[str, Any]) -> bytes | None:
-        """The body of a request whose authorization depends on it (not an S3 upload); re-readable after."""
-        auth = environ.get("HTTP_AUTHORIZATION", "")
-        is_s3 = "/s3/aws4_request" in auth
-        if is_s3 and "delete" not in environ.get("QUERY_STRING", ""):
-            return None
+        """The request's body, re-readable after: its signature, its authorization or its integrity depend on it."""
         try:
             length = int(environ.get("CONTENT_LENGTH") or 0)
         except ValueError:
@@ -309,6 +319,48 @@ def _bad_signature(
     return _error(start_response, parsed, code, code, wrong.message, status)
 
 
+def _scope_refusal(
+    environ: dict[str, Any], start_response: Any, parsed: requests.Parsed, signature: sigv4.Signature | None
+) -> list[bytes] | None:
+    """A signature scoped to a region that is none, to another service than the request's, or (S3) to another
+    region than the bucket's: AWS's answer before the key is looked up; None when the scope holds."""
+    if signature is None:
+        return None
+    parts = signature.scope.split("/")
+    region, service = (parts[1], parts[2]) if len(parts) == 4 else ("", "")
+    if parsed.service != "s3" or signing.signing_name(environ) is not None:
+        problem = signing.scope_problem(environ, region, service)
+        if problem is None:
+            return None
+        return _bad_signature(start_response, parsed, sigv4.Problem("mismatch", problem), signature)
+    expected = principals.bucket_region(parsed.bucket) or (None if signing.valid_region(region) else state.REGION)
+    if expected is None or expected == region:
+        return None
+    template = signing.S3_QUERY_REGION if signature.presigned else signing.S3_REGION
+    code = "AuthorizationQueryParametersError" if signature.presigned else "AuthorizationHeaderMalformed"
+    message = template.format(region=region, expected=expected)
+    log.info("S3 scope refused: %s", message)
+    return _error(
+        start_response, parsed, code, "", message, "400 Bad Request", fields=(("Region", expected),)
+    )
+
+
+def _headers(environ: dict[str, Any]) -> dict[str, str]:
+    """The request's headers by lower-case name (the two CGI ones included)."""
+    found = {k[5:].lower().replace("_", "-"): str(v) for k, v in environ.items() if k.startswith("HTTP_")}
+    for name in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+        if environ.get(name):
+            found[name.lower().replace("_", "-")] = str(environ[name])
+    return found
+
+
+def _bad_payload(start_response: Any, parsed: requests.Parsed, refusal: payload.Refusal) -> list[bytes]:
+    log.info("S3 body refused: %s %s", refusal.code, refusal.message)
+    return _error(
+        start_response, parsed, refusal.code, "", refusal.message, refusal.status, fields=refusal.fields
+    )
+
+
 def _error(
     start_response: Any,
     parsed: requests.Parsed,
@@ -317,6 +369,7 @@ def _error(
     message: str,
     status: str | None = None,
     fault: bool = False,  # a server-side failure: the service's fault, not the caller's
+    fields: tuple[tuple[str, str], ...] = (),  # S3: the error's elements beside its code and message
 ) -> list[bytes]:
     request_id = str(uuid.uuid4())
     headers = [("x-amzn-RequestId", request_id)]
@@ -333,9 +386,11 @@ def _error(
         body = (
             '<?xml version="1.0" encoding="UTF-8"?>\n'
             f"<Error><Code>{xml_code}</Code><Message>{escape(message)}</Message>"
-            f"<RequestId>{request_id[:16].upper()}</RequestId><HostId>doctable-local</HostId></Error>"
+            + "".join(f"<{name}>{escape(value)}</{name}>" for name, value in fields)
+            + f"<RequestId>{request_id[:16].upper()}</RequestId><HostId>doctable-local</HostId></Error>"
         )
         headers += [("Content-Type", "application/xml"), ("x-amz-request-id", request_id[:16].upper())]
+        headers += [("x-amz-bucket-region", value) for name, value in fields if name == "Region"]
     else:
         status = status or "403 Forbidden"
         body = (

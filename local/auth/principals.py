@@ -251,6 +251,16 @@ def bucket_policy(bucket: str | None) -> Any:
     return raw.decode() if isinstance(raw, bytes) else raw
 
 
+def bucket_region(bucket: str | None) -> str | None:
+    """The region the bucket was created in; None when there is no such bucket."""
+    if not bucket:
+        return None
+    from moto.s3.models import s3_backends
+
+    found = s3_backends[state.ACCOUNT_ID]["aws"].buckets.get(bucket)
+    return None if found is None else str(found.region_name)
+
+
 def public_access_restricted(bucket: str | None) -> bool:
     """The bucket's public access block restricts public bucket policies (RestrictPublicBuckets): anonymous
     requests are refused whatever the policy says."""

@@ -27,6 +27,32 @@ REQUIRES_DATE = "Authorization header requires existence of either a 'X-Amz-Date
 UNSUPPORTED = "Unsupported AWS 'algorithm': '{algorithm}'"
 TERMINATOR = "Credential should be scoped with a valid terminator: 'aws4_request', not '{found}'."
 _LAMBDA_PATH = re.compile(r"^/20\d\d-\d\d-\d\d/")
+SCOPE_REGION = "Credential should be scoped to a valid region, not '{region}'. "
+SCOPE_SERVICE = "Credential should be scoped to correct service: '{service}'. "
+S3_REGION = "The authorization header is malformed; the region '{region}' is wrong; expecting '{expected}'"
+S3_QUERY_REGION = (
+    "Error parsing the X-Amz-Credential parameter; the region '{region}' is wrong; expecting '{expected}'"
+)
+# The signing name of each service the local AWS serves, by what a request names without its signature: a JSON
+# service's X-Amz-Target prefix, a query service's Version (botocore's models: metadata targetPrefix, apiVersion
+# and signingName; tests/unit/test_local_scope.py holds the two tables to them).
+TARGET_SIGNING_NAMES = {
+    "DynamoDB_20120810": "dynamodb",
+    "DynamoDBStreams_20120810": "dynamodb",
+    "Kinesis_20131202": "kinesis",
+    "Logs_20140328": "logs",
+    "AmazonSSM": "ssm",
+    "TrentService": "kms",
+    "GraniteServiceVersion20100801": "monitoring",
+}
+QUERY_SIGNING_NAMES = {
+    "2011-06-15": "sts",
+    "2010-05-15": "cloudformation",
+    "2010-05-08": "iam",
+    "2010-08-01": "monitoring",
+}
+# AWS's region names, as botocore's partitions describe them (endpoints.json: each partition's regionRegex).
+_REGION_PATTERNS: list[re.Pattern[str]] = []
 
 
 @dataclass(frozen=True)
@@ -109,3 +135,44 @@ def refusal(environ: dict[str, Any]) -> Refusal | None:
     return Refusal(
         protocol, "", "MissingAuthenticationTokenException", "Missing Authentication Token", "403 Forbidden"
     )
+
+
+def signing_name(environ: dict[str, Any]) -> str | None:
+    """The service a request is for, read from the request itself (never from its signature's scope): the
+    signing name its scope must carry; None where the request does not say (S3's REST API, an unknown target)."""
+    protocol = protocol_of(environ)
+    if protocol == "json":
+        return TARGET_SIGNING_NAMES.get(environ.get("HTTP_X_AMZ_TARGET", "").split(".", 1)[0])
+    if protocol == "rest-json":
+        return "lambda"
+    if protocol == "query":
+        version = parse_qs(environ.get("QUERY_STRING", "")).get("Version", [""])[0]
+        if not version and environ.get("REQUEST_METHOD") == "POST":
+            return None  # in the form body: the service reads it; moto's router still needs a signing name
+        return QUERY_SIGNING_NAMES.get(version)
+    return None
+
+
+def valid_region(region: str) -> bool:
+    """Whether ``region`` is a name AWS's partitions allow (botocore's endpoints data)."""
+    if not _REGION_PATTERNS:
+        from botocore.loaders import create_loader
+
+        partitions = create_loader().load_data("endpoints")["partitions"]
+        _REGION_PATTERNS.extend(re.compile(p["regionRegex"]) for p in partitions)
+        _REGION_PATTERNS.extend(
+            re.compile(re.escape(name) + "$") for p in partitions for name in p.get("regions", {})
+        )
+    return any(pattern.match(region) for pattern in _REGION_PATTERNS)
+
+
+def scope_problem(environ: dict[str, Any], region: str, service: str) -> str | None:
+    """What AWS answers a signature scoped to a region that is none or to another service than the request's
+    (both, in that order, as DynamoDB names them together), or None."""
+    problems = []
+    if not valid_region(region):
+        problems.append(SCOPE_REGION.format(region=region))
+    wanted = signing_name(environ)
+    if wanted is not None and service != wanted:
+        problems.append(SCOPE_SERVICE.format(service=wanted))
+    return "".join(problems) or None

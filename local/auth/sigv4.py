@@ -268,7 +268,12 @@ def sign(secret: str, signature: Signature, canonical: str) -> str:
             hashlib.sha256(canonical.encode("utf-8")).hexdigest(),
         ]
     )
+    return hmac.new(signing_key(secret, signature.scope), to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def signing_key(secret: str, scope: str) -> bytes:
+    """The key a scope's signatures are made with (the header's, its chunks', its trailer's)."""
     key = ("AWS4" + secret).encode("utf-8")
-    for part in signature.scope.split("/"):
+    for part in scope.split("/"):
         key = hmac.new(key, part.encode("utf-8"), hashlib.sha256).digest()
-    return hmac.new(key, to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
+    return key

@@ -34,10 +34,46 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         "request dated more than 15 minutes from the server's real time is InvalidSignatureException 'Signature "
         "expired' (S3: RequestTimeTooSkewed), before its key is looked up; a presigned URL past X-Amz-Expires is AccessDenied 'Request has "
         "expired'; an expired session is ExpiredTokenException (S3: ExpiredToken). S3 signs the payload hash "
-        "x-amz-content-sha256 states (aws-chunked bodies: the seed signature; chunk signatures are not checked).",
+        "x-amz-content-sha256 states (its body is s3.payload-integrity's).",
         source=IAM_GUIDE + "reference_sigv-create-signed-request.html",
         test="tests/unit/test_local_sigv4.py::test_a_wrong_secret_is_refused_in_each_protocols_form",
         differs=("dynamodb.get-item-forged|error|ok->InvalidSignatureException",),
+    ),
+    Behaviour(
+        id="iam.signature-scope",
+        service="iam",
+        rule="A signature's scope names a region of AWS's partitions and the service the request is for: else "
+        "InvalidSignatureException (query services: SignatureDoesNotMatch) 'Credential should be scoped to a valid "
+        "region, not ...' / 'Credential should be scoped to correct service: ...', both named together; an S3 "
+        "request scoped to another region than its bucket's is AuthorizationHeaderMalformed (a presigned URL: "
+        "AuthorizationQueryParametersError) 'the region ... is wrong; expecting ...' with the bucket's Region, "
+        "which botocore's redirect follows.",
+        source=IAM_GUIDE + "reference_sigv-create-signed-request.html",
+        test="tests/unit/test_local_s3_payload.py::test_a_scope_names_a_real_region_and_the_requests_service",
+        errors=(
+            ("dynamodb:ListTables", "InvalidSignatureException"),
+            ("s3:PutObject", "AuthorizationHeaderMalformed"),
+            ("s3:GetObject", "AuthorizationQueryParametersError"),
+        ),
+    ),
+    Behaviour(
+        id="s3.payload-integrity",
+        service="s3",
+        rule="An S3 body is the one its head vouches for: a stated x-amz-content-sha256 is its SHA-256 "
+        "(XAmzContentSHA256Mismatch); aws-chunked chunks and a trailer signed with STREAMING-AWS4-HMAC-SHA256-"
+        "PAYLOAD[-TRAILER] carry signatures chained from the seed (SignatureDoesNotMatch), the decoded length "
+        "and announced trailers are there (IncompleteBody); a checksum header or trailer (CRC32, CRC32C, "
+        "CRC64NVME, SHA1, SHA256) and Content-MD5 are the body's (BadDigest; InvalidDigest for a malformed MD5).",
+        source="https://docs.aws.amazon.com/AmazonS3/latest/API/sigv4-streaming.html",
+        test="tests/unit/test_local_s3_payload.py::test_the_published_chunked_examples_hold_and_a_changed_byte_does_not",
+        differs=("s3.put-bad-checksum|error|ok->BadDigest",),
+        errors=(
+            ("s3:PutObject", "BadDigest"),
+            ("s3:PutObject", "InvalidDigest"),
+            ("s3:PutObject", "XAmzContentSHA256Mismatch"),
+            ("s3:PutObject", "IncompleteBody"),
+            ("s3:PutObject", "SignatureDoesNotMatch"),
+        ),
     ),
     Behaviour(
         id="s3.anonymous-requests",

@@ -76,6 +76,14 @@ COMMON_ERRORS: dict[str, tuple[str, frozenset[str]]] = {
                 "InvalidArgument",
                 "BucketNotEmpty",
                 "NoSuchPublicAccessBlockConfiguration",
+                # a body or a signature S3 refuses (the same page)
+                "BadDigest",
+                "InvalidDigest",
+                "XAmzContentSHA256Mismatch",
+                "IncompleteBody",
+                "SignatureDoesNotMatch",
+                "AuthorizationHeaderMalformed",
+                "AuthorizationQueryParametersError",
             }
         ),
     ),

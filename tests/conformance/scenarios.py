@@ -300,6 +300,16 @@ def s3_conditional(run: Run) -> None:
     put = run.call("s3.put", "s3", "PutObject", Bucket=BUCKET, Key="blob/1", Body=b"one")
     # an unsigned write into the private bucket: the anonymous principal, refused on AWS
     run.call("s3.put-anonymous", "s3-anonymous", "PutObject", Bucket=BUCKET, Key="blob/anon", Body=b"x")
+    # a checksum that is not the body's: S3 refuses to store it
+    run.call(
+        "s3.put-bad-checksum",
+        "s3",
+        "PutObject",
+        Bucket=BUCKET,
+        Key="blob/bad",
+        Body=b"x",
+        ChecksumCRC32="AAAAAA==",
+    )
     etag = (put or {})["ETag"]
     run.call(
         "s3.put-if-none-match-exists",

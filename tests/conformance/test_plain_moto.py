@@ -57,6 +57,7 @@ def test_the_scenarios_ran_the_same_steps_and_the_local_aws_refused_what_aws_ref
         "dynamodb.get-item-projection": "ValidationException",
         "dynamodb.get-item-forged": "InvalidSignatureException",
         "s3.put-anonymous": "AccessDenied",
+        "s3.put-bad-checksum": "BadDigest",
         "dynamodb.query-missing-index": "ValidationException",
         "dynamodb.ttl-disable-at-once": "ValidationException",
         "dynamodb.add-second-index-at-once": "LimitExceededException",

@@ -6,16 +6,12 @@ from __future__ import annotations
 
 import datetime
 import io
-import json
-from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import botocore.auth
 import pytest
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
-from moto import mock_aws
 
 from local.auth import middleware
 from tests.support import signed
@@ -24,36 +20,9 @@ from tests.support.signed import environ
 pytestmark = pytest.mark.unit
 
 HOST = "127.0.0.1:4566"
-ALLOW_ALL = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
 
 
-@pytest.fixture
-def keys(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Credentials]]:
-    """An IAM user's key and an assumed-role session's, issued by the (in-process) local IAM and STS."""
-    for name, value in (("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "x")):
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    from local import state
-
-    with mock_aws():
-        iam = boto3.client("iam", region_name="us-east-1")
-        iam.create_user(UserName="dev")
-        iam.put_user_policy(UserName="dev", PolicyName="all", PolicyDocument=json.dumps(ALLOW_ALL))
-        key = iam.create_access_key(UserName="dev")["AccessKey"]
-        trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
-                 "Principal": {"AWS": "arn:aws:iam::123456789012:root"}}]}  # fmt: skip
-        role = iam.create_role(RoleName="worker", AssumeRolePolicyDocument=json.dumps(trust))["Role"]
-        iam.put_role_policy(RoleName="worker", PolicyName="all", PolicyDocument=json.dumps(ALLOW_ALL))
-        session = boto3.client("sts", region_name="us-east-1").assume_role(
-            RoleArn=role["Arn"], RoleSessionName="job", DurationSeconds=900
-        )["Credentials"]
-        monkeypatch.setattr(state, "ACCOUNT_ID", "123456789012")
-        yield {
-            "user": Credentials(key["AccessKeyId"], key["SecretAccessKey"]),
-            "session": Credentials(
-                session["AccessKeyId"], session["SecretAccessKey"], session["SessionToken"]
-            ),
-        }
+keys = pytest.fixture(signed.iam_keys)
 
 
 def call(env: dict[str, Any]) -> tuple[str, bytes, bool]:
