@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.common import BUCKET, consumer_env
-from bench.events import BLOB_ROOT, REGION, TABLE
+from bench.events import ACCOUNT, BLOB_ROOT, REGION, TABLE
 from bench.latency_model import ModelledAws, default_model
 
 BLOB_NAMES = ("scan", "note")
@@ -100,7 +100,11 @@ def run(
     try:
         aws.install()  # before the sessions: a botocore session takes the built-in handlers when it is created
         client = DocClient(
-            TABLE, BUCKET, blob_root=BLOB_ROOT, session=boto3.session.Session(region_name=REGION)
+            TABLE,
+            BUCKET,
+            blob_root=BLOB_ROOT,
+            session=boto3.session.Session(region_name=REGION),
+            bucket_owner=ACCOUNT,  # as from_stack gives it: no STS call in the measured path
         )
         session = boto3.session.Session(region_name=REGION)
         s3, dynamodb = session.client("s3"), session.client("dynamodb")

@@ -17,6 +17,11 @@ boto3 and botocore (an import-linter contract and tests/unit/test_client_isolati
 What the caller's AWS identity needs: the runtime policy's DynamoDB actions on the table (RuntimePolicyArn),
 s3:PutObject, s3:GetObject and s3:DeleteObject on ``<bucket>/<blob_root>*``, and, for ``from_stack``,
 cloudformation:DescribeStacks on the stack.
+
+Every call on the bucket names the account expected to own it (``ExpectedBucketOwner``): the stack's account
+(``from_stack``), ``bucket_owner=`` given, else the credentials' own (STS GetCallerIdentity, which needs no grant).
+S3 refuses a bucket of another account with 403, and the client raises ``BucketOwnerError`` (``code``
+``bucket.not_owned``): nothing is written to a bucket that a borrowed or mistyped name points at elsewhere.
 """
 
 from doctable.client.blobs import BlobSource
@@ -27,6 +32,7 @@ from doctable.client.errors import (
     AwsError,
     BlobChangedError,
     BlobMissingError,
+    BucketOwnerError,
     ConfigurationError,
     ConflictError,
     DocTableError,
@@ -46,6 +52,7 @@ __all__ = [
     "BlobMissingError",
     "BlobReader",
     "BlobSource",
+    "BucketOwnerError",
     "ConfigurationError",
     "ConflictError",
     "Deployment",

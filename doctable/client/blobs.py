@@ -23,6 +23,7 @@ from doctable.client.errors import (
     AwsError,
     BlobChangedError,
     BlobMissingError,
+    BucketOwnerError,
     UploadError,
     ValidationError,
 )
@@ -37,6 +38,7 @@ BlobSource = Union[
 DELETE_BATCH = 1000  # keys per DeleteObjects
 _MISSING = ("NoSuchKey", "404", "NotFound")
 _PRECONDITION = ("PreconditionFailed", "412")
+_REFUSED = ("AccessDenied", "403")  # a HEAD's refusal has no body: its code is the status
 
 
 @dataclass(frozen=True)
@@ -101,12 +103,36 @@ def _stream_body(stream: Any) -> Callable[[], Any]:
 
 
 class BlobStore:
-    """The bucket's side of the client. ``s3`` is called for the client on first use."""
+    """The bucket's side of the client. ``s3`` is called for the client on first use, ``owner`` for the account
+    the bucket must belong to: every call names it (``ExpectedBucketOwner``), so S3 refuses (403) a bucket that a
+    name borrowed or claimed first in another account points at, and nothing is written to it."""
 
-    def __init__(self, s3: Callable[[], Any], bucket: str, retry: RetryPolicy) -> None:
+    def __init__(
+        self, s3: Callable[[], Any], bucket: str, retry: RetryPolicy, owner: Callable[[], str]
+    ) -> None:
         self._s3 = s3
+        self._owner = owner
         self.bucket = bucket
         self.retry = retry
+
+    def _named(self) -> dict[str, str]:
+        """The parameters every call names the bucket by: its name and the account expected to own it."""
+        return {"Bucket": self.bucket, "ExpectedBucketOwner": self._owner()}
+
+    def refused(
+        self, exc: BaseException, operation: str, step: str, pk: str, sk: str
+    ) -> BucketOwnerError | None:
+        """The error of a call S3 refused while it named the bucket's owner; None for any other failure."""
+        cause = exc.__cause__ if isinstance(exc, AwsError) else exc
+        if cause is None or error_code(cause) not in _REFUSED:
+            return None
+        owner = self._owner()
+        return BucketOwnerError(
+            f"bucket {self.bucket} refused {operation} (403) naming account {owner} as its owner: it is another "
+            f"account's bucket, or this identity may not call {operation} there; allowed: a bucket of account "
+            f"{owner} (the stack's, or the one bucket_owner names)",
+            step=step, bucket=self.bucket, owner=owner, pk=pk, sk=sk,
+        )  # fmt: skip
 
     def _if_none_match(self, s3: Any) -> dict[str, str]:
         # S3's conditional writes (2024): an upload never replaces an object. Left out for a botocore too old
@@ -118,28 +144,29 @@ class BlobStore:
         """Upload ``source`` to ``key``, retried on throttling and transient failures; the key is recorded in
         ``attempted`` before the first request (a request with no answer may have created the object)."""
         s3 = self._s3()
-        condition = self._if_none_match(s3)
+        condition = {**self._if_none_match(s3), **self._named()}
         attempted.append(key)
         maybe_created = False  # an attempt failed without a definite answer: the object may exist
 
-        def failed(detail: str) -> UploadError:
+        def failed(detail: str, exc: BaseException | None = None) -> UploadError | BucketOwnerError:
             if not maybe_created:
                 attempted.remove(key)  # S3 answered: nothing was created, nothing to take back
-            return UploadError(f"blob {source.name!r}: {detail}", pk=pk, sk=sk, blob=source.name)
+            refused = None if exc is None else self.refused(exc, "PutObject", UPLOAD, pk, sk)
+            return refused or UploadError(f"blob {source.name!r}: {detail}", pk=pk, sk=sk, blob=source.name)
 
         attempt = 0
         while True:
             attempt += 1
             try:
                 with source.body() as (body, size):
-                    reply = s3.put_object(Bucket=self.bucket, Key=key, Body=body, **condition)
+                    reply = s3.put_object(Key=key, Body=body, **condition)
                 return BlobEntry(key, str(reply["ETag"]), int(size))
             except (ClientError, BotoCoreError) as exc:
                 if error_code(exc) in _PRECONDITION:
                     if maybe_created:  # an earlier attempt of ours created it and its answer was lost
                         try:
                             head = self.retry.call(
-                                functools.partial(s3.head_object, Bucket=self.bucket, Key=key),
+                                functools.partial(s3.head_object, Key=key, **self._named()),
                                 step=UPLOAD,
                                 pk=pk,
                                 sk=sk,
@@ -151,7 +178,8 @@ class BlobStore:
                 kind = classify(exc)
                 maybe_created = maybe_created or kind == TRANSIENT
                 if kind is None or attempt >= self.retry.max_attempts:
-                    raise failed(f"{exc}" + (f" (after {attempt} attempts)" if attempt > 1 else "")) from exc
+                    after = f" (after {attempt} attempts)" if attempt > 1 else ""
+                    raise failed(f"{exc}{after}", exc) from exc
                 self.retry.sleep(self.retry.delay(attempt))
             except Exception as exc:  # the source failed: a file or stream the application gave
                 raise failed(f"reading its content failed: {type(exc).__name__}: {exc}") from exc
@@ -162,7 +190,7 @@ class BlobStore:
         for start in range(0, len(keys), DELETE_BATCH):
             chunk = list(keys[start : start + DELETE_BATCH])
             request = {
-                "Bucket": self.bucket,
+                **self._named(),
                 "Delete": {"Objects": [{"Key": k} for k in chunk], "Quiet": True},
             }
             try:
@@ -181,12 +209,15 @@ class BlobStore:
     def fetch(self, reader: BlobReader) -> Any:
         """The body of ``reader``'s object, if it still has the manifest's ETag."""
         pk, sk = reader.pk, reader.sk
-        request: dict[str, Any] = {"Bucket": self.bucket, "Key": reader.key}
+        request: dict[str, Any] = {**self._named(), "Key": reader.key}
         if reader.etag:
             request["IfMatch"] = reader.etag
         try:
             reply = self.retry.call(lambda: self._s3().get_object(**request), step=READ_BLOB, pk=pk, sk=sk)
         except AwsError as exc:
+            refused = self.refused(exc, "GetObject", READ_BLOB, pk, sk)
+            if refused is not None:
+                raise refused from exc
             if exc.code in _PRECONDITION:
                 raise BlobChangedError(
                     f"blob {reader.name!r} ({reader.key}) no longer has ETag {reader.etag}",

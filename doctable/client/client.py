@@ -96,12 +96,23 @@ class DocClient:
         verify: bool | str | None = None,
         retry: RetryPolicy | None = None,
         upload_concurrency: int = 4,
+        bucket_owner: str | None = None,
     ) -> None:
         if not isinstance(table_name, str) or not table_name:
             raise ConfigurationError("table_name must be a non-empty string", step=CONFIGURE)
         if upload_concurrency < 1:
             raise ConfigurationError("upload_concurrency must be at least 1", step=CONFIGURE)
-        self.deployment = Deployment(table_name, blob_bucket or None, rules.check_blob_root(blob_root))
+        if bucket_owner is not None and not rules.is_account(bucket_owner):
+            raise ConfigurationError(
+                f"bucket_owner {bucket_owner!r} is not an AWS account ID; allowed: 12 digits, the account that owns "
+                "the blob bucket (default: the stack's, else the credentials')",
+                step=CONFIGURE,
+            )
+        self.deployment = Deployment(
+            table_name, blob_bucket or None, rules.check_blob_root(blob_root), bucket_owner
+        )
+        # Every call on the bucket names this account as its owner; None: the credentials' own account, read once.
+        self._bucket_owner = bucket_owner
         self.retry = retry or RetryPolicy()
         self.upload_concurrency = upload_concurrency
         self._session = session
@@ -111,10 +122,16 @@ class DocClient:
         }
         self._lock = threading.Lock()
         bucket = self.deployment.blob_bucket
-        self._store = None if bucket is None else BlobStore(lambda: self._client("s3"), bucket, self.retry)
+        self._store = (
+            None
+            if bucket is None
+            else BlobStore(lambda: self._client("s3"), bucket, self.retry, self._owner_of_bucket)
+        )
 
     @classmethod
     def from_deployment(cls, deployment: Deployment, **options: Any) -> DocClient:
+        """The client of ``deployment``; its bucket must be the stack's account's unless ``bucket_owner`` says."""
+        options.setdefault("bucket_owner", deployment.bucket_owner)
         return cls(deployment.table_name, deployment.blob_bucket, blob_root=deployment.blob_root, **options)
 
     @classmethod
@@ -451,6 +468,14 @@ class DocClient:
         return self.retry.call(
             lambda: method(TableName=self.deployment.table_name, **request), step=step, pk=pk, sk=sk
         )
+
+    def _owner_of_bucket(self) -> str:
+        """The account the blob bucket must belong to: given, the stack's, else the credentials' (STS, once)."""
+        if self._bucket_owner is None:
+            sts = self._client("sts")
+            reply = self.retry.call(sts.get_caller_identity, step=CONFIGURE)
+            self._bucket_owner = str(reply["Account"])
+        return self._bucket_owner
 
     def _client(self, service: str) -> Any:
         with self._lock:

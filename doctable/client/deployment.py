@@ -18,13 +18,21 @@ class Deployment:
     table_name: str
     blob_bucket: str | None = None  # None: a stack without the consumer has no blob bucket
     blob_root: str = rules.DEFAULT_BLOB_ROOT
+    bucket_owner: str | None = (
+        None  # the stack's account (its StackId's): the blob bucket must be that account's
+    )
 
     def __post_init__(self) -> None:
         rules.check_blob_root(self.blob_root)
 
     @classmethod
     def from_outputs(
-        cls, outputs: Mapping[str, str], *, stack: str = "the stack", blob_root: str | None = None
+        cls,
+        outputs: Mapping[str, str],
+        *,
+        stack: str = "the stack",
+        blob_root: str | None = None,
+        bucket_owner: str | None = None,
     ) -> Deployment:
         """The deployment a stack's outputs describe. The blob root is the one the stack records in its Knobs
         output; ``blob_root`` given must agree with it (the consumer owns only keys under its own root), and is
@@ -43,6 +51,7 @@ class Deployment:
             table_name=table,
             blob_bucket=outputs.get(rules.OUT_BLOB_BUCKET) or None,
             blob_root=rules.DEFAULT_BLOB_ROOT if root is None else root,
+            bucket_owner=bucket_owner,
         )
 
     @classmethod
@@ -65,7 +74,8 @@ class Deployment:
         if not stacks:
             raise ConfigurationError(f"stack {stack_name} does not exist", step=CONFIGURE)
         outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
-        return cls.from_outputs(outputs, stack=f"stack {stack_name}", blob_root=blob_root)
+        owner = rules.account_of_arn(str(stacks[0].get("StackId", "")))
+        return cls.from_outputs(outputs, stack=f"stack {stack_name}", blob_root=blob_root, bucket_owner=owner)
 
 
 def _recorded_blob_root(outputs: Mapping[str, str], stack: str) -> str | None:

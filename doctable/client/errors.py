@@ -60,6 +60,33 @@ class ConfigurationError(DocTableError):
     """The deployment cannot be used: a missing stack output, a blob root that disagrees with the stack's."""
 
 
+# The stable code of BucketOwnerError (its ``code``), as ``--json`` and tests key on it.
+BUCKET_NOT_OWNED = "bucket.not_owned"
+
+
+class BucketOwnerError(ConfigurationError):
+    """S3 refused a call that named the account expected to own the bucket (``ExpectedBucketOwner``): the bucket
+    is another account's, or this identity may not make the call there (S3 answers both with 403). Nothing was
+    written to it."""
+
+    code = BUCKET_NOT_OWNED
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        step: str,
+        bucket: str,
+        owner: str,
+        pk: str | None = None,
+        sk: str | None = None,
+        orphans: Sequence[str] = (),
+    ) -> None:
+        super().__init__(detail, step=step, pk=pk, sk=sk, orphans=orphans)
+        self.bucket = bucket
+        self.expected_owner = owner
+
+
 class ConflictError(DocTableError):
     """Another writer changed the document first: its version is not the one this write expected."""
 

@@ -154,6 +154,17 @@ def check_blob_root(root: Any) -> str:
     return root
 
 
+def is_account(value: Any) -> bool:
+    """An AWS account ID: 12 digits."""
+    return isinstance(value, str) and len(value) == 12 and value.isdigit()
+
+
+def account_of_arn(arn: str) -> str | None:
+    """The account an ARN names (``arn:<partition>:<service>:<region>:<account>:...``), None without one."""
+    parts = arn.split(":")
+    return parts[4] if len(parts) > 5 and parts[0] == "arn" and is_account(parts[4]) else None
+
+
 def record_prefix(root: str, pk: str, sk: str) -> str:
     """Where the consumer lets the record (pk, sk) own blobs."""
     return f"{root}{pk}/{sk}/"

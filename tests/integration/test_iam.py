@@ -121,6 +121,7 @@ def test_runtime_policy_lets_the_client_write_and_read_blobs_under_the_blob_root
         blob_root=KNOBS["blob_root"],
         dynamodb=_client(local_aws, "dynamodb", runtime_user["credentials"]),
         s3=s3,
+        bucket_owner=lt.ACCOUNT,
     )
     # WHEN it puts a document with a blob, reads it back and deletes it THEN each step is allowed
     docs.put("iam-client", "v1", {"n": 1}, blobs={"body": b"hello"})

@@ -84,9 +84,9 @@ def test_from_stack_reads_the_table_the_bucket_and_the_recorded_blob_root(cloudf
     # WHEN the client is configured from the environment's stack
     docs = DocClient.from_stack("stg", table_base="orders", session=session)
 
-    # THEN it has the stack's table, bucket and blob root
+    # THEN it has the stack's table, bucket and blob root, and the bucket must be the stack's account's
     assert docs.deployment == Deployment(
-        outputs[names.OUT_TABLE_NAME], outputs[names.OUT_BLOB_BUCKET], "docs/"
+        outputs[names.OUT_TABLE_NAME], outputs[names.OUT_BLOB_BUCKET], "docs/", "123456789012"
     )
     # AND a blob_root that disagrees with the stack's is refused, one that agrees accepted
     with pytest.raises(ConfigurationError, match="blob_root 'other/' differs from 'docs/'"):

@@ -31,9 +31,10 @@ from doctable.client import DocClient
 
 session = boto3.session.Session(aws_access_key_id="k", aws_secret_access_key="s", region_name="eu-west-1")
 ddb, s3 = session.client("dynamodb"), session.client("s3")
-docs = DocClient("items-dev", "bucket", blob_root="docs/", dynamodb=ddb, s3=s3)
+docs = DocClient("items-dev", "bucket", blob_root="docs/", dynamodb=ddb, s3=s3, bucket_owner="123456789012")
+owned = {"Bucket": "bucket", "ExpectedBucketOwner": "123456789012"}
 with Stubber(ddb) as dynamo, Stubber(s3) as bucket:
-    bucket.add_response("put_object", {"ETag": '"e1"'}, {"Bucket": "bucket", "Key": ANY, "Body": ANY, "IfNoneMatch": "*"})
+    bucket.add_response("put_object", {"ETag": '"e1"'}, {**owned, "Key": ANY, "Body": ANY, "IfNoneMatch": "*"})
     dynamo.add_response("put_item", {})
     written = docs.put("doc", "v", {"n": 1}, blobs={"a": b"A"})
     entry = written.manifest[0]
@@ -41,7 +42,7 @@ with Stubber(ddb) as dynamo, Stubber(s3) as bucket:
             "blobs": {"L": [{"M": {"key": {"S": entry.key}, "etag": {"S": '"e1"'}, "size": {"N": "1"}}}]}}
     dynamo.add_response("get_item", {"Item": item})
     bucket.add_response("get_object", {"Body": StreamingBody(io.BytesIO(b"A"), 1)},
-                        {"Bucket": "bucket", "Key": entry.key, "IfMatch": '"e1"'})
+                        {**owned, "Key": entry.key, "IfMatch": '"e1"'})
     content = docs.get("doc", "v").blobs["a"].read()
 top = sorted({m.split(".")[0] for m in sys.modules} - set(sys.stdlib_module_names) - {"__main__", "__mp_main__"})
 print(json.dumps({"importable": importable, "modules": top, "content": content.decode(), "key": entry.key}))
