@@ -16,6 +16,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from doctable.client.document import BlobEntry, BlobReader
 from doctable.client.errors import (
+    CONFIGURE,
     READ_BLOB,
     ROLLBACK,
     UPLOAD,
@@ -103,17 +104,27 @@ def _stream_body(stream: Any) -> Callable[[], Any]:
 
 
 class BlobStore:
-    """The bucket's side of the client. ``s3`` is called for the client on first use, ``owner`` for the account
-    the bucket must belong to: every call names it (``ExpectedBucketOwner``), so S3 refuses (403) a bucket that a
-    name borrowed or claimed first in another account points at, and nothing is written to it."""
+    """The bucket's side of the client; ``clients`` gives the client's boto3 clients by service, built on first use.
+    Every call names the account the bucket must belong to (``ExpectedBucketOwner``): ``owner``, else the
+    credentials' own (STS GetCallerIdentity, once). S3 refuses (403) a bucket that a name borrowed or claimed first
+    in another account points at, and nothing is written to it."""
 
     def __init__(
-        self, s3: Callable[[], Any], bucket: str, retry: RetryPolicy, owner: Callable[[], str]
+        self, clients: Callable[[str], Any], bucket: str, retry: RetryPolicy, owner: str | None = None
     ) -> None:
-        self._s3 = s3
-        self._owner = owner
+        self._clients = clients
+        self._owner_of = owner
         self.bucket = bucket
         self.retry = retry
+
+    def _s3(self) -> Any:
+        return self._clients("s3")
+
+    def _owner(self) -> str:
+        if self._owner_of is None:
+            reply = self.retry.call(self._clients("sts").get_caller_identity, step=CONFIGURE)
+            self._owner_of = str(reply["Account"])
+        return self._owner_of
 
     def _named(self) -> dict[str, str]:
         """The parameters every call names the bucket by: its name and the account expected to own it."""

@@ -102,17 +102,7 @@ class DocClient:
             raise ConfigurationError("table_name must be a non-empty string", step=CONFIGURE)
         if upload_concurrency < 1:
             raise ConfigurationError("upload_concurrency must be at least 1", step=CONFIGURE)
-        if bucket_owner is not None and not rules.is_account(bucket_owner):
-            raise ConfigurationError(
-                f"bucket_owner {bucket_owner!r} is not an AWS account ID; allowed: 12 digits, the account that owns "
-                "the blob bucket (default: the stack's, else the credentials')",
-                step=CONFIGURE,
-            )
-        self.deployment = Deployment(
-            table_name, blob_bucket or None, rules.check_blob_root(blob_root), bucket_owner
-        )
-        # Every call on the bucket names this account as its owner; None: the credentials' own account, read once.
-        self._bucket_owner = bucket_owner
+        self.deployment = Deployment(table_name, blob_bucket or None, blob_root, bucket_owner)
         self.retry = retry or RetryPolicy()
         self.upload_concurrency = upload_concurrency
         self._session = session
@@ -122,11 +112,7 @@ class DocClient:
         }
         self._lock = threading.Lock()
         bucket = self.deployment.blob_bucket
-        self._store = (
-            None
-            if bucket is None
-            else BlobStore(lambda: self._client("s3"), bucket, self.retry, self._owner_of_bucket)
-        )
+        self._store = None if bucket is None else BlobStore(self._client, bucket, self.retry, bucket_owner)
 
     @classmethod
     def from_deployment(cls, deployment: Deployment, **options: Any) -> DocClient:
@@ -468,14 +454,6 @@ class DocClient:
         return self.retry.call(
             lambda: method(TableName=self.deployment.table_name, **request), step=step, pk=pk, sk=sk
         )
-
-    def _owner_of_bucket(self) -> str:
-        """The account the blob bucket must belong to: given, the stack's, else the credentials' (STS, once)."""
-        if self._bucket_owner is None:
-            sts = self._client("sts")
-            reply = self.retry.call(sts.get_caller_identity, step=CONFIGURE)
-            self._bucket_owner = str(reply["Account"])
-        return self._bucket_owner
 
     def _client(self, service: str) -> Any:
         with self._lock:

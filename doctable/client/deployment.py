@@ -24,6 +24,12 @@ class Deployment:
 
     def __post_init__(self) -> None:
         rules.check_blob_root(self.blob_root)
+        if self.bucket_owner is not None and not rules.is_account(self.bucket_owner):
+            raise ConfigurationError(
+                f"bucket_owner {self.bucket_owner!r} is not an AWS account ID; allowed: 12 digits, the account "
+                "that owns the blob bucket (default: the stack's, else the credentials')",
+                step=CONFIGURE,
+            )
 
     @classmethod
     def from_outputs(
