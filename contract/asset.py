@@ -199,12 +199,14 @@ def stage_subscriber(
     requirements: str = "",
     platform: wheelhouse.Platform | None = None,
     cache: Path | None = None,
+    extra_indexes: tuple[str, ...] = (),
 ) -> tuple[Path, str]:
     """A subscriber's code, staged for its function's asset: the wrapper's package (``runtime_package``, with its
     bytecode as the consumer's), the team's handler file (``handler_file``, relative to ``settings_dir``, the
     settings file's folder) copied as ``subscriber_code/<module>.py`` and, with ``requirements`` (a file relative
     to ``settings_dir``, or absolute), its packages installed for ``platform`` from the wheelhouse cached under
-    ``cache`` (``build/wheelhouse``: contract/wheelhouse.py). Returns the directory and the handler to configure
+    ``cache`` (``build/wheelhouse``: contract/wheelhouse.py; ``extra_indexes``: the PIP_EXTRA_INDEX_URL indexes
+    the subscriber's settings allow). Returns the directory and the handler to configure
     (``subscriber_code.<module>:<function>``, the wrapper's ``DOCTABLE_SUBSCRIBER_HANDLER``).
 
     The same sources (and wheels) give the same directory, byte for byte (its name carries their digest); a
@@ -215,7 +217,9 @@ def stage_subscriber(
     if requirements:
         lines = wheelhouse.read_requirements(settings_dir / requirements, requirements)
         target = platform or wheelhouse.lambda_platform("arm64")
-        site = wheelhouse.installed(lines, target, cache or build / wheelhouse.CACHE)
+        site = wheelhouse.installed(
+            lines, target, cache or build / wheelhouse.CACHE, extra_indexes=extra_indexes
+        )
     digest = hashlib.sha256(f"{sys.version_info[:2]}|{compiles_bytecode()}|{module}".encode())
     for path in sorted(
         p for p in runtime_package.rglob("*") if p.is_file() and not SKIPPED(str(p.parent), [p.name])

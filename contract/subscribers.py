@@ -8,6 +8,7 @@
     per_record = false                               # true: one call per record, an exception fails that record
     grants = ["table:read", "blobs:read"]            # what it may touch; or {resource = "arn:...", actions = [...]}
     requirements = "subscribers/requirements.txt"    # packages installed into its asset (contract/wheelhouse.py)
+    extra_index_urls = ["https://pypi.example.com/simple"]  # the PIP_EXTRA_INDEX_URL its build may use; none: unset
     [environments.prod.subscribers.search.environment]
     SEARCH_TABLE = "search-prod"                     # never a secret (contract/secret_scan.py): pass its ARN
 
@@ -63,7 +64,10 @@ MAPPING_OPTIONS = (
 )  # fmt: skip
 FUNCTION_OPTIONS = ("memory", "timeout", "architecture")
 OPTIONS = (*MAPPING_OPTIONS, *FUNCTION_OPTIONS)
-FIELDS = ("handler", "filters", "source", "per_record", "grants", "environment", "requirements", *OPTIONS)
+FIELDS = (
+    "handler", "filters", "source", "per_record", "grants", "environment", "requirements", "extra_index_urls",
+    *OPTIONS,
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,7 @@ class SubscriberSpec:
     path: str = field(default="", compare=False, hash=False, repr=False)
     requirements: str = ""  # a requirements file relative to the settings file's folder, as declared
     requirements_path: str = field(default="", compare=False, hash=False, repr=False)  # its absolute path
+    extra_index_urls: tuple[str, ...] = ()  # the extra indexes its build may search (PIP_EXTRA_INDEX_URL's)
 
     @property
     def module(self) -> str:
@@ -346,6 +351,7 @@ def parse_subscriber(
         path=handler[2] if handler else "",
         requirements=requirements[0] if requirements else "",
         requirements_path=requirements[1] if requirements else "",
+        extra_index_urls=wheelhouse.check_extra_index_urls(problems, at, data.get("extra_index_urls")),
     )
     return spec if handler and requirements is not None else None
 

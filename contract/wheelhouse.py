@@ -7,9 +7,15 @@ pip runs as a subprocess of this interpreter, in two steps: ``pip download`` fil
 pip is configured with (``PIP_INDEX_URL``, ``PIP_EXTRA_INDEX_URL``, ``PIP_FIND_LINKS``, ``PIP_NO_INDEX``, pip's
 configuration files: the tests point it at a directory of wheels), then ``pip install --isolated --no-index``
 installs from that wheelhouse alone. Both are kept under ``build/wheelhouse/<key>/`` (``wheels/`` and the
-installed ``site/``), the key a digest of the requirements, the platform and the Python version, so a later synth
-of the same requirements neither downloads nor installs. The installed tree carries no bytecode and no scripts:
-its bytes depend on the wheels alone. Standard library only.
+installed ``site/``), the key a digest of the resolved wheels' hashes and the platform (Python version included):
+what a requirement's text resolves to changes with the index, so the text alone never picks an entry. A later synth
+asks the index again and installs nothing when it resolves to the same wheels; a file whose every line is pinned
+with ``--hash`` (pip's hash-checking mode: pip runs with ``--require-hashes``) is resolved by its pins, so a later
+synth finds its entry by them (``pinned/``), checks the entry's wheels against them and asks no index. The
+installed tree carries no bytecode and no scripts: its bytes depend on the wheels alone. ``PIP_EXTRA_INDEX_URL``
+(an index pip searches beside the main one, where a package of the same name wins by its version: dependency
+confusion) is refused unless the subscriber's ``extra_index_urls`` names each of its indexes. Standard library
+only.
 """
 
 from __future__ import annotations
@@ -23,8 +29,10 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from contract import names
 
@@ -37,9 +45,25 @@ REQUIREMENT_RE = re.compile(
     rf"(?:\(?\s*{_SPECIFIER}(?:\s*,\s*{_SPECIFIER})*\s*\)?)?\s*(?:;\s*[A-Za-z0-9_.<>=!~\"' ()-]+)?$"
 )
 ALLOWED_LINES = (
-    "one package per line: a name with optional [extras], version specifiers and ; markers (no option such as "
-    "-e, -r or --index-url, no URL and no path)"
+    "one package per line: a name with optional [extras], version specifiers and ; markers, optionally pinned with "
+    "--hash options (no option such as -e, -r or --index-url, no URL and no path)"
 )
+# pip's hash-checking mode: a line's --hash options (the algorithms pip accepts), each with its digest's length.
+HASH_LENGTHS = {"sha256": 64, "sha384": 96, "sha512": 128}
+HASHES_RE = re.compile(r"^(?P<requirement>.*?)(?P<hashes>(?:\s+--hash[=\s]\s*\S+)+)$")
+HASH_RE = re.compile(r"--hash[=\s]\s*(?P<value>\S+)")
+HASH_OPTION = " --hash="
+HASHES_ALLOWED = (
+    "allowed: --hash on every line, each line pinned with == (pip's hash-checking mode, dependencies listed too), "
+    "or on none"
+)
+PINNED = (
+    "pinned"  # the entries of hash-pinned requirements by their pins: <cache>/pinned/<key> names the entry
+)
+EXTRA_INDEX_VARIABLE = "PIP_EXTRA_INDEX_URL"
+EXTRA_INDEX_URL_RE = re.compile(
+    r"^https://[^\s/@:]+(:\d+)?(/[^\s@]*)?$"
+)  # no credentials (a secret in the file)
 # Lambda's python3.13 runs on Amazon Linux 2023 (glibc 2.34): manylinux wheels for glibc 2.17 to 2.34 run there.
 LAMBDA_GLIBC_MINOR = 34
 OLDEST_GLIBC_MINOR = 17  # manylinux2014
@@ -49,6 +73,13 @@ PIP_TIMEOUT = 900
 _NO_VERSION_RE = re.compile(
     r"Could not find a version that satisfies the requirement (?P<req>[^\s(]+)"
     r"(?: \(from (?P<parent>[^)]*)\))? \(from versions: (?P<versions>[^)]*)\)"
+)
+_HASH_MISMATCH_RE = re.compile(
+    r"DO NOT MATCH THE HASHES.*?\n\s+(?P<req>\S+) from .*?Got\s+(?P<got>[0-9a-f]+)", re.DOTALL
+)
+_UNPINNED_RE = re.compile(
+    r"must have their versions pinned with ==\. These do not:\n\s+(?P<req>\S+)"
+    r"(?: from \S+)?(?: \(from (?P<parent>[^)]*?)->[^)]*\))?"
 )
 _UNREACHABLE = ("NewConnectionError", "Failed to establish a new connection", "Name or service not known")
 
@@ -94,8 +125,9 @@ def platform_for(architecture: str, *, local: bool) -> Platform:
 
 
 def read_requirements(path: Path, shown: str) -> tuple[str, ...]:
-    """The requirement lines of ``path`` (``shown`` as the user wrote it), comments and blank lines dropped; a
-    missing file or a line that is not a plain requirement is a WheelhouseError of one line."""
+    """The requirement lines of ``path`` (``shown`` as the user wrote it), comments and blank lines dropped,
+    continued lines (``\\``) joined, ``--hash`` options written ``name==version --hash=algo:hex``; a missing file,
+    a line that is not a plain requirement or hashes on some lines only is a WheelhouseError of one line."""
     if not path.is_file():
         raise WheelhouseError(
             f"requirements file {shown} not found (looked in {path.parent}); allowed: a requirements file "
@@ -107,56 +139,157 @@ def read_requirements(path: Path, shown: str) -> tuple[str, ...]:
         raise WheelhouseError(
             f"requirements file {shown} cannot be read ({exc.__class__.__name__})"
         ) from None
-    lines = []
+    logical: list[tuple[int, str]] = []
+    continued = False
     for number, raw in enumerate(text.splitlines(), start=1):
         line = re.sub(r"(^|\s)#.*$", "", raw).strip()
-        if not line:
-            continue
-        if not REQUIREMENT_RE.match(line):
-            raise WheelhouseError(
-                f"requirements file {shown} line {number}: {line!r} is not a plain requirement; allowed: "
-                + ALLOWED_LINES
-            )
-        lines.append(line)
+        joined = continued and logical
+        if joined:
+            logical[-1] = (logical[-1][0], f"{logical[-1][1]} {line.removesuffix(chr(92)).strip()}".strip())
+        elif line:
+            logical.append((number, line.removesuffix(chr(92)).strip()))
+        continued = line.endswith(chr(92))
+    lines = [_requirement(shown, number, line) for number, line in logical if line]
+    hashed = [number for (number, _), line in zip(logical, lines, strict=True) if HASH_OPTION in line]
+    if hashed and len(hashed) < len(lines):
+        bare = next(n for (n, _), line in zip(logical, lines, strict=True) if HASH_OPTION not in line)
+        raise WheelhouseError(
+            f"requirements file {shown} line {bare}: no --hash while line {hashed[0]} has one; {HASHES_ALLOWED}"
+        )
     return tuple(lines)
 
 
+def _requirement(shown: str, number: int, line: str) -> str:
+    """One logical line as pip reads it: the requirement, then its ``--hash`` options (checked) if any."""
+    at = f"requirements file {shown} line {number}"
+    found = HASHES_RE.match(line)
+    requirement = found["requirement"].strip() if found else line
+    if not REQUIREMENT_RE.match(requirement):
+        raise WheelhouseError(f"{at}: {line!r} is not a plain requirement; allowed: " + ALLOWED_LINES)
+    if not found:
+        return line
+    hashes = []
+    for value in HASH_RE.findall(found["hashes"]):
+        algorithm, _, digest = value.partition(":")
+        if HASH_LENGTHS.get(algorithm) != len(digest) or not re.fullmatch(r"[0-9a-fA-F]+", digest):
+            raise WheelhouseError(f"{at}: --hash={value} is not a digest pip checks; allowed: --hash=sha256:<64 "
+                                  "hex digits> (or sha384:<96>, sha512:<128>)")  # fmt: skip
+        hashes.append(f"--hash={algorithm}:{digest.lower()}")
+    if not re.search(r"(?<![=!<>~])===?\s*[A-Za-z0-9.+!_-]+\s*(;.*)?$", requirement):
+        raise WheelhouseError(f"{at}: {requirement!r} is hashed without an exact version; {HASHES_ALLOWED}")
+    return " ".join([requirement, *hashes])
+
+
+def requires_hashes(requirements: tuple[str, ...]) -> bool:
+    """Every line pinned with ``--hash`` (read_requirements allows all or none): pip's hash-checking mode."""
+    return any(HASH_OPTION in line for line in requirements)
+
+
+def extra_index_refusal(environ: Mapping[str, str], allowed: tuple[str, ...]) -> str | None:
+    """Why pip may not run with ``environ``'s PIP_EXTRA_INDEX_URL: an index the subscriber's ``extra_index_urls``
+    does not name (pip searches it beside the main index and takes the highest version of a name from either)."""
+    named = {url.rstrip("/") for url in allowed}
+    unnamed = [url for url in environ.get(EXTRA_INDEX_VARIABLE, "").split() if url.rstrip("/") not in named]
+    if not unnamed:
+        return None
+    return (
+        f"{EXTRA_INDEX_VARIABLE} names {', '.join(unnamed)}, an index pip would search beside the main one (a "
+        "package of the same name there wins by its version: dependency confusion); allowed: unset it, or name "
+        "each of its indexes in the subscriber's extra_index_urls"
+    )
+
+
+def check_extra_index_urls(problems: list[str], at: str, value: Any) -> tuple[str, ...]:
+    """A subscriber's ``extra_index_urls``: the extra indexes its build may search (PIP_EXTRA_INDEX_URL's)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(
+        isinstance(u, str) and EXTRA_INDEX_URL_RE.match(u) for u in value
+    ):
+        problems.append(f"{at}: extra_index_urls = {value!r} is not allowed; allowed: an array of https:// index "
+                        "URLs without credentials (pip reads those from its keyring or .netrc)")  # fmt: skip
+        return ()
+    return tuple(value)
+
+
 def cache_key(requirements: tuple[str, ...], platform: Platform) -> str:
+    """Hash-pinned requirements' key, by their pins (each line's hashes included): it names their entry."""
     digest = hashlib.sha256(platform.key.encode() + b"\0" + "\n".join(requirements).encode())
     return digest.hexdigest()[:16]
 
 
-def installed(requirements: tuple[str, ...], platform: Platform, cache: Path) -> Path:
-    """The requirements installed for ``platform`` (a directory to copy into the asset's root), from
-    ``cache/<key>/`` when a synth made it before; else downloaded and installed there first."""
-    entry = cache / cache_key(requirements, platform)
-    if (entry / "site").is_dir():
-        return entry / "site"
+def wheels_key(wheels: Path, platform: Platform) -> str:
+    """An entry's key: the digest of the platform and of the resolved wheels, each by name and hash."""
+    digest = hashlib.sha256(platform.key.encode())
+    for wheel in sorted(wheels.glob("*.whl")):
+        digest.update(b"\0" + wheel.name.encode() + b"\0" + hashlib.sha256(wheel.read_bytes()).digest())
+    return digest.hexdigest()[:16]
+
+
+def installed(
+    requirements: tuple[str, ...], platform: Platform, cache: Path, *, extra_indexes: tuple[str, ...] = ()
+) -> Path:
+    """The requirements installed for ``platform`` (a directory to copy into the asset's root), from the entry of
+    ``cache`` their resolved wheels name when a synth installed them before; else installed there first."""
+    refusal = extra_index_refusal(os.environ, extra_indexes)
+    if refusal:
+        raise WheelhouseError(refusal)
+    hashed = requires_hashes(requirements)
+    pin = cache / PINNED / cache_key(requirements, platform)
+    if hashed and (site := _pinned_site(pin, requirements, platform)) is not None:
+        return site
     cache.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=".wheelhouse-", dir=cache))
     try:
         listed = scratch / "requirements.txt"
         listed.write_text("".join(f"{line}\n" for line in requirements))
         wheels, site = scratch / "wheels", scratch / "site"
-        only = ("--only-binary=:all:", *platform.pip_args)
+        only = ("--only-binary=:all:", *platform.pip_args, *(("--require-hashes",) if hashed else ()))
         _pip(["download", "--dest", str(wheels), *only, "-r", str(listed)], platform)
-        _pip(
-            ["install", "--isolated", "--no-index", "--find-links", str(wheels), "--target", str(site)]
-            + ["--no-compile", "--no-warn-script-location", *only, "-r", str(listed)],
-            platform,
-        )
-        shutil.rmtree(
-            site / "bin", ignore_errors=True
-        )  # console scripts: their first line names this machine
-        for cached in [p for p in site.rglob("__pycache__") if p.is_dir()]:
-            shutil.rmtree(cached, ignore_errors=True)
-        scratch.rename(entry)
-    except OSError:  # another synth installed the same requirements first
+        entry = cache / wheels_key(wheels, platform)
         if not (entry / "site").is_dir():
-            raise
+            _pip(
+                ["install", "--isolated", "--no-index", "--find-links", str(wheels), "--target", str(site)]
+                + ["--no-compile", "--no-warn-script-location", *only, "-r", str(listed)],
+                platform,
+            )
+            shutil.rmtree(
+                site / "bin", ignore_errors=True
+            )  # console scripts: their first line names this machine
+            for cached in [p for p in site.rglob("__pycache__") if p.is_dir()]:
+                shutil.rmtree(cached, ignore_errors=True)
+            try:
+                scratch.rename(entry)
+            except OSError:  # another synth installed the same wheels first
+                if not (entry / "site").is_dir():
+                    raise
+        if hashed:
+            pin.parent.mkdir(exist_ok=True)
+            written = pin.with_name(f".{pin.name}-{os.getpid()}")
+            written.write_text(entry.name)
+            written.replace(pin)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return entry / "site"
+
+
+def _pinned_site(pin: Path, requirements: tuple[str, ...], platform: Platform) -> Path | None:
+    """The installed site of the entry ``pin`` names, when its wheels are still the ones named and each matches a
+    pin of ``requirements``; None otherwise (pip resolves them again)."""
+    try:
+        key = pin.read_text().strip()
+    except OSError:
+        return None
+    entry = pin.parent.parent / key
+    if not re.fullmatch(r"[0-9a-f]{16}", key) or not (entry / "site").is_dir():
+        return None
+    declared = {value for line in requirements for value in HASH_RE.findall(line)}
+    wheels = sorted((entry / "wheels").glob("*.whl"))
+    for wheel in wheels:
+        data = wheel.read_bytes()
+        if not any(f"{name}:{hashlib.new(name, data).hexdigest()}" in declared for name in HASH_LENGTHS):
+            return None
+    return entry / "site" if wheels and wheels_key(entry / "wheels", platform) == key else None
 
 
 def wheels_digest(site: Path) -> bytes:
@@ -189,6 +322,20 @@ def pip_failure(stderr: str, platform: Platform) -> str:
         )
     if any(marker in stderr for marker in _UNREACHABLE):
         return "cannot reach the package index pip is configured with (PIP_INDEX_URL, pip.conf); allowed: a reachable index, or PIP_NO_INDEX=1 with PIP_FIND_LINKS naming a directory of wheels"  # fmt: skip
+    mismatch = _HASH_MISMATCH_RE.search(stderr)
+    if mismatch:
+        return (
+            f"package {mismatch['req']}: its wheel for {platform.label} has sha256 {mismatch['got']}, which no "
+            "--hash of the requirements file names; allowed: the hashes of the wheels pip installs for the "
+            "platform (pip-compile --generate-hashes writes them)"
+        )
+    unpinned = _UNPINNED_RE.search(stderr)
+    if unpinned:
+        parent = f" (required by {unpinned['parent']})" if unpinned["parent"] else ""
+        return (
+            f"package {unpinned['req']}{parent} is not pinned with == and --hash in the requirements file; "
+            f"{HASHES_ALLOWED}"
+        )
     found = _NO_VERSION_RE.search(stderr)
     if found:
         parent = f" (required by {found['parent']})" if found["parent"] else ""

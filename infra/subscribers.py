@@ -233,8 +233,9 @@ class Subscriber(Construct):
                 RUNTIME_PACKAGE, source.name, spec.function, source.parent, PROJECT_ROOT / "build",
                 requirements=spec.requirements_path,
                 platform=wheelhouse.platform_for(tuned.architecture, local=config.is_local),
+                extra_indexes=spec.extra_index_urls,
             )  # fmt: skip
-        except ValueError as exc:  # requirements without a wheel for the platform: one line, as a knob's
+        except ValueError as exc:  # no wheel, an extra index not allowed...: one line, as a knob's
             raise ConfigError([f"subscriber {spec.name!r}: {exc}"]) from None
         layer_arn = ssm.StringParameter.value_for_string_parameter(
             self, names.powertools_layer_parameter(tuned.architecture)

@@ -70,6 +70,7 @@ def subscriber_zip(
     *,
     requirements: str = "",
     platform: wheelhouse.Platform | None = None,
+    extra_indexes: tuple[str, ...] = (),
 ) -> bytes:
     """A subscriber function's zip: doctable's wrapper, the team's handler file and its ``requirements`` installed
     for ``platform`` (from the project's wheelhouse cache), staged as synth stages them; ValueError of one line for
@@ -77,6 +78,7 @@ def subscriber_zip(
     stage, _handler = stage_subscriber(
         SUBSCRIBER_RUNTIME, handler_file.name, function, handler_file.parent, build,
         requirements=requirements, platform=platform, cache=PROJECT_ROOT / "build" / wheelhouse.CACHE,
+        extra_indexes=extra_indexes,
     )  # fmt: skip
     return zip_directory(stage)
 
@@ -274,7 +276,12 @@ def _watch_subscriber(args: argparse.Namespace, aws: Aws, deployment: Deployment
                     file_fingerprint(source) + (file_fingerprint(Path(requirements)) if requirements else ())
                 ),
                 lambda: subscriber_zip(
-                    source, spec.function, Path(build), requirements=requirements, platform=platform
+                    source,
+                    spec.function,
+                    Path(build),
+                    requirements=requirements,
+                    platform=platform,
+                    extra_indexes=spec.extra_index_urls,
                 ),
                 lambda code: push(aws, function, code),
                 progress.say,

@@ -1628,6 +1628,17 @@ for _variable, _value, _kind, _id, _what in (
          f"secret written in the file (detect-secrets: {_kind}); allowed: the secret's ARN"),
         CLI_STOPS, f"settings-subscriber-env-secret-{_id}",
     ))  # fmt: skip
+add(Case(
+    SETTINGS, "a subscriber's extra index URL with credentials in it (`extra_index_urls = [\"https://u:pw@…\"]`)",
+    functools.partial(
+        _with_handler,
+        _SUBSCRIBER % 'handler = "search.py:handler"\nextra_index_urls = ["https://u:pw@pypi.example.com/simple"]',
+        ["settings", "--env", "dev"],
+    ),
+    (*ONE_LINE, "subscriber 'search': extra_index_urls = ['https://u:pw@pypi.example.com/simple'] is not allowed; "
+     "allowed: an array of https:// index URLs without credentials"),
+    CLI_STOPS, "settings-subscriber-extra-index-credentials",
+))  # fmt: skip
 settings_case(
     _SUBSCRIBER % 'handler = "../outside.py:handler"', ["settings", "--env", "dev"],
     ["subscriber 'search': handler file ../outside.py resolves outside the settings file's folder (symlinks "
@@ -1971,6 +1982,53 @@ def _staged_without_a_wheel() -> str:
         return "accepted, no error"
 
 
+def _staged(requirements: str, env: Mapping[str, str], extra_indexes: tuple[str, ...] = ()) -> str:
+    """tinypkg's requirements (``{sha}`` the wheel's sha256) staged for an arm64 function as the synth stages
+    them, with ``env`` set for pip beside the offline index."""
+    import hashlib
+
+    from contract.asset import stage_subscriber
+    from contract.wheelhouse import lambda_platform
+    from tests.unit.test_wheelhouse import offline_index, tiny_wheel
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        wheel = tiny_wheel(root / "index", "tinypkg")
+        (root / "search.py").write_text("def handler(event, context):\n    return None\n")
+        sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
+        (root / "requirements.txt").write_text(requirements.format(sha=sha))
+        with environment({**offline_index(root / "index"), **env}):
+            try:
+                stage_subscriber(
+                    ROOT / "functions" / "subscriber_runtime", "search.py", "handler", root, root / "build",
+                    requirements="requirements.txt", platform=lambda_platform("arm64"), cache=root / "cache",
+                    extra_indexes=extra_indexes,
+                )  # fmt: skip
+            except ValueError as exc:  # infra/subscribers.py makes it the synth's one problem
+                return f"ConfigError (1): subscriber 'search': {exc}".replace(sha, "<sha256>")
+        return "accepted, no error"
+
+
+SYNTH_STAGING_STOPS = (
+    "synth stops while staging the subscriber's asset (app.py: the one problem, exit 1); nothing deployed"
+)
+add(Case(
+    REQUIREMENTS, "a hash-pinned requirement whose wheel matches no pin (`tinypkg==1.0 --hash=sha256:000…`)",
+    functools.partial(_staged, f"tinypkg==1.0 --hash=sha256:{'0' * 64}\n", {}),
+    ("ConfigError (1): subscriber 'search': package tinypkg==1.0: its wheel for manylinux2014_aarch64 (up to "
+     "manylinux_2_34), CPython 3.13 has sha256 <sha256>, which no --hash of the requirements file names; allowed: "
+     "the hashes of the wheels pip installs"),
+    SYNTH_STAGING_STOPS + " (pip ran with --require-hashes)", "requirements-hash-mismatch",
+))  # fmt: skip
+add(Case(
+    REQUIREMENTS, "`PIP_EXTRA_INDEX_URL` set for a subscriber's build whose `extra_index_urls` does not name it",
+    functools.partial(_staged, "tinypkg==1.0\n", {"PIP_EXTRA_INDEX_URL": "https://pypi.example.com/simple"}),
+    ("ConfigError (1): subscriber 'search': PIP_EXTRA_INDEX_URL names https://pypi.example.com/simple, an index pip "
+     "would search beside the main one", "allowed: unset it, or name each of its indexes in the subscriber's "
+     "extra_index_urls"),
+    SYNTH_STAGING_STOPS + " (before pip runs)", "requirements-extra-index",
+))  # fmt: skip
+
 for _id, _label, _text, _expect in [
     ("requirements-missing", "a subscriber's requirements file that does not exist", None,
      "subscriber 'search': requirements file requirements.txt not found (looked in <dir>); allowed: a requirements file relative to the settings file's folder"),
@@ -1980,6 +2038,12 @@ for _id, _label, _text, _expect in [
      "line 1: '--index-url https://example.com/simple' is not a plain requirement"),
     ("requirements-url", "a requirement from a URL (`pkg @ https://…`)", "pkg @ https://example.com/pkg-1.0-py3-none-any.whl\n",
      "line 1: 'pkg @ https://example.com/pkg-1.0-py3-none-any.whl' is not a plain requirement"),
+    ("requirements-hash-partial", "hash pins on some lines only (`--hash` on line 1, none on line 2)",
+     f"attrs==23.1.0 --hash=sha256:{'a' * 64}\nidna==3.4\n",
+     "requirements file requirements.txt line 2: no --hash while line 1 has one; allowed: --hash on every line, each "
+     "line pinned with =="),
+    ("requirements-hash-unpinned", "a hashed line without an exact version (`attrs>=23 --hash=…`)",
+     f"attrs>=23 --hash=sha256:{'a' * 64}\n", "line 1: 'attrs>=23' is hashed without an exact version"),
 ]:  # fmt: skip
     _run = functools.partial(_with_requirements, _text)
     add(Case(REQUIREMENTS, _label, _run, (*ONE_LINE, _expect), CLI_STOPS, _id))
