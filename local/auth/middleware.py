@@ -101,7 +101,9 @@ class AuthMiddleware:
                 f"; canonical request:\n{wrong.canonical}" if wrong.canonical else "",
             )  # fmt: skip
             return _bad_signature(start_response, parsed, wrong, signature)
-        if parsed.service == "s3":  # the body the head's signature vouches for (its chunks, hash and checksums)
+        if (
+            parsed.service == "s3"
+        ):  # the body the head's signature vouches for (its chunks, hash and checksums)
             chain = None
             if signature is not None and not signature.presigned:
                 key = sigv4.signing_key(principal.secret, signature.scope)
@@ -333,7 +335,9 @@ def _scope_refusal(
         if problem is None:
             return None
         return _bad_signature(start_response, parsed, sigv4.Problem("mismatch", problem), signature)
-    expected = principals.bucket_region(parsed.bucket) or (None if signing.valid_region(region) else state.REGION)
+    expected = principals.bucket_region(parsed.bucket) or (
+        None if signing.valid_region(region) else state.REGION
+    )
     if expected is None or expected == region:
         return None
     template = signing.S3_QUERY_REGION if signature.presigned else signing.S3_REGION

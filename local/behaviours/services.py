@@ -198,7 +198,9 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         rule="A stack operation given a role (RoleARN; a change set's, an update's, else the stack's) creates, "
         "updates and deletes each resource as a session of that role (AWSCloudFormation): a call the role may not "
         "make (a table's dynamodb:CreateTable, a function's lambda:CreateFunction and iam:PassRole of its role, "
-        "...; a type not listed: its registry handler's first permission) fails the resource with 'Resource "
+        "...; then the read the handler waits on and a call per property that needs one: a table's "
+        "dynamodb:TagResource for Tags, UpdateContinuousBackups for PITR, a role's iam:PutRolePolicy, ...; a type "
+        "not listed: its registry handler's first permission) fails the resource with 'Resource "
         'handler returned message: "User: <session> is not authorized to perform: ..." (HandlerErrorCode: '
         "AccessDenied)' and the stack rolls back (a deletion ends DELETE_FAILED).",
         source=CFN_GUIDE + "using-iam-servicerole.html",
@@ -207,8 +209,8 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
             "moto.cloudformation.parsing:parse_and_create_resource",
             "moto.cloudformation.parsing:ResourceMap._delete_resource",
         ),
-        unchecked="no independent reference evaluates a service role; the calls each type makes are its "
-        "handler's as the CloudFormation registry schemas (cfn-lint's copy) list them",
+        unchecked="no independent reference evaluates a service role; each call it authorizes is held to its "
+        "type's registry schema handler permissions (cfn-lint's copy; tests/conformance/test_references.py)",
     ),
     Behaviour(
         id="cloudformation.outputs-after-update",

@@ -205,6 +205,32 @@ def test_the_local_aws_replaces_a_resource_exactly_when_its_schema_says_so() -> 
     assert set(GUIDE_REPLACEMENTS.values()) <= registered
 
 
+def test_each_call_the_local_cloudformation_authorizes_is_one_its_types_handler_lists() -> None:
+    # GIVEN every call the local CloudFormation makes as a stack's role (a handler's first, the read it waits on,
+    # one per property), each property set
+    from local.services.cloudformation import handler_calls
+
+    types = set(handler_calls.CALLS) | set(handler_calls.FOLLOW_UPS)
+    unlisted = []
+    for type_name in sorted(types):
+        handlers = _schema(type_name).get("handlers") or {}
+        operations = set(handler_calls.CALLS.get(type_name, {})) | set(
+            handler_calls.FOLLOW_UPS.get(type_name, {})
+        )
+        for operation in operations:
+            listed = set((handlers.get(operation) or {}).get("permissions") or [])
+            everything = {"Role": "arn:aws:iam::123456789012:role/r", "PermissionsBoundary": "arn:b"}
+            for prop, _action, _arns in handler_calls.FOLLOW_UPS.get(type_name, {}).get(operation, ([], []))[
+                1
+            ]:
+                everything[prop] = ["x"]
+            for action, _ in handler_calls.calls(type_name, operation, "n", everything, "us-east-1"):
+                if action not in listed:
+                    unlisted.append(f"{type_name} {operation}: {action}")
+    # THEN each is among the permissions its type's registry schema lists for that handler (cfn-lint's copy)
+    assert unlisted == []
+
+
 @pytest.mark.parametrize("behaviour", [b for b in BEHAVIOURS if b.replaces], ids=lambda b: b.id)
 def test_each_replacement_a_behaviour_claims_is_create_only_in_the_schema(behaviour: Behaviour) -> None:
     for type_name, prop in behaviour.replaces:

@@ -139,7 +139,9 @@ def test_roles_are_created_only_with_the_boundary_and_a_bounded_role_gets_the_in
     ]
     execution = role(iam, "cfn-bounded", [{"Effect": "Allow", "Action": ["iam:CreateRole", "iam:PutRolePermissionsBoundary",
                      "iam:DeleteRole"], "Resource": "*",
-                     "Condition": {"StringEquals": {"iam:PermissionsBoundary": boundary}}}])  # fmt: skip
+                     "Condition": {"StringEquals": {"iam:PermissionsBoundary": boundary}}},
+                     # the handler's read of the role it made (its schema lists iam:GetRole)
+                     {"Effect": "Allow", "Action": "iam:GetRole", "Resource": "*"}])  # fmt: skip
 
     def fn_role(name: str, bounded: bool) -> dict[str, Any]:
         props: dict[str, Any] = {"RoleName": name, "AssumeRolePolicyDocument": TRUST}
@@ -166,3 +168,32 @@ def test_roles_are_created_only_with_the_boundary_and_a_bounded_role_gets_the_in
     assert principals.role_may(kept, "s", "s3:GetObject", "arn:aws:s3:::b/k").allowed
     denied = principals.role_may(kept, "s", "s3:PutObject", "arn:aws:s3:::b/k")
     assert (denied.allowed, denied.reason) == (False, "boundary")
+
+
+def test_a_handlers_calls_after_its_first_are_made_as_the_role(local_moto: None) -> None:
+    iam, cfn = (
+        boto3.client("iam", region_name="us-east-1"),
+        boto3.client("cloudformation", region_name="us-east-1"),
+    )
+    # GIVEN an execution role that may create and read tables, but not tag them nor turn their PITR on
+    narrow = role(iam, "cfn-no-tags", [{"Effect": "Allow", "Action": ["dynamodb:CreateTable",
+                  "dynamodb:DescribeTable", "dynamodb:DeleteTable"], "Resource": "*"}])  # fmt: skip
+    tagged = {
+        **TABLE,
+        "Properties": {**TABLE["Properties"], "Tags": [{"Key": "Source", "Value": "doctable"}]},
+    }
+    pitr = {**TABLE, "Properties": {**TABLE["Properties"], "TableName": "items-pitr",
+            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True}}}  # fmt: skip
+    # WHEN a table with tags, then one with PITR, is created as that role
+    # THEN each rolls back naming the call after CreateTable it needed
+    for name, table, action in (("tags", tagged, "dynamodb:TagResource"),
+                                ("pitr", pitr, "dynamodb:UpdateContinuousBackups")):  # fmt: skip
+        failed = deploy(cfn, name, {"Items": table}, narrow)
+        assert failed["StackStatus"] == "ROLLBACK_COMPLETE"
+        assert f"is not authorized to perform: {action} on resource: " in failed["StackStatusReason"]
+    # AND a table asking for neither is created by the same role
+    assert deploy(cfn, "plain", {"Items": TABLE}, narrow)["StackStatus"] == "CREATE_COMPLETE"
+    # AND the calls listed follow the properties: PITR turned off asks for no call
+    off = {**TABLE["Properties"], "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": False}}
+    listed = [a for a, _ in acting_role.calls("AWS::DynamoDB::Table", "create", "t", off, "us-east-1")]
+    assert listed == ["dynamodb:CreateTable", "dynamodb:DescribeTable"]

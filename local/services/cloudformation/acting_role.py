@@ -19,158 +19,20 @@ caller's own call (CreateStack, ExecuteChangeSet) was authorized by the middlewa
 
 from __future__ import annotations
 
-import functools
-import json
 import logging
 import uuid
-from collections.abc import Callable
-from importlib import resources
 from typing import Any
 
 from local import state
 from local.auth import policy, principals
 from local.patching import Patches, Target
+from local.services.cloudformation.handler_calls import SERVICE_NAMES, calls
 
 log = logging.getLogger("doctable.local.cloudformation")
 _PARSING = "moto.cloudformation.parsing"
 PATCHES = Patches()
 SESSION = "AWSCloudFormation"
 DELETING_ROLE = "doctable_deleting_role"  # the role of a stack being deleted, kept on its resource map  # the session name CloudFormation assumes a service role with
-
-Arn = Callable[[str, dict[str, Any], str], list[str]]  # (physical name, properties, region) -> resource ARNs
-
-
-def _arn(service: str, resource: str) -> Arn:
-    """An ARN of ``service`` whose resource part is ``resource`` with {name} and {region} filled in."""
-
-    def build(name: str, props: dict[str, Any], region: str) -> list[str]:
-        regional = "" if service in ("iam", "s3") else region
-        account = "" if service == "s3" else state.ACCOUNT_ID
-        filled = resource.format(name=name, path=props.get("Path") or "/")
-        return [f"arn:aws:{service}:{regional}:{account}:{filled}"]
-
-    return build
-
-
-def _each(service: str, resource: str, prop: str) -> Arn:
-    """An ARN per name in the list (or the one name) property ``prop`` holds (a policy's roles, a topic's)."""
-
-    def build(name: str, props: dict[str, Any], region: str) -> list[str]:
-        values = props.get(prop) or []
-        values = values if isinstance(values, list) else [values]
-        arns = []
-        for value in [v for v in values if isinstance(v, str)]:  # a reference left unresolved names nothing
-            text = value
-            arns += [text] if text.startswith("arn:") else _arn(service, resource)(text, {}, region)
-        return arns or ["*"]
-
-    return build
-
-
-def _anything(name: str, props: dict[str, Any], region: str) -> list[str]:
-    return ["*"]
-
-
-# type -> {operation: (action, ARNs)}; an operation a type does not list is not a call of its own on AWS.
-_ROLE = _arn("iam", "role{path}{name}")
-_FUNCTION = _arn("lambda", "function:{name}")
-_FUNCTION_OF = _each("lambda", "function:{name}", "FunctionName")
-CALLS: dict[str, dict[str, tuple[str, Arn]]] = {
-    "AWS::DynamoDB::Table": {
-        "create": ("dynamodb:CreateTable", _arn("dynamodb", "table/{name}")),
-        "update": ("dynamodb:UpdateTable", _arn("dynamodb", "table/{name}")),
-        "delete": ("dynamodb:DeleteTable", _arn("dynamodb", "table/{name}")),
-    },
-    "AWS::DynamoDB::GlobalTable": {
-        "create": ("dynamodb:CreateTable", _arn("dynamodb", "table/{name}")),
-        "update": ("dynamodb:UpdateTable", _arn("dynamodb", "table/{name}")),
-        "delete": ("dynamodb:DeleteTable", _arn("dynamodb", "table/{name}")),
-    },
-    "AWS::Lambda::Function": {
-        "create": ("lambda:CreateFunction", _FUNCTION),
-        "update": ("lambda:UpdateFunctionConfiguration", _FUNCTION),
-        "delete": ("lambda:DeleteFunction", _FUNCTION),
-    },
-    "AWS::Lambda::EventSourceMapping": {
-        "create": ("lambda:CreateEventSourceMapping", _anything),
-        "update": ("lambda:UpdateEventSourceMapping", _anything),
-        "delete": ("lambda:DeleteEventSourceMapping", _anything),
-    },
-    "AWS::Lambda::Alias": {
-        "create": ("lambda:CreateAlias", _FUNCTION_OF),
-        "update": ("lambda:UpdateAlias", _FUNCTION_OF),
-        "delete": ("lambda:DeleteAlias", _FUNCTION_OF),
-    },
-    "AWS::Lambda::Version": {"create": ("lambda:PublishVersion", _FUNCTION_OF)},
-    "AWS::Lambda::Permission": {
-        "create": ("lambda:AddPermission", _FUNCTION_OF),
-        "delete": ("lambda:RemovePermission", _FUNCTION_OF),
-    },
-    "AWS::IAM::Role": {
-        "create": ("iam:CreateRole", _ROLE),
-        "update": ("iam:UpdateAssumeRolePolicy", _ROLE),
-        "delete": ("iam:DeleteRole", _ROLE),
-    },
-    "AWS::IAM::Policy": {
-        "create": ("iam:PutRolePolicy", _each("iam", "role/{name}", "Roles")),
-        "update": ("iam:PutRolePolicy", _each("iam", "role/{name}", "Roles")),
-        "delete": ("iam:DeleteRolePolicy", _each("iam", "role/{name}", "Roles")),
-    },
-    "AWS::IAM::ManagedPolicy": {
-        "create": ("iam:CreatePolicy", _arn("iam", "policy{path}{name}")),
-        "update": ("iam:CreatePolicyVersion", _arn("iam", "policy{path}{name}")),
-        "delete": ("iam:DeletePolicy", _arn("iam", "policy{path}{name}")),
-    },
-    "AWS::S3::Bucket": {
-        "create": ("s3:CreateBucket", _arn("s3", "{name}")),
-        "delete": ("s3:DeleteBucket", _arn("s3", "{name}")),
-    },
-    "AWS::S3::BucketPolicy": {
-        "create": ("s3:PutBucketPolicy", _each("s3", "{name}", "Bucket")),
-        "update": ("s3:PutBucketPolicy", _each("s3", "{name}", "Bucket")),
-        "delete": ("s3:DeleteBucketPolicy", _each("s3", "{name}", "Bucket")),
-    },
-    "AWS::Logs::LogGroup": {
-        "create": ("logs:CreateLogGroup", _arn("logs", "log-group:{name}:*")),
-        "delete": ("logs:DeleteLogGroup", _arn("logs", "log-group:{name}:*")),
-    },
-    "AWS::CloudWatch::Alarm": {
-        "create": ("cloudwatch:PutMetricAlarm", _arn("cloudwatch", "alarm:{name}")),
-        "update": ("cloudwatch:PutMetricAlarm", _arn("cloudwatch", "alarm:{name}")),
-        "delete": ("cloudwatch:DeleteAlarms", _arn("cloudwatch", "alarm:{name}")),
-    },
-    "AWS::CloudWatch::Dashboard": {
-        "create": ("cloudwatch:PutDashboard", _arn("cloudwatch", "dashboard/{name}")),
-        "update": ("cloudwatch:PutDashboard", _arn("cloudwatch", "dashboard/{name}")),
-        "delete": ("cloudwatch:DeleteDashboards", _arn("cloudwatch", "dashboard/{name}")),
-    },
-    "AWS::SNS::Topic": {
-        "create": ("sns:CreateTopic", _arn("sns", "{name}")),
-        "delete": ("sns:DeleteTopic", _arn("sns", "{name}")),
-    },
-    "AWS::SNS::TopicPolicy": {
-        "create": ("sns:SetTopicAttributes", _each("sns", "{name}", "Topics")),
-        "update": ("sns:SetTopicAttributes", _each("sns", "{name}", "Topics")),
-    },
-    "AWS::KMS::Key": {"create": ("kms:CreateKey", _anything)},
-    "AWS::Kinesis::Stream": {
-        "create": ("kinesis:CreateStream", _arn("kinesis", "stream/{name}")),
-        "delete": ("kinesis:DeleteStream", _arn("kinesis", "stream/{name}")),
-    },
-    "AWS::SSM::Parameter": {
-        "create": ("ssm:PutParameter", _arn("ssm", "parameter/{name}")),
-        "update": ("ssm:PutParameter", _arn("ssm", "parameter/{name}")),
-        "delete": ("ssm:DeleteParameter", _arn("ssm", "parameter/{name}")),
-    },
-}
-# Services as a handler's error names them ("Service: DynamoDb").
-SERVICE_NAMES = {
-    "dynamodb": "DynamoDb",
-    "lambda": "Lambda",
-    "iam": "Iam",
-    "s3": "S3",
-    "logs": "CloudWatchLogs",
-}
 
 
 class AccessDenied(Exception):
@@ -181,46 +43,6 @@ class AccessDenied(Exception):
     def __init__(self, message: str):
         super().__init__(message)
         self.message = message
-
-
-@functools.cache
-def _schema_calls() -> dict[str, dict[str, str]]:
-    """type -> {operation: first permission of its handler}, from the registry schemas cfn-lint ships."""
-    root = resources.files("cfnlint") / "data" / "schemas"
-    index = json.loads((root / "providers" / "us-east-1.json").read_text())
-    found: dict[str, dict[str, str]] = {}
-    for type_name, digest in index.items():
-        try:
-            schema = json.loads((root / "resources" / f"{digest}.json").read_text())
-        except (OSError, ValueError):
-            continue
-        handlers = schema.get("handlers") or {}
-        found[type_name] = {
-            op: str(h["permissions"][0]) for op, h in handlers.items() if h.get("permissions")
-        }
-    return found
-
-
-def calls(
-    resource_type: str, operation: str, name: str, props: dict[str, Any], region: str
-) -> list[tuple[str, str]]:
-    """The (action, resource ARN) pairs CloudFormation's handler needs for ``operation`` of one resource."""
-    listed = CALLS.get(resource_type)
-    if listed is None:
-        if resource_type.startswith(("Custom::", "AWS::CloudFormation::", "AWS::CDK::")):
-            return []  # CloudFormation's own (a custom resource invokes its provider as the service)
-        first = _schema_calls().get(resource_type, {}).get(operation)
-        return [(first, "*")] if first else []
-    if operation not in listed:
-        return []
-    action, arns = listed[operation]
-    found = [(action, arn) for arn in arns(name, props, region)]
-    if resource_type == "AWS::Lambda::Function" and operation in ("create", "update") and props.get("Role"):
-        found.append(("iam:PassRole", str(props["Role"])))
-    if resource_type == "AWS::IAM::Role" and operation == "create" and props.get("PermissionsBoundary"):
-        # CreateRole sets the boundary; CloudFormation sets it in the same call
-        found.append(("iam:PutRolePermissionsBoundary", found[0][1]))
-    return found
 
 
 def _context(resource_type: str, action: str, props: dict[str, Any]) -> dict[str, list[str]] | None:
