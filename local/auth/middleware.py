@@ -101,9 +101,8 @@ class AuthMiddleware:
                 f"; canonical request:\n{wrong.canonical}" if wrong.canonical else "",
             )  # fmt: skip
             return _bad_signature(start_response, parsed, wrong, signature)
-        if (
-            parsed.service == "s3"
-        ):  # the body the head's signature vouches for (its chunks, hash and checksums)
+        # S3: the body the head's signature vouches for (its chunks, its hash, its checksums)
+        if parsed.service == "s3":
             chain = None
             if signature is not None and not signature.presigned:
                 key = sigv4.signing_key(principal.secret, signature.scope)
