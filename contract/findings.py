@@ -96,6 +96,7 @@ CODES: dict[str, str] = {
     "consumer.cannot_read_stream": "the borrowed consumer's role cannot read the stream",
     "consumer.ok": "the borrowed consumer exists and can read the stream",
     "bucket.leaves_stack": "the blob bucket leaves the stack",
+    "bucket.taken": "a bucket name the deploy creates exists outside the stack (this account's or another's)",
     # a team's subscribers (contract/subscribers.py)
     "subscriber.added": "a subscriber is added: its function and mapping are created",
     "subscriber.removed": "a subscriber is removed: its function and mapping are deleted",

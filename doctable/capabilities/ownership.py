@@ -1,17 +1,20 @@
 """Whose table is it: the stack's resource list and the provenance tags, checked before a command writes to a
 table or changes it (verify's test items, reconcile's repairs); what preflight says of a table that is not the
-stack's, and the provenance tags' drift with the call that restores it."""
+stack's, and of a bucket name the deploy would create that exists outside it; the provenance tags' drift with
+the call that restores it."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from botocore.exceptions import ClientError
+
 from contract import names
 from contract.findings import Finding, Level
 from contract.knobs import MANAGED_BY, STACK_PREFIX, DocTableConfig, knobs_from_record
 from contract.shape import GLOBAL_TABLE_TYPE
-from doctable.capabilities.protocol import Drift, Observed, stack_table_ids
-from doctable.core.answers import call_or_none
+from doctable.capabilities.protocol import Drift, Observed, stack_physical_ids, stack_table_ids
+from doctable.core.answers import call_or_none, is_not_found
 from doctable.core.deployment import STABLE_STACK_STATES, Deployment, is_ours, require_deployed, table_tags
 from doctable.core.errors import RefusedError
 
@@ -185,7 +188,7 @@ def environment_findings(observed: Observed) -> list[Finding]:
         )  # fmt: skip
     if deployment.exists and deployment.recorded and observed.deployed.tier != target.tier:
         found.append(_tier_change(observed.deployed, target))
-    return found + _orphans(observed)
+    return found + _orphans(observed) + bucket_findings(observed)
 
 
 def _tier_change(deployed: DocTableConfig, target: DocTableConfig) -> Finding:
@@ -243,6 +246,78 @@ def _orphans(observed: Observed) -> list[Finding]:
     return found
 
 
+# --------------------------------------------------------------------------------------------- the buckets
+def created_bucket_names(config: DocTableConfig, account: str, region: str) -> list[tuple[str, str]]:
+    """(what, exact name) of each bucket the stack creates under a name of its own (bucket_names=exact; with
+    generated names CloudFormation picks a free one): the failure bucket of the mapping, the blob bucket of the
+    built-in consumer unless one is borrowed, each subscriber's failure bucket (infra/consumer.py, subscribers.py)."""
+    if not config.exact_bucket_names:
+        return []
+    named = []
+    if config.has_mapping:
+        named.append(("failure bucket", names.FAILURE_BUCKET_SUFFIX))
+    if config.builtin_consumer and not config.blob_bucket:
+        named.append(("blob bucket", names.BLOB_BUCKET_SUFFIX))
+    named += [
+        (f"subscriber {s.name}'s failure bucket", names.subscriber_failure_suffix(s.name))
+        for s in config.subscribers
+    ]
+    return [(what, names.bucket_name(config.table_name, account, region, suffix)) for what, suffix in named]
+
+
+def _bucket_status(s3: Any, bucket: str) -> int:
+    """HeadBucket's status: 200 (the bucket is this account's: every S3 call names it as ExpectedBucketOwner), 403
+    (it exists and is another account's, or not ours to read), 404 (the name is free)."""
+    try:
+        s3.head_bucket(Bucket=bucket)
+    except ClientError as exc:
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if is_not_found(exc) or status == 404:
+            return 404
+        if status == 403:
+            return 403
+        raise
+    return 200
+
+
+def bucket_findings(observed: Observed) -> list[Finding]:
+    """``bucket.taken`` (STOP) for each exact name the deploy creates a bucket under that exists outside the
+    stack: S3's names are global, so CloudFormation's create would fail halfway through the deploy."""
+    deployment, target = observed.deployment, observed.target
+    wanted = created_bucket_names(target, deployment.account, deployment.region)
+    if not wanted:
+        return []
+    aws = observed.aws
+    held = observed.once("stack resources", lambda: stack_physical_ids(aws, deployment))
+    found = []
+    for what, bucket in wanted:
+        if bucket in held.get("AWS::S3::Bucket", set()):
+            continue
+        status = _bucket_status(aws.client("s3"), bucket)
+        if status == 404:
+            continue
+        where = (
+            f"in this account ({deployment.account})"
+            if status == 200
+            else "in another account (HeadBucket 403)"
+        )
+        borrow = (
+            f', or borrow it (blob_bucket = "{bucket}")' if status == 200 and what == "blob bucket" else ""
+        )
+        found.append(
+            Finding(
+                Level.STOP, "bucket.taken", what, f"{bucket} exists {where}",
+                f"{bucket} created by stack {target.stack_name}",
+                f"bucket {bucket} ({what}) exists outside stack {target.stack_name} {where}: CloudFormation cannot "
+                f"create it; allowed: another name (another table_base or env) or one doctable derives "
+                f"(bucket_names = \"generated\" in [environments.{target.env}]){borrow}",
+                before={"bucket": bucket, "owner": "this account" if status == 200 else "another account"},
+                after={"bucket": bucket, "stack": target.stack_name},
+            )
+        )  # fmt: skip
+    return found
+
+
 def _list_stacks(aws: Aws) -> list[tuple[str, str]]:
     pages = (
         aws.client("cloudformation")
@@ -262,7 +337,7 @@ class OwnershipCapability:
     codes = frozenset(
         {
             "table.created", "table.missing", "table.foreign", "table.unmanaged", "table.handover",
-            "env.prod_unbound", "env.tier_changed", "env.orphaned",
+            "env.prod_unbound", "env.tier_changed", "env.orphaned", "bucket.taken",
         }
     )  # fmt: skip
     calls = (TABLE_TAGS,)

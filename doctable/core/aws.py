@@ -48,6 +48,7 @@ THROTTLING_CODES = frozenset(
         "LimitExceededException",
     }
 )
+OWNER_PARAM = "ExpectedBucketOwner"  # S3's check that the bucket is the named account's (403 if not)
 CREDENTIAL_CODES = frozenset(
     {
         "ExpiredToken",
@@ -215,10 +216,18 @@ class Aws:
 
     def client(self, service: str) -> Any:
         if service not in self._clients:
-            self._clients[service] = self.session.client(
-                service, region_name=self.region, config=retry_config()
-            )
+            client = self.session.client(service, region_name=self.region, config=retry_config())
+            if service == "s3":
+                client.meta.events.register("provide-client-params.s3.*", self._name_bucket_owner)
+            self._clients[service] = client
         return self._clients[service]
+
+    def _name_bucket_owner(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        """Every S3 call names the environment's account as the bucket's owner (``ExpectedBucketOwner``): S3
+        refuses it (403) on a bucket of another account, so no command reads, writes or empties a bucket that a
+        name borrowed or claimed first elsewhere points at. A caller's own value is kept."""
+        if OWNER_PARAM in model.input_shape.members:
+            params.setdefault(OWNER_PARAM, self.account)
 
     def in_region(self, region: str) -> Aws:
         """The same session and identity with clients in ``region`` (a global table's replica region)."""

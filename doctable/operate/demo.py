@@ -73,6 +73,7 @@ def run(keep_running: bool = True, port: int = local.DEFAULT_PORT) -> int:
     outputs = _deploy(config, env, info.port, log)
 
     ddb, s3, logs = _clients(env, info.url)
+    owned = {"ExpectedBucketOwner": env["CDK_DEFAULT_ACCOUNT"]}  # the local AWS's account, the stack's
     table, bucket, log_group = (
         outputs["TableName"],
         outputs["BlobBucketName"],
@@ -83,9 +84,9 @@ def run(keep_running: bool = True, port: int = local.DEFAULT_PORT) -> int:
     _step(4, "Writing 3 records, each listing 2 blobs uploaded under <pk>/<sk>/")
     records = [(f"doc#{run_id}-{i}", "v1") for i in range(3)]
     written_at = int(time.time() * 1000)
-    _write_records(ddb, s3, table, bucket, records)
+    _write_records(ddb, s3, table, bucket, records, owned)
     _step(5, f"Deleting {records[0][0]}: the consumer should delete its blobs")
-    _delete_first(ddb, s3, table, bucket, records, run_id)
+    _delete_first(ddb, s3, table, bucket, records, run_id, owned)
     _step(6, f"Reading {names.PROOF_LOG_MESSAGE} from the log group {log_group}")
     _show_proof(logs, log_group, written_at)
 
@@ -141,12 +142,14 @@ def _clients(env: dict[str, str], url: str) -> tuple[Any, Any, Any]:
     return ddb, s3, logs
 
 
-def _write_records(ddb: Any, s3: Any, table: str, bucket: str, records: list[tuple[str, str]]) -> None:
+def _write_records(
+    ddb: Any, s3: Any, table: str, bucket: str, records: list[tuple[str, str]], owned: dict[str, str]
+) -> None:
     """Step 4: each record's two blobs uploaded under <pk>/<sk>/, then the item listing them."""
     for pk, sk in records:
         keys = [f"{pk}/{sk}/page-{n}.pdf" for n in (1, 2)]
         for key in keys:
-            s3.put_object(Bucket=bucket, Key=key, Body=f"blob of {pk}".encode())
+            s3.put_object(Bucket=bucket, Key=key, Body=f"blob of {pk}".encode(), **owned)
         ddb.put_item(
             TableName=table,
             Item={
@@ -160,7 +163,13 @@ def _write_records(ddb: Any, s3: Any, table: str, bucket: str, records: list[tup
 
 
 def _delete_first(
-    ddb: Any, s3: Any, table: str, bucket: str, records: list[tuple[str, str]], run_id: str
+    ddb: Any,
+    s3: Any,
+    table: str,
+    bucket: str,
+    records: list[tuple[str, str]],
+    run_id: str,
+    owned: dict[str, str],
 ) -> None:
     """Step 5: the first record deleted; its blobs must go, the live records' 4 stay."""
     doomed_prefix = f"{records[0][0]}/{records[0][1]}/"
@@ -168,12 +177,13 @@ def _delete_first(
     started = time.monotonic()
 
     def _doomed_gone() -> bool:
-        return s3.list_objects_v2(Bucket=bucket, Prefix=doomed_prefix).get("KeyCount", 0) == 0
+        return s3.list_objects_v2(Bucket=bucket, Prefix=doomed_prefix, **owned).get("KeyCount", 0) == 0
 
     _wait(f"the blobs under {doomed_prefix} to be deleted", _doomed_gone)
     print(f"      blobs under {doomed_prefix} are gone ({time.monotonic() - started:.2f}s after delete_item)")
     left = sorted(
-        o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix=f"doc#{run_id}").get("Contents", [])
+        o["Key"]
+        for o in s3.list_objects_v2(Bucket=bucket, Prefix=f"doc#{run_id}", **owned).get("Contents", [])
     )
     print(f"      blobs still there (their records live): {len(left)}")
     for key in left:
