@@ -1943,6 +1943,43 @@ add(
     )
 )
 
+
+def _bucket_name_taken(argv: list[str]) -> str:
+    """``doctable <argv>`` (moto) where the blob bucket's exact name is a bucket that exists outside the stack."""
+    import boto3
+    from moto import mock_aws
+
+    from contract import names
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "doctable.toml"
+        path.write_text('[defaults]\nstream = "new-and-old"\n\n[environments.dev]\n')
+        taken = names.bucket_name("items-dev", "123456789012", REGION, names.BLOB_BUCKET_SUFFIX)
+        with environment(CLI_ENV), mock_aws():
+            s3 = boto3.client("s3", region_name=REGION)
+            s3.create_bucket(Bucket=taken, CreateBucketConfiguration={"LocationConstraint": REGION})
+            observed = run_cli(argv, {"DOCTABLE_CONFIG": str(path)})
+            stacks = boto3.client("cloudformation", region_name=REGION).list_stacks()["StackSummaries"]
+            return f"{observed}; stacks: {len(stacks)}"
+
+
+add(
+    Case(
+        CLI,
+        "`doctable deploy --env dev` when the blob bucket's exact name (`items-dev-<account>-<region>-blobs`) is a "
+        "bucket outside the stack",
+        functools.partial(_bucket_name_taken, ["deploy", "--env", "dev"]),
+        (
+            "exit 1; 1 line(s) on stderr: doctable deploy: STOP bucket.taken: bucket "
+            "items-dev-123456789012-eu-west-1-blobs (blob bucket) exists outside stack doctable-items-dev",
+            'allowed: another name (another table_base or env) or one doctable derives (bucket_names = "generated"',
+            "stacks: 0",
+        ),
+        "stopped by preflight before cdk runs (exit 1, `bucket.taken` in --json): no stack, the bucket untouched",
+        "cli-bucket-name-taken",
+    )
+)  # fmt: skip
+
 REQUIREMENTS = (
     "Subscriber requirements (`contract/wheelhouse.py`: read with the settings, installed when staged)"
 )
