@@ -104,6 +104,11 @@ def test_replace_and_delete_leave_old_blobs_to_the_consumer(
     connect: Callable[..., DocClient], bucket: Bucket, local_aws: lt.LocalAWS, stack: lt.Deployed
 ) -> None:
     docs = connect()
+    owners: list[str | None] = []  # what each of the client's S3 requests names as the bucket's owner
+    docs._client("s3").meta.events.register(
+        "before-call.s3",
+        lambda params, **_: owners.append(params["headers"].get("x-amz-expected-bucket-owner")),
+    )
     # GIVEN a document put with two blobs
     first = docs.put("lifecycle", "doc", {"title": "draft"}, blobs={"body": b"draft", "cover": b"cover"})
     raw = _raw_item(local_aws, stack, "lifecycle")
@@ -134,6 +139,10 @@ def test_replace_and_delete_leave_old_blobs_to_the_consumer(
     docs.delete("lifecycle", "doc", expected_version=2)
     assert _raw_item(local_aws, stack, "lifecycle") is None
     bucket.wait_for_keys("lifecycle", set(), "the consumer to delete the deleted document's blobs")
+    # AND every request of the client named the stack's account as the bucket's owner, which the local AWS served
+    # (the consumer's own requests name its function's account: tests/unit/test_consumer_handler.py)
+    assert docs.deployment.bucket_owner == lt.ACCOUNT
+    assert len(owners) >= 6 and set(owners) == {lt.ACCOUNT}
 
 
 def test_expire_sets_expires_at_and_the_consumer_keeps_the_blobs(
