@@ -299,7 +299,7 @@ def bucket_findings(observed: Observed) -> list[Finding]:
         where = (
             f"in this account ({deployment.account})"
             if status == 200
-            else "in another account (HeadBucket 403)"
+            else "in another account, or one this identity may not s3:ListBucket (HeadBucket 403)"
         )
         borrow = (
             f', or borrow it (blob_bucket = "{bucket}")' if status == 200 and what == "blob bucket" else ""
