@@ -653,6 +653,8 @@ class DocTableConfig:
     # A preview environment's template and expiry (PREVIEW_CONTEXT), carried to its stacks' tags; not knobs.
     preview_of: str = field(default="")
     expires_at: str = field(default="")
+    # The project's identity (contract/project.py), the Project tag: the settings file gives it; not a knob.
+    project: str = field(default="")
 
     @property
     def table_name(self) -> str:
@@ -829,10 +831,11 @@ class DocTableConfig:
         return self.resource_policy if self.has_resource_policy else None
 
     def tags(self) -> dict[str, str]:
-        """Provenance tags in a stable order; an empty CostCenter or Owner is dropped, not written empty."""
+        """Provenance tags in a stable order; an empty CostCenter, Owner or Project is dropped, not written empty."""
         tags = {
             "ManagedBy": MANAGED_BY,
             "Source": PLAN_SOURCE,
+            "Project": self.project,
             "PlanVersion": PLAN_VERSION,
             "CostCenter": self.cost_center,
             "Owner": self.owner,

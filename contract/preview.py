@@ -5,7 +5,8 @@ live stacks are previews (by their tags alone). Standard library only.
 
 A preview ``<prefix><NAME>`` (prefix ``pr-`` unless the file's ``[previews] prefix`` says otherwise) takes its
 template's settings, then the ``[previews]`` table's knobs; its tier is always dev and its stacks carry the
-``PreviewOf`` and ``ExpiresAt`` tags beside the provenance tags.
+``PreviewOf`` and ``ExpiresAt`` tags beside the provenance tags (the ``Project`` tag among them: a preview of
+another project, or of none, is never this project's). Its subscribers name nothing outside it (contract/reach.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from contract import reach
 from contract.knobs import (
     ENV_NAME_ALLOWED,
     ENV_NAME_RE,
@@ -27,6 +29,7 @@ from contract.knobs import (
     ConfigError,
     DocTableConfig,
 )
+from contract.project import TAG_PROJECT
 
 PREFIX_DEFAULT = "pr-"
 PREFIX_KEY = "prefix"
@@ -164,9 +167,10 @@ def prefixed_environments(
 def preview_config(
     config: DocTableConfig, preview: Preview, declared_stacks: Mapping[str, str]
 ) -> DocTableConfig:
-    """The preview's config, tagged with its template and expiry; ConfigError when it borrows a resource or its
-    stack name meets a declared environment's."""
+    """The preview's config, tagged with its template and expiry; ConfigError when it borrows a resource, its
+    stack name meets a declared environment's or a subscriber names a resource outside it (contract/reach.py)."""
     problems = borrowed_problems(config, preview.of) + stack_problems(config, declared_stacks)
+    problems += [o.line(config, preview.of) for o in reach.outside_preview(config, declared_stacks)]
     if problems:
         raise ConfigError(problems)
     return replace(config, preview_of=preview.of, expires_at=preview.expires_at)
@@ -250,20 +254,40 @@ class PreviewStack:
         }
 
 
+class NotPreview(str):
+    """Why a stack is not a preview of this project: the reason as one line, and its stable ``code``."""
+
+    code: str
+
+    def __new__(cls, code: str, reason: str) -> NotPreview:
+        made = super().__new__(cls, reason)
+        made.code = code
+        return made
+
+
+# The way out for a preview deployed before stacks carried the Project tag: a deploy tags it (tags update in place).
+UNTAGGED_WAY_OUT = (
+    "deployed before stacks carried it, or by another project: `doctable preview deploy NAME --from TEMPLATE` "
+    "tags it, then destroy or gc acts on it"
+)
+
+
 def classify(
     stack: str,
     tags: Mapping[str, str],
     *,
     prefix: str,
+    project: str,
     declared: Mapping[str, str],
     stack_of: Callable[[str, str], str],
     created: dt.datetime | None = None,
     status: str = "",
-) -> PreviewStack | str:
-    """The preview ``stack`` is, or why it is not one (the first reason): ManagedBy, Source, PreviewOf and a
-    readable ExpiresAt present, an Environment that carries the prefix and is not declared, the stack name the
-    settings give that preview (``stack_of(template, env)``: this project's table_base), and neither a declared
-    environment's stack nor one extending it. ``declared``: environment -> stack."""
+) -> PreviewStack | NotPreview:
+    """The preview ``stack`` is, or why it is not one (the first reason, with its code): ManagedBy, Source, this
+    ``project``'s Project tag, PreviewOf and a readable ExpiresAt present, an Environment that carries the prefix
+    and is not declared, the stack name the settings give that preview (``stack_of(template, env)``: this
+    project's table_base), and neither a declared environment's stack nor one extending it. ``declared``:
+    environment -> stack."""
     env = tags.get("Environment", "")
     template, expires = tags.get(TAG_PREVIEW_OF, ""), parse_time(tags.get(TAG_EXPIRES_AT, ""))
     taken = next(
@@ -274,24 +298,37 @@ def classify(
         ),
         None,
     )
+    tagged = tags.get(TAG_PROJECT)
     checks = (
-        (tags.get("ManagedBy") == MANAGED_BY, f"no ManagedBy={MANAGED_BY} tag"),
-        (tags.get("Source") == PLAN_SOURCE, f"no Source={PLAN_SOURCE} tag"),
-        (bool(template), f"no {TAG_PREVIEW_OF} tag"),
-        (expires is not None, f"no readable {TAG_EXPIRES_AT} tag"),
+        (tags.get("ManagedBy") == MANAGED_BY, "preview.not_managed", f"no ManagedBy={MANAGED_BY} tag"),
+        (tags.get("Source") == PLAN_SOURCE, "preview.other_source", f"no Source={PLAN_SOURCE} tag"),
+        (
+            tagged is not None,
+            "preview.project_untagged",
+            f"no {TAG_PROJECT} tag (this project is {project!r}): {UNTAGGED_WAY_OUT}",
+        ),
+        (
+            tagged == project,
+            "preview.other_project",
+            f"tagged {TAG_PROJECT}={tagged}: another project's (this one is {project!r}, [project] name)",
+        ),
+        (bool(template), "preview.no_template", f"no {TAG_PREVIEW_OF} tag"),
+        (expires is not None, "preview.no_expiry", f"no readable {TAG_EXPIRES_AT} tag"),
         (
             env.startswith(prefix) and len(env) > len(prefix),
+            "preview.no_prefix",
             f"its Environment tag {env!r} lacks the preview prefix {prefix!r}",
         ),
-        (env not in declared, f"environment {env} is declared in the settings"),
-        (taken is None, f"it equals or extends declared stack {taken}"),
+        (env not in declared, "preview.declared", f"environment {env} is declared in the settings"),
+        (taken is None, "preview.extends_declared", f"it equals or extends declared stack {taken}"),
         (
             bool(template) and stack == stack_of(template, env),
+            "preview.other_stack",
             f"not this project's stack for preview {env!r} (expected {stack_of(template, env) if template else '?'})",
         ),
     )
-    for passed, reason in checks:
+    for passed, code, reason in checks:
         if not passed:
-            return reason
+            return NotPreview(code, reason)
     assert expires is not None
     return PreviewStack(stack, env, template, expires, created, status)

@@ -13,13 +13,14 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from contract import environments
+from contract import environments, reach
 from contract import indexes as index_specs
 from contract import preview as preview_rules
+from contract import project as project_rules
 from contract import subscribers as subscriber_specs
 from contract.knobs import (
     ENV_NAME_ALLOWED,
@@ -84,6 +85,12 @@ class SettingsFile:
     # [previews]: the preview environments' name prefix, and knobs (and a binding) over their template's.
     previews: Section = field(default_factory=Section)
     preview_prefix: str = preview_rules.PREFIX_DEFAULT
+    project_name: str = ""  # [project] name; empty: the repository's (contract/project.py)
+
+    @property
+    def project(self) -> str:
+        """The project's identity, tagged on every stack: [project] name, else the repository's name."""
+        return self.project_name or project_rules.default_name(self.path.absolute().parent)
 
     def label(self, env: str | None = None) -> str:
         return f"{self.path.name} [environments.{env}]" if env else f"{self.path.name} [defaults]"
@@ -207,10 +214,14 @@ def parse_settings(text: str, path: Path) -> SettingsFile:
                 settings.environments[env] = _section(table, settings.label(env), problems)
         elif key == "previews":
             _previews_table(settings, value, problems)
+        elif key == project_rules.PROJECT_TABLE:
+            settings.project_name = project_rules.parse_project_table(
+                value, f"{path.name} [project]", problems
+            )
         else:
             problems.append(
                 f"{path.name}: {key!r} is not a settings table; allowed: [defaults], [environments.<env>], "
-                "[previews]"
+                "[previews], [project]"
             )
     if not problems:
         problems += environments.name_conflicts(
@@ -412,7 +423,7 @@ def resolve_settings(
             if name not in context and not environ.get(knob_variable(name))
         }
         raise ConfigError([_locate(problem, from_file) for problem in exc.problems]) from None
-    foreign = _foreign_grants(
+    foreign = reach.foreign_grants(
         config, binding.account, binding.region, settings.declared() if settings else ()
     )
     if foreign:
@@ -420,6 +431,7 @@ def resolve_settings(
     if preview is not None:
         declared_stacks = (settings or SettingsFile(path=Path(FILE_NAME))).stack_names()
         config = preview_rules.preview_config(config, preview, declared_stacks)
+    config = replace(config, project=(settings or SettingsFile(path=(cwd or Path.cwd()) / FILE_NAME)).project)
     index_source = file_sources.get(INDEXES, BUILT_IN)
     sources: dict[str, str] = {}
     overrides: list[Override] = []
@@ -447,36 +459,6 @@ def resolve_settings(
         preview_prefix=settings.preview_prefix if settings is not None else preview_rules.PREFIX_DEFAULT,
         preview=preview,
     )
-
-
-def _foreign_grants(
-    config: DocTableConfig, account: str | None, region: str | None, declared: tuple[str, ...]
-) -> list[str]:
-    """A subscriber's grant whose ARN names another account than the environment's binding, a region the table is
-    not in, or another declared environment's table (``<table_base>-<env>``): each one line."""
-    regions = {r for r in (region, *config.replicas) if r}
-    others = {e: f"{config.table_base}-{e}" for e in declared if e != config.env}
-    problems = []
-    for spec in config.subscribers:
-        for grant in spec.grants:
-            parts = grant.resource.split(":", 5)
-            if len(parts) < 6:
-                continue  # "table", "blobs": the environment's own
-            arn_region, arn_account, resource = parts[3], parts[4], parts[5]
-            wrong = None
-            if account and arn_account and arn_account != account:
-                wrong = f"account {arn_account}, not the environment's {account}"
-            elif regions and arn_region and arn_region not in regions:
-                wrong = f"region {arn_region}, where the table is not ({', '.join(sorted(regions))})"
-            else:
-                for other, table in others.items():
-                    if re.search(rf"(^|[/:]){re.escape(table)}($|[/:])", resource):
-                        wrong = f"environment {other}'s table {table}"
-            if wrong:
-                problems.append(f"subscriber {spec.name!r}: grant resource {grant.resource!r} names {wrong}; "
-                                "allowed: resources of this environment's account and regions, never another "
-                                "declared environment's")  # fmt: skip
-    return problems
 
 
 def _locate(problem: str, file_sources: Mapping[str, str]) -> str:

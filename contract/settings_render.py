@@ -98,6 +98,8 @@ def render_settings(settings: SettingsFile) -> str:
         lines += ["", f"[environments.{env}]"]
         lines += _render_section(section, commented=False)
         lines += _render_indexes(section, f"environments.{env}")
+    if settings.project_name:
+        lines += ["", "[project]", f"name = {toml_value(settings.project_name)}"]
     return "\n".join(lines) + "\n"
 
 

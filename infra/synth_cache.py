@@ -15,7 +15,8 @@ The key is a digest of:
   directory (the CLI passes the context, the account and the region in them), ``AWS_REGION``,
   ``AWS_DEFAULT_REGION`` and ``AWS_PROFILE``;
 - the bytes of the settings file the app would read (``DOCTABLE_CONFIG``, else doctable.toml in the working
-  directory) and of the resource policy document its knobs name.
+  directory) and of the resource policy document its knobs name, and the project's name (the Project tag: by
+  default the repository's, read from git's files, not from the settings file).
 
 A context too large for the environment (the CLI then writes it to a file) or settings that do not resolve are
 not looked up: that synth runs (and says what is wrong). A failed synth stores nothing. The standard library
@@ -186,7 +187,7 @@ def settings_bytes(environ: Mapping[str, str], cwd: Path) -> bytes:
     for spec in config.subscribers:
         files += [spec.path, spec.requirements_path]
     named = b"".join(_read(Path(p), cwd) + b"\0" for p in files if p)
-    return _read(path, cwd) + b"\0" + named
+    return _read(path, cwd) + b"\0" + named + config.project.encode()
 
 
 def synth_key(project: Path, environ: Mapping[str, str], cwd: Path) -> str:

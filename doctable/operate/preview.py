@@ -89,12 +89,13 @@ def _tags(stack: Mapping[str, Any]) -> dict[str, str]:
 
 def _classify(
     stack: Mapping[str, Any], settings: SettingsFile, declared: Mapping[str, str]
-) -> rules.PreviewStack | str:
+) -> rules.PreviewStack | rules.NotPreview:
     """One described stack as a preview of this project, or why it is not one (contract.preview.classify)."""
     return rules.classify(
         stack["StackName"],
         _tags(stack),
         prefix=settings.preview_prefix,
+        project=settings.project,
         declared=declared,
         stack_of=settings.preview_stack_name,
         created=_utc(stack.get("CreationTime")),
@@ -120,7 +121,7 @@ def survey(aws: Aws, settings: SettingsFile) -> Survey:
                 if isinstance(verdict, rules.PreviewStack):
                     found.previews.append(verdict)
                 elif rules.TAG_PREVIEW_OF in tags or rules.TAG_EXPIRES_AT in tags or f"-{prefix}" in name:
-                    found.skipped.append({"stack": name, "why": verdict})
+                    found.skipped.append({"stack": name, "code": verdict.code, "why": str(verdict)})
     if found is None:  # pragma: no cover - a paginator yields at least one page
         raise UserError("CloudFormation gave no answer to DescribeStacks")
     return found
@@ -144,10 +145,10 @@ def prod_findings(found: Survey, aws: Aws) -> list[Finding]:
 
 def _settings(args: argparse.Namespace) -> SettingsFile:
     path = settings_path(getattr(args, "config", None), os.environ)
-    if path is None:
-        return SettingsFile(path=Path(FILE_NAME))
     try:
-        return load_settings(path)
+        settings = load_settings(path) if path is not None else SettingsFile(path=Path(FILE_NAME))
+        settings.project_name = settings.project  # the default (the repository's) resolved, or refused, once
+        return settings
     except ConfigError as exc:
         raise UserError("invalid settings: " + "; ".join(exc.problems)) from exc
 
@@ -385,8 +386,8 @@ def cmd_destroy(lifecycle: Lifecycle, args: argparse.Namespace) -> int:
     if not chosen and lookalike is not None:
         raise RefusedError(
             f"stack {lookalike['stack']} is not a preview of this project ({lookalike['why']}): refusing to destroy "
-            "it; allowed: previews deployed by doctable preview deploy (ManagedBy, Source, PreviewOf and ExpiresAt "
-            "tags, the preview prefix)"
+            "it; allowed: previews deployed by doctable preview deploy (ManagedBy, Source, Project, PreviewOf and "
+            "ExpiresAt tags, the preview prefix)"
         )
     if not chosen:
         progress.say(f"no preview {env} in account {aws.account}, {aws.region}: nothing to remove")
@@ -481,7 +482,7 @@ def register(sub: Any, lifecycle: Lifecycle) -> None:
     deploy.add_argument("--outputs-file", help="write the stack's outputs to this JSON file")
     listing = add_command(
         actions, "list", cmd_list, help="each preview: template, age, expiry, expired",
-        description="Every preview stack of the region, found by its tags (ManagedBy, Source, PreviewOf, ExpiresAt).",
+        description="Every preview stack of the region, found by its tags (ManagedBy, Source, Project, PreviewOf, ExpiresAt).",
     )  # fmt: skip
     _common(listing, "print the previews as JSON")
     destroy = add_command(

@@ -1807,6 +1807,79 @@ preview_case(
     id="preview-tier", label="a tier for previews (`[previews] tier = \"prod\"`: a preview's is always dev)",
 )  # fmt: skip
 
+_SEARCH_STG = "arn:aws:dynamodb:eu-west-1:123456789012:table/search-stg"
+_STG_SEARCH = _STG + '\n[environments.stg.subscribers.search]\nhandler = "search.py:handler"\n'
+for _what, _lines, _expect, _id in [
+    (
+        f"a grant on stg's search table (`{_SEARCH_STG}`)",
+        f'grants = [{{resource = "{_SEARCH_STG}", actions = ["dynamodb:PutItem"]}}]\n',
+        f"subscriber 'search': grant resource '{_SEARCH_STG}' names search-stg, outside the preview (refused, not rewritten)",
+        "grant",
+    ),
+    (
+        'an environment value naming stg (`SEARCH_TABLE = "search-stg"`)',
+        '[environments.stg.subscribers.search.environment]\nSEARCH_TABLE = "search-stg"\n',
+        "subscriber 'search': environment SEARCH_TABLE 'search-stg' names environment stg, outside the preview",
+        "environment",
+    ),
+    (
+        "a filter on stg's table stream (`eventSourceARN` prefix `…table/items-stg`)",
+        'filters = [\'{"eventSourceARN": [{"prefix": "arn:aws:dynamodb:eu-west-1:123456789012:table/items-stg"}]}\']\n',
+        "subscriber 'search': filter value 'arn:aws:dynamodb:eu-west-1:123456789012:table/items-stg' names items-stg",
+        "filter",
+    ),
+]:
+    add(Case(
+        PREVIEWS, f"a preview of stg whose inherited subscriber holds {_what}",
+        functools.partial(_with_handler, _STG_SEARCH + _lines, ["preview", "deploy", "12", "--from", "stg"]),
+        (*ONE_LINE, f"preview pr-12 from stg: {_expect}", "allowed: the preview's own names (items-pr-12, "
+         "doctable-items-pr-12", "[previews.subscribers.<name>]"),
+        CLI_STOPS, f"preview-subscriber-{_id}-outside",
+    ))  # fmt: skip
+preview_case(
+    '[project]\nname = "orders api"\n\n' + _STG, ["preview", "list"],
+    ["doctable.toml [project]: name = 'orders api' is not a project name; allowed: letters, digits, ., _ and -"],
+    id="preview-bad-project-name", label="a project name that is not one (`[project] name = \"orders api\"`)",
+)  # fmt: skip
+
+
+def _another_projects_preview(argv: list[str]) -> str:
+    """``doctable <argv>`` (project ``orders``) against preview pr-2 (moto) tagged ``Project=billing``."""
+    import boto3
+    from moto import mock_aws
+
+    from contract.preview import TAG_EXPIRES_AT, TAG_PREVIEW_OF, TAG_PROJECT
+    from tests.support import ops
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "doctable.toml"
+        path.write_text('[project]\nname = "orders"\n\n' + _STG)
+        config = ops.config_of(env="pr-2", tier="dev")
+        extra = {TAG_PROJECT: "billing", TAG_PREVIEW_OF: "stg", TAG_EXPIRES_AT: "2020-01-01T00:00:00Z"}
+        with environment(CLI_ENV), mock_aws():
+            cfn = boto3.client("cloudformation", region_name=REGION)
+            cfn.create_stack(StackName=config.stack_name, TemplateBody=json.dumps(ops.template(config)),
+                             Tags=[{"Key": k, "Value": v} for k, v in {**config.tags(), **extra}.items()])  # fmt: skip
+            observed = run_cli(argv, {"DOCTABLE_CONFIG": str(path)})
+            left = cfn.describe_stacks(StackName=config.stack_name)["Stacks"][0]["StackStatus"]
+            return f"{observed}; {config.stack_name}: {left}"
+
+
+add(
+    Case(
+        PREVIEWS,
+        "`doctable preview destroy 2 --yes` in project `orders` where pr-2 is tagged `Project=billing`",
+        functools.partial(_another_projects_preview, ["preview", "destroy", "2", "--yes"]),
+        (
+            "exit 3; 1 line(s) on stderr: doctable: ",
+            "stack doctable-items-pr-2 is not a preview of this project (tagged Project=billing: another project's",
+            "doctable-items-pr-2: CREATE_COMPLETE",
+        ),
+        "refused after the survey (exit 3; `preview.other_project` in `preview list --json`): the stack untouched",
+        "preview-other-project",
+    )
+)
+
 cli_case(
     ["verify", "--timeout", "-5"],
     ["exit 2;", "argument --timeout: must be >= 0"],

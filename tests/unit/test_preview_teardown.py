@@ -14,6 +14,7 @@ import pytest
 from contract import names
 from contract import preview as rules
 from contract.knobs import DocTableConfig
+from contract.project import TAG_PROJECT
 from contract.settings import load_settings
 from doctable.cli import main
 from doctable.core.aws import Aws
@@ -23,7 +24,8 @@ from doctable.operate import preview as p
 from tests.support import ops as ot
 
 PAST, FUTURE = "2020-01-01T00:00:00Z", "2099-01-01T00:00:00Z"
-SETTINGS = '[defaults]\ntable_base = "items"\n\n[environments.dev]\n\n[environments.stg]\n'
+PROJECT = "items-app"
+SETTINGS = f'[project]\nname = "{PROJECT}"\n\n[defaults]\ntable_base = "items"\n\n[environments.dev]\n\n[environments.stg]\n'
 
 
 @pytest.fixture
@@ -37,22 +39,29 @@ def aws(ops_env: None, moto_env: Aws, monkeypatch: pytest.MonkeyPatch, tmp_path:
     return moto_env
 
 
-def deploy_preview(aws: Aws, env: str, *, expires: str = PAST, record: str | None = None) -> DocTableConfig:
+def deploy_preview(
+    aws: Aws, env: str, *, expires: str = PAST, record: str | None = None, project: str | None = PROJECT
+) -> DocTableConfig:
     """A preview stack of stg named ``env`` with its tags; ``record``: the Knobs output it writes instead of its
-    own (what a pull request's app can make it say)."""
+    own (what a pull request's app can make it say); ``project``: its Project tag (None: none)."""
     config = ot.config_of(env=env, table_base="items", tier=rules.PREVIEW_TIER)
     outputs = {names.OUT_KNOBS: record} if record is not None else None
     aws.client("cloudformation").create_stack(
         StackName=config.stack_name,
         TemplateBody=json.dumps(ot.template(config, record_knobs=record is None, extra_outputs=outputs)),
-        Tags=tags(config, expires),
+        Tags=tags(config, expires, project),
     )
     return config
 
 
-def tags(config: DocTableConfig, expires: str) -> list[dict[str, str]]:
-    values = {**config.tags(), rules.TAG_PREVIEW_OF: "stg", rules.TAG_EXPIRES_AT: expires}
-    return [{"Key": k, "Value": v} for k, v in values.items()]
+def tags(config: DocTableConfig, expires: str, project: str | None = PROJECT) -> list[dict[str, str]]:
+    values = {
+        **config.tags(),
+        TAG_PROJECT: project,
+        rules.TAG_PREVIEW_OF: "stg",
+        rules.TAG_EXPIRES_AT: expires,
+    }
+    return [{"Key": k, "Value": v} for k, v in values.items() if v is not None]
 
 
 def stack_status(aws: Aws, stack: str) -> str | None:
@@ -136,3 +145,44 @@ def test_destroy_counts_the_items_of_the_stacks_own_table_not_the_one_its_output
     assert "pr-5 (doctable-items-pr-5): removed" in capsys.readouterr().out
     assert stack_status(aws, config.stack_name) in (None, "DELETE_COMPLETE")
     assert aws.client("dynamodb").scan(TableName=stg.table_name)["Count"] == 1
+
+
+def test_two_projects_in_one_account_never_touch_each_others_previews(
+    aws: Aws, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN three expired previews of the same names' shape: this project's, another project's, and one deployed
+    # before stacks carried the Project tag
+    ours = deploy_preview(aws, "pr-1")
+    theirs = deploy_preview(aws, "pr-2", project="other-app")
+    untagged = deploy_preview(aws, "pr-3", project=None)
+    # WHEN list runs, THEN only ours is a preview; the others are shown as skipped, each by its code
+    assert main(["preview", "list", "--json", "-q"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [x["name"] for x in listed["previews"]] == ["pr-1"]
+    assert {s["stack"]: s["code"] for s in listed["skipped"]} == {
+        theirs.stack_name: "preview.other_project",
+        untagged.stack_name: "preview.project_untagged",
+    }
+    # WHEN destroy names another project's preview, THEN it is refused and left as it was
+    assert main(["preview", "destroy", "2", "--yes", "-q"]) == 3
+    assert stack_status(aws, theirs.stack_name) == "CREATE_COMPLETE"
+    capsys.readouterr()
+    # WHEN gc runs, THEN it removes ours only
+    assert main(["preview", "gc", "--yes", "--json", "-q"]) == 0
+    assert [r["name"] for r in json.loads(capsys.readouterr().out)["results"]] == ["pr-1"]
+    assert stack_status(aws, ours.stack_name) in (None, "DELETE_COMPLETE")
+    for config in (theirs, untagged):
+        assert stack_status(aws, config.stack_name) == "CREATE_COMPLETE"
+
+
+def test_a_preview_redeployed_after_the_project_tag_came_is_ours_again(aws: Aws, tmp_path: Path) -> None:
+    # GIVEN a preview deployed before stacks carried the Project tag: not this project's
+    config = deploy_preview(aws, "pr-6", project=None)
+    settings = load_settings(tmp_path / "doctable.toml")
+    assert [s["code"] for s in p.survey(aws, settings).skipped] == ["preview.project_untagged"]
+    # WHEN it is deployed again (the way out its reason names: the deploy writes the tags)
+    aws.client("cloudformation").update_stack(
+        StackName=config.stack_name, TemplateBody=json.dumps(ot.template(config)), Tags=tags(config, PAST)
+    )
+    # THEN it is this project's preview again
+    assert [x.env for x in p.survey(aws, settings).previews] == ["pr-6"]

@@ -165,6 +165,7 @@ DECLARED = {"dev": "doctable-items-dev", "stg": "doctable-items-stg", "prod": "d
 TAGS = {
     "ManagedBy": "ephemera",
     "Source": "doctable",
+    "Project": "items-app",
     "Environment": "pr-7",
     "Tier": "dev",
     "PreviewOf": "stg",
@@ -172,11 +173,12 @@ TAGS = {
 }
 
 
-def classify(stack: str = "doctable-items-pr-7", **tags: Any) -> rules.PreviewStack | str:
+def classify(stack: str = "doctable-items-pr-7", **tags: Any) -> rules.PreviewStack | rules.NotPreview:
     return rules.classify(
         stack,
         {k: v for k, v in {**TAGS, **tags}.items() if v is not None},
         prefix="pr-",
+        project="items-app",
         declared=DECLARED,
         stack_of=lambda template, env: f"doctable-items-{env}",
     )
@@ -191,23 +193,25 @@ def test_a_preview_stack_is_found_by_its_tags_and_expires_by_the_given_clock() -
 
 
 @pytest.mark.parametrize(
-    ("stack", "tags", "why"),
+    ("stack", "tags", "code"),
     [
-        ("doctable-items-pr-7", {"ManagedBy": None}, "no ManagedBy=ephemera tag"),
-        ("doctable-items-pr-7", {"Source": "another"}, "no Source=doctable tag"),
-        ("doctable-items-pr-7", {"PreviewOf": None}, "no PreviewOf tag"),
-        ("doctable-items-pr-7", {"ExpiresAt": "tomorrow"}, "no readable ExpiresAt tag"),
-        ("doctable-items-qa-7", {"Environment": "qa-7"}, "lacks the preview prefix"),
-        ("doctable-items-stg", {"Environment": "stg"}, "lacks the preview prefix"),
-        ("doctable-other-pr-7", {}, "not this project's stack for preview 'pr-7'"),
-        ("doctable-items-dev-pr-7", {}, "equals or extends declared stack doctable-items-dev"),
+        ("doctable-items-pr-7", {"ManagedBy": None}, "preview.not_managed"),
+        ("doctable-items-pr-7", {"Source": "another"}, "preview.other_source"),
+        ("doctable-items-pr-7", {"Project": None}, "preview.project_untagged"),
+        ("doctable-items-pr-7", {"Project": "other-app"}, "preview.other_project"),
+        ("doctable-items-pr-7", {"PreviewOf": None}, "preview.no_template"),
+        ("doctable-items-pr-7", {"ExpiresAt": "tomorrow"}, "preview.no_expiry"),
+        ("doctable-items-qa-7", {"Environment": "qa-7"}, "preview.no_prefix"),
+        ("doctable-items-stg", {"Environment": "stg"}, "preview.no_prefix"),
+        ("doctable-other-pr-7", {}, "preview.other_stack"),
+        ("doctable-items-dev-pr-7", {}, "preview.extends_declared"),
     ],
 )
 def test_a_stack_that_is_not_a_preview_of_this_project_is_never_selected(
-    stack: str, tags: dict[str, Any], why: str
+    stack: str, tags: dict[str, Any], code: str
 ) -> None:
     verdict = classify(stack, **tags)
-    assert isinstance(verdict, str) and why in verdict
+    assert isinstance(verdict, rules.NotPreview) and verdict.code == code
 
 
 def test_a_declared_environment_carrying_the_prefix_is_never_a_preview() -> None:
@@ -215,6 +219,7 @@ def test_a_declared_environment_carrying_the_prefix_is_never_a_preview() -> None
         "doctable-items-pr-7",
         TAGS,
         prefix="pr-",
+        project="items-app",
         declared={**DECLARED, "pr-7": "doctable-items-pr-7"},
         stack_of=lambda template, env: f"doctable-items-{env}",
     )
