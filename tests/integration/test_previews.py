@@ -1,7 +1,7 @@
 """Preview environments on the local AWS: a preview deploys from stg through `doctable deploy`'s path and verifies,
 expires by the local AWS's clock (its Date header moved ahead, local/clock.py) and is removed by `doctable preview
-gc`, while the declared stg, a foreign stack named like a preview and a preview-tagged stack of another Source
-stay.
+gc`, while the declared stg, a foreign stack named like a preview, a preview-tagged stack of another Source and
+another project's preview (its Project tag) stay.
 
 The tests run in file order and share the stacks (table_base ``prev``).
 """
@@ -19,7 +19,11 @@ from tests.support.cli import Result, run_doctable
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
-SETTINGS = """\
+PROJECT = "prev-app"
+SETTINGS = f"""\
+[project]
+name = "{PROJECT}"
+
 [defaults]
 table_base = "prev"
 
@@ -32,6 +36,7 @@ DECLARED = "doctable-prev-stg"
 PREVIEW = "doctable-prev-pr-7"
 FOREIGN = "doctable-prev-pr-9"  # a preview's name, none of its tags
 OTHER_SOURCE = "doctable-prev-pr-8"  # a preview's tags, expired long ago, but another project's Source
+OTHER_PROJECT = "doctable-prev-pr-6"  # every tag of an expired preview of this name, but another Project
 EMPTY_TEMPLATE = json.dumps({"Resources": {"Handle": {"Type": "AWS::CloudFormation::WaitConditionHandle"}}})
 
 
@@ -57,9 +62,9 @@ def doctable(
     finally:
         local_aws.faults.reset_clock()  # the other modules' answers carry the real time again
         cfn = local_aws.client("cloudformation")
-        for name in (FOREIGN, OTHER_SOURCE, DECLARED, PREVIEW):  # this module's own stacks
+        for name in (FOREIGN, OTHER_SOURCE, OTHER_PROJECT, DECLARED, PREVIEW):  # this module's own stacks
             cfn.delete_stack(StackName=name)
-        for name in (FOREIGN, OTHER_SOURCE, DECLARED, PREVIEW):
+        for name in (FOREIGN, OTHER_SOURCE, OTHER_PROJECT, DECLARED, PREVIEW):
             cfn.get_waiter("stack_delete_complete").wait(
                 StackName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 300}
             )
@@ -99,8 +104,21 @@ def test_a_declared_environment_and_lookalike_stacks_exist(
         TemplateBody=EMPTY_TEMPLATE,
         Tags=[{"Key": k, "Value": v} for k, v in other_tags.items()],
     )
-    # THEN all three are there
-    assert all(stack(local_aws, name) for name in (DECLARED, FOREIGN, OTHER_SOURCE))
+    theirs = {
+        **other_tags,
+        "Source": "doctable",
+        "Project": "another-app",
+        "Environment": "pr-6",
+        "Tier": "dev",
+    }
+    cfn.create_stack(
+        StackName=OTHER_PROJECT,
+        TemplateBody=EMPTY_TEMPLATE,
+        Tags=[{"Key": k, "Value": v} for k, v in theirs.items()],
+    )
+    # THEN all four are there, stg tagged with this project
+    assert all(stack(local_aws, name) for name in (DECLARED, FOREIGN, OTHER_SOURCE, OTHER_PROJECT))
+    assert tags_of(stack(local_aws, DECLARED) or {})["Project"] == PROJECT
 
 
 def test_a_preview_deploys_from_stg_and_verifies(
@@ -119,9 +137,12 @@ def test_a_preview_deploys_from_stg_and_verifies(
     )
     # AND its stack is a dev-tier preview of stg with its expiry, its table has the template's TTL
     tags = tags_of(stack(local_aws, PREVIEW) or {})
-    assert {k: tags.get(k) for k in ("ManagedBy", "Source", "Environment", "Tier", "PreviewOf")} == {
+    assert {
+        k: tags.get(k) for k in ("ManagedBy", "Source", "Project", "Environment", "Tier", "PreviewOf")
+    } == {
         "ManagedBy": "ephemera",
         "Source": "doctable",
+        "Project": PROJECT,
         "Environment": "pr-7",
         "Tier": "dev",
         "PreviewOf": "stg",
@@ -142,7 +163,11 @@ def test_list_finds_the_preview_by_its_tags_and_leaves_the_lookalikes(
     assert [(p["name"], p["template"], p["stack"], p["expired"]) for p in listed["previews"]] == [
         ("pr-7", "stg", PREVIEW, False)
     ]
-    assert {s["stack"] for s in listed["skipped"]} == {FOREIGN, OTHER_SOURCE}
+    assert {s["stack"]: s["code"] for s in listed["skipped"]} == {
+        FOREIGN: "preview.not_managed",
+        OTHER_SOURCE: "preview.other_source",
+        OTHER_PROJECT: "preview.other_project",
+    }
 
 
 def test_gc_before_expiry_removes_nothing(doctable: Callable[..., Result], local_aws: lt.LocalAWS) -> None:
@@ -177,8 +202,8 @@ def test_the_preview_expires_by_the_local_aws_clock_and_gc_removes_it_alone(
     assert stack(local_aws, PREVIEW) is None
     tables = local_aws.client("dynamodb").list_tables()["TableNames"]
     assert "prev-pr-7" not in tables
-    # AND the declared environment, the foreign lookalike and the other project's preview stay
-    assert all(stack(local_aws, name) for name in (DECLARED, FOREIGN, OTHER_SOURCE))
+    # AND the declared environment, the foreign lookalike and the other projects' previews stay
+    assert all(stack(local_aws, name) for name in (DECLARED, FOREIGN, OTHER_SOURCE, OTHER_PROJECT))
     assert "prev-stg" in tables
     # AND a second gc finds nothing left to do
     again = doctable("preview", "gc", "--yes", "--json")
