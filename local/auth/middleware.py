@@ -124,6 +124,11 @@ class AuthMiddleware:
             if refusal:
                 return _denied(start_response, parsed, refusal)
             return ALLOW
+        if (
+            parsed.service == "s3" and parsed.bucket and parsed.operation != "CreateBucket"
+            and principals.bucket_region(parsed.bucket) is None
+        ):  # fmt: skip
+            return ALLOW  # a bucket nobody owns: S3 answers NoSuchBucket whoever asks (no policy to evaluate)
         resource_policy = principals.bucket_policy(parsed.bucket) if parsed.service == "s3" else None
         if parsed.delete_keys is not None:
             return self._delete_objects(environ, start_response, parsed, principal, resource_policy, body)

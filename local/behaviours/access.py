@@ -76,6 +76,16 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         ),
     ),
     Behaviour(
+        id="s3.missing-bucket-first",
+        service="s3",
+        rule="A request naming a bucket that does not exist is answered NoSuchBucket (HEAD: 404) whoever makes it, "
+        "before any permission is evaluated (a bucket nobody owns has no owner's policies to evaluate); only "
+        "CreateBucket is authorized on a missing bucket.",
+        source="https://docs.aws.amazon.com/AmazonS3/latest/API/API_HeadBucket.html",
+        test="tests/unit/test_local_s3_payload.py::test_a_bucket_nobody_owns_is_no_such_bucket_whoever_asks",
+        errors=(("s3:HeadBucket", "NoSuchBucket"), ("s3:GetObject", "NoSuchBucket")),
+    ),
+    Behaviour(
         id="s3.anonymous-requests",
         service="s3",
         rule="An unsigned S3 request is made by the anonymous principal: it is allowed only by a bucket policy "

@@ -41,7 +41,17 @@ def create_role(
     backend = im.iam_backends[account_id][get_partition(region_name)]
     for arn in cloudformation_json["Properties"].get("ManagedPolicyArns", []) or []:
         backend.attach_role_policy(arn, role.name)
+    _declared(role, cloudformation_json["Properties"])
     return role
+
+
+def _declared(role: Any, properties: dict[str, Any]) -> None:
+    """What the role's own properties put on it (its Policies, its ManagedPolicyArns): all an update of the role
+    may take off again. An AWS::IAM::Policy or ManagedPolicy resource's attachment is that resource's."""
+    role.doctable_declared = (
+        {p["PolicyName"] for p in properties.get("Policies", []) or []},
+        set(properties.get("ManagedPolicyArns", []) or []),
+    )
 
 
 @PATCHES.replace(Target(_MODELS, "Role.update_from_cloudformation_json"), wrap=classmethod)
@@ -69,17 +79,21 @@ def update_role(
     if document is not None:
         role.assume_role_policy_document = document if isinstance(document, str) else json.dumps(document)
     wanted = {p["PolicyName"]: p["PolicyDocument"] for p in properties.get("Policies", []) or []}
+    # only what the role's own properties had put on it comes off (the other resources' attachments stay, as
+    # on AWS: moto's update had removed an AWS::IAM::Policy's inline policy from the role it names)
+    declared_names, declared_arns = getattr(role, "doctable_declared", (set(wanted), set()))
     for name in list(role.policies):
-        if name not in wanted:
+        if name in declared_names and name not in wanted:
             role.delete_policy(name)
     for name, doc in wanted.items():
         role.put_policy(name, doc if isinstance(doc, str) else json.dumps(doc))
     attached = set(role.managed_policies)
     wanted_arns = set(properties.get("ManagedPolicyArns", []) or [])
-    for arn in attached - wanted_arns:
+    for arn in (attached & declared_arns) - wanted_arns:
         backend.detach_role_policy(arn, role.name)
     for arn in wanted_arns - attached:
         backend.attach_role_policy(arn, role.name)
+    _declared(role, properties)
     return role
 
 

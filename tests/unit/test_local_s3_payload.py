@@ -228,3 +228,23 @@ def test_the_signing_names_are_botocores() -> None:
     }
     assert by_target == signing.TARGET_SIGNING_NAMES
     assert by_version == signing.QUERY_SIGNING_NAMES
+
+
+def test_a_bucket_nobody_owns_is_no_such_bucket_whoever_asks(keys: dict[str, Credentials]) -> None:
+    # GIVEN a principal with no S3 right at all, and no bucket named "unclaimed"
+    iam = boto3.client("iam", region_name="us-east-1")
+    iam.create_user(UserName="nobody")
+    key = iam.create_access_key(UserName="nobody")["AccessKey"]
+    nobody = Credentials(key["AccessKeyId"], key["SecretAccessKey"])
+    boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="claimed")
+
+    def head(bucket: str) -> tuple[str, bool]:
+        request = AWSRequest("HEAD", f"http://{HOST}/{bucket}")
+        botocore.auth.S3SigV4Auth(nobody, "s3", "us-east-1").add_auth(request)
+        status, _, reached = signed.through(middleware.AuthMiddleware, environ(request))
+        return status[:3], reached
+
+    # WHEN it asks for the missing bucket THEN S3 answers it (NoSuchBucket, 404): nothing to authorize against
+    assert head("unclaimed")[1] is True
+    # AND a bucket that exists is refused to it (AccessDenied), as S3 answers a bucket of someone else's
+    assert head("claimed") == ("403", False)

@@ -77,6 +77,28 @@ def test_a_templates_role_attaches_its_managed_policies_and_updates_them(cfn: An
     assert document["Statement"][0]["Action"] == ["dynamodb:GetItem", "dynamodb:Query"]
 
 
+def test_a_roles_update_keeps_the_policies_other_resources_put_on_it(cfn: Any) -> None:
+    # GIVEN a role whose inline policy is an AWS::IAM::Policy resource of its own (as the CDK writes a role's
+    # default policy, and the CDK bootstrap its roles')
+    def template(description: str) -> dict[str, Any]:
+        document = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:GetObject",
+                    "Resource": "*"}]}  # fmt: skip
+        return {
+            "Role": {"Type": "AWS::IAM::Role",
+                     "Properties": {"AssumeRolePolicyDocument": TRUST, "Description": description}},
+            "Default": {"Type": "AWS::IAM::Policy", "Properties": {
+                "PolicyName": "default", "Roles": [{"Ref": "Role"}], "PolicyDocument": document}},
+        }  # fmt: skip
+
+    outputs = _deploy(cfn, template("one"), {"Name": {"Value": {"Ref": "Role"}}})
+    # WHEN only the role changes (its description)
+    _deploy(cfn, template("two"), {"Name": {"Value": {"Ref": "Role"}}}, update=True)
+    # THEN the policy resource's inline policy is still on the role (moto's update had taken it off: a second
+    # `cdk bootstrap` left the file-publishing role without its rights)
+    iam = boto3.client("iam", region_name=REGION)
+    assert iam.list_role_policies(RoleName=outputs["Name"])["PolicyNames"] == ["default"]
+
+
 def test_a_templates_log_group_keeps_its_retention_and_its_arn_form(cfn: Any) -> None:
     # GIVEN a log group with a retention, its Arn an output
     def group(days: int) -> dict[str, Any]:

@@ -45,11 +45,20 @@ class AccessDenied(Exception):
         self.message = message
 
 
-def _context(resource_type: str, action: str, props: dict[str, Any]) -> dict[str, list[str]] | None:
+def _context(
+    resource_type: str, action: str, props: dict[str, Any], region: str
+) -> dict[str, list[str]] | None:
     """The condition keys of the handler's call: the service a role is passed to; the boundary a role is
     created with, or the one the roles an inline policy is put on have."""
     if action == "iam:PassRole":
         return {"iam:PassedToService": ["lambda.amazonaws.com"]}
+    if resource_type == "AWS::Lambda::EventSourceMapping" and isinstance(props.get("FunctionName"), str):
+        # the function a mapping invokes (lambda:FunctionArn), named by its ARN or its name
+        name = str(props["FunctionName"])
+        arn = (
+            name if name.startswith("arn:") else f"arn:aws:lambda:{region}:{state.ACCOUNT_ID}:function:{name}"
+        )
+        return {"lambda:FunctionArn": [arn]}
     if resource_type == "AWS::IAM::Role" and props.get("PermissionsBoundary"):
         return {"iam:PermissionsBoundary": [str(props["PermissionsBoundary"])]}
     if resource_type == "AWS::IAM::Policy":
@@ -77,7 +86,7 @@ def check(resources_map: Any, resource_type: str, operation: str, name: str, pro
         return
     region = resources_map._region_name
     for action, arn in calls(resource_type, operation, name, props, region):
-        context = _context(resource_type, action, props)
+        context = _context(resource_type, action, props, region)
         decision = principals.role_may(role, SESSION, action, arn, context=context)
         if decision.allowed:
             continue

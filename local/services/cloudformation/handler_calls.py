@@ -25,6 +25,8 @@ def _arn(service: str, resource: str) -> Arn:
     """An ARN of ``service`` whose resource part is ``resource`` with {name} and {region} filled in."""
 
     def build(name: str, props: dict[str, Any], region: str) -> list[str]:
+        if name.startswith("arn:"):  # a physical id that is the ARN already (a managed policy's)
+            return [name]
         regional = "" if service in ("iam", "s3") else region
         account = "" if service == "s3" else state.ACCOUNT_ID
         filled = resource.format(name=name, path=props.get("Path") or "/")
@@ -56,6 +58,14 @@ def _anything(name: str, props: dict[str, Any], region: str) -> list[str]:
 _ROLE = _arn("iam", "role{path}{name}")
 _FUNCTION = _arn("lambda", "function:{name}")
 _FUNCTION_OF = _each("lambda", "function:{name}", "FunctionName")
+_MAPPING = _arn("lambda", "event-source-mapping:{name}")
+
+
+def _dashboard(name: str, props: dict[str, Any], region: str) -> list[str]:
+    """A dashboard's ARN: global to the account (no region), named by its DashboardName."""
+    return [f"arn:aws:cloudwatch::{state.ACCOUNT_ID}:dashboard/{props.get('DashboardName') or name}"]
+
+
 CALLS: dict[str, dict[str, tuple[str, Arn]]] = {
     "AWS::DynamoDB::Table": {
         "create": ("dynamodb:CreateTable", _arn("dynamodb", "table/{name}")),
@@ -73,9 +83,11 @@ CALLS: dict[str, dict[str, tuple[str, Arn]]] = {
         "delete": ("lambda:DeleteFunction", _FUNCTION),
     },
     "AWS::Lambda::EventSourceMapping": {
+        # CreateEventSourceMapping names no resource (the Service Authorization Reference); the others the
+        # mapping's ARN, its UUID the physical id
         "create": ("lambda:CreateEventSourceMapping", _anything),
-        "update": ("lambda:UpdateEventSourceMapping", _anything),
-        "delete": ("lambda:DeleteEventSourceMapping", _anything),
+        "update": ("lambda:UpdateEventSourceMapping", _MAPPING),
+        "delete": ("lambda:DeleteEventSourceMapping", _MAPPING),
     },
     "AWS::Lambda::Alias": {
         "create": ("lambda:CreateAlias", _FUNCTION_OF),
@@ -121,9 +133,9 @@ CALLS: dict[str, dict[str, tuple[str, Arn]]] = {
         "delete": ("cloudwatch:DeleteAlarms", _arn("cloudwatch", "alarm:{name}")),
     },
     "AWS::CloudWatch::Dashboard": {
-        "create": ("cloudwatch:PutDashboard", _arn("cloudwatch", "dashboard/{name}")),
-        "update": ("cloudwatch:PutDashboard", _arn("cloudwatch", "dashboard/{name}")),
-        "delete": ("cloudwatch:DeleteDashboards", _arn("cloudwatch", "dashboard/{name}")),
+        "create": ("cloudwatch:PutDashboard", _dashboard),
+        "update": ("cloudwatch:PutDashboard", _dashboard),
+        "delete": ("cloudwatch:DeleteDashboards", _dashboard),
     },
     "AWS::SNS::Topic": {
         "create": ("sns:CreateTopic", _arn("sns", "{name}")),
@@ -230,12 +242,15 @@ FOLLOW_UPS: dict[str, dict[str, tuple[Reads, ByProperty]]] = {
     },
     "AWS::Lambda::Function": {
         "create": ([("lambda:GetFunction", _FUNCTION)], _FUNCTION_PROPERTIES),
-        "update": ([("lambda:GetFunction", _FUNCTION)], _FUNCTION_PROPERTIES[:2]),  # a layer is read on create
+        "update": (
+            [("lambda:GetFunction", _FUNCTION)],
+            _FUNCTION_PROPERTIES[:2],
+        ),  # a layer is read on create
     },
     "AWS::Lambda::EventSourceMapping": {
         "create": (
-            [("lambda:GetEventSourceMapping", _anything)],
-            [("Tags", "lambda:TagResource", _anything)],
+            [("lambda:GetEventSourceMapping", _MAPPING)],
+            [("Tags", "lambda:TagResource", _MAPPING)],
         ),
     },
     "AWS::IAM::Role": {
