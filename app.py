@@ -24,7 +24,7 @@ def synthesize(context: dict[str, object] | None = None, outdir: str | None = No
 
     from contract.knobs import INDEX_STEP_CONTEXT, PROJECT_ROOT, ConfigError, user_context, with_index_step
     from contract.settings import cdk_json_knobs, resolve_settings
-    from infra.stack import create_stack
+    from infra.stack import bootstrap_of, create_stack
 
     # A fresh asset cache: a worker's earlier synth must not lend this one a fingerprint of changed files.
     cdk.AssetStaging.clear_asset_hash_cache()
@@ -42,7 +42,9 @@ def synthesize(context: dict[str, object] | None = None, outdir: str | None = No
             config = with_index_step(config, step)
         # A global table's stack needs a region, and the replica stacks their streams (replica_streams): both
         # are checked before any construct exists.
-        create_stack(app, config, account=resolved.account, region=resolved.region)
+        create_stack(
+            app, config, account=resolved.account, region=resolved.region, bootstrap=bootstrap_of(resolved)
+        )
     except ConfigError as exc:
         # One message listing every problem, and a non-zero exit.
         print(f"error: {exc}", file=sys.stderr)

@@ -1,5 +1,5 @@
-"""The CDK bootstrap's roles a deploy assumes (the default qualifier), named per account and region. Standard
-library only."""
+"""The CDK bootstrap's roles a deploy assumes (the environment's qualifier, else the CDK's default), named per
+account and region, and its stack's name. Standard library only."""
 
 from __future__ import annotations
 
@@ -10,6 +10,15 @@ BOOTSTRAP_QUALIFIER = "hnb659fds"
 DEPLOYER_BOOTSTRAP_ROLES = ("deploy", "file-publishing")
 
 
-def bootstrap_role_arn(partition: str, account: str, region: str, kind: str) -> str:
-    """The ARN of the bootstrap role ``kind`` of ``account`` in ``region`` (IAM ARNs carry no region)."""
-    return f"arn:{partition}:iam::{account}:role/cdk-{BOOTSTRAP_QUALIFIER}-{kind}-role-{account}-{region}"
+def bootstrap_role_arn(
+    partition: str, account: str, region: str, kind: str, qualifier: str = BOOTSTRAP_QUALIFIER
+) -> str:
+    """The ARN of the bootstrap role ``kind`` of ``account`` in ``region`` for ``qualifier`` (the environment's
+    ``qualifier`` binding, else the CDK's default; IAM ARNs carry no region)."""
+    return f"arn:{partition}:iam::{account}:role/cdk-{qualifier}-{kind}-role-{account}-{region}"
+
+
+def toolkit_stack_name(qualifier: str) -> str:
+    """The bootstrap stack of ``qualifier``: the CDK's CDKToolkit for its default, CDKToolkit-<qualifier> for
+    another (one account and region may hold several bootstraps, one per qualifier)."""
+    return "CDKToolkit" if qualifier == BOOTSTRAP_QUALIFIER else f"CDKToolkit-{qualifier}"

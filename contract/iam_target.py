@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contract import names
-from contract.bootstrap import bootstrap_role_arn
+from contract.bootstrap import BOOTSTRAP_QUALIFIER, bootstrap_role_arn
 from contract.knobs import DocTableConfig
 
 # With bucket_names=generated, CloudFormation names a resource it names itself ``<stack>-<logical id>-<random>``; for
@@ -67,6 +67,7 @@ class Target:
     # of the pattern that every environment's generated bucket names share.
     deployed_failure_bucket: str = ""
     deployed_blob_bucket: str = ""
+    qualifier: str = BOOTSTRAP_QUALIFIER  # the CDK bootstrap the environment deploys through
 
     def __post_init__(self) -> None:
         if not self.partition:
@@ -177,7 +178,7 @@ class Target:
 
     def bootstrap_role(self, kind: str) -> str:
         # The CLI assumes these roles; they hold the deploy's own rights.
-        return bootstrap_role_arn(self.partition, self.account, self.region, kind)
+        return bootstrap_role_arn(self.partition, self.account, self.region, kind, self.qualifier)
 
     @property
     def stack_roles(self) -> tuple[str, ...]:

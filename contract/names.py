@@ -134,6 +134,8 @@ LAMBDA_RUNTIME = "python3.13"
 POWERTOOLS_VERSION = "3.37.0"
 # Powertools publishes each release's layer ARN, per architecture and runtime, as a public SSM parameter.
 POWERTOOLS_SSM_PATH = "/aws/service/powertools/python/{arch}/{runtime}/{version}"
+# The public layers that parameter names begin so (AWSLambdaPowertoolsPythonV3-python313-arm64, ...).
+POWERTOOLS_LAYER_PREFIX = "AWSLambdaPowertoolsPythonV3-"
 
 
 def powertools_layer_parameter(architecture: str) -> str:

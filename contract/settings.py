@@ -51,8 +51,16 @@ CONFIG_VARIABLE = "DOCTABLE_CONFIG"
 DEFAULT_ENV = KNOB_DEFAULTS["env"]
 # Where an environment runs: not knobs (they do not shape the stack), but a deploy or a command whose
 # credentials resolve elsewhere stops before changing anything.
-BINDING_KEYS = ("account", "region")
+BINDING_KEYS = ("account", "region", "qualifier")
 ACCOUNT_RE = re.compile(r"^\d{12}$")
+# The CDK bootstrap an environment deploys through (`doctable bootstrap`): its stacks' synthesizer names its roles
+# and asset bucket, and its roles carry the environment's permissions boundary. The CDK's rule for a qualifier.
+QUALIFIER_RE = re.compile(r"^[a-z0-9]{1,10}$")
+_BINDING_SHAPES = {
+    "account": (ACCOUNT_RE, "12 digits"),
+    "region": (REGION_RE, "a region name such as us-east-1"),
+    "qualifier": (QUALIFIER_RE, "1 to 10 lower-case letters and digits (the CDK bootstrap's qualifier)"),
+}
 # Chosen per run, never written in the file: the environment (its table names it) and the deploy target
 # (`doctable local env` sets DOCTABLE_DEPLOY_TARGET=local for the local AWS).
 NOT_IN_FILE = tuple(name for name, declared in KNOBS.items() if declared.per_run)
@@ -70,6 +78,7 @@ class Section:
     values: dict[str, Any] = field(default_factory=dict)
     account: str | None = None
     region: str | None = None
+    qualifier: str | None = None
     # The section's index declarations (name -> table) as TOML gives them; None: the section declares none, so
     # an environment takes [defaults]'s. An environment that declares indexes declares its whole set.
     indexes: dict[str, Any] | None = None
@@ -149,10 +158,10 @@ def _section(data: Any, where: str, problems: list[str], *, environment: bool = 
         return section
     for name, value in data.items():
         if name in BINDING_KEYS:
-            pattern = ACCOUNT_RE if name == "account" else REGION_RE
-            shape = "12 digits" if name == "account" else "a region name such as us-east-1"
+            pattern, shape = _BINDING_SHAPES[name]
             if not isinstance(value, str) or not pattern.match(value):
-                problems.append(f"{where}: {name} = {value!r} is not an AWS {name}; allowed: {shape}")
+                kind = "a CDK bootstrap qualifier" if name == "qualifier" else f"an AWS {name}"
+                problems.append(f"{where}: {name} = {value!r} is not {kind}; allowed: {shape}")
             else:
                 setattr(section, name, value)
         elif name == subscriber_specs.SUBSCRIBERS:
@@ -311,6 +320,7 @@ class Resolved:
     overrides: list[Override]
     account: str | None = None
     region: str | None = None
+    qualifier: str | None = None  # the CDK bootstrap it deploys through (None: the CDK's default, hnb659fds)
     index_source: str = BUILT_IN  # the section whose indexes the environment takes
     preview: preview_rules.Preview | None = None  # a preview's template and expiry (PREVIEW_CONTEXT)
     # Every environment a run may choose, with its stack name (the file's, or the shipped four's).
@@ -328,6 +338,7 @@ class Resolved:
             "env": self.config.env,
             "account": self.account,
             "region": self.region,
+            "qualifier": self.qualifier,
             "knobs": self.rows(),
             "indexes": {"source": self.index_source, "declared": self.config.index_declarations},
             "overrides": [o.as_dict() for o in self.overrides],
@@ -360,6 +371,7 @@ def _file_layer(
             sources[name] = label
         binding.account = section.account or binding.account
         binding.region = section.region or binding.region
+        binding.qualifier = section.qualifier or binding.qualifier
         if section.indexes is not None:
             binding.indexes = section.indexes
             sources[INDEXES] = label
@@ -454,6 +466,7 @@ def resolve_settings(
         overrides=overrides,
         account=binding.account,
         region=binding.region,
+        qualifier=binding.qualifier,
         index_source=index_source,
         stacks=(settings or SettingsFile(path=Path(FILE_NAME))).stack_names(),
         preview_prefix=settings.preview_prefix if settings is not None else preview_rules.PREFIX_DEFAULT,

@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 from doctable import local_adapter
 from doctable.core.errors import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, UserError, exit_code_of
 from doctable.lifecycle import deploy, preflight, reconcile, teardown
-from doctable.operate import invoke, ledger, logs, policy, preview, replay, settings, watch
+from doctable.operate import bootstrap, invoke, ledger, logs, policy, preview, replay, settings, watch
 from doctable.plan import cost as plan
 from doctable.verify import command as verify
 
@@ -90,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
         invoke,
         watch,
         policy,
+        bootstrap,
     ):
         command.register(sub)
     # Previews reuse deploy's and teardown's runs, which sit on the floor beside operate/: handed in from here,

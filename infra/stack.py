@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import (
     Annotations,
@@ -16,11 +17,13 @@ from aws_cdk import (
     Tags,
     Validations,
 )
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
-from contract import names
+from contract import iam_execution, names
+from contract import preview as preview_rules
 from contract.knobs import ConfigError, DocTableConfig
 from contract.subscribers import SubscriberSpec
 from infra.alarms import ConsumerAlarms
@@ -31,6 +34,9 @@ from infra.replica_stack import REPLICA_STREAMS_CONTEXT, replica_stacks, replica
 from infra.subscribers import Subscriber, subscriber_id
 from infra.subscribers import outputs as subscriber_outputs
 from infra.table import DocumentTable
+
+if TYPE_CHECKING:
+    from contract.settings import Resolved
 
 
 class DocTableStack(Stack):
@@ -194,8 +200,50 @@ class DocTableStack(Stack):
         CfnOutput(self, key, value=value, description=description)
 
 
+@dataclass(frozen=True)
+class Bootstrap:
+    """The CDK bootstrap an environment deploys through (its ``qualifier`` binding, `doctable bootstrap`): the
+    synthesizer names its roles and asset bucket, and every role the stacks create carries ``boundary``."""
+
+    qualifier: str
+    boundary: str  # the permissions boundary's managed policy name (contract/iam_execution.py)
+
+
+def bootstrap_of(resolved: Resolved) -> Bootstrap | None:
+    """The bootstrap of a run's environment: its ``qualifier`` binding, with the boundary of its stacks (a
+    preview's: the one every preview of its template shares); None for the CDK's default bootstrap."""
+    if not resolved.qualifier:
+        return None
+    config = resolved.config
+    if resolved.preview is not None:
+        config = preview_rules.pattern_config(config, resolved.preview_prefix)
+    return Bootstrap(resolved.qualifier, iam_execution.stack_policy_name(config.stack_name, "boundary"))
+
+
+def _synthesizer(config: DocTableConfig, bootstrap: Bootstrap | None) -> DefaultStackSynthesizer | None:
+    if bootstrap is not None:
+        return DefaultStackSynthesizer(
+            qualifier=bootstrap.qualifier, generate_bootstrap_version_rule=not config.is_local
+        )
+    # The local AWS cannot evaluate the bootstrap-version rule on direct updates; AWS keeps the default.
+    return DefaultStackSynthesizer(generate_bootstrap_version_rule=False) if config.is_local else None
+
+
+def _bounded(stack: Stack, bootstrap: Bootstrap | None) -> None:
+    if bootstrap is not None:
+        boundary = iam.ManagedPolicy.from_managed_policy_name(
+            stack, "PermissionsBoundary", bootstrap.boundary
+        )
+        iam.PermissionsBoundary.of(stack).apply(boundary)
+
+
 def create_stack(
-    app: App, config: DocTableConfig, *, account: str | None = None, region: str | None = None
+    app: App,
+    config: DocTableConfig,
+    *,
+    account: str | None = None,
+    region: str | None = None,
+    bootstrap: Bootstrap | None = None,
 ) -> DocTableStack:
     """The app's stack for `config`, with cdk-nag's AwsSolutions pack validating it at synth. ``account``
     and ``region`` bind it to where its environment runs (the CDK CLI then refuses other credentials); without
@@ -220,10 +268,7 @@ def create_stack(
             ]
         )
     streams = replica_streams(app.node.try_get_context(REPLICA_STREAMS_CONTEXT), config)
-    synthesizer = (
-        # The local AWS cannot evaluate the bootstrap-version rule on direct updates; AWS keeps the default.
-        DefaultStackSynthesizer(generate_bootstrap_version_rule=False) if config.is_local else None
-    )
+    synthesizer = _synthesizer(config, bootstrap)
     stack = DocTableStack(
         app,
         config.stack_name,
@@ -234,10 +279,13 @@ def create_stack(
     )
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     Aspects.of(stack).add(CheckovSkips())
+    _bounded(stack, bootstrap)
     if config.is_global and config.builtin_consumer:
-        local = DefaultStackSynthesizer(generate_bootstrap_version_rule=False) if config.is_local else None
-        for replica in replica_stacks(app, config, streams, account=account, synthesizer=local):
+        for replica in replica_stacks(
+            app, config, streams, account=account, synthesizer=_synthesizer(config, bootstrap)
+        ):
             Aspects.of(replica).add(CheckovSkips())
+            _bounded(replica, bootstrap)
         missing = [r for r in config.replicas if r not in streams]
         if missing:
             Annotations.of(stack).add_warning_v2(

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contract import iam, names
+from contract import iam, iam_execution, names
 from contract import preview as preview_rules
 from contract.settings import FILE_NAME, SettingsFile, load_settings
 from doctable.core.aws import Aws
@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from contract.settings import Resolved
 
 CI_TRUST = "ci-trust"
-KINDS = (*iam.ROLES, CI_TRUST)
+EXECUTION, BOUNDARY = "execution", "boundary"
+KINDS = (*iam.ROLES, CI_TRUST, EXECUTION, BOUNDARY)
 ACCOUNT_RE = re.compile(r"^\d{12}$")
 
 
@@ -65,7 +66,8 @@ def target_of(args: argparse.Namespace, resolved: Resolved) -> tuple[iam.Target,
             account = found
             sources.append(f"account {account} from the credentials (environment {env} is not bound to one)")
         region = region or aws.region
-    return iam.Target(resolved.config, account, region), sources
+    qualifier = resolved.qualifier or iam.Target(resolved.config, account, region).qualifier
+    return iam.Target(resolved.config, account, region, qualifier=qualifier), sources
 
 
 def with_deployed_buckets(args: argparse.Namespace, target: iam.Target) -> tuple[iam.Target, str | None]:
@@ -126,6 +128,8 @@ def notes_of(target: iam.Target, statements: list[iam.Statement], unread: str | 
 def cmd_policy(args: argparse.Namespace) -> int:
     if args.kind == CI_TRUST:
         return _ci_trust(args)
+    if args.kind in (EXECUTION, BOUNDARY):
+        return _bootstrap_policy(args)
     if args.preview:
         return _preview_policy(args)
     if args.repo:
@@ -223,6 +227,76 @@ def _ci_trust(args: argparse.Namespace) -> int:
     return 0
 
 
+def bootstrap_target(args: argparse.Namespace) -> tuple[iam.Target, list[str]]:
+    """The target of the execution policy and the boundary: the environment's, or with ``--preview`` every
+    preview's of the template (their names' patterns, [previews]' qualifier)."""
+    resolved = resolve_run(args)
+    target, sources = target_of(args, resolved)
+    target, unread = with_deployed_buckets(args, target)
+    if unread and not target.exact_buckets:
+        sources.append(f"the buckets are named by the pattern of generated names ({unread})")
+    if not args.preview:
+        return target, sources
+    settings = load_settings(resolved.path) if resolved.path else SettingsFile(path=Path(FILE_NAME))
+    pattern = preview_rules.pattern_config(resolved.config, settings.preview_prefix)
+    problems = preview_rules.borrowed_problems(pattern, resolved.config.env)
+    if problems:
+        raise UserError("; ".join(problems))
+    qualifier = settings.previews.qualifier or target.qualifier
+    return dataclasses.replace(target, config=pattern, qualifier=qualifier), sources
+
+
+def _bootstrap_policy(args: argparse.Namespace) -> int:
+    """``doctable policy execution|boundary``: the CloudFormation execution policy of the environment's stacks,
+    or the permissions boundary of the roles they create (contract/iam_execution.py)."""
+    if args.part or args.repo:
+        raise UserError(f"--command and --repo are not options of `doctable policy {args.kind}`")
+    target, sources = bootstrap_target(args)
+    if args.kind == EXECUTION:
+        documents = iam_execution.execution_documents(target)
+        named = iam_execution.execution_names(target)
+        if len(documents) > 1:
+            sources.append(
+                f"the execution policy takes {len(documents)} managed policies ({', '.join(named)})"
+            )
+    else:
+        documents = [iam_execution.boundary_document(target)]
+        named = [iam_execution.policy_name(target, BOUNDARY)]
+    sizes = [iam.document_size(d) for d in documents]
+    if max(sizes) > iam.MANAGED_POLICY_LIMIT:
+        sources.append(
+            f"{max(sizes)} characters: more than a managed policy holds ({iam.MANAGED_POLICY_LIMIT})"
+        )
+    if args.json:
+        print_json(
+            {
+                "kind": "doctable-policy",
+                "role": args.kind,
+                "env": target.config.env,
+                "stack": target.stack,
+                "account": target.account,
+                "region": target.region,
+                "qualifier": target.qualifier,
+                "name": named[0],
+                "names": named,
+                "arns": [target.arn("iam", f"policy/{n}", region=False) for n in named],
+                "policy": documents[0],
+                "policies": documents,
+                "size": sizes[0],
+                "sizes": sizes,
+                "unscoped": [
+                    s["Sid"] for d in documents for s in d["Statement"] if s.get("Resource") == ["*"]
+                ],
+                "notes": sources,
+            }
+        )
+    else:
+        print_json(documents[0] if len(documents) == 1 else documents)
+        for note in sources:
+            print(f"doctable policy: {note}", file=sys.stderr)
+    return 0
+
+
 def _preview_policy(args: argparse.Namespace) -> int:
     """``doctable policy deployer --preview --env TEMPLATE``: the preview role's policy, scoped to the names every
     preview of the template has (``<prefix>*``: contract.preview.pattern_config)."""
@@ -243,7 +317,8 @@ def _preview_policy(args: argparse.Namespace) -> int:
     if problems:
         raise UserError("; ".join(problems))
     target, sources = target_of(args, resolved)
-    target = dataclasses.replace(target, config=pattern)
+    qualifier = settings.previews.qualifier or target.qualifier
+    target = dataclasses.replace(target, config=pattern, qualifier=qualifier)
     statements = iam.preview_statements(target)
     document = iam.policy_document(statements)
     if args.json:
@@ -278,9 +353,11 @@ def register(sub: Any) -> None:
         "trust policy of a CI role (GitHub OIDC)",
         description="Print an IAM policy document computed from the environment's settings: deployer (doctable "
         "deploy: preflight's reads and the CDK bootstrap roles), operator (verify, reconcile, replay, teardown, "
-        "ledger, plan, logs, invoke), reader (preflight, ledger, verify --read-only), or ci-trust (who may assume the CI "
-        "role). The account and region are the environment's binding, else --account/--region, else the "
-        "credentials'.",
+        "ledger, plan, logs, invoke), reader (preflight, ledger, verify --read-only), ci-trust (who may assume the CI "
+        "role), execution (what CloudFormation needs, as the bootstrap's execution role, to create, update and "
+        "delete the environment's stacks) or boundary (the permissions boundary of every role the stacks create, "
+        "and of the execution role). The account and region are the environment's binding, else "
+        "--account/--region, else the credentials'.",
     )
     policy.add_argument("kind", choices=KINDS, help="whose policy: " + " | ".join(KINDS))
     add_knob_arguments(policy)

@@ -283,6 +283,16 @@ def test_every_policy_doctable_prints_names_real_actions_on_their_resource_types
         statements = [s.document() for s in iam.role_statements(role, target)]
         # THEN each action exists and each resource is one of its resource types (or * where IAM allows none)
         assert _policy_problems(statements) == [], role
+    # AND so do the CloudFormation execution policy's and the boundary's (its denials and <service>:* aside)
+    from contract import iam_execution
+
+    for document in iam_execution.execution_documents(target):
+        assert _policy_problems(document["Statement"]) == [], "execution"
+    exact = [
+        s for s in iam_execution.boundary_document(target)["Statement"]
+        if s["Effect"] == "Allow" and not any(a.endswith(":*") for a in s["Action"])
+    ]  # fmt: skip
+    assert _policy_problems(exact) == [], "boundary"
 
 
 def test_the_stacks_own_iam_statements_name_real_actions_on_their_resource_types() -> None:

@@ -1488,6 +1488,13 @@ cli_case(
     id="cli-bad-knob",
 )
 cli_case(
+    ["bootstrap", "--env", "dev", "--account", "123456789012", "--region", "us-east-1", "--dry-run"],
+    [*ONE_LINE, "environment dev has no qualifier"],
+    CLI_STOPS,
+    id="cli-bootstrap-default-qualifier",
+    label="`doctable bootstrap` of an environment without a qualifier (the CDK's shared default)",
+)
+cli_case(
     ["verify", "-c", "batch_size=5000", "-c", "stream=new-and-old"],
     [*ONE_LINE, "batch_size=5000 needs batching_window"],
     CLI_STOPS,
@@ -1712,6 +1719,11 @@ settings_case(
 settings_case(
     '[environments.prod]\naccount = "12345"\n', ["settings"], ["account = '12345' is not an AWS account"],
     id="settings-bad-account", label="a malformed account binding (`account = \"12345\"`)",
+)  # fmt: skip
+settings_case(
+    '[environments.prod]\nqualifier = "Prod_Main"\n', ["settings"],
+    ["qualifier = 'Prod_Main' is not a CDK bootstrap qualifier"],
+    id="settings-bad-qualifier", label="a malformed bootstrap qualifier (`qualifier = \"Prod_Main\"`)",
 )  # fmt: skip
 settings_case(
     '[defaults]\nenv = "prod"\n', ["settings"], ["env = 'prod' cannot be set in the file"],
