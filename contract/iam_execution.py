@@ -37,6 +37,9 @@ ROLE_WRITES = (
     "iam:DetachRolePolicy",
     "iam:PutRolePermissionsBoundary",
 )
+# Of those, the ones that attach a managed policy: only the stacks' own policies (never an AWS managed one such as
+# AdministratorAccess), by iam:PolicyARN.
+ROLE_ATTACHMENTS = ("iam:AttachRolePolicy", "iam:DetachRolePolicy")
 ROLE_READS_AND_TAGS = (
     "iam:GetRole",
     "iam:GetRolePolicy",
@@ -246,7 +249,21 @@ def _functions(t: Target) -> list[Statement]:
             _in_regions(t, "logs", f"log-group:{stack}-*"),
         ),  # fmt: skip
         Statement("ListLogGroupsAcceptsNoResource", ("logs:DescribeLogGroups",), ("*",)),
-        Statement("RolesOnlyWithTheBoundary", ROLE_WRITES, _roles(t), _boundary_condition(t)),
+        Statement(
+            "RolesOnlyWithTheBoundary",
+            tuple(a for a in ROLE_WRITES if a not in ROLE_ATTACHMENTS),
+            _roles(t),
+            _boundary_condition(t),
+        ),
+        Statement(
+            "AttachOnlyTheStacksPoliciesUnderTheBoundary",
+            ROLE_ATTACHMENTS,
+            _roles(t),
+            {
+                **_boundary_condition(t),
+                "ArnLike": {"iam:PolicyARN": [t.arn("iam", f"policy/{t.stack}-*", region=False)]},
+            },
+        ),
         Statement("RolesReadAndTag", ROLE_READS_AND_TAGS, _roles(t)),
         Statement(
             "PassRolesToLambdaOnly",

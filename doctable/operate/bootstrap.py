@@ -20,6 +20,7 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
 from typing import Any
 from urllib.parse import unquote
 
@@ -119,13 +120,15 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
         print(f"doctable bootstrap: running {shlex.join(command)}", file=sys.stderr)
         env = toolchain.find(PROJECT_ROOT).environment(dict(os.environ))
         env.setdefault("CDK_DISABLE_CLI_TELEMETRY", "true")
-        try:
-            code = subprocess.run(
-                command, cwd=PROJECT_ROOT, env=env, stdin=subprocess.DEVNULL,
-                stdout=sys.stderr if args.json else None, timeout=CDK_TIMEOUT, check=False,
-            ).returncode  # fmt: skip
-        except subprocess.TimeoutExpired as exc:
-            raise UserError(f"cdk bootstrap gave no answer within {CDK_TIMEOUT:.0f}s") from exc
+        # Outside the project: the CLI would synthesize the app (cdk.json) first, which bootstrapping needs not.
+        with tempfile.TemporaryDirectory(prefix="doctable-bootstrap-") as outside:
+            try:
+                code = subprocess.run(
+                    command, cwd=outside, env=env, stdin=subprocess.DEVNULL,
+                    stdout=sys.stderr if args.json else None, timeout=CDK_TIMEOUT, check=False,
+                ).returncode  # fmt: skip
+            except subprocess.TimeoutExpired as exc:
+                raise UserError(f"cdk bootstrap gave no answer within {CDK_TIMEOUT:.0f}s") from exc
     else:
         results = [
             {"name": n, "arn": target.arn("iam", f"policy/{n}", region=False), "action": "planned"}

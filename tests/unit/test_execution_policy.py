@@ -47,7 +47,9 @@ def test_roles_are_created_only_with_the_boundary_and_passed_to_lambda_only() ->
     found = {sid: s for d in iam_execution.execution_documents(t) for sid, s in statements(d).items()}
     boundary = f"arn:aws:iam::{ACCOUNT}:policy/doctable-items-stg-boundary"
     writes = found["RolesOnlyWithTheBoundary"]
-    assert set(writes["Action"]) >= {"iam:CreateRole", "iam:PutRolePolicy", "iam:AttachRolePolicy"}
+    assert set(writes["Action"]) >= {"iam:CreateRole", "iam:PutRolePolicy"}
+    attach = found["AttachOnlyTheStacksPoliciesUnderTheBoundary"]["Condition"]
+    assert attach["ArnLike"] == {"iam:PolicyARN": [f"arn:aws:iam::{ACCOUNT}:policy/doctable-items-stg-*"]}
     assert writes["Condition"] == {"StringEquals": {"iam:PermissionsBoundary": [boundary]}}
     assert writes["Resource"] == [f"arn:aws:iam::{ACCOUNT}:role/doctable-items-stg-*"]
     assert found["PassRolesToLambdaOnly"]["Condition"] == {

@@ -86,9 +86,18 @@ def check(resources_map: Any, resource_type: str, operation: str, name: str, pro
         return
     region = resources_map._region_name
     for action, arn in calls(resource_type, operation, name, props, region):
-        context = _context(resource_type, action, props, region)
-        decision = principals.role_may(role, SESSION, action, arn, context=context)
-        if decision.allowed:
+        base = _context(resource_type, action, props, region)
+        contexts = [base]
+        if resource_type == "AWS::IAM::Role" and action in ("iam:AttachRolePolicy", "iam:DetachRolePolicy"):
+            # one call per managed policy, each with its iam:PolicyARN
+            policies = [p for p in props.get("ManagedPolicyArns") or [] if isinstance(p, str)]
+            contexts = [{**(base or {}), "iam:PolicyARN": [p]} for p in policies] or [base]
+        decision = next(
+            (d for d in (principals.role_may(role, SESSION, action, arn, context=c) for c in contexts)
+             if not d.allowed),
+            None,
+        )  # fmt: skip
+        if decision is None:
             continue
         session = f"arn:aws:sts::{state.ACCOUNT_ID}:assumed-role/{role.split('/')[-1]}/{SESSION}"
         service = action.split(":")[0]
