@@ -97,6 +97,10 @@ CODES: dict[str, str] = {
     "consumer.ok": "the borrowed consumer exists and can read the stream",
     "bucket.leaves_stack": "the blob bucket leaves the stack",
     "bucket.taken": "a bucket name the deploy creates exists outside the stack (this account's or another's)",
+    # the CDK bootstrap the environment deploys through (its qualifier; `doctable bootstrap`)
+    "bootstrap.admin_execution": "the bootstrap's CloudFormation execution role is an administrator",
+    "bootstrap.qualifier_mismatch": "the stack was deployed through another bootstrap qualifier than the settings name",
+    "bootstrap.missing": "no CDK bootstrap of the environment's qualifier in its account and region",
     # a team's subscribers (contract/subscribers.py)
     "subscriber.added": "a subscriber is added: its function and mapping are created",
     "subscriber.removed": "a subscriber is removed: its function and mapping are deleted",

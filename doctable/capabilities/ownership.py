@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from contract import names
+from contract.bootstrap import BOOTSTRAP_QUALIFIER, toolkit_stack_name
 from contract.findings import Finding, Level
 from contract.knobs import MANAGED_BY, STACK_PREFIX, DocTableConfig, knobs_from_record
 from contract.shape import GLOBAL_TABLE_TYPE
@@ -188,7 +189,84 @@ def environment_findings(observed: Observed) -> list[Finding]:
         )  # fmt: skip
     if deployment.exists and deployment.recorded and observed.deployed.tier != target.tier:
         found.append(_tier_change(observed.deployed, target))
-    return found + _orphans(observed) + bucket_findings(observed)
+    return found + _orphans(observed) + bucket_findings(observed) + bootstrap_findings(observed)
+
+
+ADMINISTRATOR = ":iam::aws:policy/AdministratorAccess"
+
+
+def bootstrap_findings(observed: Observed) -> list[Finding]:
+    """The CDK bootstrap the deploy goes through (its toolkit stack's parameters): ``bootstrap.missing`` (STOP)
+    when the environment's bound qualifier has none; ``bootstrap.admin_execution`` when its execution role is
+    AdministratorAccess (WARN; STOP for a preview: its template is a pull request's; `doctable deploy
+    --require-binding` stops on it too); ``bootstrap.qualifier_mismatch`` (WARN) when the deployed stack went
+    through another qualifier's. The local AWS's default bootstrap is not looked at (its roles are the test
+    harness's); a qualifier bound there is."""
+    deployment, target = observed.deployment, observed.target
+    qualifier = deployment.qualifier or BOOTSTRAP_QUALIFIER
+    if target.is_local and deployment.qualifier is None:
+        return []
+    cfn = observed.aws.client("cloudformation")
+    toolkit = toolkit_stack_name(qualifier)
+    stacks = _stacks(cfn, toolkit)
+    found: list[Finding] = []
+    if not stacks:
+        if deployment.qualifier is None:
+            return []  # the CDK's default bootstrap: `cdk deploy` itself says when there is none
+        return [Finding(
+            Level.STOP, "bootstrap.missing", f"bootstrap {qualifier}", f"no stack {toolkit}",
+            f"{toolkit} in {deployment.account} {deployment.region}",
+            f"no CDK bootstrap of qualifier {qualifier} in this account and region: the deploy's roles do not exist; "
+            f"allowed: `doctable bootstrap --env {target.env}` first (or the qualifier of an existing bootstrap)",
+            before=None, after=qualifier,
+        )]  # fmt: skip
+    parameters = {p["ParameterKey"]: p.get("ParameterValue", "") for p in stacks[0].get("Parameters", [])}
+    policies = [p for p in parameters.get("CloudFormationExecutionPolicies", "").split(",") if p]
+    if not policies or any(p.endswith(ADMINISTRATOR) for p in policies):
+        preview = bool(deployment.preview_prefix) and target.env.startswith(deployment.preview_prefix)
+        found.append(Finding(
+            Level.STOP if preview else Level.WARN, "bootstrap.admin_execution", f"bootstrap {qualifier}",
+            "AdministratorAccess" if policies else "AdministratorAccess (the CDK's default)",
+            "a least-privilege execution policy",
+            f"CloudFormation deploys {target.stack_name} as an administrator ({toolkit}'s execution role): any "
+            f"template it is given may create anything in the account; allowed: a qualifier of the environment's "
+            f"own bootstrapped by `doctable bootstrap --env {target.env}{' --preview' if preview else ''}`",
+            before=policies or ["arn:aws:iam::aws:policy/AdministratorAccess"], after=None,
+        ))  # fmt: skip
+    deployed = _deployed_qualifier(observed)
+    if deployed is not None and deployed != qualifier:
+        found.append(Finding(
+            Level.WARN, "bootstrap.qualifier_mismatch", f"stack {target.stack_name}", f"qualifier {deployed}",
+            f"qualifier {qualifier}",
+            f"{target.stack_name} was deployed through bootstrap {deployed}; this deploy goes through {qualifier}: "
+            "its assets and execution role change with it; allowed: the qualifier the stack was deployed with, or "
+            "this one deliberately",
+            before=deployed, after=qualifier,
+        ))  # fmt: skip
+    return found
+
+
+def _stacks(cfn: Any, name: str) -> list[dict[str, Any]]:
+    """DescribeStacks of ``name``; [] when there is no such stack (CloudFormation's ValidationError)."""
+    try:
+        return list(cfn.describe_stacks(StackName=name)["Stacks"])
+    except ClientError as exc:
+        if "does not exist" in str(exc):
+            return []
+        raise
+
+
+def _deployed_qualifier(observed: Observed) -> str | None:
+    """The qualifier the deployed stack was synthesized for: its BootstrapVersion parameter's SSM name."""
+    deployment = observed.deployment
+    if not deployment.exists:
+        return None
+    stacks = _stacks(observed.aws.client("cloudformation"), observed.target.stack_name) or [{}]
+    for parameter in stacks[0].get("Parameters", []):
+        value = str(parameter.get("ParameterValue", ""))
+        if parameter.get("ParameterKey") == "BootstrapVersion" and value.startswith("/cdk-bootstrap/"):
+            return value.split("/")[2]
+    return None
 
 
 def _tier_change(deployed: DocTableConfig, target: DocTableConfig) -> Finding:
@@ -337,7 +415,8 @@ class OwnershipCapability:
     codes = frozenset(
         {
             "table.created", "table.missing", "table.foreign", "table.unmanaged", "table.handover",
-            "env.prod_unbound", "env.tier_changed", "env.orphaned", "bucket.taken",
+            "env.prod_unbound", "env.tier_changed", "env.orphaned", "bucket.taken", "bootstrap.missing",
+            "bootstrap.admin_execution", "bootstrap.qualifier_mismatch",
         }
     )  # fmt: skip
     calls = (TABLE_TAGS,)

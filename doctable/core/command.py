@@ -89,6 +89,7 @@ def use_settings(deployment: Deployment, resolved: Resolved) -> Deployment:
     declared environment's stack (preflight's environment findings read them)."""
     deployment.overrides = resolved.overrides
     deployment.bound_account = resolved.account
+    deployment.qualifier = resolved.qualifier
     deployment.declared_stacks = dict(resolved.stacks)
     deployment.preview_prefix = resolved.preview_prefix
     return deployment

@@ -70,6 +70,9 @@ class Deployment:
     knob_note: str | None = None  # why the deployed knobs could not be used
     overrides: list[Override] = field(default_factory=list)  # this run's -c / DOCTABLE_ knobs unlike the file
     bound_account: str | None = None  # the settings file's account binding of the environment, if any
+    qualifier: str | None = (
+        None  # the CDK bootstrap qualifier the settings bind it to (None: the CDK's default)
+    )
     declared_stacks: dict[str, str] = field(default_factory=dict)  # every declared environment's stack name
     preview_prefix: str = ""  # a preview environment's name begins so (never declared, never orphaned)
 

@@ -173,6 +173,8 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     aws, deployment = _connect(args, resolved, progress)
     findings = _preflight(args, resolved.config, aws, deployment)
     stops = [f for f in findings if f.level is Level.STOP]
+    if args.require_binding:  # a pipeline's deploy: never through an administrator execution role either
+        stops += [f for f in findings if f.code == "bootstrap.admin_execution" and f.level is not Level.STOP]
     blocked = (
         []
         if stops
@@ -396,7 +398,8 @@ def register(sub: Any) -> None:
     deploy.add_argument(
         REQUIRE_BINDING_FLAG,
         action="store_true",
-        help="refuse (exit 3) a prod-tier environment the settings file binds to no account (the pipeline passes it)",
+        help="refuse (exit 3) a prod-tier environment the settings file binds to no account, and stop on a "
+        "bootstrap whose execution role is an administrator (the pipeline passes it)",
     )
     deploy.add_argument("--outputs-file", help="write the stack's outputs to this JSON file")
     deploy.add_argument(

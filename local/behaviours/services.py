@@ -193,6 +193,17 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         replaces=(("AWS::Logs::LogGroup", "LogGroupName"), ("AWS::SNS::Topic", "TopicName")),
     ),
     Behaviour(
+        id="cloudformation.list-parameters",
+        service="cloudformation",
+        rule="DescribeStacks answers a CommaDelimitedList or List<...> parameter's value comma-joined, as it was "
+        "given (the CDK bootstrap's CloudFormationExecutionPolicies read back as ARNs), and a NoEcho one masked.",
+        source="https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_Parameter.html",
+        test="tests/unit/test_bootstrap_findings.py::test_an_administrator_execution_role_warns_and_stops_a_preview",
+        targets=("moto.cloudformation.models:Stack.parameter_list",),
+        unchecked="botocore's model types ParameterValue as a string, which moto's text of a Python list also "
+        "is: no reference tells the two apart",
+    ),
+    Behaviour(
         id="cloudformation.acting-role",
         service="cloudformation",
         rule="A stack operation given a role (RoleARN; a change set's, an update's, else the stack's) creates, "

@@ -266,6 +266,21 @@ def stack_resources(self: Any) -> list[Any]:
     ]
 
 
+@PATCHES.replace(Target(_MODELS, "Stack.parameter_list"), wrap=property)
+def parameter_list(self: Any) -> list[dict[str, Any]]:
+    """DescribeStacks' Parameters: a list parameter's value comma-joined, as CloudFormation answers it (moto
+    answered its Python list's text, "['a', 'b']"); a NoEcho one masked."""
+    rmap = self.resource_map
+    return [
+        {
+            "ParameterKey": key,
+            "ParameterValue": "****" if key in rmap.no_echo_parameter_keys
+            else ",".join(map(str, value)) if isinstance(value, list) else value,
+        }
+        for key, value in rmap.resolved_parameters.items()
+    ]  # fmt: skip
+
+
 # Responses: pass StackName through; UsePreviousValue resolves to the previous *input* value.
 @PATCHES.replace(Target(_RESPONSES, "CloudFormationResponse.describe_change_set", ("self",)))
 def describe_change_set_response(self: Any) -> Any:
