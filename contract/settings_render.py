@@ -15,7 +15,8 @@ HEADER = """\
 # same way: `doctable deploy --env ENV`, `npx cdk deploy -c env=ENV`, every `doctable` command, the Makefile.
 # A knob's value is [environments.<env>] over [defaults] over the built-in default. For one run, `-c knob=value`
 # or DOCTABLE_<KNOB>=value overrides it (`doctable settings --env ENV` shows each value and its source).
-# An environment may set `account` and `region`: a command whose credentials resolve elsewhere stops.
+# An environment may set `account`, `region` and `qualifier` (its own CDK bootstrap: `doctable bootstrap`): a
+# command whose credentials resolve elsewhere stops.
 # Environments: any [environments.<name>] (lower-case letters, digits and -), each with its `tier` (dev, stg, uat,
 # prod: the rules its data lives by; set here only); a run chooses one of those declared (docs/environments.md).
 # Secondary indexes: [environments.<env>.indexes.<name>] (or [defaults.indexes.<name>]) with partition = "attr:S",

@@ -5,6 +5,7 @@ shape (tests/support/policy_stacks.py), and the one-statement-removed sweep.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -92,22 +93,38 @@ class Principal:
         self.iam.delete_user(UserName=self.name)
 
 
+def qualifier_of(shape: Shape, env: str) -> str:
+    """The bootstrap qualifier of one of the shape's environments under the sweep (each its own: a bootstrap holds
+    one environment's execution policy)."""
+    return "q" + hashlib.sha1(f"{shape.base}-{env}".encode(), usedforsecurity=False).hexdigest()[:9]
+
+
 def settings_env(aws: lt.LocalAWS, directory: Path, shape: Shape) -> dict[str, str]:
     """The environment `doctable local env` gives, with a settings file binding the shape's two environments to
-    the local account and region (as doctable.toml binds an environment), and state directories of its own."""
+    the local account and region (as doctable.toml binds an environment), and state directories of its own.
+    Under the sweep (`make test-policies`) each environment also binds a qualifier of its own, bootstrapped by
+    `doctable bootstrap` (its execution policy and boundary): the commands then deploy through it."""
+    bootstrapped = os.environ.get(SWEEP_VARIABLE) == "1"
     path = directory / "doctable.toml"
     settings = default_settings(path)
     for env, knobs in ((shape.env, shape.knobs), (shape.other_env, shape.other)):
         # the file writes replicas as TOML writes a list (the knobs here carry the command line's text)
         values: dict[str, Any] = {k: v.split(",") if k == "replicas" else v for k, v in knobs.items()}
-        settings.environments[env] = Section(values=values, account=lt.ACCOUNT, region=lt.REGION)
+        qualifier = qualifier_of(shape, env) if bootstrapped else None
+        settings.environments[env] = Section(
+            values=values, account=lt.ACCOUNT, region=lt.REGION, qualifier=qualifier
+        )
     path.write_text(render_settings(settings))
-    return {
+    environment = {
         **aws.env,
         CONFIG_VARIABLE: str(path),
         "DOCTABLE_STATE_DIR": str(directory / "state"),
         "DOCTABLE_LEDGER_DIR": str(directory / "ledger"),
     }
+    for env in (shape.env, shape.other_env) if bootstrapped else ():
+        done = run_doctable(["bootstrap", "--env", env, "--json"], env=environment, timeout=600)
+        assert done.code == 0, done.err[-3000:]
+    return environment
 
 
 def doctable(env: dict[str, str], *args: str, timeout: float = 600) -> Result:
