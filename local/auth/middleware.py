@@ -68,7 +68,16 @@ class AuthMiddleware:
         except Exception as exc:  # noqa: BLE001 - whatever the check raised, the request is not let through
             incidents.record(f"auth.check.{parsed.service}:{parsed.operation}", exc)
             return _internal_failure(start_response, parsed, exc)
-        return self.app(environ, start_response) if outcome is ALLOW else outcome
+        if outcome is not ALLOW:
+            return outcome
+        if parsed.service != "cloudformation":
+            return self.app(environ, start_response)
+        # a stack operation without a role acts as its caller: the caller is known while the call is answered
+        caller = principals.CALLER.set(environ.get("doctable.principal"))
+        try:
+            return self.app(environ, start_response)
+        finally:
+            principals.CALLER.reset(caller)
 
     def _decide(
         self, environ: dict[str, Any], start_response: Any, parsed: requests.Parsed, body: bytes | None
@@ -110,6 +119,7 @@ class AuthMiddleware:
             bad_body = payload.check(_headers(environ), body or b"", chain)
             if bad_body is not None:
                 return _bad_payload(start_response, parsed, bad_body)
+        environ["doctable.principal"] = principal
         # aws:SecureTransport as the request arrived: over the TLS listener, or over the plain-HTTP one.
         secure = "true" if environ.get("wsgi.url_scheme") == "https" else "false"
         # aws:RequestedRegion: the region the request is signed for (a function in another region calls its own).

@@ -7,6 +7,7 @@ and the execution role sessions a function and its event-source mapping act with
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -14,6 +15,10 @@ from typing import Any
 from local import auth, state
 from local.auth import lambda_access, policy
 from local.patching import Target
+
+# The principal whose CloudFormation call the server is answering (set by the auth middleware around that call):
+# a stack operation given no role acts as its caller (local/services/cloudformation/acting_role.py).
+CALLER: ContextVar[Principal | None] = ContextVar("doctable_cloudformation_caller", default=None)
 
 MOTO_TARGETS = lambda_access.MOTO_TARGETS + (
     Target("moto.iam.models", "iam_backends"),

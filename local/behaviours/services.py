@@ -213,12 +213,14 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         "dynamodb:TagResource for Tags, UpdateContinuousBackups for PITR, a role's iam:PutRolePolicy, ...; a type "
         "not listed: its registry handler's first permission) fails the resource with 'Resource "
         'handler returned message: "User: <session> is not authorized to perform: ..." (HandlerErrorCode: '
-        "AccessDenied)' and the stack rolls back (a deletion ends DELETE_FAILED).",
+        "AccessDenied)' and the stack rolls back (a deletion ends DELETE_FAILED). DeleteStack's own RoleARN becomes "
+        "the role; an operation given no role at all acts as its caller ('User: <caller> is not authorized ...').",
         source=CFN_GUIDE + "using-iam-servicerole.html",
         test="tests/unit/test_local_cfn_acting_role.py::test_a_resource_its_role_may_not_create_fails_and_rolls_back",
         targets=(
             "moto.cloudformation.parsing:parse_and_create_resource",
             "moto.cloudformation.parsing:ResourceMap._delete_resource",
+            "moto.cloudformation.responses:CloudFormationResponse.delete_stack",
         ),
         unchecked="no independent reference evaluates a service role; each call it authorizes is held to its "
         "type's registry schema handler permissions (cfn-lint's copy; tests/conformance/test_references.py)",

@@ -134,7 +134,37 @@ def test_a_hostile_pull_request_reaches_only_its_preview(local_aws: lt.LocalAWS,
     # AND (e) it cannot read stg's table nor its objects
     as_preview = boto3.Session(**preview, region_name=lt.REGION)
     kw = {"endpoint_url": local_aws.info.url, "verify": local_aws.ca_bundle}
-    get = lambda: as_preview.client("dynamodb", **kw).get_item(TableName="hostile-stg", Key={"pk": {"S": "x"}})  # noqa: E731
-    assert refused(get) == "AccessDeniedException"
-    read = lambda: as_preview.client("s3", **kw).get_object(Bucket=stg_bucket, Key="doc/1")  # noqa: E731
-    assert refused(read) == "AccessDenied"
+    dynamodb, s3_preview = as_preview.client("dynamodb", **kw), as_preview.client("s3", **kw)
+    assert refused(lambda: dynamodb.get_item(TableName="hostile-stg", Key={"pk": {"S": "x"}})) == (
+        "AccessDeniedException"
+    )
+    assert refused(lambda: s3_preview.get_object(Bucket=stg_bucket, Key="doc/1")) == "AccessDenied"
+
+
+def test_a_stack_operation_without_a_role_acts_as_its_caller(local_aws: lt.LocalAWS) -> None:
+    # GIVEN a user who may run CloudFormation but create no table
+    iam = local_aws.client("iam")
+    iam.create_user(UserName="cfn-only")
+    allow = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": "cloudformation:*", "Resource": "*"}],
+    }
+    iam.put_user_policy(UserName="cfn-only", PolicyName="cfn", PolicyDocument=json.dumps(allow))
+    key = iam.create_access_key(UserName="cfn-only")["AccessKey"]
+    cfn = local_aws.client(
+        "cloudformation", aws_access_key_id=key["AccessKeyId"], aws_secret_access_key=key["SecretAccessKey"]
+    )
+    table = {"Type": "AWS::DynamoDB::Table", "Properties": {
+        "TableName": "caller-only", "BillingMode": "PAY_PER_REQUEST",
+        "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}]}}  # fmt: skip
+    # WHEN it creates a stack with a table, naming no role
+    cfn.create_stack(StackName="caller-only", TemplateBody=json.dumps({"Resources": {"T": table}}))
+    stack = cfn.describe_stacks(StackName="caller-only")["Stacks"][0]
+    # THEN CloudFormation acted as the user: refused the table with AWS's reason, naming the user, rolled back
+    assert stack["StackStatus"] == "ROLLBACK_COMPLETE"
+    assert (
+        f"User: arn:aws:iam::{lt.ACCOUNT}:user/cfn-only is not authorized to perform: dynamodb:CreateTable"
+        in stack["StackStatusReason"]
+    )
+    assert "caller-only" not in local_aws.client("dynamodb").list_tables()["TableNames"]

@@ -197,3 +197,30 @@ def test_a_handlers_calls_after_its_first_are_made_as_the_role(local_moto: None)
     off = {**TABLE["Properties"], "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": False}}
     listed = [a for a, _ in acting_role.calls("AWS::DynamoDB::Table", "create", "t", off, "us-east-1")]
     assert listed == ["dynamodb:CreateTable", "dynamodb:DescribeTable"]
+
+
+def test_delete_stacks_own_role_is_the_one_its_deletion_acts_as(local_moto: None) -> None:
+    iam, cfn = (
+        boto3.client("iam", region_name="us-east-1"),
+        boto3.client("cloudformation", region_name="us-east-1"),
+    )
+    ddb = boto3.client("dynamodb", region_name="us-east-1")
+    # GIVEN a table created as a role that may do anything with tables
+    wide = role(iam, "cfn-tables", [{"Effect": "Allow", "Action": "dynamodb:*", "Resource": "*"}])
+    assert deploy(cfn, "owned", {"Items": TABLE}, wide)["StackStatus"] == "CREATE_COMPLETE"
+    # WHEN it is deleted naming a role that may not delete tables
+    keeps = role(
+        iam, "cfn-keeps", [{"Effect": "Allow", "Action": ["dynamodb:DescribeTable"], "Resource": "*"}]
+    )
+    cfn.delete_stack(StackName="owned", RoleARN=keeps)
+    # THEN the deletion acted as that role: refused, the table kept, the stack DELETE_FAILED with the reason
+    stack = cfn.describe_stacks(StackName="owned")["Stacks"][0]
+    assert stack["StackStatus"] == "DELETE_FAILED"
+    assert (
+        "assumed-role/cfn-keeps/AWSCloudFormation is not authorized to perform: dynamodb:DeleteTable"
+        in (stack["StackStatusReason"])
+    )
+    assert "items-dev" in ddb.list_tables()["TableNames"]
+    # AND deleted again without a role, it acts as that last role still (the stack keeps the role it was given)
+    cfn.delete_stack(StackName="owned")
+    assert cfn.describe_stacks(StackName="owned")["Stacks"][0]["StackStatus"] == "DELETE_FAILED"

@@ -83,6 +83,9 @@ def check(resources_map: Any, resource_type: str, operation: str, name: str, pro
     """AccessDenied unless the stack's role may make the handler's calls (nothing to check without a role)."""
     role = role_of(resources_map)
     if not role:
+        caller = principals.CALLER.get()
+        if caller is not None:
+            check_as_caller(caller, resource_type, operation, name, props, resources_map._region_name)
         return
     region = resources_map._region_name
     for action, arn in calls(resource_type, operation, name, props, region):
@@ -103,6 +106,27 @@ def check(resources_map: Any, resource_type: str, operation: str, name: str, pro
         service = action.split(":")[0]
         message = policy.denial_message(session, action, arn, decision.reason)
         log.info("CloudFormation as %s: %s", role, message)
+        raise AccessDenied(
+            f"{message} (Service: {SERVICE_NAMES.get(service, service.capitalize())}, Status Code: 400, "
+            f"Request ID: {uuid.uuid4()})"
+        )
+
+
+def check_as_caller(
+    caller: Any, resource_type: str, operation: str, name: str, props: dict[str, Any], region: str
+) -> None:
+    """A stack operation given no role acts as its caller (the CloudFormation User Guide's service role page:
+    "CloudFormation uses a temporary session that it generates from your user credentials"): each handler call is
+    the caller's own, evaluated with its policies (a boundary included)."""
+    for action, arn in calls(resource_type, operation, name, props, region):
+        context = _context(resource_type, action, props, region)
+        request = caller.request(action, arn, context)
+        decision = policy.evaluate(request, caller.policies, None, caller.boundary)
+        if decision.allowed:
+            continue
+        service = action.split(":")[0]
+        message = policy.denial_message(caller.arn, action, arn, decision.reason)
+        log.info("CloudFormation as the caller %s: %s", caller.arn, message)
         raise AccessDenied(
             f"{message} (Service: {SERVICE_NAMES.get(service, service.capitalize())}, Status Code: 400, "
             f"Request ID: {uuid.uuid4()})"
@@ -168,6 +192,20 @@ def delete_resource(self: Any, parsed_resource: Any, resource_json: dict[str, An
     name = str(getattr(parsed_resource, "physical_resource_id", "") or "")
     check(self, resource_json.get("Type", ""), "delete", name, _properties(self, resource_json))
     PATCHES.original(delete_resource)(self, parsed_resource, resource_json)
+
+
+@PATCHES.replace(Target("moto.cloudformation.responses", "CloudFormationResponse.delete_stack", ("self",)))
+def delete_stack_response(self: Any) -> Any:
+    """DeleteStack's own RoleARN is the role the deletion acts as from then on (without one, the role the stack
+    was last given: the API reference's RoleARN of DeleteStack); the caller's iam:PassRole of it is the
+    middleware's."""
+    role = self._get_param("RoleARN")
+    if role:
+        name = self._get_param("StackName")
+        for stack in self.cloudformation_backend.stacks.values():
+            if name in (stack.name, stack.stack_id):
+                stack.role_arn = role
+    return PATCHES.original(delete_stack_response)(self)
 
 
 def check_update(resources_map: Any, logical_id: str, resource_json: dict[str, Any]) -> None:
