@@ -83,6 +83,7 @@ def test_a_hostile_pull_request_reaches_only_its_preview(local_aws: lt.LocalAWS,
         return dict(deployer.describe_stacks(StackName=name)["Stacks"][0])
 
     bounded = {"AssumeRolePolicyDocument": LAMBDA_TRUST, "PermissionsBoundary": boundary}
+    bounded_role = {"Own": {"Type": "AWS::IAM::Role", "Properties": bounded}}
     hostile = {
         # (a) a role with AdministratorAccess (under the boundary, so that only the attachment is wrong)
         "iam:AttachRolePolicy": {"Admin": {"Type": "AWS::IAM::Role", "Properties": {
@@ -106,8 +107,12 @@ def test_a_hostile_pull_request_reaches_only_its_preview(local_aws: lt.LocalAWS,
         assert failed["StackStatusReason"].endswith("(HandlerErrorCode: AccessDenied)")
     # AND stg's bucket kept no policy, and no unbounded or admin role was left
     assert refused(lambda: s3.get_bucket_policy(Bucket=stg_bucket)) == "NoSuchBucketPolicy"
+    # AND the deploy role passes its own qualifier's execution role only (the bootstrap's deploy role policy)
+    other = role_arn("cfn-exec", "hnb659fds")
+    assert refused(lambda: deployer.create_stack(StackName="doctable-hostile-pr-8", RoleARN=other,
+                                                 TemplateBody=json.dumps({"Resources": bounded_role}))) == "AccessDenied"  # fmt: skip
     # AND a preview's own bounded role deploys through the same bootstrap
-    fine = stack("doctable-hostile-pr-9", {"Own": {"Type": "AWS::IAM::Role", "Properties": bounded}})
+    fine = stack("doctable-hostile-pr-9", bounded_role)
     assert fine["StackStatus"] == "CREATE_COMPLETE", fine.get("StackStatusReason")
 
     # GIVEN the preview role, with the policy `doctable policy deployer --preview` prints
