@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from contract.bootstrap import DEPLOYER_BOOTSTRAP_ROLES
+from contract.bootstrap import DEPLOYER_BOOTSTRAP_ROLES, toolkit_stack_name
 from contract.iam_replicas import VERIFY_KEY_PREFIX, replica_parts
 from contract.iam_subscribers import (
     read_subscribers,
@@ -165,7 +165,13 @@ def _preflight(t: Target) -> list[Statement]:
     # The environments' stacks, to name one the settings no longer declare (env.orphaned): ListStacks has no
     # resource type, and reads names and statuses only.
     listing = Statement("ListStacksAcceptsNoResource", ("cloudformation:ListStacks",), ("*",))
-    return [*_observe(t), *_borrowed(t), listing, *_stream_readers(t)]
+    return [*_observe(t), *_borrowed(t), listing, *_stream_readers(t), _read_bootstrap(t)]
+
+
+def _read_bootstrap(t: Target) -> Statement:
+    """The bootstrap stack of the environment's qualifier, its execution policies read (bootstrap.* findings)."""
+    stack = t.arn("cloudformation", f"stack/{toolkit_stack_name(t.qualifier)}/*")
+    return Statement("ReadBootstrapStack", ("cloudformation:DescribeStacks",), (stack,))
 
 
 def _stream_readers(t: Target) -> list[Statement]:
@@ -401,7 +407,10 @@ def command_statements(command: str, target: Target) -> list[Statement]:
         raise PolicyError(f"{command} has no policy: {NO_PART[command]}")
     if command not in _PARTS:
         raise PolicyError(f"unknown command {command!r}; allowed: {'|'.join(COMMANDS)}")
-    extra = [Statement(*s) for s in replica_parts(command, target.config, target.account, target.partition)]
+    extra = [
+        Statement(*s)
+        for s in replica_parts(command, target.config, target.account, target.partition, target.qualifier)
+    ]
     return merge(_PARTS[command](target) + extra)
 
 

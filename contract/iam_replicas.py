@@ -20,7 +20,7 @@ Standard library only, as contract/iam.py."""
 
 from __future__ import annotations
 
-from contract.bootstrap import DEPLOYER_BOOTSTRAP_ROLES, bootstrap_role_arn
+from contract.bootstrap import BOOTSTRAP_QUALIFIER, DEPLOYER_BOOTSTRAP_ROLES, bootstrap_role_arn
 from contract.iam_target import arn_of
 from contract.knobs import DocTableConfig
 
@@ -63,7 +63,9 @@ def _nudge_parts(config: DocTableConfig, account: str, partition: str) -> list[P
     ]
 
 
-def replica_parts(command: str, config: DocTableConfig, account: str, partition: str) -> list[Part]:
+def replica_parts(
+    command: str, config: DocTableConfig, account: str, partition: str, qualifier: str = BOOTSTRAP_QUALIFIER
+) -> list[Part]:
     """The statements ``command``'s part adds for the replica regions; [] for a single-region table."""
     if not config.replicas:
         return []
@@ -100,7 +102,7 @@ def replica_parts(command: str, config: DocTableConfig, account: str, partition:
         return found
     if command == "deploy":
         roles = tuple(
-            bootstrap_role_arn(partition, account, region, kind)
+            bootstrap_role_arn(partition, account, region, kind, qualifier)
             for region in config.replicas
             for kind in DEPLOYER_BOOTSTRAP_ROLES
         )

@@ -55,7 +55,8 @@ def cdk_bootstrap_command(target: iam.Target) -> list[str]:
     return [
         *cdk,
         "bootstrap",
-        f"aws://{target.account}/{target.region}",
+        # the home region and each replica's: the replica stacks deploy through the same qualifier there
+        *(f"aws://{target.account}/{region}" for region in (target.region, *target.config.replicas)),
         "--qualifier",
         target.qualifier,
         "--toolkit-stack-name",

@@ -221,6 +221,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
             "moto.cloudformation.parsing:parse_and_create_resource",
             "moto.cloudformation.parsing:ResourceMap._delete_resource",
             "moto.cloudformation.responses:CloudFormationResponse.delete_stack",
+            "moto.cloudformation.parsing:ResourceMap.delete",
         ),
         unchecked="no independent reference evaluates a service role; each call it authorizes is held to its "
         "type's registry schema handler permissions (cfn-lint's copy; tests/conformance/test_references.py)",

@@ -224,3 +224,34 @@ def test_delete_stacks_own_role_is_the_one_its_deletion_acts_as(local_moto: None
     # AND deleted again without a role, it acts as that last role still (the stack keeps the role it was given)
     cfn.delete_stack(StackName="owned")
     assert cfn.describe_stacks(StackName="owned")["Stacks"][0]["StackStatus"] == "DELETE_FAILED"
+
+
+def test_a_stack_is_deleted_in_reverse_dependency_order(local_moto: None) -> None:
+    iam, cfn = (
+        boto3.client("iam", region_name="us-east-1"),
+        boto3.client("cloudformation", region_name="us-east-1"),
+    )
+    document = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"}],
+    }
+    boundary = iam.create_policy(PolicyName="b", PolicyDocument=json.dumps(document))["Policy"]["Arn"]
+    # GIVEN an execution role that may take a policy off a role only while that role carries the boundary
+    bounded = {"StringEquals": {"iam:PermissionsBoundary": boundary}}
+    execution = role(iam, "cfn-ordered", [
+        {"Effect": "Allow", "Action": ["iam:CreateRole", "iam:PutRolePolicy", "iam:DeleteRolePolicy"],
+         "Resource": "*", "Condition": bounded},
+        {"Effect": "Allow", "Action": ["iam:GetRole", "iam:DeleteRole", "iam:ListAttachedRolePolicies",
+                                       "iam:ListRolePolicies"], "Resource": "*"}])  # fmt: skip
+    resources = {
+        "Worker": {"Type": "AWS::IAM::Role", "Properties": {"AssumeRolePolicyDocument": TRUST,
+                                                             "PermissionsBoundary": boundary}},
+        "Reads": {"Type": "AWS::IAM::Policy", "Properties": {"PolicyName": "reads", "Roles": [{"Ref": "Worker"}],
+                                                              "PolicyDocument": document}},
+    }  # fmt: skip
+    assert deploy(cfn, "ordered", resources, execution)["StackStatus"] == "CREATE_COMPLETE"
+    # WHEN the stack is deleted THEN the policy goes before its role (the role still bounded), and nothing is left
+    stack_id = cfn.describe_stacks(StackName="ordered")["Stacks"][0]["StackId"]
+    cfn.delete_stack(StackName="ordered")
+    assert cfn.describe_stacks(StackName=stack_id)["Stacks"][0]["StackStatus"] == "DELETE_COMPLETE"
+    assert [r["RoleName"] for r in iam.list_roles()["Roles"] if "Worker" in r["RoleName"]] == []

@@ -32,6 +32,7 @@ log = logging.getLogger("doctable.local.cloudformation")
 _PARSING = "moto.cloudformation.parsing"
 PATCHES = Patches()
 SESSION = "AWSCloudFormation"
+PHYSICAL_IDS = "doctable_physical_ids"  # a stack being deleted: its resources as they were when it began
 DELETING_ROLE = "doctable_deleting_role"  # the role of a stack being deleted, kept on its resource map  # the session name CloudFormation assumes a service role with
 
 
@@ -52,6 +53,9 @@ def _context(
     created with, or the one the roles an inline policy is put on have."""
     if action == "iam:PassRole":
         return {"iam:PassedToService": ["lambda.amazonaws.com"]}
+    if resource_type in ("AWS::DynamoDB::Table", "AWS::DynamoDB::GlobalTable") and action.startswith("kms:"):
+        # DynamoDB asks KMS for the table's grant on the caller's behalf (kms:ViaService)
+        return {"kms:ViaService": [f"dynamodb.{region}.amazonaws.com"]}
     if resource_type == "AWS::Lambda::EventSourceMapping" and isinstance(props.get("FunctionName"), str):
         # the function a mapping invokes (lambda:FunctionArn), named by its ARN or its name
         name = str(props["FunctionName"])
@@ -169,7 +173,9 @@ def _properties(resources_map: Any, resource_json: dict[str, Any]) -> dict[str, 
     moto's resolver, which creates a referenced resource that is missing: during a deletion, one already gone);
     anything else left as written (a name left unresolved authorizes nothing but ``*``)."""
     props = resource_json.get("Properties")
-    return _refs_read(props, resources_map._parsed_resources) if isinstance(props, dict) else {}
+    # during a stack's deletion, a resource deleted already is read by the physical id it had (stacks.py noted them)
+    known = {**getattr(resources_map, PHYSICAL_IDS, {}), **resources_map._parsed_resources}
+    return _refs_read(props, known) if isinstance(props, dict) else {}
 
 
 def _refs_read(value: Any, parsed: dict[str, Any]) -> Any:
@@ -178,6 +184,10 @@ def _refs_read(value: Any, parsed: dict[str, Any]) -> Any:
             found = parsed.get(value["Ref"])
             physical = getattr(found, "physical_resource_id", None)
             return str(physical) if physical else value
+        target = value.get("Fn::GetAtt") if set(value) == {"Fn::GetAtt"} else None
+        if isinstance(target, list) and len(target) == 2 and target[1] == "Arn":  # a role's ARN, passed
+            arn = getattr(parsed.get(str(target[0])), "arn", None)
+            return str(arn) if isinstance(arn, str) else value
         return {k: _refs_read(v, parsed) for k, v in value.items()}
     if isinstance(value, list):
         return [_refs_read(v, parsed) for v in value]
@@ -192,6 +202,39 @@ def delete_resource(self: Any, parsed_resource: Any, resource_json: dict[str, An
     name = str(getattr(parsed_resource, "physical_resource_id", "") or "")
     check(self, resource_json.get("Type", ""), "delete", name, _properties(self, resource_json))
     PATCHES.original(delete_resource)(self, parsed_resource, resource_json)
+
+
+@PATCHES.replace(Target(_PARSING, "ResourceMap.delete", ("self",)))
+def delete_resources(self: Any) -> None:
+    """A stack's resources deleted as CloudFormation deletes them: in reverse dependency order (a policy before the
+    role it is on, a bucket policy before its bucket), each one once; the first that fails stops the deletion
+    (moto tried them in any order, retrying refusals as if they were dependency violations, so a role went before
+    its policies and their deletion could not be authorized as it is on AWS). Retained resources are kept."""
+    from local.services.cloudformation.updates import _dependency_order
+
+    json_map = self._resource_json_map
+    names = [n for n, body in json_map.items() if body.get("DeletionPolicy") != "Retain"]
+    remaining = list(reversed(_dependency_order(names, json_map)))
+    failure: Exception | None = None
+    while remaining:  # a service's own conflict is tried again after the others, as moto did; a refusal never
+        progressed, left = False, list[str]()
+        for name in remaining:
+            parsed = self._parsed_resources.get(name)
+            if parsed is None or isinstance(parsed, str):
+                progressed = True
+                continue
+            try:
+                self._delete_resource(parsed, json_map[name])
+            except AccessDenied:
+                raise
+            except Exception as exc:  # noqa: BLE001 - kept, tried again, raised if nothing moves
+                failure, left = exc, [*left, name]
+                continue
+            self._parsed_resources.pop(name, None)
+            progressed = True
+        if not progressed and failure is not None:
+            raise failure
+        remaining = left
 
 
 @PATCHES.replace(Target("moto.cloudformation.responses", "CloudFormationResponse.delete_stack", ("self",)))

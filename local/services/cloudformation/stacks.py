@@ -200,6 +200,7 @@ def delete_stack(self: Any, name_or_stack_id: str) -> None:
         return original_delete_stack(self, name_or_stack_id)
     # moto takes the stack out of its stacks before deleting its resources: their deletion acts as its role
     setattr(stack.resource_map, acting_role.DELETING_ROLE, getattr(stack, "role_arn", None))
+    setattr(stack.resource_map, acting_role.PHYSICAL_IDS, dict(stack.resource_map._parsed_resources))
     try:
         original_delete_stack(self, name_or_stack_id)
     except Exception as exc:
