@@ -31,8 +31,10 @@ REGISTERED: dict[tuple[str, str], str] = {
     ("deployer", "AssumeCdkBootstrapRoles"): "a deploy acts through its own qualifier's deploy and "
     "file-publishing roles only (never the lookup role)",
     ("operator", "ProbeStackRoles"): "teardown reads (iam:GetRole) that the stack's roles are gone",
-    ("preview", "AssumeCdkBootstrapRoles"): "a preview deploys through the previews' own bootstrap's deploy and "
-    "file-publishing roles only",
+    (
+        "preview",
+        "AssumeCdkBootstrapRoles",
+    ): "a preview deploys through the previews' own bootstrap's deploy and file-publishing roles only",
     ("preview", "ProbeStackRoles"): "a preview's teardown reads (iam:GetRole) that its roles are gone",
     (
         "operator",
