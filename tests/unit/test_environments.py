@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from contract.knobs import DocTableConfig, resolve_config
 from doctable.capabilities.ownership import environment_findings
@@ -40,6 +41,11 @@ class Stacks:
     def get_paginator(self, operation: str) -> Stacks:
         assert operation == "list_stacks"
         return self
+
+    def describe_stacks(self, StackName: str) -> dict[str, Any]:  # noqa: N803 - boto3's name
+        """No bootstrap stack (preflight's bootstrap findings read it): CloudFormation's answer for a missing one."""
+        error = {"Error": {"Code": "ValidationError", "Message": f"Stack with id {StackName} does not exist"}}
+        raise ClientError(error, "DescribeStacks")  # type: ignore[arg-type]
 
     def paginate(self, StackStatusFilter: list[str]) -> list[dict[str, Any]]:  # noqa: N803 - boto3's name
         self.filters.append(StackStatusFilter)
