@@ -234,6 +234,8 @@ def _preflight(
     """Preflight's findings, printed first unless --json: the gate's question refers to them."""
     with user_errors(f"preflight of {config.stack_name}"):
         findings = run_preflight(aws, deployment)
+    # what the command that runs this deploy found before it (a preview's prod-account warning)
+    findings += list(getattr(args, "extra_findings", []))
     if not args.json:
         print(f"deploy of {config.stack_name} (env {config.env}) to account {aws.account}, {aws.region}:")
         print(render_findings(findings))

@@ -4,9 +4,8 @@
 cdk deploy, verify) with the preview context; ``list`` shows each preview stack, found by its tags; ``destroy NAME``
 and ``gc`` tear previews down through ``doctable teardown``'s path (its ownership check, plan, confirmation and
 absence check) once each is shown to be a preview of this project. Expiry is judged by the clock of the AWS it talks
-to (the ``Date`` header of its answers), never this machine's.
-
-deploy and teardown live on the floor beside this one: doctable/cli.py hands them in (:class:`Lifecycle`).
+to (the ``Date`` header of its answers), never this machine's. deploy and teardown live on the floor beside this
+one: doctable/cli.py hands them in (:class:`Lifecycle`).
 """
 
 from __future__ import annotations
@@ -175,15 +174,16 @@ def _connect(args: argparse.Namespace, settings: SettingsFile) -> Aws:
 
 # ---------------------------------------------------------------------------------------------- deploy
 def _deploy_args(
-    lifecycle: Lifecycle, args: argparse.Namespace, env: str, preview: rules.Preview
+    lifecycle: Lifecycle, args: argparse.Namespace, env: str, preview: rules.Preview, found: Any = ()
 ) -> argparse.Namespace:
-    """``doctable deploy``'s arguments for the preview: its environment and the preview context."""
+    """``doctable deploy``'s arguments for the preview: its environment, context and warnings (in its --json)."""
     return argparse.Namespace(
         **{
             **lifecycle.deploy_defaults,
             **vars(args),
             "env_name": env,
             "context": [*(args.context or []), preview.context_pair()],
+            "extra_findings": list(found),
         }
     )
 
@@ -201,14 +201,14 @@ def cmd_deploy(lifecycle: Lifecycle, args: argparse.Namespace) -> int:
     aws = connect_aws(args, resolved)
     found = survey(aws, settings)
     progress = Progress("doctable preview deploy", quiet=args.quiet)
-    for finding in prod_findings(found, aws):
+    for finding in (warnings := prod_findings(found, aws)):
         progress.say(f"{finding.level} {finding.code}: {finding.subject} ({finding.live}): {finding.effect}")
     preview = rules.Preview(args.template, rules.format_time(found.now + dt.timedelta(seconds=lifetime)))
     progress.say(
         f"preview {env} from {args.template} (tier {rules.PREVIEW_TIER}), expires {preview.expires_at} by AWS's "
         f"clock (now {rules.format_time(found.now)})"
     )
-    return lifecycle.deploy(_deploy_args(lifecycle, args, env, preview))
+    return lifecycle.deploy(_deploy_args(lifecycle, args, env, preview, warnings))
 
 
 # ---------------------------------------------------------------------------------------------- list

@@ -266,3 +266,32 @@ def test_the_preview_policy_names_the_previews_resources_and_no_declared_environ
     assert {s.sid for s in iam.unscoped(statements)} >= {"DescribeStacksOfRegionAcceptsNoResource"}
     assert all(s.sid.endswith("AcceptsNoResource") or s.sid.endswith("NoResourceType") or "*" not in s.resources
                for s in statements if "*" in s.resources)  # fmt: skip
+
+
+def test_a_previews_prod_account_warning_is_among_the_deploys_findings(
+    tmp_path: Path, moto_env: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import argparse
+    import json
+
+    from doctable.cli import build_parser
+    from doctable.operate import preview
+
+    # GIVEN a prod-tier stack in the region a preview deploys to
+    monkeypatch.setenv("DOCTABLE_CONFIG", str(settings_file(tmp_path)))
+    moto_env.client("cloudformation").create_stack(
+        StackName="doctable-items-prod", Tags=[{"Key": "Tier", "Value": "prod"}],
+        TemplateBody=json.dumps({"Resources": {"Q": {"Type": "AWS::SQS::Queue"}}}),
+    )  # fmt: skip
+    handed: list[argparse.Namespace] = []
+    lifecycle = preview.Lifecycle(
+        deploy=lambda args: handed.append(args) or 0, teardown=lambda *a, **k: (None, None)
+    )
+    args = build_parser().parse_args(["preview", "deploy", "7", "--from", "stg", "--json"])
+    # WHEN the preview deploys
+    assert preview.cmd_deploy(lifecycle, args) == 0
+    # THEN the deploy it runs carries the warning among its findings (so its --json report names it)
+    (deploy_args,) = handed
+    assert [(f.code, f.subject) for f in deploy_args.extra_findings] == [
+        ("preview.prod_account", "stack doctable-items-prod")
+    ]
