@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from contract.subscribers import IDENTITY_SERVICES, PERMISSIONS_MANAGEMENT, _privileges
+
 SOURCE = "https://docs.aws.amazon.com/service-authorization/latest/reference/reference_policies_actions-resources-contextkeys.html"
 # Condition keys every action supports (the IAM User Guide's global condition context keys page).
 GLOBAL_KEYS = "https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_condition-keys.html"
@@ -121,3 +123,23 @@ def condition_problem(name: str, key: str) -> str | None:
     if key.lower() in {k.lower() for k in found.condition_keys}:
         return None
     return f"{key} is not a condition key of {name} ({sorted(found.condition_keys)})"
+
+
+def findings(policy: str, statements: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    """(policy, Sid, action) of each Allow of an action that escalates, exposes or is a wildcard."""
+    found = set()
+    for statement in statements:
+        if statement.get("Effect", "Allow") != "Allow":
+            continue
+        actions = statement.get("Action", [])
+        for action in [actions] if isinstance(actions, str) else actions:
+            prefix, _, verb = action.partition(":")
+            level = _privileges().get(prefix, {}).get(verb.lower())
+            if (
+                "*" in action
+                or "?" in action
+                or prefix in IDENTITY_SERVICES
+                or level == PERMISSIONS_MANAGEMENT
+            ):
+                found.add((policy, str(statement.get("Sid", "")), action))
+    return found

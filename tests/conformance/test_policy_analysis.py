@@ -13,7 +13,6 @@ with each action's access level; cloudsplaining's privilege-escalation list cove
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,7 +20,7 @@ from contract import iam, iam_execution
 from contract import preview as preview_rules
 from contract.iam_target import Target
 from contract.knobs import resolve_config
-from contract.subscribers import IDENTITY_SERVICES, PERMISSIONS_MANAGEMENT, _privileges
+from tests.conformance.sar import findings
 from tests.conformance.test_references import SHAPES
 
 pytestmark = pytest.mark.conformance
@@ -64,26 +63,6 @@ REGISTERED: dict[tuple[str, str], str] = {
     ("boundary", "*"): "a ceiling, not a grant: the execution policy's and the functions' services on the "
     "environment's own names (<service>:*), IAM's exact actions under the boundary's conditions, and its denials",
 }
-
-
-def findings(policy: str, statements: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
-    """(policy, Sid, action) of each Allow of an action that escalates, exposes or is a wildcard."""
-    found = set()
-    for statement in statements:
-        if statement.get("Effect", "Allow") != "Allow":
-            continue
-        actions = statement.get("Action", [])
-        for action in [actions] if isinstance(actions, str) else actions:
-            prefix, _, verb = action.partition(":")
-            level = _privileges().get(prefix, {}).get(verb.lower())
-            if (
-                "*" in action
-                or "?" in action
-                or prefix in IDENTITY_SERVICES
-                or level == PERMISSIONS_MANAGEMENT
-            ):
-                found.add((policy, str(statement.get("Sid", "")), action))
-    return found
 
 
 def _registered(finding: tuple[str, str, str]) -> bool:

@@ -303,9 +303,7 @@ def test_the_stacks_own_iam_statements_name_real_actions_on_their_resource_types
     assert len(statements) >= 5
     assert _policy_problems(statements) == []
     # AND none allows an action that escalates or exposes, nor a wildcard action (test_policy_analysis.py)
-    from tests.conformance.test_policy_analysis import findings
-
-    assert findings("stack", statements) == set()
+    assert sar.findings("stack", statements) == set()
 
 
 def _template_statements(resource: dict[str, Any], template: dict[str, Any]) -> list[dict[str, Any]]:
