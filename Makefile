@@ -86,10 +86,10 @@ format: setup
 # Two pytest-xdist workers per core and one more, at most 8 (TEST_WORKERS=0 runs in one process), each with a local AWS and a
 # synth worker of its own: a worker spends much of its time waiting on the processes it drives (the CDK CLI, its
 # local AWS, the consumer's runtime; each doctable run forks from a per-worker process that has imported the CLI,
-# tests/support/zygote.py). On 2 cores, from a clean clone (CI=true bash .ci/run, 2,808 tests): 448 s with 5
-# workers; 484, 496 and 484 s with 6 (the long integration chains all at once, each slower under the contention);
-# earlier sessions: 445 s with 6 (2,734 tests), 415 s with 5 and 464 s with 8. A module goes whole to one worker, in the order
-# tests/conftest.py gives (the longest integration modules first).
+# tests/support/zygote.py). On 2 cores, from a clean clone (CI=true bash .ci/run): 461 s with 5 workers (2,930
+# tests, session 9); 448 s (2,808 tests); 484, 496 and 484 s with 6 (the long integration chains all at once, each
+# slower under the contention); earlier: 445 s with 6 (2,734 tests), 415 s with 5, 464 s with 8. A module goes whole
+# to one worker, in the order tests/conftest.py gives (the longest integration modules first).
 CORES := $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 TEST_WORKERS ?= $(shell n=$$(( $(CORES) * 2 + 1 )); echo $$(( n > 8 ? 8 : n )))
 PARALLEL := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder

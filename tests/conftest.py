@@ -43,6 +43,8 @@ LONGEST_FIRST = (
     "test_day2_index",
     "test_packaging",
     "test_indexes",
+    "test_testing_plugin",
+    "test_hostile_preview",
     "test_kinesis",
     "test_encryption_policy",
     "test_ops_commands",
