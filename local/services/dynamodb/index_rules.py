@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from local.patching import Target
+from local.services.dynamodb import limit_exceeded, not_found, validation
 from local.services.dynamodb.index_lifecycle import (
     CREATING,
     DELETING,
@@ -118,32 +119,10 @@ MOTO_TARGETS = (
 
 
 # ------------------------------------------------------------------------------------------------ errors
-def _validation(message: str) -> Exception:
-    from moto.dynamodb.exceptions import MockValidationException
-
-    return MockValidationException(message)
-
-
-def _coded(code: str, message: str) -> Exception:
-    from moto.dynamodb.exceptions import ERROR_TYPE_PREFIX, DynamodbException
-
-    return DynamodbException(ERROR_TYPE_PREFIX + code, message)
-
-
-def _limit(message: str) -> Exception:
-    return _coded("LimitExceededException", message)
-
-
 def in_use(message: str) -> Exception:
     from moto.dynamodb.exceptions import ResourceInUseException
 
     return ResourceInUseException(message)
-
-
-def _not_found(message: str) -> Exception:
-    from moto.dynamodb.exceptions import ResourceNotFoundException
-
-    return ResourceNotFoundException(message)
 
 
 class TemplateRefusal(Exception):
@@ -164,11 +143,11 @@ def refuse_backfilling_read(table: Any, index_name: str | None) -> None:
         return
     settle(table)
     if index_name not in {index.name for index in [*table.global_indexes, *table.indexes]}:
-        raise _validation(UNKNOWN_INDEX.format(index=index_name))
+        raise validation(UNKNOWN_INDEX.format(index=index_name))
     for index in table.global_indexes:
         transition = transition_of(index)
         if index.name == index_name and transition is not None and transition.status == CREATING:
-            raise _validation(BACKFILLING.format(index=index_name))
+            raise validation(BACKFILLING.format(index=index_name))
 
 
 def _names(values: Iterable[str]) -> str:
@@ -181,12 +160,12 @@ def check_create_definitions(
     """An index created on a live table needs its key attributes defined (the request's or the table's)."""
     for spec in creates:
         if not given:
-            raise _validation(NO_DEFINITIONS.format(index=spec.get("IndexName")))
+            raise validation(NO_DEFINITIONS.format(index=spec.get("IndexName")))
         known = {str(d["AttributeName"]) for d in [*given, *(table.attr or [])]}
         keys = key_names(spec.get("KeySchema"))
         if any(k not in known for k in keys):
             defined = _names(str(d["AttributeName"]) for d in given)
-            raise _validation(UNDEFINED_KEYS.format(keys=_names(keys), defined=defined))
+            raise validation(UNDEFINED_KEYS.format(keys=_names(keys), defined=defined))
 
 
 def _projection_errors(spec: Mapping[str, Any], field: str) -> None:
@@ -194,19 +173,19 @@ def _projection_errors(spec: Mapping[str, Any], field: str) -> None:
     kind = projection.get("ProjectionType")
     non_key = projection.get("NonKeyAttributes")
     if kind is None:
-        raise _validation(UNKNOWN_PROJECTION)
+        raise validation(UNKNOWN_PROJECTION)
     if non_key is not None and kind != "INCLUDE":
-        raise _validation(NON_KEY_WITHOUT_INCLUDE.format(type=kind))
+        raise validation(NON_KEY_WITHOUT_INCLUDE.format(type=kind))
     if kind == "INCLUDE" and not non_key:
-        raise _validation(INCLUDE_WITHOUT_NON_KEY)
+        raise validation(INCLUDE_WITHOUT_NON_KEY)
     if non_key and len(non_key) > MAX_NON_KEY_PER_INDEX:
-        raise _validation(
+        raise validation(
             NON_KEY_LENGTH.format(values=_names(non_key), field=f"{field}.projection.nonKeyAttributes")
         )
     seen: set[str] = set()
     for name in non_key or []:
         if name in seen:
-            raise _validation(DUPLICATE_NON_KEY.format(name=name))
+            raise validation(DUPLICATE_NON_KEY.format(name=name))
         seen.add(name)
 
 
@@ -214,7 +193,7 @@ def _on_demand_errors(spec: Mapping[str, Any], *, updating: bool) -> None:
     for field, value in (spec.get("OnDemandThroughput") or {}).items():
         lifted = updating and int(value) == NO_CAP  # -1 on an update removes the cap
         if field in ("MaxReadRequestUnits", "MaxWriteRequestUnits") and int(value) < 1 and not lifted:
-            raise _validation(ON_DEMAND_RANGE.format(field=field, index=spec.get("IndexName")))
+            raise validation(ON_DEMAND_RANGE.format(field=field, index=spec.get("IndexName")))
 
 
 def projected_count(specs: Iterable[Mapping[str, Any]]) -> int:
@@ -233,23 +212,23 @@ def validate_table_spec(spec: Mapping[str, Any]) -> None:
     names: set[str] = set()
     locals_ = list(spec.get("LocalSecondaryIndexes") or [])
     if locals_ and "RANGE" not in table_keys:
-        raise _validation(LSI_NEEDS_TABLE_RANGE)
+        raise validation(LSI_NEEDS_TABLE_RANGE)
     for position, index in enumerate(locals_, start=1):
         name = str(index.get("IndexName"))
         _key_schema_errors(index.get("KeySchema") or [])
         keys = {str(k["KeyType"]): str(k["AttributeName"]) for k in index.get("KeySchema") or []}
         if "RANGE" not in keys:
-            raise _validation(LSI_NEEDS_RANGE.format(index=name))
+            raise validation(LSI_NEEDS_RANGE.format(index=name))
         if keys.get("HASH") != table_keys.get("HASH"):
-            raise _validation(
+            raise validation(
                 LSI_HASH.format(index=name, index_hash=keys.get("HASH"), table_hash=table_keys.get("HASH"))
             )
         _projection_errors(index, f"localSecondaryIndexes.{position}.member")
         if name in names:
-            raise _validation(DUPLICATE_INDEX.format(index=name))
+            raise validation(DUPLICATE_INDEX.format(index=name))
         names.add(name)
     if len(locals_) > MAX_LOCAL:
-        raise _validation(LOCAL_LIMIT)
+        raise validation(LOCAL_LIMIT)
     globals_ = list(spec.get("GlobalSecondaryIndexes") or [])
     for position, index in enumerate(globals_, start=1):
         name = str(index.get("IndexName"))
@@ -257,12 +236,12 @@ def validate_table_spec(spec: Mapping[str, Any]) -> None:
         _projection_errors(index, f"globalSecondaryIndexes.{position}.member")
         _on_demand_errors(index, updating=False)
         if name in names:
-            raise _validation(DUPLICATE_INDEX.format(index=name))
+            raise validation(DUPLICATE_INDEX.format(index=name))
         names.add(name)
     if len(globals_) > MAX_GLOBAL:
-        raise _validation(GLOBAL_LIMIT_CREATE)
+        raise validation(GLOBAL_LIMIT_CREATE)
     if projected_count([*locals_, *globals_]) > MAX_PROJECTED:
-        raise _validation(PROJECTED_LIMIT)
+        raise validation(PROJECTED_LIMIT)
 
 
 SECOND_NOT_RANGE = "Invalid KeySchema: The second KeySchemaElement is not a RANGE key type"
@@ -271,25 +250,25 @@ SECOND_NOT_RANGE = "Invalid KeySchema: The second KeySchemaElement is not a RANG
 def check_table_key_schema(schema: Sequence[Mapping[str, Any]]) -> None:
     """A table's KeySchema: its partition key, then at most its sort key, two attributes apart."""
     if len(schema) > 1 and schema[0].get("KeyType") == "HASH" and schema[1].get("KeyType") != "RANGE":
-        raise _validation(SECOND_NOT_RANGE)
+        raise validation(SECOND_NOT_RANGE)
     _key_schema_errors(schema)
 
 
 def _key_schema_errors(schema: Sequence[Mapping[str, Any]]) -> None:
     """An index's KeySchema begins with its partition key, and no attribute is both its partition and sort key."""
     if schema and schema[0].get("KeyType") != "HASH":
-        raise _validation(FIRST_NOT_HASH)
+        raise validation(FIRST_NOT_HASH)
     hashes = {k.get("AttributeName") for k in schema if k.get("KeyType") == "HASH"}
     if any(k.get("KeyType") == "RANGE" and k.get("AttributeName") in hashes for k in schema):
-        raise _validation(SAME_NAME)
+        raise validation(SAME_NAME)
 
 
 def _action_of(update: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
     actions = [(k, v) for k, v in update.items() if k in ("Create", "Update", "Delete") and v is not None]
     if not actions:
-        raise _validation(NO_ACTION)
+        raise validation(NO_ACTION)
     if len(actions) > 1:
-        raise _validation(TWO_ACTIONS)
+        raise validation(TWO_ACTIONS)
     return actions[0]
 
 
@@ -302,38 +281,38 @@ def check_index_updates(
     for _, body in actions:
         name = str(body.get("IndexName"))
         if name in seen:
-            raise _validation(SAME_INDEX_TWICE.format(index=name))
+            raise validation(SAME_INDEX_TWICE.format(index=name))
         seen.add(name)
     if sum(1 for kind, _ in actions if kind in ("Create", "Delete")) > 1:
-        raise _limit(ONLINE_LIMIT)
+        raise limit_exceeded(ONLINE_LIMIT)
     globals_ = {i.name: i for i in table.global_indexes}
     locals_ = {i.name for i in table.indexes}
     for position, (kind, body) in enumerate(actions, start=1):
         name = str(body.get("IndexName"))
         if kind == "Create":
             if name in globals_ or name in locals_:
-                raise _validation(EXISTS)
+                raise validation(EXISTS)
             if any(transition_of(i) is not None for i in globals_.values()):
-                raise _limit(ONLINE_LIMIT)
+                raise limit_exceeded(ONLINE_LIMIT)
             if len(globals_) >= MAX_GLOBAL:
-                raise _limit(GLOBAL_LIMIT_UPDATE)
+                raise limit_exceeded(GLOBAL_LIMIT_UPDATE)
             _projection_errors(body, f"globalSecondaryIndexUpdates.{position}.member.create")
             _on_demand_errors(body, updating=False)
             others = [described(i) for i in [*table.indexes, *table.global_indexes]]
             if projected_count([*others, body]) > MAX_PROJECTED:
-                raise _validation(PROJECTED_LIMIT)
+                raise validation(PROJECTED_LIMIT)
             continue
         if name in locals_:
-            raise _validation(NOT_GLOBAL.format(action=kind.lower(), index=name))
+            raise validation(NOT_GLOBAL.format(action=kind.lower(), index=name))
         if name not in globals_:
-            raise _not_found(NOT_FOUND.format(index=name, table=table.name))
+            raise not_found(NOT_FOUND.format(index=name, table=table.name))
         transition = transition_of(globals_[name])
         if transition is not None and transition.status == DELETING:
             raise in_use(INDEX_BEING_DELETED.format(table=table.name, index=name))
         if kind == "Delete":
             # The index itself may go while it backfills; another index's change must end first.
             if any(transition_of(i) is not None for n, i in globals_.items() if n != name):
-                raise _limit(ONLINE_LIMIT)
+                raise limit_exceeded(ONLINE_LIMIT)
         else:
             _on_demand_errors(body, updating=True)
             _check_warm(globals_[name], body.get("WarmThroughput"))
@@ -344,7 +323,7 @@ def _check_warm(index: Any, wanted: Mapping[str, Any] | None) -> None:
     current = getattr(index, "warm_throughput", None) or {}
     for field in ("ReadUnitsPerSecond", "WriteUnitsPerSecond"):
         if wanted and field in wanted and int(wanted[field]) < int(current.get(field, 0)):
-            raise _validation(WARM_LOWER.format(field=field, index=index.name))
+            raise validation(WARM_LOWER.format(field=field, index=index.name))
 
 
 def check_duplicate_definitions(definitions: list[Mapping[str, Any]]) -> None:
@@ -352,7 +331,7 @@ def check_duplicate_definitions(definitions: list[Mapping[str, Any]]) -> None:
     names = [str(d.get("AttributeName")) for d in definitions]
     for name in names:
         if names.count(name) > 1:
-            raise _validation(DUPLICATE_ATTRIBUTE.format(name=name))
+            raise validation(DUPLICATE_ATTRIBUTE.format(name=name))
 
 
 # -------------------------------------------------------------------------------------- index key types
@@ -368,7 +347,7 @@ def check_index_key_types(item: Mapping[str, Any], table: Any) -> None:
             actual = next(iter(value))
             expected = types.get(key)
             if expected is not None and actual != expected:
-                raise _validation(
+                raise validation(
                     TYPE_MISMATCH.format(key=key, expected=expected, actual=actual, index=index.name)
                 )
 
@@ -384,7 +363,7 @@ def index_type_mismatch(table: Any, message: str) -> Exception | None:
     key, expected, actual = found.groups()
     for index in [*table.global_indexes, *table.indexes]:
         if key in key_names(index.schema):
-            return _validation(
+            return validation(
                 TYPE_MISMATCH.format(key=key, expected=expected, actual=actual, index=index.name)
             )
     return None

@@ -28,6 +28,7 @@ from typing import Any
 
 from local import state
 from local.patching import Patches, Target, replace
+from local.services.dynamodb import not_found, validation
 from local.services.dynamodb.writes import TEMPLATE_HANDLERS, WRITE_LOCK, in_ttl_deletion
 
 log = logging.getLogger("doctable.local.dynamodb_kinesis")
@@ -56,16 +57,6 @@ PATCHES = Patches()
 
 
 # --------------------------------------------------------------------------------------------- errors
-def _validation(message: str) -> Exception:
-    from moto.dynamodb.exceptions import MockValidationException
-
-    return MockValidationException(message)
-
-
-def _not_found(message: str) -> Exception:
-    from moto.dynamodb.exceptions import ResourceNotFoundException
-
-    return ResourceNotFoundException(message)
 
 
 # ------------------------------------------------------------------------------------- the destinations
@@ -92,7 +83,7 @@ def _check_precision(precision: Any) -> str:
     if precision is None:
         return PRECISIONS[0]
     if precision not in PRECISIONS:
-        raise _validation(
+        raise validation(
             f"1 validation error detected: Value '{precision}' at 'approximateCreationDateTimePrecision' failed "
             f"to satisfy constraint: Member must satisfy enum value set: [{', '.join(PRECISIONS)}]"
         )
@@ -102,9 +93,9 @@ def _check_precision(precision: Any) -> str:
 def enable(table: Any, stream_arn: str, precision: Any = None) -> dict[str, Any]:
     precision = _check_precision(precision)
     if _stream(table.account_id, table.region_name, stream_arn) is None:
-        raise _not_found(f"Requested resource not found: Stream: {stream_arn} not found")
+        raise not_found(f"Requested resource not found: Stream: {stream_arn} not found")
     if active(table) is not None:
-        raise _validation(ENABLE_REFUSED)  # one destination per table, and not the same one twice
+        raise validation(ENABLE_REFUSED)  # one destination per table, and not the same one twice
     entries = destinations(table)
     entries[:] = [d for d in entries if d["StreamArn"] != stream_arn]
     entry = {
@@ -119,7 +110,7 @@ def enable(table: Any, stream_arn: str, precision: Any = None) -> dict[str, Any]
 def disable(table: Any, stream_arn: str) -> dict[str, Any]:
     entry = next((d for d in destinations(table) if d["StreamArn"] == stream_arn), None)
     if entry is None or entry["DestinationStatus"] != "ACTIVE":
-        raise _validation(DISABLE_REFUSED)
+        raise validation(DISABLE_REFUSED)
     entry["DestinationStatus"] = "DISABLED"
     return entry
 
@@ -128,9 +119,9 @@ def update(table: Any, stream_arn: str, precision: Any) -> dict[str, Any]:
     wanted = _check_precision(precision)
     entry = next((d for d in destinations(table) if d["StreamArn"] == stream_arn), None)
     if entry is None or entry["DestinationStatus"] != "ACTIVE":
-        raise _validation(UPDATE_REFUSED)
+        raise validation(UPDATE_REFUSED)
     if precision is None or entry["ApproximateCreationDateTimePrecision"] == wanted:
-        raise _validation(SAME_PRECISION.format(precision=entry["ApproximateCreationDateTimePrecision"]))
+        raise validation(SAME_PRECISION.format(precision=entry["ApproximateCreationDateTimePrecision"]))
     entry["ApproximateCreationDateTimePrecision"] = wanted
     return entry
 
@@ -324,7 +315,7 @@ def _table(handler: Any) -> Any:
     try:
         return handler.dynamodb_backend.get_table(name)
     except ResourceNotFoundException:
-        raise _not_found(f"Requested resource not found: Table: {name} not found") from None
+        raise not_found(f"Requested resource not found: Table: {name} not found") from None
 
 
 def enable_kinesis_streaming_destination(self: Any) -> Any:

@@ -20,6 +20,7 @@ from typing import Any
 
 from local import clock
 from local.patching import Patches, Target, replace, truthy
+from local.services.dynamodb import limit_exceeded, validation
 
 CLASS_CHANGES_ENV = "DOCTABLE_LOCAL_TABLE_CLASS_CHANGES"  # class changes allowed per window (AWS: 2)
 CLASS_WINDOW_SECONDS = 30 * 86_400
@@ -45,20 +46,10 @@ PATCHES = Patches()
 
 
 # --------------------------------------------------------------------------------------------- errors
-def _validation(message: str) -> Exception:
-    from moto.dynamodb.exceptions import MockValidationException
-
-    return MockValidationException(message)
-
-
-def _limit(message: str) -> Exception:
-    from moto.dynamodb.exceptions import ERROR_TYPE_PREFIX, DynamodbException
-
-    return DynamodbException(ERROR_TYPE_PREFIX + "LimitExceededException", message)
 
 
 def _constraint(field: str, value: object, rule: str) -> Exception:
-    return _validation(
+    return validation(
         f"1 validation error detected: Value '{value}' at '{field}' failed to satisfy constraint: {rule}"
     )
 
@@ -84,7 +75,7 @@ def set_table_class(table: Any, wanted: str | None) -> None:
         changes = [t for t in table.doctable_table_class_changes if now - t < CLASS_WINDOW_SECONDS]
         allowed = int(os.environ.get(CLASS_CHANGES_ENV, "2") or 2)
         if len(changes) >= allowed:
-            raise _limit(CLASS_LIMIT.format(n=allowed, table=table.name))
+            raise limit_exceeded(CLASS_LIMIT.format(n=allowed, table=table.name))
         table.doctable_table_class = wanted
         table.doctable_table_class_changes = [*changes, now]
         table.doctable_table_class_updated = now
@@ -102,7 +93,7 @@ def set_on_demand(table: Any, wanted: dict[str, Any] | None, *, lift_when_absent
             continue
         value = int(wanted[field])
         if value != NO_CAP and value < 1:
-            raise _validation(
+            raise validation(
                 f"One or more parameter values were invalid: {field} must be greater than or equal to 1, or -1 "
                 "to remove the maximum"
             )
@@ -120,7 +111,7 @@ def check_warm(table: Any, wanted: dict[str, Any] | None) -> None:
     current = table.warm_throughput or {}
     for field in ("ReadUnitsPerSecond", "WriteUnitsPerSecond"):
         if field in wanted and int(wanted[field]) < int(current.get(field, 0)):
-            raise _validation(WARM_LOWER.format(field=field, current=current.get(field)))
+            raise validation(WARM_LOWER.format(field=field, current=current.get(field)))
 
 
 def set_warm(table: Any, wanted: dict[str, Any] | None) -> None:

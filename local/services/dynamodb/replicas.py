@@ -24,6 +24,7 @@ from typing import Any
 
 from local.patching import Patches, Target, install
 from local.services.dynamodb import replication as engine
+from local.services.dynamodb import validation
 from local.services.dynamodb.writes import WRITE_LOCK
 
 SOURCE_WINDOW_SECONDS = 24 * 3600.0  # a region that added a replica cannot leave within this
@@ -61,12 +62,6 @@ _MODELS = "moto.dynamodb.models"
 PATCHES = Patches()
 
 
-def _validation(message: str) -> Exception:
-    from moto.dynamodb.exceptions import MockValidationException
-
-    return MockValidationException(message)
-
-
 @functools.cache
 def supported_regions() -> tuple[str, ...]:
     """The regions DynamoDB (and so a replica) exists in, as botocore knows them."""
@@ -82,28 +77,28 @@ def replica_action(table: Any, updates: list[dict[str, Any]]) -> tuple[str, str]
     for update in updates:
         kinds = [k for k in ("Create", "Update", "Delete") if isinstance(update, dict) and update.get(k)]
         if len(kinds) > 1:
-            raise _validation(MIXED_ACTIONS)
+            raise validation(MIXED_ACTIONS)
         if not kinds:
-            raise _validation(NO_ACTION)
+            raise validation(NO_ACTION)
         body = update[kinds[0]]
         if kinds[0] == "Update" and not (set(body) - {"RegionName"}):
-            raise _validation(NO_ACTION)
+            raise validation(NO_ACTION)
         actions.append((kinds[0], str(body.get("RegionName") or "")))
     unique = list(dict.fromkeys(actions))  # two identical actions for one region are one
     if len(unique) > 1:
-        raise _validation(SEVERAL_ACTIONS)
+        raise validation(SEVERAL_ACTIONS)
     kind, region = unique[0]
     if region == table.region_name:
-        raise _validation(LOCAL_REGION)
+        raise validation(LOCAL_REGION)
     regions = supported_regions()
     if region not in regions:
-        raise _validation(UNSUPPORTED_REGION.format(region=region, regions=", ".join(regions)))
+        raise validation(UNSUPPORTED_REGION.format(region=region, regions=", ".join(regions)))
     group = engine.REGISTRY.group_of(table)
     members = group.regions if group is not None else [table.region_name]
     if kind == "Create" and region in members:
-        raise _validation(ALREADY_EXISTS.format(name=table.name))
+        raise validation(ALREADY_EXISTS.format(name=table.name))
     if kind in ("Update", "Delete") and region not in members:
-        raise _validation(NOT_A_REPLICA.format(regions=region))
+        raise validation(NOT_A_REPLICA.format(regions=region))
     return kind, region
 
 
@@ -128,7 +123,7 @@ def create_replica(table: Any, region: str) -> Any:
 
     backend = dynamodb_backends[table.account_id][region]
     if table.name in backend.tables:
-        raise _validation(ALREADY_EXISTS.format(name=table.name))
+        raise validation(ALREADY_EXISTS.format(name=table.name))
     view = (table.stream_specification or {}).get("StreamViewType") if table.latest_stream_label else None
     if not (table.stream_specification or {}).get("StreamEnabled"):
         view = None
@@ -165,7 +160,7 @@ def delete_replica(table: Any, region: str) -> None:
     refuse_recent_source(table.account_id, table.name, region)
     replica = dynamodb_backends[table.account_id][region].tables.get(table.name)
     if replica is not None and replica.deletion_protection_enabled:
-        raise _validation(PROTECTED.format(name=table.name, region=region))
+        raise validation(PROTECTED.format(name=table.name, region=region))
     engine.REGISTRY.leave(table.account_id, table.name, region)
     dynamodb_backends[table.account_id][region].tables.pop(table.name, None)
 
@@ -178,7 +173,7 @@ def refuse_recent_source(account_id: str, name: str, region: str) -> None:
     now = time.monotonic()
     for member, (source, when) in group.sourced.items():
         if source == region and member in group.regions and now - when < SOURCE_WINDOW_SECONDS:
-            raise _validation(RECENT_SOURCE)
+            raise validation(RECENT_SOURCE)
 
 
 def update_replicas(table: Any, updates: list[dict[str, Any]]) -> None:
@@ -203,7 +198,7 @@ def update_table_handler(self: Any) -> Any:
     table = self.dynamodb_backend.get_table(body["TableName"])
     stream = body.get("StreamSpecification")
     if stream is not None and engine.REGISTRY.group_of(table) is not None and not stream.get("StreamEnabled"):
-        raise _validation(STREAM_REQUIRED)
+        raise validation(STREAM_REQUIRED)
     updates = body.pop("ReplicaUpdates", None)
     if updates:
         update_replicas(table, list(updates))

@@ -41,6 +41,7 @@ from local.services.dynamodb import index_rules as dynamodb_index_rules
 from local.services.dynamodb import indexes as dynamodb_indexes
 from local.services.dynamodb import options as dynamodb_options
 from local.services.dynamodb import security as dynamodb_security
+from local.services.dynamodb import validation
 from local.services.dynamodb.writes import CHANGE_LISTENERS, TEMPLATE_HANDLERS, WRITE_LOCK, in_ttl_deletion
 
 MAX_SHARD_ITERATORS = 20_000
@@ -390,12 +391,6 @@ def _apply_table_extras(
         handler(table, properties)
 
 
-def _validation(message: str) -> Exception:
-    from moto.dynamodb.exceptions import MockValidationException
-
-    return MockValidationException(message)
-
-
 def _seconds(env: str, default: float) -> float:
     try:
         return float(os.environ.get(env, default))
@@ -411,12 +406,12 @@ def update_time_to_live(self: Any, table_name: str, ttl_spec: dict[str, Any]) ->
     wanted = truthy(ttl_spec.get("Enabled"))
     current = table.ttl.get("AttributeName")
     if table.ttl.get("TimeToLiveStatus") == "ENABLED" and ttl_spec.get("AttributeName") != current:
-        raise _validation(TTL_OTHER_ATTRIBUTE.format(name=current))
+        raise validation(TTL_OTHER_ATTRIBUTE.format(name=current))
     if wanted == (table.ttl.get("TimeToLiveStatus") == "ENABLED"):
-        raise _validation(f"TimeToLive is already {'enabled' if wanted else 'disabled'}")
+        raise validation(f"TimeToLive is already {'enabled' if wanted else 'disabled'}")
     changed = getattr(table, clock.TTL_CHANGED_ATTRIBUTE, None)
     if changed is not None and time.monotonic() - changed < _seconds(TTL_CHANGE_INTERVAL_ENV, 3600.0):
-        raise _validation(TTL_RATE_LIMITED)
+        raise validation(TTL_RATE_LIMITED)
     PATCHES.original(update_time_to_live)(self, table_name, ttl_spec)
     setattr(table, clock.TTL_CHANGED_ATTRIBUTE, time.monotonic())
 

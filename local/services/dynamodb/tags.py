@@ -20,6 +20,7 @@ import unicodedata
 from typing import Any
 
 from local.patching import Patches, Target
+from local.services.dynamodb import not_found, validation
 
 PATCHES = Patches()
 _RESPONSES = "moto.dynamodb.responses"
@@ -46,76 +47,55 @@ _TABLE_ARN = re.compile(
 _PUNCTUATION = set("+-=._:/@")
 
 
-class Refused(Exception):
-    """A tag request DynamoDB refuses: (error code, message)."""
-
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code = code
-
-
-def _validation(message: str) -> Refused:
-    return Refused("ValidationException", message)
-
-
 def _allowed(text: str) -> bool:
     return all(c in _PUNCTUATION or unicodedata.category(c)[0] in "LZN" for c in text)
 
 
 def check_tags(tags: Any) -> dict[str, str]:
-    """The tags of a TagResource or CreateTable as {key: value}, or Refused in DynamoDB's words."""
+    """The tags of a TagResource or CreateTable as {key: value}, or DynamoDB's ValidationException."""
     if not isinstance(tags, list) or not tags:
-        raise _validation(NO_TAGS)
+        raise validation(NO_TAGS)
     found: dict[str, str] = {}
     for tag in tags:
         key = tag.get("Key") if isinstance(tag, dict) else None
         value = tag.get("Value") if isinstance(tag, dict) else None
         if not isinstance(key, str) or not key or len(key) > KEY_MAX or not _allowed(key):
-            raise _validation(BAD_KEY.format(key="null" if key is None else key))
+            raise validation(BAD_KEY.format(key="null" if key is None else key))
         if key.startswith("aws:"):
-            raise _validation(AWS_PREFIX.format(key=key))
+            raise validation(AWS_PREFIX.format(key=key))
         if not isinstance(value, str) or len(value) > VALUE_MAX or not _allowed(value):
-            raise _validation(BAD_VALUE.format(value="null" if value is None else value))
+            raise validation(BAD_VALUE.format(value="null" if value is None else value))
         if key in found:
-            raise _validation(DUPLICATE.format(key=key))
+            raise validation(DUPLICATE.format(key=key))
         found[key] = value
     return found
 
 
 def table_of(backend: Any, arn: Any) -> Any:
-    """The table a tag request's ResourceArn names, or Refused as DynamoDB refuses the ARN."""
+    """The table a tag request's ResourceArn names, or DynamoDB's refusal of the ARN."""
     text = str(arn)
     if not text.startswith("arn:"):
-        raise _validation(NOT_ARN.format(arn=text))
+        raise validation(NOT_ARN.format(arn=text))
     shape = _TABLE_ARN.match(text)
     if shape is None:
-        raise _validation(BAD_ARN.format(arn=text))
+        raise validation(BAD_ARN.format(arn=text))
     rest = shape["rest"] or ""
     if rest and not rest.startswith("/stream/"):
-        raise _validation(NOT_TABLE.format(arn=text))
+        raise validation(NOT_TABLE.format(arn=text))
     for table in backend.tables.values():
         if table.table_arn == text:
             return table
-    raise Refused("ResourceNotFoundException", NOT_FOUND.format(arn=text))
-
-
-def _raised(refused: Refused) -> Exception:
-    from moto.dynamodb.exceptions import ERROR_TYPE_PREFIX, DynamodbException
-
-    return DynamodbException(ERROR_TYPE_PREFIX + refused.code, str(refused))
+    raise not_found(NOT_FOUND.format(arn=text))
 
 
 @PATCHES.replace(Target(_RESPONSES, "DynamoHandler.tag_resource", ("self",)))
 def tag_resource(self: Any) -> Any:
     """TagResource: the ARN and every tag checked, then the tags merged (a key's value replaced), at most 50."""
-    try:
-        table = table_of(self.dynamodb_backend, self.body.get("ResourceArn"))
-        merged = {t["Key"]: t["Value"] for t in table.tags}
-        merged.update(check_tags(self.body.get("Tags")))
-        if len(merged) > TAGS_MAX:
-            raise _validation(TOO_MANY)
-    except Refused as refused:
-        raise _raised(refused) from None
+    table = table_of(self.dynamodb_backend, self.body.get("ResourceArn"))
+    merged = {t["Key"]: t["Value"] for t in table.tags}
+    merged.update(check_tags(self.body.get("Tags")))
+    if len(merged) > TAGS_MAX:
+        raise validation(TOO_MANY)
     table.tags = [{"Key": k, "Value": v} for k, v in merged.items()]
     return ""  # DynamoDB answers TagResource and UntagResource with an empty body (moto: "{}")
 
@@ -124,17 +104,14 @@ def tag_resource(self: Any) -> Any:
 def untag_resource(self: Any) -> Any:
     """UntagResource: the ARN and the keys checked (at least one, at most 50), then those tags removed."""
     keys = self.body.get("TagKeys")
-    try:
-        table = table_of(self.dynamodb_backend, self.body.get("ResourceArn"))
-        if not isinstance(keys, list) or not keys:
-            raise _validation(NO_KEYS)
-        if len(keys) > TAGS_MAX:
-            raise _validation(TOO_MANY)
-        for key in keys:
-            if not isinstance(key, str) or not key or len(key) > KEY_MAX:
-                raise _validation(BAD_KEY.format(key="null" if key is None else key))
-    except Refused as refused:
-        raise _raised(refused) from None
+    table = table_of(self.dynamodb_backend, self.body.get("ResourceArn"))
+    if not isinstance(keys, list) or not keys:
+        raise validation(NO_KEYS)
+    if len(keys) > TAGS_MAX:
+        raise validation(TOO_MANY)
+    for key in keys:
+        if not isinstance(key, str) or not key or len(key) > KEY_MAX:
+            raise validation(BAD_KEY.format(key="null" if key is None else key))
     table.tags = [tag for tag in table.tags if tag["Key"] not in keys]
     return ""
 
@@ -145,28 +122,28 @@ def list_tags_of_resource(self: Any) -> Any:
     at most 50; moto answered ten at a time)."""
     from moto.core.responses import ActionResult
 
-    try:
-        table = table_of(self.dynamodb_backend, self.body.get("ResourceArn"))
-    except Refused as refused:
-        raise _raised(refused) from None
+    table = table_of(self.dynamodb_backend, self.body.get("ResourceArn"))
     return ActionResult({"Tags": list(table.tags)})
 
 
 def create_table_refusal(body: dict[str, Any]) -> str | None:
     """Why DynamoDB refuses a CreateTable's Tags (checked as TagResource's, at most 50), or None."""
+    from moto.dynamodb.exceptions import DynamodbException
+
     if not body.get("Tags"):
         return None
     try:
         if len(check_tags(body["Tags"])) > TAGS_MAX:
             return TOO_MANY
-    except Refused as refused:
-        return str(refused)
+    except DynamodbException as refused:  # the ValidationException of a tag
+        return str(refused.message)
     return None
 
 
 MOTO_TARGETS = (
     *PATCHES.targets,
     Target(_EXCEPTIONS, "DynamodbException"),
-    Target(_EXCEPTIONS, "ERROR_TYPE_PREFIX"),
+    Target(_EXCEPTIONS, "MockValidationException"),
+    Target(_EXCEPTIONS, "ResourceNotFoundException"),
     Target("moto.core.responses", "ActionResult"),
 )
