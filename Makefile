@@ -15,7 +15,7 @@ NPM_STAMP := node_modules/.installed
 CHECKOV_VERSION := 3.3.30
 CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
-# The project's own Node.js LTS (node_modules/.bin/node, pinned in package.json; contract/toolchain.py) runs the
+# The project's own Node.js LTS (node_modules/.bin/node, pinned in package.json; tooling/toolchain.py) runs the
 # CDK CLI and, first on PATH, the app's jsii kernel (app.py also names it in JSII_NODE). The machine's node only
 # runs npm, once; on a platform without a pinned binary, `node` is the machine's (make setup checks its line).
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
@@ -40,11 +40,11 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 # npm installs the CDK CLI and the Node.js binary for this platform (an optional dependency per platform, pinned
-# by the lock file's integrity); contract.toolchain checks the binary is the pinned version, or, on a platform
+# by the lock file's integrity); tooling.toolchain checks the binary is the pinned version, or, on a platform
 # without one, that the machine's Node.js is a supported LTS.
 $(NPM_STAMP): package.json package-lock.json $(STAMP)
 	npm ci --no-audit --no-fund --loglevel=error
-	$(BIN)/python -m contract.toolchain
+	$(BIN)/python -m tooling.toolchain
 	@touch $@
 
 $(CHECKOV_STAMP):
@@ -73,7 +73,7 @@ actionlint: setup ## check .github/workflows/*.yml with actionlint
 	$(ACTIONLINT) -shellcheck=$(BIN)/shellcheck .github/workflows/*.yml
 
 # Every shape of the infra tests' matrices that checkov can tell apart (tests/infra/synth_matrix.py), synthesized
-# offline; a finding fails unless the resource's metadata skips it with a reason (infra/checkov.py).
+# offline; a finding fails unless the resource's metadata skips it with a reason (infra/synth/checkov.py).
 checkov: setup $(CHECKOV_STAMP) ## checkov over the synthesized templates of the knob matrix
 	@dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
 	$(BIN)/python -m tests.infra.synth_matrix "$$dir" && \
@@ -194,7 +194,7 @@ client-wheel: ## the application client's wheel, doctable-client (the doctable n
 	$(PYTHON) clients/build_wheel.py dist
 
 docs: setup ## regenerate docs/knobs.md and doctable.toml's comments from the knob declarations
-	$(BIN)/python -m contract.reference --write
+	$(BIN)/python -m contract.iam.reference --write
 
 bad-input-doc: setup ## regenerate docs/bad-input.md from the bad-input cases (tests/unit/bad_inputs.py)
 	$(BIN)/python -m tests.unit.bad_inputs --write

@@ -2,9 +2,9 @@
 """Resolve the environment's settings (doctable.toml, then -c and DOCTABLE_ overrides), then instantiate its one
 stack (and, for a global table, the consumer stack of each replica region ``replica_streams`` names). Never
 calls AWS. With DOCTABLE_SYNTH_CACHE set, an assembly synthesized before from the same inputs is
-copied out instead (infra/synth_cache.py); with DOCTABLE_SYNTH_WORKER set, a worker that has the CDK loaded
-already synthesizes it (infra/synth_worker.py; ``app.py --serve SOCKET`` is that worker). jsii runs on the
-project's pinned Node.js (contract/toolchain.py) unless JSII_NODE names another."""
+copied out instead (infra/synth/cache.py); with DOCTABLE_SYNTH_WORKER set, a worker that has the CDK loaded
+already synthesizes it (infra/synth/worker.py; ``app.py --serve SOCKET`` is that worker). jsii runs on the
+project's pinned Node.js (tooling/toolchain.py) unless JSII_NODE names another."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ import contextlib
 import os
 import sys
 
-from contract import toolchain
-from infra import synth_cache, synth_worker
+from infra.synth import cache as synth_cache
+from infra.synth import worker as synth_worker
+from tooling import toolchain
 
 
 def synthesize(context: dict[str, object] | None = None, outdir: str | None = None) -> None:
@@ -23,7 +24,7 @@ def synthesize(context: dict[str, object] | None = None, outdir: str | None = No
     import aws_cdk as cdk
 
     from contract.knobs import INDEX_STEP_CONTEXT, PROJECT_ROOT, ConfigError, user_context, with_index_step
-    from contract.settings import cdk_json_knobs, resolve_settings
+    from contract.settings.resolve import cdk_json_knobs, resolve_settings
     from infra.stack import bootstrap_of, create_stack
 
     # A fresh asset cache: a worker's earlier synth must not lend this one a fingerprint of changed files.

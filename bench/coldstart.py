@@ -47,7 +47,7 @@ from bench.common import (
 )
 from bench.events import TABLE, blob_keys, image, record
 from bench.latency_model import ModelledAws, ModelServer, zero_model
-from contract.asset import stage_package
+from tooling.asset import stage_package
 
 CHILD = BENCH_DIR / "_coldstart_child.py"
 # name -> (package directory copied into the task root, handler module inside it)

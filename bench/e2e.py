@@ -38,10 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import BENCH_DIR
-from contract import toolchain
 from local.api import LocalError
 from local.pollers.streams import CADENCE_AWS, CADENCE_ENV
 from tests.support import localaws as lt
+from tooling import toolchain
 
 KNOBS = {"stream": "new-and-old", "env": "dev", "table_base": "bench"}
 LINE_TIMEOUT = 30.0

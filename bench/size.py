@@ -1,4 +1,4 @@
-"""Artifact sizes. The function zip is the asset ``contract.asset`` stages (the sources and, under the runtime's
+"""Artifact sizes. The function zip is the asset ``tooling.asset`` stages (the sources and, under the runtime's
 Python, their bytecode), zipped as CDK does; the Powertools layer as a zip of the installed package."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import BENCH_DIR, FUNCTIONS_DIR, PROJECT_ROOT
-from contract.asset import stage_package
+from tooling.asset import stage_package
 
-# What the baseline's zip and the layer leave out (the project's asset is staged by contract.asset).
+# What the baseline's zip and the layer leave out (the project's asset is staged by tooling.asset).
 EXCLUDES = ["**/__pycache__", "**/*.pyc", "**/*.md", "**/.mypy_cache"]
 
 

@@ -17,7 +17,7 @@ OUT_KMS_KEY_ARN = "KmsKeyArn"  # only with encryption=customer-managed
 OUT_KINESIS_STREAM_ARN = "KinesisStreamArn"  # with kinesis on or an ARN: where table changes go
 ID_KINESIS_STREAM = "ChangeStream"  # the Kinesis data stream the stack creates with kinesis=on
 OUT_REPLICA_REGIONS = "ReplicaRegions"  # with replicas: the global table's other regions, comma-separated
-# while a single-region table is converted to a global table: the step the stack is at (infra/handover.py)
+# while a single-region table is converted to a global table: the step the stack is at (infra/data/handover.py)
 OUT_TABLE_HANDOVER = "TableHandover"
 OUT_KNOBS = "Knobs"  # the resolved knobs the stack was deployed with (DocTableConfig.deployed_record)
 
@@ -176,7 +176,7 @@ SUBSCRIBER_RUNTIME_PACKAGE = "subscriber_runtime"
 SUBSCRIBER_CODE_PACKAGE = "subscriber_code"
 SUBSCRIBER_HANDLER = "subscriber_runtime.handler.lambda_handler"  # the function's Handler
 
-# A subscriber's stack outputs: Subscriber<Id><What>, <Id> its name in CamelCase (infra/subscribers.py).
+# A subscriber's stack outputs: Subscriber<Id><What>, <Id> its name in CamelCase (infra/compute/subscribers.py).
 OUT_SUBSCRIBER_FUNCTION = "FunctionName"
 OUT_SUBSCRIBER_LOG_GROUP = "LogGroup"
 OUT_SUBSCRIBER_MAPPING = "MappingUuid"
@@ -193,7 +193,7 @@ def subscriber_output(name: str, what: str) -> str:
     return f"Subscriber{subscriber_id(name)}{what}"
 
 
-# The environment's CloudWatch dashboard (infra/dashboard.py): its construct id, and the output naming it, which
+# The environment's CloudWatch dashboard (infra/monitoring/dashboard.py): its construct id, and the output naming it, which
 # `doctable verify` and `doctable logs` turn into its console link (a stack deployed before it has none).
 ID_DASHBOARD = "Overview"
 OUT_DASHBOARD_NAME = "DashboardName"

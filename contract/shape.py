@@ -384,7 +384,7 @@ def subscriber_options(config: DocTableConfig, spec: SubscriberSpec) -> DocTable
 
 
 def subscriber_mapping_shape(config: DocTableConfig, spec: SubscriberSpec) -> MappingShape:
-    """A subscriber's mapping (infra/subscribers.py declares it, preflight compares the live one with it): its
+    """A subscriber's mapping (infra/compute/subscribers.py declares it, preflight compares the live one with it): its
     options, bisect and partial-batch responses on, its own failure bucket, its filters (under ``data`` on
     Kinesis), no metrics. Whatever the consumer is: a stack with consumer=none still maps its subscribers."""
     patterns = tuple(

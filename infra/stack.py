@@ -22,21 +22,22 @@ from aws_cdk import aws_s3 as s3
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
-from contract import iam_execution, names
-from contract import preview as preview_rules
+from contract import names
+from contract.iam import execution as iam_execution
 from contract.knobs import ConfigError, DocTableConfig
+from contract.settings import preview as preview_rules
 from contract.subscribers import SubscriberSpec
-from infra.alarms import ConsumerAlarms
-from infra.checkov import CheckovSkips
-from infra.consumer import StreamConsumer
-from infra.dashboard import Overview, consumer_reader, subscriber_reader
+from infra.compute.consumer import StreamConsumer
+from infra.compute.subscribers import Subscriber, subscriber_id
+from infra.compute.subscribers import outputs as subscriber_outputs
+from infra.data.table import DocumentTable
+from infra.monitoring.alarms import ConsumerAlarms
+from infra.monitoring.dashboard import Overview, consumer_reader, subscriber_reader
 from infra.replica_stack import REPLICA_STREAMS_CONTEXT, replica_stacks, replica_streams
-from infra.subscribers import Subscriber, subscriber_id
-from infra.subscribers import outputs as subscriber_outputs
-from infra.table import DocumentTable
+from infra.synth.checkov import CheckovSkips
 
 if TYPE_CHECKING:
-    from contract.settings import Resolved
+    from contract.settings.resolve import Resolved
 
 
 class DocTableStack(Stack):
@@ -152,7 +153,7 @@ class DocTableStack(Stack):
     def _subscriber(
         self, config: DocTableConfig, doc_table: DocumentTable, spec: SubscriberSpec
     ) -> Subscriber:
-        """A team's subscriber beside the consumer (infra/subscribers.py), and its outputs."""
+        """A team's subscriber beside the consumer (infra/compute/subscribers.py), and its outputs."""
         blob_bucket = self.consumer.blob_bucket if self.consumer is not None else None
         if blob_bucket is None and config.blob_bucket:
             blob_bucket = s3.Bucket.from_bucket_name(
@@ -173,7 +174,7 @@ class DocTableStack(Stack):
         return subscriber
 
     def _overview(self, config: DocTableConfig, doc_table: DocumentTable) -> Overview:
-        """The environment's dashboard (infra/dashboard.py): the table, the consumer, each subscriber, the alarms."""
+        """The environment's dashboard (infra/monitoring/dashboard.py): the table, the consumer, each subscriber, the alarms."""
         readers = [consumer_reader(config, self.consumer)] if self.consumer is not None else []
         readers += [subscriber_reader(config, subscriber) for subscriber in self.subscribers]
         alarms = [
@@ -206,7 +207,7 @@ class Bootstrap:
     synthesizer names its roles and asset bucket, and every role the stacks create carries ``boundary``."""
 
     qualifier: str
-    boundary: str  # the permissions boundary's managed policy name (contract/iam_execution.py)
+    boundary: str  # the permissions boundary's managed policy name (contract/iam/execution.py)
 
 
 def bootstrap_of(resolved: Resolved) -> Bootstrap | None:

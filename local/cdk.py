@@ -1,6 +1,6 @@
 """The one runner of the CDK CLI against the local AWS: the project's CLI (node_modules/aws-cdk) run by the
 project's pinned Node.js (node_modules/.bin/node; on a platform without one, the machine's), never npx, with
-``<args>`` in a project directory. The project's own account of its toolchain is contract/toolchain.py; the
+``<args>`` in a project directory. The project's own account of its toolchain is tooling/toolchain.py; the
 local AWS imports nothing of the product, so it finds the same two files by their place.
 
 The CLI gets the caller's environment without its own AWS_/CDK_ settings (a real account is never reached),

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from contract import toolchain
+from tooling import (
+    toolchain,  # Every CLI run and every in-process synth (the infra tier's) runs on the project's Node.js (tooling/toolchain.py):
+)
 
-# Every CLI run and every in-process synth (the infra tier's) runs on the project's Node.js (contract/toolchain.py):
 # first on PATH and as jsii's, set before any test imports the CDK.
 with contextlib.suppress(toolchain.ToolchainError):  # not installed: the tiers that need it say so
     os.environ.update(toolchain.find().environment())

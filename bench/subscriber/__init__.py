@@ -1,5 +1,5 @@
 """The subscriber wrapper's cost (issue 37, item 3): the same small team handler deployed through doctable's wrapper
-(``functions/subscriber_runtime``, staged by ``contract.asset.stage_subscriber``) and alone, with the same
+(``functions/subscriber_runtime``, staged by ``tooling.asset.stage_subscriber``) and alone, with the same
 Powertools (the bench's interpreter holds the layer's package for both), in the same run.
 
 * Cold start: a fresh process imports the handler module and handles one INSERT (``bench/_coldstart_child.py``,
@@ -31,7 +31,7 @@ from bench.common import PROJECT_ROOT
 from bench.events import REGION, TABLE, image, record
 from bench.figures import figure
 from contract import names
-from contract.asset import stage_subscriber
+from tooling.asset import stage_subscriber
 
 HERE = Path(__file__).resolve().parent
 RUNTIME = PROJECT_ROOT / "functions" / names.SUBSCRIBER_RUNTIME_PACKAGE

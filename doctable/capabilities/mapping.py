@@ -337,7 +337,7 @@ MAPPING = MappingCapability()
 
 
 # ------------------------------------------------------------------------ a subscriber's mapping, its drift
-# A team's subscriber (contract/subscribers.py) has its own mapping (infra/subscribers.py): preflight finds it
+# A team's subscriber (contract/subscribers.py) has its own mapping (infra/compute/subscribers.py): preflight finds it
 # changed behind the stack (each finding's code says how), reconcile restores it (doctable/capabilities/repairs.py).
 SUB_MISSING, SUB_DISABLED = "subscriber.mapping_missing", "subscriber.mapping_disabled"
 SUB_FILTER, SUB_SETTING = "subscriber.filter_drifted", "subscriber.mapping_drifted"
@@ -371,7 +371,7 @@ class SubscriberDrift(Drift):
 
 
 def subscriber_shape(config: DocTableConfig, spec: SubscriberSpec) -> MappingShape:
-    """The mapping infra/subscribers.py declares for ``spec`` (contract/shape.py)."""
+    """The mapping infra/compute/subscribers.py declares for ``spec`` (contract/shape.py)."""
     return subscriber_mapping_shape(config, spec)
 
 

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from contract import names
-from contract.bootstrap import BOOTSTRAP_QUALIFIER, toolkit_stack_name
 from contract.findings import Finding, Level
+from contract.iam.bootstrap import BOOTSTRAP_QUALIFIER, toolkit_stack_name
 from contract.knobs import MANAGED_BY, STACK_PREFIX, DocTableConfig, knobs_from_record
 from contract.shape import GLOBAL_TABLE_TYPE
 from doctable.capabilities.protocol import Drift, Observed, stack_physical_ids, stack_table_ids
@@ -328,7 +328,7 @@ def _orphans(observed: Observed) -> list[Finding]:
 def created_bucket_names(config: DocTableConfig, account: str, region: str) -> list[tuple[str, str]]:
     """(what, exact name) of each bucket the stack creates under a name of its own (bucket_names=exact; with
     generated names CloudFormation picks a free one): the failure bucket of the mapping, the blob bucket of the
-    built-in consumer unless one is borrowed, each subscriber's failure bucket (infra/consumer.py, subscribers.py)."""
+    built-in consumer unless one is borrowed, each subscriber's failure bucket (infra/compute/consumer.py, subscribers.py)."""
     if not config.exact_bucket_names:
         return []
     named = []

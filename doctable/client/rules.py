@@ -28,7 +28,7 @@ RESERVED_ATTRIBUTES = frozenset({PARTITION_KEY, SORT_KEY, BLOBS_ATTRIBUTE, VERSI
 # A manifest entry: one DynamoDB map per blob.
 ENTRY_KEY, ENTRY_ETAG, ENTRY_SIZE = "key", "etag", "size"
 
-# The stack (contract/names.py, contract/knobs.py).
+# The stack (contract/names.py, contract/knobs/__init__.py).
 STACK_PREFIX = "doctable-"
 DEFAULT_TABLE_BASE = "items"
 OUT_TABLE_NAME = "TableName"

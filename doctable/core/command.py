@@ -17,7 +17,7 @@ from doctable.core.render import Progress
 
 if TYPE_CHECKING:
     from contract.knobs import DocTableConfig
-    from contract.settings import Resolved
+    from contract.settings.resolve import Resolved
 
 Command = Callable[[argparse.Namespace], int]
 

@@ -15,7 +15,7 @@ from contract.knobs import (
     ConfigError,
     DocTableConfig,
 )
-from contract.settings import CONFIG_VARIABLE, FILE_NAME, Resolved, resolve_settings
+from contract.settings.resolve import CONFIG_VARIABLE, FILE_NAME, Resolved, resolve_settings
 from doctable.core.answers import error_code
 from doctable.core.aws import Aws, user_errors
 from doctable.core.deployment import Deployment

@@ -21,7 +21,7 @@ from contract.knobs import (
     resolve_config,
     subscribers_of_record,
 )
-from contract.settings import Override
+from contract.settings.resolve import Override
 from doctable.core.answers import arn_account, arn_region
 from doctable.core.errors import RefusedError, UserError
 

@@ -16,10 +16,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from contract import toolchain
 from contract.findings import Finding, Level, destructive
 from contract.knobs import PROJECT_ROOT, DocTableConfig
-from contract.settings import CONFIG_VARIABLE, Resolved
+from contract.settings.resolve import CONFIG_VARIABLE, Resolved
 from doctable.core.aws import user_errors
 from doctable.core.command import add_command, connect_aws, print_json, report_knobs, seconds, use_settings
 from doctable.core.context import describe_stack, resolve_run
@@ -30,6 +29,7 @@ from doctable.lifecycle import global_table
 from doctable.lifecycle import index_steps as index_deploy
 from doctable.lifecycle.preflight import render_findings, run_preflight
 from doctable.verify import command as verify_command
+from tooling import toolchain
 
 if TYPE_CHECKING:
     from doctable.core.aws import Aws
@@ -84,7 +84,7 @@ CDK_OUTPUT_VARIABLE = "DOCTABLE_CDK_OUTPUT"
 
 
 def cdk_cli() -> list[str]:
-    """The project's pinned CDK CLI run by its pinned Node.js (contract/toolchain.py); never npx."""
+    """The project's pinned CDK CLI run by its pinned Node.js (tooling/toolchain.py); never npx."""
     try:
         return toolchain.find(PROJECT_ROOT).cdk()
     except toolchain.ToolchainError as exc:

@@ -11,7 +11,7 @@ Teardown: the replica stacks found in each region the knobs declare or the home 
 home stack, whose deletion removes (or retains) the global table and so the streams the replica consumers read.
 
 Conversion: ``doctable deploy`` converting a live single-region table to a global table, its items kept: the resource
-import CDK's Table -> TableV2 migration describes, one CloudFormation operation per step (infra/handover.py
+import CDK's Table -> TableV2 migration describes, one CloudFormation operation per step (infra/data/handover.py
 builds each step's template from the ``table_handover`` context):
 
 1. ``retain``: a deploy giving the table DeletionPolicy/UpdateReplacePolicy Retain;
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 
 # ---------------------------------------------------------------------------------------- conversion
-RETAIN, DETACHED, IMPORT = "retain", "detached", "import"  # infra/handover.py's steps
+RETAIN, DETACHED, IMPORT = "retain", "detached", "import"  # infra/data/handover.py's steps
 STEPS = (RETAIN, DETACHED, IMPORT)
 WHAT = {
     RETAIN: "the table retained (DeletionPolicy Retain)",

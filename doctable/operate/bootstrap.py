@@ -1,7 +1,7 @@
 """``doctable bootstrap --env E [--preview]``: the CDK bootstrap an environment deploys through, least privilege.
 
 It creates (or updates to a new default version) the environment's CloudFormation execution policy and its
-permissions boundary as customer managed policies (contract/iam_execution.py: ``doctable policy execution`` and
+permissions boundary as customer managed policies (contract/iam/execution.py: ``doctable policy execution`` and
 ``boundary`` print the same documents), then runs the real ``cdk bootstrap`` with the environment's own
 ``qualifier`` (a binding of [environments.E], or of [previews] with ``--preview``), naming those policies as the
 execution role's (``--cloudformation-execution-policies``) and the boundary (``--custom-permissions-boundary``):
@@ -24,14 +24,16 @@ import tempfile
 from typing import Any
 from urllib.parse import unquote
 
-from contract import iam, iam_execution, toolchain
-from contract.bootstrap import BOOTSTRAP_QUALIFIER, toolkit_stack_name
+from contract.iam import execution as iam_execution
+from contract.iam import policies as iam
+from contract.iam.bootstrap import BOOTSTRAP_QUALIFIER, toolkit_stack_name
 from contract.knobs import PROJECT_ROOT
 from doctable.core.aws import Aws
 from doctable.core.command import add_command, print_json
 from doctable.core.context import add_knob_arguments
 from doctable.core.errors import UserError
 from doctable.operate.policy import bootstrap_target
+from tooling import toolchain
 
 CDK_TIMEOUT = 1800.0
 MAX_VERSIONS = 5  # a managed policy keeps at most five versions

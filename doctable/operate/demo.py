@@ -21,7 +21,7 @@ import boto3
 
 from contract import names
 from contract.knobs import KNOB_DEFAULTS, PROJECT_ROOT, STREAM_NEW_AND_OLD, ConfigError
-from contract.settings import resolve_settings
+from contract.settings.resolve import resolve_settings
 from doctable import local_adapter as local
 from doctable.verify.proof import parse_proof_line
 

@@ -1,5 +1,5 @@
 """``doctable policy deployer|operator|reader|ci-trust``: the least-privilege IAM policy documents of one
-environment, computed from its resolved settings (contract/iam.py), printed for ``aws iam put-role-policy``.
+environment, computed from its resolved settings (contract/iam/policies.py), printed for ``aws iam put-role-policy``.
 
 The account and region are the environment's binding in doctable.toml, else ``--account``/``--region``, else the
 credentials' (one STS GetCallerIdentity call, only when the binding leaves one of them open).
@@ -21,16 +21,18 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contract import iam, iam_execution, names
-from contract import preview as preview_rules
-from contract.settings import FILE_NAME, SettingsFile, load_settings
+from contract import names
+from contract.iam import execution as iam_execution
+from contract.iam import policies as iam
+from contract.settings import preview as preview_rules
+from contract.settings.resolve import FILE_NAME, SettingsFile, load_settings
 from doctable.core.aws import Aws
 from doctable.core.command import add_command, print_json
 from doctable.core.context import add_knob_arguments, describe_stack, resolve_run
 from doctable.core.errors import UserError
 
 if TYPE_CHECKING:
-    from contract.settings import Resolved
+    from contract.settings.resolve import Resolved
 
 CI_TRUST = "ci-trust"
 EXECUTION, BOUNDARY = "execution", "boundary"
@@ -248,7 +250,7 @@ def bootstrap_target(args: argparse.Namespace) -> tuple[iam.Target, list[str]]:
 
 def _bootstrap_policy(args: argparse.Namespace) -> int:
     """``doctable policy execution|boundary``: the CloudFormation execution policy of the environment's stacks,
-    or the permissions boundary of the roles they create (contract/iam_execution.py)."""
+    or the permissions boundary of the roles they create (contract/iam/execution.py)."""
     if args.part or args.repo:
         raise UserError(f"--command and --repo are not options of `doctable policy {args.kind}`")
     target, sources = bootstrap_target(args)
@@ -299,7 +301,7 @@ def _bootstrap_policy(args: argparse.Namespace) -> int:
 
 def _preview_policy(args: argparse.Namespace) -> int:
     """``doctable policy deployer --preview --env TEMPLATE``: the preview role's policy, scoped to the names every
-    preview of the template has (``<prefix>*``: contract.preview.pattern_config)."""
+    preview of the template has (``<prefix>*``: contract.settings.preview.pattern_config)."""
     if args.kind != iam.DEPLOYER:
         raise UserError(
             f"--preview is for `doctable policy {iam.DEPLOYER}` and `{CI_TRUST}`, not the {args.kind}'s"

@@ -1,4 +1,4 @@
-"""``doctable preview``: short-lived environments the settings file does not declare (contract/preview.py).
+"""``doctable preview``: short-lived environments the settings file does not declare (contract/settings/preview.py).
 
 ``deploy NAME --from ENV`` deploys ``<prefix><NAME>`` through ``doctable deploy``'s own path (preflight, the gate,
 cdk deploy, verify) with the preview context; ``list`` shows each preview stack, found by its tags; ``destroy NAME``
@@ -20,10 +20,10 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
-from contract import preview as rules
 from contract.findings import Finding, Level
 from contract.knobs import PROD_TIER, STACK_PREFIX, ConfigError, resolve_config
-from contract.settings import FILE_NAME, SettingsFile, load_settings, settings_path
+from contract.settings import preview as rules
+from contract.settings.resolve import FILE_NAME, SettingsFile, load_settings, settings_path
 from doctable.capabilities.protocol import TABLE_TYPES, stack_physical_ids
 from doctable.core.answers import call_or_none
 from doctable.core.aws import Aws, user_errors
@@ -89,7 +89,7 @@ def _tags(stack: Mapping[str, Any]) -> dict[str, str]:
 def _classify(
     stack: Mapping[str, Any], settings: SettingsFile, declared: Mapping[str, str]
 ) -> rules.PreviewStack | rules.NotPreview:
-    """One described stack as a preview of this project, or why it is not one (contract.preview.classify)."""
+    """One described stack as a preview of this project, or why it is not one (contract.settings.preview.classify)."""
     return rules.classify(
         stack["StackName"],
         _tags(stack),
@@ -103,7 +103,7 @@ def _classify(
 
 
 def survey(aws: Aws, settings: SettingsFile) -> Survey:
-    """Every stack of the region, each classified by its name and tags (contract.preview.classify)."""
+    """Every stack of the region, each classified by its name and tags (contract.settings.preview.classify)."""
     found: Survey | None = None
     declared = settings.stack_names()
     prefix = settings.preview_prefix

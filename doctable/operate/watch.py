@@ -1,9 +1,9 @@
 """``doctable watch --env dev``: the consumer's inner loop on the local AWS. Each change under
-``functions/stream_consumer/`` is staged as the stack's asset is (contract/asset.py) and sent with Lambda's
+``functions/stream_consumer/`` is staged as the stack's asset is (tooling/asset.py) and sent with Lambda's
 UpdateFunctionCode, as ``cdk deploy --hotswap`` does: no CloudFormation update, so the next batch runs the new
 code within a couple of seconds. ``--subscriber NAME`` does the same for a subscriber: each change of its handler
 file (the settings file's declaration) is staged with doctable's wrapper as synth stages it
-(``contract.asset.stage_subscriber``) and sent to the subscriber's function.
+(``tooling.asset.stage_subscriber``) and sent to the subscriber's function.
 
 It refuses an environment not on the local AWS: on AWS, code changed behind the stack is drift that the next
 deploy overwrites, which is what ``doctable deploy`` is for. And it refuses the shapes whose code is not the
@@ -23,8 +23,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from contract import names, wheelhouse
-from contract.asset import stage_package, stage_subscriber
+from contract import names
 from contract.knobs import DEPLOY_LOCAL, PROJECT_ROOT, DocTableConfig
 from contract.subscribers import SubscriberSpec
 from doctable.core.aws import Aws, user_errors
@@ -32,6 +31,8 @@ from doctable.core.command import add_command, connect, print_json
 from doctable.core.deployment import Deployment, require_deployed, subscriber_output
 from doctable.core.errors import RefusedError, UserError
 from doctable.core.render import Progress
+from tooling import wheelhouse
+from tooling.asset import stage_package, stage_subscriber
 
 SOURCE = PROJECT_ROOT / "functions" / "stream_consumer"
 SUBSCRIBER_RUNTIME = PROJECT_ROOT / "functions" / names.SUBSCRIBER_RUNTIME_PACKAGE  # doctable's wrapper

@@ -17,16 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from contract.knobs import ConfigError
-from contract.settings import resolve_settings
+from contract.settings.resolve import resolve_settings
 from doctable import local_adapter as local
 from doctable.testing.environment import Environment
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # where app.py and the CDK CLI are
-# What a stack is built from besides the settings file and the files it names (infra/synth_cache.py keys a synth
+# What a stack is built from besides the settings file and the files it names (infra/synth/cache.py keys a synth
 # on the same trees; that module is the constructs' side, out of the operations' reach).
 SOURCE_TREES = ("contract", "infra", "functions")
 SOURCE_FILES = ("app.py", "cdk.json", "package-lock.json")
-# infra/synth_cache.py: a shape synthesized before from the same inputs is not synthesized again.
+# infra/synth/cache.py: a shape synthesized before from the same inputs is not synthesized again.
 SYNTH_CACHE_VARIABLE = "DOCTABLE_SYNTH_CACHE"
 CDK_OUTPUT_VARIABLE = "DOCTABLE_CDK_OUTPUT"  # doctable/lifecycle/deploy.py: where the deploy's assembly goes
 # Variables that name where things are kept, not what is deployed: left out of the digest.

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from contract import iam, iam_execution
-from contract import preview as preview_rules
-from contract.iam_target import Target
+from contract.iam import execution as iam_execution
+from contract.iam import policies as iam
+from contract.iam.target import Target
 from contract.knobs import resolve_config
+from contract.settings import preview as preview_rules
 from tests.conformance.sar import findings
 from tests.conformance.test_references import SHAPES
 

@@ -16,8 +16,8 @@ import botocore.session
 import pytest
 from cfnlint.schema.manager import PROVIDER_SCHEMA_MANAGER
 
-from contract import iam
-from contract.iam_target import Target
+from contract.iam import policies as iam
+from contract.iam.target import Target
 from contract.knobs import resolve_config
 from local import server
 from local.auth import requests as iam_requests
@@ -284,7 +284,7 @@ def test_every_policy_doctable_prints_names_real_actions_on_their_resource_types
         # THEN each action exists and each resource is one of its resource types (or * where IAM allows none)
         assert _policy_problems(statements) == [], role
     # AND so do the CloudFormation execution policy's and the boundary's (its denials and <service>:* aside)
-    from contract import iam_execution
+    from contract.iam import execution as iam_execution
 
     for document in iam_execution.execution_documents(target):
         assert _policy_problems(document["Statement"]) == [], "execution"

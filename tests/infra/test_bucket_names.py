@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from contract import iam, names
+from contract import names
+from contract.iam import policies as iam
 from tests.infra.synth import resources, stack_template, synth
 
 STREAM: dict[str, Any] = {"stream": "new-and-old"}

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from infra import checkov
+from infra.synth import checkov
 from tests.infra.synth import resources, synth
 from tests.infra.synth_matrix import infra_shapes, scanned_shapes
 

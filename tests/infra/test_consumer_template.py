@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from contract import names
-from contract.asset import compiles_bytecode
 from contract.names import powertools_layer_parameter
 from tests.infra.synth import only, resources, synth, tag_map
+from tooling.asset import compiles_bytecode
 
 STREAM = {"stream": "new-and-old"}
 ROOT = Path(__file__).resolve().parents[2]
@@ -159,7 +159,7 @@ def test_staged_asset_is_byte_for_byte_reproducible(tmp_path: Path) -> None:
     for seed in ("1", "2"):
         build = tmp_path / f"build-{seed}"
         script = (
-            "import sys; from pathlib import Path; from contract.asset import stage_package; "
+            "import sys; from pathlib import Path; from tooling.asset import stage_package; "
             f"print(stage_package(Path({str(PACKAGE)!r}), Path({str(build)!r})))"
         )
         result = subprocess.run(
@@ -400,7 +400,7 @@ def test_runtime_and_powertools_pins_agree_with_the_contract() -> None:
     # GIVEN the runtime the construct deploys and the Powertools library installed here
     from importlib import metadata
 
-    from infra.consumer import RUNTIME
+    from infra.compute.consumer import RUNTIME
 
     # THEN both are the ones the contract names (the layer parameter and the local stand-in read the contract)
     assert RUNTIME.name == names.LAMBDA_RUNTIME

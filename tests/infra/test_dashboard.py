@@ -1,4 +1,4 @@
-"""The environment's dashboard in the template (infra/dashboard.py): named after the stack and its region, output,
+"""The environment's dashboard in the template (infra/monitoring/dashboard.py): named after the stack and its region, output,
 and a body whose metrics select what the table, Lambda and the functions themselves publish: the table's row, the
 cleanup consumer's and each subscriber's (its dimensions as its wrapper writes them), failure destinations, alarms.
 The body is compared as parsed JSON, with the template's references in place of the names they resolve to."""

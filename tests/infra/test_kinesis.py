@@ -12,7 +12,7 @@ import pytest
 from contract import names
 from contract.knobs import KINESIS_RETENTION_HOURS
 from contract.shape import cleanup_filter_patterns
-from infra.kinesis import READ_ACTIONS
+from infra.data.kinesis import READ_ACTIONS
 from tests.infra.synth import cfn_lint, only, resources, synth, tag_map
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from contract import toolchain
 from contract.knobs import ENV_VALUES
 from tests.infra.synth import cfn_lint, synth
+from tooling import toolchain
 
 ROOT = Path(__file__).resolve().parents[2]
 MATRIX = [

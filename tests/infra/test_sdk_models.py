@@ -15,7 +15,7 @@ import pytest
 from botocore import xform_name
 
 from contract import names
-from contract.asset import latest_model, sdk_models, stage_package, trim_model
+from tooling.asset import latest_model, sdk_models, stage_package, trim_model
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "functions" / "stream_consumer"

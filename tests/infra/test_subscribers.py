@@ -1,4 +1,4 @@
-"""A team's subscribers in the template (infra/subscribers.py): each its own function running the wrapper, role
+"""A team's subscribers in the template (infra/compute/subscribers.py): each its own function running the wrapper, role
 holding only its grants and its source's reads, log group, failure bucket, mapping with its filters and the
 consumer's tags, and alarms; cdk-nag clean at synth and cfn-lint clean."""
 

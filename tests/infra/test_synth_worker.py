@@ -1,4 +1,4 @@
-"""app.py on the project's Node.js prints no toolchain warning, and its synth worker (infra/synth_worker.py) writes
+"""app.py on the project's Node.js prints no toolchain warning, and its synth worker (infra/synth/worker.py) writes
 the same cloud assembly as app.py in a process of its own, refusing what it must not serve."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from contract import toolchain
-from infra import synth_worker
+from infra.synth import worker as synth_worker
 from tests.support.localaws import synth_worker as start_worker
+from tooling import toolchain
 
 ROOT = Path(__file__).resolve().parents[2]
 # What jsii and the CDK print when the Node.js line is past its end of life, not yet tested, or an API is

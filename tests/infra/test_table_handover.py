@@ -1,4 +1,4 @@
-"""Converting a single-region table to a global table (infra/handover.py): the ``table_handover`` steps'
+"""Converting a single-region table to a global table (infra/data/handover.py): the ``table_handover`` steps'
 templates — the retained table, the stack without it (every reference literal), the global table to import."""
 
 from __future__ import annotations

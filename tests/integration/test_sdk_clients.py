@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from contract import toolchain
 from tests.support import localaws as lt
+from tooling import toolchain
 
 pytestmark = pytest.mark.integration
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from contract import toolchain
 from tests.support.cli import ROOT, Result, context_args, run_doctable
+from tooling import toolchain
 
 OPTED_IN = os.environ.get("DOCTABLE_LIVE") == "1"
 SKIP_REASON = (

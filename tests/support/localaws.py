@@ -20,15 +20,16 @@ from typing import Any
 
 import boto3
 
-from contract import names, toolchain
+from contract import names
 from contract.knobs import resolve_config
-from contract.settings import CONFIG_VARIABLE
-from contract.settings_render import default_settings, render_settings
+from contract.settings.render import default_settings, render_settings
+from contract.settings.resolve import CONFIG_VARIABLE
 from doctable.lifecycle.deploy import CDK_OUTPUT_VARIABLE
 from doctable.verify.proof import parse_proof_line
-from infra import synth_cache
-from infra import synth_worker as synth_worker_module
+from infra.synth import cache as synth_cache
+from infra.synth import worker as synth_worker_module
 from local import api
+from tooling import toolchain
 
 ROOT = Path(__file__).resolve().parents[2]
 CDK_BIN = ROOT / "node_modules" / "aws-cdk" / "bin" / "cdk"
@@ -140,11 +141,11 @@ def private_local_aws(directory: Path) -> Iterator[LocalAWS]:
     # output directory, and the test workers (pytest-xdist) deploy at the same time.
     env[CDK_OUTPUT_VARIABLE] = str(directory / "cdk.out")
     # A shape synthesized before from the same sources, settings and context is not synthesized again (about
-    # 10 s of CPU each): app.py copies the stored assembly out (infra/synth_cache.py).
+    # 10 s of CPU each): app.py copies the stored assembly out (infra/synth/cache.py).
     env[synth_cache.CACHE_VARIABLE] = str(ROOT / "build" / "synth-cache")
     try:
         # A shape not in the cache is synthesized by a worker that has the CDK loaded (under a second of CPU
-        # instead of about 4.5 s): infra/synth_worker.py.
+        # instead of about 4.5 s): infra/synth/worker.py.
         with synth_worker(directory) as socket_path:
             env[synth_worker_module.WORKER_VARIABLE] = socket_path
             yield LocalAWS(info=info, directory=directory, env=env, http_port=http_port)

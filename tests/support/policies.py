@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from contract import iam
+from contract.iam import policies as iam
 from contract.knobs import resolve_config
-from contract.settings import CONFIG_VARIABLE, Section
-from contract.settings_render import default_settings, render_settings
+from contract.settings.render import default_settings, render_settings
+from contract.settings.resolve import CONFIG_VARIABLE, Section
 from tests.support import localaws as lt
 from tests.support.cli import Result, run_doctable
 from tests.support.policy_stacks import (

@@ -64,7 +64,7 @@ PLAIN = Shape(
 # The keyed shape adds what adds statements: a customer managed key and the table streaming to Kinesis (the
 # consumer still reads the DynamoDB stream); its second environment's table is protected, so the teardown it
 # sweeps lifts the protection. Its stack names share no 14-character prefix with the plain shape's,
-# so their generated bucket names differ (contract/iam_target.py GENERATED_BUCKET_STACK_CHARS).
+# so their generated bucket names differ (contract/iam/target.py GENERATED_BUCKET_STACK_CHARS).
 KEYED_KNOBS = {"encryption": "customer-managed", "kinesis": "on"}
 KEYED = Shape(
     knobs={**PLAIN.knobs, "table_base": "itkms", **KEYED_KNOBS},

@@ -61,7 +61,7 @@ REGION = "eu-west-1"
 BUCKET = "doctable-blobs-test"
 SERVICE = "doctable-consumer"
 
-# Where a consumer record that fails ends up (the mapping in infra/consumer.py: ReportBatchItemFailures,
+# Where a consumer record that fails ends up (the mapping in infra/compute/consumer.py: ReportBatchItemFailures,
 # bisect on error, max_retries, an S3 on-failure destination; `doctable replay` re-drives what it keeps).
 RETRIED = "reported in batchItemFailures → retried (max_retries, bisecting) → kept on the failure bucket for `doctable replay`"
 BATCH_RETRIED = (
@@ -1752,7 +1752,7 @@ add(
     )
 )  # fmt: skip
 
-PREVIEWS = "Previews (`doctable preview …`: contract/preview.py, checked before any AWS call)"
+PREVIEWS = "Previews (`doctable preview …`: contract/settings/preview.py, checked before any AWS call)"
 _STG = '[environments.stg]\nstream = "new-and-old"\n'
 _KEY_ARN = "arn:aws:kms:eu-west-1:123456789012:key/0123abcd-0123-0123-0123-0123456789ab"
 
@@ -1860,7 +1860,7 @@ def _another_projects_preview(argv: list[str]) -> str:
     import boto3
     from moto import mock_aws
 
-    from contract.preview import TAG_EXPIRES_AT, TAG_PREVIEW_OF, TAG_PROJECT
+    from contract.settings.preview import TAG_EXPIRES_AT, TAG_PREVIEW_OF, TAG_PROJECT
     from tests.support import ops
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -1955,7 +1955,7 @@ def _against_subscriber_search(argv: list[str]) -> str:
     import boto3
     from moto import mock_aws
 
-    from contract.settings import resolve_settings
+    from contract.settings.resolve import resolve_settings
     from tests.support import ops
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -2066,7 +2066,7 @@ add(
 )  # fmt: skip
 
 REQUIREMENTS = (
-    "Subscriber requirements (`contract/wheelhouse.py`: read with the settings, installed when staged)"
+    "Subscriber requirements (`tooling/wheelhouse.py`: read with the settings, installed when staged)"
 )
 _SUBSCRIBER = '[environments.dev.subscribers.search]\nhandler = "search.py:handler"\nrequirements = "requirements.txt"\n'
 
@@ -2084,9 +2084,9 @@ def _with_requirements(requirements: str | None) -> str:
 
 def _staged_without_a_wheel() -> str:
     """A requirement with a wheel for Windows alone, staged for an arm64 function as the synth stages it."""
-    from contract.asset import stage_subscriber
-    from contract.wheelhouse import lambda_platform
     from tests.unit.test_wheelhouse import offline_index, tiny_wheel
+    from tooling.asset import stage_subscriber
+    from tooling.wheelhouse import lambda_platform
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -2099,7 +2099,7 @@ def _staged_without_a_wheel() -> str:
                     ROOT / "functions" / "subscriber_runtime", "search.py", "handler", root, root / "build",
                     requirements="requirements.txt", platform=lambda_platform("arm64"), cache=root / "cache",
                 )  # fmt: skip
-            except ValueError as exc:  # infra/subscribers.py makes it the synth's one problem
+            except ValueError as exc:  # infra/compute/subscribers.py makes it the synth's one problem
                 return f"ConfigError (1): subscriber 'search': {exc}"
         return "accepted, no error"
 
@@ -2109,9 +2109,9 @@ def _staged(requirements: str, env: Mapping[str, str], extra_indexes: tuple[str,
     them, with ``env`` set for pip beside the offline index."""
     import hashlib
 
-    from contract.asset import stage_subscriber
-    from contract.wheelhouse import lambda_platform
     from tests.unit.test_wheelhouse import offline_index, tiny_wheel
+    from tooling.asset import stage_subscriber
+    from tooling.wheelhouse import lambda_platform
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -2126,7 +2126,7 @@ def _staged(requirements: str, env: Mapping[str, str], extra_indexes: tuple[str,
                     requirements="requirements.txt", platform=lambda_platform("arm64"), cache=root / "cache",
                     extra_indexes=extra_indexes,
                 )  # fmt: skip
-            except ValueError as exc:  # infra/subscribers.py makes it the synth's one problem
+            except ValueError as exc:  # infra/compute/subscribers.py makes it the synth's one problem
                 return f"ConfigError (1): subscriber 'search': {exc}".replace(sha, "<sha256>")
         return "accepted, no error"
 

@@ -1,5 +1,5 @@
 """The CloudFormation execution policy, the permissions boundary and the bootstrap qualifier of an environment
-(contract/iam_execution.py, `doctable policy execution|boundary`, `doctable bootstrap --dry-run`): roles only under
+(contract/iam/execution.py, `doctable policy execution|boundary`, `doctable bootstrap --dry-run`): roles only under
 the boundary and passed to Lambda only, no role of the default qualifier nor the lookup role once a qualifier is
 set, the boundary's denials, the stacks' roles carrying it."""
 
@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from contract import iam, iam_execution
+from contract.iam import execution as iam_execution
+from contract.iam import policies as iam
 from contract.knobs import resolve_config
-from contract.settings import resolve_settings
+from contract.settings.resolve import resolve_settings
 
 pytestmark = pytest.mark.unit
 

@@ -10,8 +10,8 @@ import pytest
 
 from contract.findings import Level
 from contract.knobs import ConfigError, resolve_config, with_index_step
-from contract.settings import parse_settings, resolve_settings
-from contract.settings_render import render_settings
+from contract.settings.render import render_settings
+from contract.settings.resolve import parse_settings, resolve_settings
 from contract.shape import index_declaration, table_shape
 from doctable.capabilities import indexes
 from doctable.capabilities.table_shape import shape_findings

@@ -15,8 +15,9 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from contract import iam, names
+from contract import names
 from contract.findings import Finding, Level
+from contract.iam import policies as iam
 from contract.knobs import DocTableConfig
 from contract.shape import GLOBAL_TABLE_TYPE, TABLE_TYPE, table_shape
 from doctable.capabilities.drift import detect

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from contract import names
-from contract.settings import CONFIG_VARIABLE
+from contract.settings.resolve import CONFIG_VARIABLE
 from doctable.cli import main
 from doctable.core.aws import Aws
 from doctable.core.context import describe_stack

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from contract import iam
 from contract.findings import Level
+from contract.iam import policies as iam
 from contract.knobs import DocTableConfig
 from doctable.capabilities.drift import changed_by_deploy, detect, plan_repairs
 from doctable.capabilities.ownership import require_owned_table

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from contract import names
-from contract.settings import resolve_settings
+from contract.settings.resolve import resolve_settings
 from doctable.cli import main
 from doctable.core import ledger as lg
 from doctable.core.aws import Aws

@@ -73,7 +73,7 @@ def declared_config(folder: Path) -> DocTableConfig:
 
 
 def wire_subscriber(aws: Aws, config: DocTableConfig) -> dict[str, str]:
-    """The subscriber's function, failure bucket and mapping as infra/subscribers.py declares them (its own
+    """The subscriber's function, failure bucket and mapping as infra/compute/subscribers.py declares them (its own
     batch size and filter over the consumer's options, the stack's tags); return its outputs."""
     lam = aws.client("lambda")
     role = aws.client("iam").create_role(RoleName="audit-role", AssumeRolePolicyDocument="{}")["Role"]["Arn"]

@@ -1,4 +1,4 @@
-"""`doctable policy`: the documents contract/iam.py computes from an environment's knobs, and the command's
+"""`doctable policy`: the documents contract/iam/policies.py computes from an environment's knobs, and the command's
 arguments, output and one-line errors. No AWS (the account and region are given or bound)."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from contract import iam
+from contract.iam import policies as iam
 from contract.knobs import resolve_config
-from contract.settings import CONFIG_VARIABLE, Section
-from contract.settings_render import default_settings, render_settings
+from contract.settings.render import default_settings, render_settings
+from contract.settings.resolve import CONFIG_VARIABLE, Section
 from doctable.cli import main
 
 pytestmark = pytest.mark.unit

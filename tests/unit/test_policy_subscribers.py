@@ -13,8 +13,8 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 
-from contract import iam
-from contract.bootstrap import bootstrap_role_arn
+from contract.iam import policies as iam
+from contract.iam.bootstrap import bootstrap_role_arn
 from contract.knobs import DocTableConfig, resolve_config
 from infra.stack import create_stack
 from local.auth.policy import Request, evaluate

@@ -1,6 +1,6 @@
 """A preview reaches only itself, and a project only its own previews, without AWS: a subscriber's grant,
-environment value or filter naming a resource outside the preview is refused by its code (contract/reach.py), and
-the project's identity ([project] name, else the repository's) is tagged on every stack (contract/project.py)."""
+environment value or filter naming a resource outside the preview is refused by its code (contract/settings/reach.py), and
+the project's identity ([project] name, else the repository's) is tagged on every stack (contract/settings/project.py)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from contract import preview as rules
-from contract import project, reach
 from contract.knobs import PREVIEW_CONTEXT, ConfigError
-from contract.settings import parse_settings, resolve_settings
-from contract.settings_render import render_settings
+from contract.settings import preview as rules
+from contract.settings import project, reach
+from contract.settings.render import render_settings
+from contract.settings.resolve import parse_settings, resolve_settings
 
 pytestmark = pytest.mark.unit
 

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from contract import names
-from contract import preview as rules
 from contract.knobs import DocTableConfig
-from contract.project import TAG_PROJECT
-from contract.settings import load_settings
+from contract.settings import preview as rules
+from contract.settings.project import TAG_PROJECT
+from contract.settings.resolve import load_settings
 from doctable.cli import main
 from doctable.core.aws import Aws
 from doctable.core.deployment import IDENTITY_MISMATCH

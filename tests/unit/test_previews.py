@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from contract import preview as rules
 from contract.knobs import PREVIEW_CONTEXT, ConfigError, user_context
-from contract.settings import parse_settings, resolve_settings
+from contract.settings import preview as rules
+from contract.settings.resolve import parse_settings, resolve_settings
 from doctable.core.errors import UserError
 from doctable.operate.preview import aws_time
 
@@ -234,7 +234,7 @@ def test_expiry_is_judged_by_the_date_header_of_aws_answer() -> None:
 
 
 def test_the_preview_role_trusts_pull_request_jobs_only() -> None:
-    from contract import iam
+    from contract.iam import policies as iam
 
     document = iam.ci_trust_policy(
         account="123456789012", repo="octo/doctable", env="stg", tier="stg", preview=True
@@ -249,9 +249,10 @@ def test_the_preview_role_trusts_pull_request_jobs_only() -> None:
 
 
 def test_the_preview_policy_names_the_previews_resources_and_no_declared_environments(tmp_path: Path) -> None:
-    from contract import iam
+    from contract.iam import (
+        policies as iam,  # GIVEN stg with its consumer (a stream, the built-in consumer and its buckets)
+    )
 
-    # GIVEN stg with its consumer (a stream, the built-in consumer and its buckets)
     path = settings_file(tmp_path, '[environments.stg]\nstream = "new-and-old"\n\n[environments.prod]\n')
     config = resolve_settings({"env": "stg"}, {}, config_path=path).config
     # WHEN the preview role's policy is computed for every preview of it

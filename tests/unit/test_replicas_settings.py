@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from contract import settings as st
 from contract.knobs import ConfigError, DocTableConfig, knobs_from_record, resolve_config
-from contract.settings_render import default_settings, render_settings
+from contract.settings import resolve as st
+from contract.settings.render import default_settings, render_settings
 
 pytestmark = pytest.mark.unit
 

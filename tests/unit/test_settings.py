@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from contract import settings as st
 from contract.knobs import KNOB_DEFAULTS, KNOBS, ConfigError
-from contract.settings_render import render_settings
+from contract.settings import resolve as st
+from contract.settings.render import render_settings
 from doctable.core.context import resolve_run
 
 pytestmark = pytest.mark.unit
@@ -131,7 +131,7 @@ def test_app_and_cli_resolve_the_same_config(tmp_path: Path) -> None:
     cli = resolve_run(args, environ=environ).config
     # AND app.py's resolution runs in a process of its own with the same inputs (as CDK context)
     script = (
-        "import json, os; from contract.settings import resolve_settings; "
+        "import json, os; from contract.settings.resolve import resolve_settings; "
         "print(json.dumps(resolve_settings(context={'env': 'stg', 'memory': '512'}, environ=dict(os.environ))"
         ".config.knob_values()))"
     )
@@ -257,7 +257,7 @@ def test_every_knob_declares_its_meaning_and_live_effect() -> None:
 
 
 def test_the_knob_reference_and_the_file_comments_are_current() -> None:
-    from contract import reference
+    from contract.iam import reference
 
     assert reference.stale() == [], "run `make docs`"
 

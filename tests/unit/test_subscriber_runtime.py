@@ -1,5 +1,5 @@
 """doctable's wrapper around a team's stream handler (``subscriber_runtime.handler``), its contract with
-``contract/names.py`` and the staging of a subscriber's asset (``contract.asset.stage_subscriber``)."""
+``contract/names.py`` and the staging of a subscriber's asset (``tooling.asset.stage_subscriber``)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ from subscriber_runtime.batch import UnexpectedEventError
 from subscriber_runtime.settings import NAME_RE, TABLE_NAME_RE, SubscriberInitError
 
 from contract import names
-from contract.asset import stage_subscriber
 from contract.subscribers import NAME_RE as DECLARED_NAME_RE
 from doctable.verify.proof import covers, parse_proof_line
 from tests.unit.events import (
@@ -40,6 +39,7 @@ from tests.unit.events import (
     stream_event,
     via_kinesis,
 )
+from tooling.asset import stage_subscriber
 
 PROJECT = Path(__file__).resolve().parents[2]
 RUNTIME = PROJECT / "functions" / "subscriber_runtime"

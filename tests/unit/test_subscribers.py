@@ -1,4 +1,4 @@
-"""Subscribers declared in the settings file (contract/subscribers.py, resolved by contract/knobs.py): what a
+"""Subscribers declared in the settings file (contract/subscribers.py, resolved by contract/knobs/__init__.py): what a
 declaration becomes, what a stack records of it, and every bad input as one problem naming the subscriber and
 what is allowed; the stream's reader limit."""
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from contract.knobs import ConfigError, resolve_config, subscribers_of_record
-from contract.settings import resolve_settings
+from contract.settings.resolve import resolve_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 HANDLER = "examples/subscribers/search.py:handler"

@@ -1,4 +1,4 @@
-"""infra/synth_cache.py: what the key covers, what a hit copies, what a store keeps."""
+"""infra/synth/cache.py: what the key covers, what a hit copies, what a store keeps."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from infra import synth_cache as sc
+from infra.synth import cache as sc
 
 BASE_ENV = {
     "CDK_CONTEXT_JSON": json.dumps({"env": "dev"}),
@@ -24,11 +24,11 @@ BASE_ENV = {
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     root = tmp_path / "project"
-    for name in ("contract", "infra", "functions/stream_consumer"):
+    for name in ("contract/knobs", "infra", "functions/stream_consumer"):
         (root / name).mkdir(parents=True)
     (root / "app.py").write_text("print('app')\n")
     (root / "cdk.json").write_text("{}\n")
-    (root / "contract" / "knobs.py").write_text("KNOBS = 1\n")
+    (root / "contract" / "knobs" / "__init__.py").write_text("KNOBS = 1\n")
     (root / "infra" / "stack.py").write_text("STACK = 1\n")
     (root / "functions" / "stream_consumer" / "handler.py").write_text("def handler(): ...\n")
     (root / "doctable.toml").write_text("[defaults]\n")
@@ -72,7 +72,7 @@ def test_the_key_changes_with_every_input_a_synth_reads(project: Path) -> None:
     }
     assert first not in changed.values() and len(set(changed.values())) == len(changed), changed
     for path, text in [
-        ("contract/knobs.py", "KNOBS = 2\n"),
+        ("contract/knobs/__init__.py", "KNOBS = 2\n"),
         ("infra/stack.py", "STACK = 2\n"),
         ("functions/stream_consumer/handler.py", "def handler(): return 1\n"),
         ("app.py", "print('other')\n"),

@@ -1,5 +1,5 @@
 """The project's own toolchain: Node.js pinned by package.json and run by every caller, the workflows on its line,
-no warning silenced anywhere, and `make setup`'s check (contract/toolchain.py)."""
+no warning silenced anywhere, and `make setup`'s check (tooling/toolchain.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from contract import toolchain
+from tooling import toolchain
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACKED_TEXT = (".py", ".md", ".toml", ".json", ".yml", ".yaml", ".cfg", ".sh", "")

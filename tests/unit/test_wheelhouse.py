@@ -1,4 +1,4 @@
-"""A subscriber's requirements (contract/wheelhouse.py), installed into its staged asset (contract/asset.py) from a
+"""A subscriber's requirements (tooling/wheelhouse.py), installed into its staged asset (tooling/asset.py) from a
 wheelhouse cached per requirements, platform and Python: offline, pip reads a directory of wheels built here with
 the standard library (PIP_NO_INDEX, PIP_FIND_LINKS; no pip configuration file)."""
 
@@ -16,15 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from contract.asset import stage_subscriber
 from contract.knobs import resolve_config
-from contract.wheelhouse import (
-    WheelhouseError,
-    host_platform,
-    lambda_platform,
-    pip_failure,
-    read_requirements,
-)
+from contract.requirements import WheelhouseError, read_requirements
+from tooling.asset import stage_subscriber
+from tooling.wheelhouse import host_platform, lambda_platform, pip_failure
 
 pytestmark = pytest.mark.unit
 

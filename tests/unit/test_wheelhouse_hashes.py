@@ -1,4 +1,4 @@
-"""A subscriber's build trusts wheels by their hashes (contract/wheelhouse.py): hash-pinned requirements install
+"""A subscriber's build trusts wheels by their hashes (tooling/wheelhouse.py): hash-pinned requirements install
 with --require-hashes, the cache is keyed by the resolved wheels' hashes, and PIP_EXTRA_INDEX_URL is refused unless
 the subscriber's extra_index_urls names it. Offline: pip reads a directory of wheels built here."""
 
@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from contract.knobs import ConfigError, resolve_config
-from contract.wheelhouse import PINNED, WheelhouseError, read_requirements, requires_hashes
+from contract.requirements import WheelhouseError, read_requirements, requires_hashes
 from tests.unit.test_wheelhouse import _settings, _stage, _tree, offline_index, tiny_wheel
+from tooling.wheelhouse import PINNED
 
 pytestmark = pytest.mark.unit
 
@@ -131,9 +132,9 @@ def test_the_cache_is_keyed_by_the_resolved_wheels_not_the_requirement_text(
 def test_an_extra_index_is_refused_unless_the_subscriber_names_it(
     index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from contract.asset import stage_subscriber
-    from contract.wheelhouse import lambda_platform
     from tests.unit.test_wheelhouse import RUNTIME
+    from tooling.asset import stage_subscriber
+    from tooling.wheelhouse import lambda_platform
 
     settings_dir = _settings(tmp_path, "tinypkg\n")
 

@@ -1,0 +1,1 @@
+"""The constructs that watch: the alarms and the dashboard."""
