@@ -14,6 +14,7 @@ from doctable.core.context import add_knob_arguments, check_binding, describe_st
 from doctable.core.deployment import Deployment, check_region, use_deployed_knobs
 from doctable.core.errors import UserError
 from doctable.core.render import Progress
+from doctable.core.target import Target, as_target
 
 if TYPE_CHECKING:
     from contract.knobs import DocTableConfig
@@ -63,23 +64,29 @@ def seconds(value: str) -> float:
     return number
 
 
-def connect(args: argparse.Namespace, *, same_region: bool = True) -> tuple[DocTableConfig, Aws, Deployment]:
+def connect(
+    target: Target | Any, *, same_region: bool = True, command: str | None = None
+) -> tuple[DocTableConfig, Aws, Deployment]:
     """Resolve the settings, open the session (credentials checked first, then the environment's account and
     region binding) and describe the stack; the config returned is the one the stack was deployed with (its
     ``Knobs`` output) whenever it recorded one.
 
     Settings that differ from the deployed knobs are reported on stderr as pending (``deployment.pending``).
-    ``same_region``: refuse a stack whose ARNs name another region or account than the client's.
+    ``same_region``: refuse a stack whose ARNs name another region or account than the client's. ``command``: the
+    command's name, for the progress lines.
     """
-    resolved = resolve_run(args)
-    aws = connect_aws(args, resolved)
+    if command is None:
+        command = str(getattr(target, "command", "") or "")
+    target = as_target(target)
+    resolved = resolve_run(target)
+    aws = connect_aws(target, resolved)
     deployment = use_settings(use_deployed_knobs(describe_stack(aws, resolved.config)), resolved)
     if same_region:
         check_region(deployment)
     report_knobs(
         deployment,
-        Progress(f"doctable {getattr(args, 'command', '')}".rstrip()),
-        quiet=bool(getattr(args, "quiet", False)),
+        Progress(f"doctable {command}".rstrip()),
+        quiet=target.quiet,
     )
     return deployment.config, aws, deployment
 
@@ -95,12 +102,11 @@ def use_settings(deployment: Deployment, resolved: Resolved) -> Deployment:
     return deployment
 
 
-def connect_aws(args: argparse.Namespace, resolved: Resolved) -> Aws:
-    """The session for ``args`` (``--profile``, ``--region``, else the environment's region), its identity
-    checked against the environment's binding."""
-    aws = Aws.connect(
-        getattr(args, "region", None) or resolved.region, profile=getattr(args, "profile", None)
-    )
+def connect_aws(target: Target | Any, resolved: Resolved) -> Aws:
+    """The session for ``target`` (its profile, its region, else the environment's), its identity checked
+    against the environment's binding."""
+    target = as_target(target)
+    aws = Aws.connect(target.region or resolved.region, profile=target.profile)
     aws.identity()
     check_binding(resolved, aws)
     return aws

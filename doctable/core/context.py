@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from botocore.exceptions import ClientError
 
@@ -20,6 +21,7 @@ from doctable.core.answers import error_code
 from doctable.core.aws import Aws, user_errors
 from doctable.core.deployment import Deployment
 from doctable.core.errors import UserError
+from doctable.core.target import Target, as_target
 
 STATE_DIR_ENV = "DOCTABLE_STATE_DIR"
 
@@ -59,13 +61,9 @@ def add_knob_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def parse_context(pairs: Sequence[str], env_name: str | None) -> dict[str, str]:
-    context: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise UserError(f"-c {pair!r}: expected KNOB=VALUE, e.g. -c gsi={names.GSI_NAME}")
-        context[key.strip()] = value.strip()
+def parse_context(overrides: Mapping[str, str], env_name: str | None) -> dict[str, str]:
+    """This run's CDK context: the overrides, and ``env`` when the target names one (never two different)."""
+    context = dict(overrides)
     if env_name is not None:
         if "env" in context and context["env"] != env_name:
             raise UserError(f"--env {env_name} contradicts -c env={context['env']}: give one")
@@ -73,21 +71,22 @@ def parse_context(pairs: Sequence[str], env_name: str | None) -> dict[str, str]:
     return context
 
 
-def resolve_run(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Resolved:
-    """The settings this run uses: the file's environment, then ``-c`` and DOCTABLE_ overrides."""
-    context = parse_context(getattr(args, "context", None) or [], getattr(args, "env_name", None))
+def resolve_run(target: Target | Any, environ: Mapping[str, str] | None = None) -> Resolved:
+    """The settings ``target`` uses: the file's environment, then its overrides and DOCTABLE_ overrides."""
+    target = as_target(target)
+    context = parse_context(target.overrides, target.env)
     try:
         return resolve_settings(
             context=context,
             environ=os.environ if environ is None else environ,
-            config_path=getattr(args, "config", None),
+            config_path=target.config,
         )
     except ConfigError as exc:
         raise UserError("invalid settings: " + "; ".join(exc.problems)) from exc
 
 
-def resolve_knobs(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> DocTableConfig:
-    return resolve_run(args, environ).config
+def resolve_knobs(target: Target | Any, environ: Mapping[str, str] | None = None) -> DocTableConfig:
+    return resolve_run(target, environ).config
 
 
 def state_dir(explicit: str | None = None) -> Path:

@@ -18,6 +18,7 @@ from doctable.core import ledger as lg
 from doctable.core.aws import Aws, retry_config
 from doctable.core.context import describe_stack, parse_context, resolve_knobs
 from doctable.core.errors import UserError
+from doctable.core.target import override_pair
 from doctable.verify import record as v
 from tests.support import ops as ot
 from tests.support.cli import run_doctable
@@ -61,9 +62,9 @@ def test_knobs_resolve_like_the_cdk_app(monkeypatch: pytest.MonkeyPatch, env: Pa
 
 def test_knob_mistakes_are_user_errors(env: Path) -> None:
     with pytest.raises(UserError, match="KNOB=VALUE"):
-        parse_context(["gsi"], None)
+        override_pair("gsi")
     with pytest.raises(UserError, match="contradicts"):
-        parse_context(["env=dev"], "prod")
+        parse_context({"env": "dev"}, "prod")
     with pytest.raises(UserError, match=r"gsi='bogus'.*env='Qa'"):
         resolve_knobs(Args(["gsi=bogus", "env=Qa"]))  # type: ignore[arg-type]
     with pytest.raises(
