@@ -291,7 +291,7 @@ def _run_environment(
 def plan_prediction(workload: Workload, shape: MappingShape) -> dict[str, Any]:
     """``doctable plan --json`` for the same workload and knobs (its CLI: the interface users run)."""
     command = [
-        sys.executable, "-m", "doctable.cli", "plan",
+        sys.executable, "-c", "import sys; from doctable.cli import main; sys.exit(main())", "plan",
         "--writes-per-second", f"{workload.writes_per_second:g}",
         "--item-kb", f"{workload.item_bytes / 1024:g}",
         "--delete-ratio", f"{workload.remove_share:g}",

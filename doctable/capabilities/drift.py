@@ -1,6 +1,9 @@
-"""Drift: live settings changed out of band that CloudFormation will not repair (it updates a property only when
-its template value changes), detected against the knobs the stack was deployed with by each capability of
-``registry.DRIFTING``, and the service calls that restore them (``doctable reconcile``)."""
+"""Every capability, in the order the commands report them (preflight's findings follow ``REGISTRY``, reconcile's
+drift follows ``DRIFTING``, then each subscriber's mapping: reconcile reads and repairs them apart, mapping by
+mapping, doctable/capabilities/mapping.py), and drift: live settings changed out of band that CloudFormation will
+not repair (it updates a property only when its template value changes), detected against the knobs the stack was
+deployed with by each capability of ``DRIFTING``, and the service calls that restore them (``doctable
+reconcile``). The registry and the drift across it are one module: the capabilities' one floor above them."""
 
 from __future__ import annotations
 
@@ -9,16 +12,38 @@ from typing import TYPE_CHECKING, Any
 
 from contract.shape import mapping_shape, table_shape
 from doctable.capabilities import kinesis, repairs, replicas, sources, table_options, table_security
-from doctable.capabilities.mapping import TAG_MAPPING, UPDATE_MAPPING
-from doctable.capabilities.ownership import TABLE_TAGS
-from doctable.capabilities.registry import DRIFTING
+from doctable.capabilities.borrowed import BORROWED
+from doctable.capabilities.consumer import CONSUMER
+from doctable.capabilities.kinesis import KINESIS
+from doctable.capabilities.mapping import MAPPING, SUBSCRIBER_MAPPINGS, TAG_MAPPING, UPDATE_MAPPING
+from doctable.capabilities.ownership import OWNERSHIP, TABLE_TAGS
 from doctable.capabilities.repairs import TTL
+from doctable.capabilities.replicas import REPLICAS
+from doctable.capabilities.table_options import TABLE_OPTIONS
+from doctable.capabilities.table_security import TABLE_SECURITY
+from doctable.capabilities.table_shape import TABLE_SHAPE
 
 if TYPE_CHECKING:
     from contract.knobs import DocTableConfig
-    from doctable.capabilities.protocol import Drift, Observed
+    from doctable.capabilities.protocol import Capability, Drift, Drifting, Observed
     from doctable.core.aws import Aws
     from doctable.core.deployment import Deployment
+
+# Those comparing the live table come first: preflight tells their drift apart before the others' findings.
+REGISTRY: tuple[Capability, ...] = (
+    OWNERSHIP,
+    TABLE_SHAPE,
+    TABLE_OPTIONS,
+    TABLE_SECURITY,
+    REPLICAS,
+    MAPPING,
+    KINESIS,
+    CONSUMER,
+    SUBSCRIBER_MAPPINGS,
+    BORROWED,
+)
+# The table's own settings, then what streams from it, then the mapping reading it.
+DRIFTING: tuple[Drifting, ...] = (TABLE_SHAPE, TABLE_OPTIONS, OWNERSHIP, TABLE_SECURITY, KINESIS, MAPPING)
 
 # The order repairs run in: the rate-limited TTL change last, so a refusal leaves every other repair done.
 REPAIR_ORDER = (

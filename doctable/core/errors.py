@@ -49,6 +49,12 @@ class UserError(Exception):
         super().__init__(message)
         self.fields: dict[str, str] = dict(fields or {})
 
+    @property
+    def code(self) -> str:
+        """The stable code ``--json`` prints for it: ``usage`` for a problem of the input, ``aws.*`` for AWS's,
+        a command's own (such as ``env.locked``) where it set one."""
+        return self.fields.get("code", "usage")
+
 
 class AwsError(UserError):
     """AWS refused the call or could not be reached, or there are no usable credentials (exit 4)."""

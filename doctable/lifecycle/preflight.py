@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from contract.findings import Finding, Level, destructive
 from doctable.capabilities import drift, table_security
+from doctable.capabilities.drift import REGISTRY
 from doctable.capabilities.ownership import environment_findings
 from doctable.capabilities.protocol import Observed, observe
-from doctable.capabilities.registry import REGISTRY
 from doctable.core.aws import Aws, user_errors
 from doctable.core.command import add_command, connect, print_json
 from doctable.core.render import now_iso, text_table

@@ -226,8 +226,8 @@ class LocalSession:
         out = Path(tempfile.mkdtemp(prefix=f"deploy-{name}-", dir=self.work))
         command = [
             sys.executable,
-            "-m",
-            "doctable.cli",
+            "-c",
+            "import sys; from doctable.cli import main; sys.exit(main())",
             "deploy",
             "--env",
             name,

@@ -22,7 +22,7 @@ import pytest
 
 from local import api
 from tests.support import localaws as lt
-from tests.support.cli import Result, run_doctable
+from tests.support.cli import ENTRY, Result, run_doctable
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
 
@@ -174,7 +174,7 @@ def test_an_interrupted_multi_index_deploy_continues_at_the_next(
     more = {"byOwner": A, "byOther": {"partition": "other:S"}}
     settings.write_text(HEAD + index_toml(byDigest={**B, "projection": "all"}, byBoard=C, byTenant=D, **more))
     process = subprocess.Popen(
-        [sys.executable, "-m", "doctable.cli", "deploy", "--env", "stg", "--no-verify", "-q"],
+        [sys.executable, "-c", ENTRY, "deploy", "--env", "stg", "--no-verify", "-q"],
         cwd=lt.ROOT,
         env={**os.environ, **env},
         stdout=subprocess.DEVNULL,

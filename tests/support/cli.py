@@ -38,7 +38,7 @@ def run_doctable(
 ) -> Result:
     """``doctable ARGS`` in a process of its own (stdin closed: no terminal to confirm on), forked from the
     worker's CLI zygote (tests/support/zygote.py: the same ``main``, without importing it again), or a plain
-    subprocess when the zygote is busy; ``module`` runs it as ``python -m doctable.cli`` in a subprocess.
+    subprocess when the zygote is busy; ``module`` runs it in a subprocess of its own.
     Whatever goes wrong, the user must never see a traceback."""
     forked = None
     if not module:
@@ -47,7 +47,7 @@ def run_doctable(
     if forked is not None:
         code, out, err = forked
     else:
-        command = [sys.executable, "-m", "doctable.cli"] if module else [sys.executable, "-c", ENTRY]
+        command = [sys.executable, "-c", ENTRY]  # a process of its own: the console script's main, imported
         proc = subprocess.run(
             [*command, *args],
             cwd=ROOT, env=dict(env), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout,

@@ -96,7 +96,7 @@ def test_missing_region_is_one_line(
 
 
 def test_missing_region_as_a_module_is_one_line(tmp_path: Path) -> None:
-    # GIVEN no region and no credentials anywhere, and the console script run as `python -m doctable.cli`
+    # GIVEN no region and no credentials anywhere, and the console script run in a process of its own
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env.update(AWS_CONFIG_FILE=str(tmp_path / "none"), AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"))
     # WHEN the ledger is asked for

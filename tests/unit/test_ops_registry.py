@@ -10,9 +10,8 @@ from types import ModuleType
 import pytest
 
 from contract.findings import CODES
-from doctable.capabilities.drift import REPAIR_ORDER
+from doctable.capabilities.drift import DRIFTING, REGISTRY, REPAIR_ORDER
 from doctable.capabilities.protocol import Capability
-from doctable.capabilities.registry import DRIFTING, REGISTRY
 
 pytestmark = pytest.mark.unit
 

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from importlib import metadata
 from typing import Any, NoReturn
 
-from doctable import local_adapter
+from doctable import api, local_adapter
+from doctable.cli.arguments import target_of
 from doctable.core.errors import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, UserError, exit_code_of
 from doctable.lifecycle import deploy, preflight, reconcile, teardown
 from doctable.operate import bootstrap, invoke, ledger, logs, policy, preview, replay, settings, watch
@@ -116,6 +117,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         Parser.json_requested = False
     try:
+        if hasattr(args, "call"):  # a command on doctable.api (doctable/cli/arguments.py says how)
+            call = args.call(args)
+            result = getattr(api, call.function)(target_of(args), **call.kwargs)
+            return int(args.render(result, args))
         return int(args.func(args) or 0)
     except (UserError, local_adapter.LocalError) as exc:
         code = exit_code_of(exc)
@@ -127,7 +132,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("doctable: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-
-
-if __name__ == "__main__":
-    sys.exit(main())
