@@ -1,9 +1,9 @@
 """Fault injection for the local AWS, switched on per test through an HTTP control endpoint.
 
 Nothing is injected until a spec is posted; ``DELETE`` switches everything off again. ``spec`` validates a
-posted spec and holds the server's rules and counters; ``middleware`` is the WSGI middleware (installed by
-local/server/__init__.py) serving the control endpoint and intercepting S3 DeleteObjects; ``hooks`` are called by
-local/runtime/runner.py and local/pollers/streams.py; ``client`` (``FaultClient``) uses only the standard library.
+posted spec, holds the server's rules and counters and the hooks local/runtime/runner.py and
+local/pollers/streams.py call; ``middleware`` is the WSGI middleware (installed by local/server/__init__.py)
+serving the control endpoint and intercepting S3 DeleteObjects; ``client`` (``FaultClient``) uses only the standard library.
 
 Control endpoint, on the local AWS itself::
 

@@ -47,7 +47,7 @@ from typing import Any
 
 from local import incidents
 from local.auth import service_roles
-from local.faults import hooks
+from local.faults import spec as faults
 from local.patching import Target
 from local.pollers import filtering
 from local.runtime import metrics
@@ -372,7 +372,7 @@ class StreamPoller(threading.Thread):
                 continue
             result = self._invoke(esm, batch)
             # Fault injection: the same batch once more (its first checkpoint "lost"); the second result counts.
-            if result is not None and result.ok and hooks.duplicate_delivery(self.uuid):
+            if result is not None and result.ok and faults.duplicate_delivery(self.uuid):
                 result = self._invoke(esm, batch) or result
             if result is None:  # the function is gone: keep the records, try again later
                 batches.appendleft((batch, attempts))

@@ -39,7 +39,7 @@ from typing import Any
 
 from local import incidents
 from local.auth import principals
-from local.faults import hooks
+from local.faults import spec as faults
 from local.patching import Target
 from local.runtime import metrics
 from local.timefmt import iso_ms
@@ -326,7 +326,7 @@ class Worker:
         error: dict[str, Any] | None = None
         body = "null"
         status = ""
-        armed = hooks.arm_invocation(spec.function_name, self.kill)  # a crash/timeout fault, when asked
+        armed = faults.arm_invocation(spec.function_name, self.kill)  # a crash/timeout fault, when asked
         try:
             assert self.proc.stdin is not None
             self.proc.stdin.write((json.dumps(request) + "\n").encode("utf-8"))
@@ -334,7 +334,7 @@ class Worker:
             kind, payload = self._wait_result(request_id, spec.timeout)
         except (BrokenPipeError, OSError):
             kind, payload = "EXIT", {"code": self.proc.poll()}
-        kind = hooks.disarm_invocation(armed, kind)
+        kind = faults.disarm_invocation(armed, kind)
         duration_ms = (time.monotonic() - started) * 1000
         if kind == "RESULT" and "error" not in payload:
             body = payload.get("body", "null")
