@@ -207,7 +207,7 @@ class AuthMiddleware:
         self, environ: dict[str, Any], start_response: Any, parsed: requests.Parsed,
         principal: principals.Principal, resource_policy: Any, body: bytes | None,
     ) -> Any:  # fmt: skip
-        from local.faults.middleware import _delete_body, _forward
+        from local.faults.middleware import _delete_body, _forward, delete_result
 
         keys = parsed.delete_keys or []
         denied: dict[str, str] = {}
@@ -228,20 +228,7 @@ class AuthMiddleware:
                 start_response(status, headers)
                 return [data]
             result = data.decode("utf-8")
-        errors = "".join(
-            f"<Error><Key>{escape(k)}</Key><Code>AccessDenied</Code><Message>{escape(m)}</Message></Error>"
-            for k, m in denied.items()
-        )
-        if "</DeleteResult>" in result:
-            xml = result.replace("</DeleteResult>", errors + "</DeleteResult>")
-        else:
-            xml = (
-                '<?xml version="1.0" encoding="UTF-8"?>\n'
-                f'<DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">{errors}</DeleteResult>'
-            )
-        out = xml.encode("utf-8")
-        start_response("200 OK", [("Content-Type", "application/xml"), ("Content-Length", str(len(out)))])
-        return [out]
+        return delete_result(start_response, result, [(k, "AccessDenied", m) for k, m in denied.items()])
 
 
 def _assume_role_refusal(principal: principals.Principal, check: requests.Check) -> str | None:

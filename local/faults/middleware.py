@@ -149,12 +149,12 @@ class FaultMiddleware:
             environ["wsgi.input"] = io.BytesIO(body)
             return self.app(environ, start_response)
         if not remaining:  # nothing left to send: answer for S3
-            return _delete_result(start_response, "", failed)
+            return delete_result(start_response, "", _injected(failed))
         status, headers, result = _forward(self.app, environ, _delete_body(body, remaining))
         if not status.startswith("200"):
             start_response(status, headers)
             return [result]
-        return _delete_result(start_response, result.decode("utf-8"), failed)
+        return delete_result(start_response, result.decode("utf-8"), _injected(failed))
 
 
 def _json(start_response: Any, status: str, body: Any) -> list[bytes]:
@@ -262,18 +262,25 @@ def _s3_error(start_response: Any, action: str) -> list[bytes]:
     return [body]
 
 
-def _delete_result(start_response: Any, moto_xml: str, failed: dict[str, str]) -> list[bytes]:
-    errors = "".join(
-        f"<Error><Key>{escape(key)}</Key><Code>{escape(code)}</Code>"
-        f"<Message>injected by the local AWS (fault injection)</Message></Error>"
-        for key, code in failed.items()
+def _injected(failed: dict[str, str]) -> list[tuple[str, str, str]]:
+    """The keys a fault rule fails, each with its error code, as DeleteResult errors."""
+    return [(key, code, "injected by the local AWS (fault injection)") for key, code in failed.items()]
+
+
+def delete_result(start_response: Any, moto_xml: str, errors: Iterable[tuple[str, str, str]]) -> list[bytes]:
+    """A DeleteObjects answer, 200: moto's DeleteResult (an empty one when moto was not asked) with an ``<Error>``
+    spliced in for each (key, code, message). The one writer of it: the fault rules' key errors here, and the keys
+    IAM denies (local/auth/middleware.py)."""
+    spliced = "".join(
+        f"<Error><Key>{escape(key)}</Key><Code>{escape(code)}</Code><Message>{escape(message)}</Message></Error>"
+        for key, code, message in errors
     )
     if "</DeleteResult>" in moto_xml:
-        xml = moto_xml.replace("</DeleteResult>", errors + "</DeleteResult>")
+        xml = moto_xml.replace("</DeleteResult>", spliced + "</DeleteResult>")
     else:
         xml = (
             '<?xml version="1.0" encoding="UTF-8"?>\n'
-            f'<DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">{errors}</DeleteResult>'
+            f'<DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">{spliced}</DeleteResult>'
         )
     body = xml.encode("utf-8")
     start_response("200 OK", [("Content-Type", "application/xml"), ("Content-Length", str(len(body)))])
