@@ -19,6 +19,7 @@ from typing import Any
 from moto.core.common_models import CloudFormationModel
 
 from local.patching import Patches, Target
+from local.services.cloudformation.resource import Resource
 
 _MODELS = "moto.kinesis.models"
 PATCHES = Patches()
@@ -57,35 +58,18 @@ def deregister_stream_consumer(self: Any, stream_arn: str, consumer_name: str, c
     PATCHES.original(deregister_stream_consumer)(self, stream_arn, consumer_name, consumer_arn)
 
 
-class StreamConsumer(CloudFormationModel):
+class StreamConsumer(Resource, CloudFormationModel):
     """AWS::Kinesis::StreamConsumer: a registered enhanced fan-out consumer of a stream."""
+
+    TYPE = "AWS::Kinesis::StreamConsumer"
+    PHYSICAL_ID = "arn"
+    ATTRIBUTES = ("ConsumerARN", "ConsumerName", "ConsumerStatus", "ConsumerCreationTimestamp", "StreamARN")
 
     def __init__(self, consumer: Any, account_id: str, region: str):
         self.consumer = consumer
+        self.arn = str(consumer.consumer_arn)
         self.account_id = account_id
         self.region = region
-
-    @staticmethod
-    def cloudformation_type() -> str:
-        return "AWS::Kinesis::StreamConsumer"
-
-    @staticmethod
-    def cloudformation_name_type() -> str:
-        return ""
-
-    @property
-    def physical_resource_id(self) -> str:
-        return str(self.consumer.consumer_arn)
-
-    @classmethod
-    def has_cfn_attr(cls, attr: str) -> bool:
-        return attr in (
-            "ConsumerARN",
-            "ConsumerName",
-            "ConsumerStatus",
-            "ConsumerCreationTimestamp",
-            "StreamARN",
-        )
 
     def get_cfn_attribute(self, attribute_name: str) -> str:
         values = self.consumer.to_json(include_stream_arn=True)

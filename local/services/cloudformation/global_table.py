@@ -28,6 +28,7 @@ from moto.core.common_models import CloudFormationModel
 
 from local.patching import Patches, Target, tags_dict, truthy
 from local.services.cloudformation import models
+from local.services.cloudformation.resource import Resource
 from local.services.dynamodb import options as dynamodb_options
 from local.services.dynamodb import replicas as dynamodb_replica_api
 from local.services.dynamodb import replication as engine
@@ -153,29 +154,18 @@ def sync_replicas(table: Any, properties: dict[str, Any]) -> None:
             apply_replica_settings(replica, replica_spec(properties, region))
 
 
-class GlobalTableModel:
+class GlobalTableModel(Resource):
     """An AWS::DynamoDB::GlobalTable: the stack region's table and its replicas."""
+
+    TYPE = CFN_TYPE
+    NAME_PROPERTY = "TableName"
+    PHYSICAL_ID = "name"
+    ATTRIBUTES = ("Arn", "StreamArn", "TableId")
 
     def __init__(self, account_id: str, region: str, name: str) -> None:
         self.account_id = account_id
         self.region = region
         self.name = name
-
-    @staticmethod
-    def cloudformation_type() -> str:
-        return CFN_TYPE
-
-    @staticmethod
-    def cloudformation_name_type() -> str:
-        return "TableName"
-
-    @property
-    def physical_resource_id(self) -> str:
-        return self.name
-
-    @classmethod
-    def has_cfn_attr(cls, attr: str) -> bool:
-        return attr in ("Arn", "StreamArn", "TableId")
 
     def table(self) -> Any:
         return _backend(self.account_id, self.region).tables[self.name]

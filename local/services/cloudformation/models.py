@@ -15,6 +15,7 @@ from typing import Any
 from moto.core.common_models import CloudFormationModel
 
 from local.patching import Patches, Target, replace, truthy
+from local.services.cloudformation.resource import Resource
 
 _LAMBDA = "moto.awslambda.models"
 PATCHES = Patches()
@@ -39,25 +40,16 @@ def _cloudwatch_backend(account_id: str, region: str) -> Any:
     return cloudwatch_backends[account_id][region]
 
 
-class BucketPolicy(CloudFormationModel):
+class BucketPolicy(Resource, CloudFormationModel):
     """AWS::S3::BucketPolicy: the bucket's policy (Ref is the bucket's name); deleting it removes the policy."""
+
+    TYPE = "AWS::S3::BucketPolicy"
+    PHYSICAL_ID = "bucket"
 
     def __init__(self, bucket: str, account_id: str, region: str):
         self.bucket = bucket
         self.account_id = account_id
         self.region = region
-
-    @staticmethod
-    def cloudformation_type() -> str:
-        return "AWS::S3::BucketPolicy"
-
-    @staticmethod
-    def cloudformation_name_type() -> str:
-        return ""
-
-    @property
-    def physical_resource_id(self) -> str:
-        return self.bucket
 
     @classmethod
     def create_from_cloudformation_json(  # type: ignore[override]
@@ -90,29 +82,18 @@ class BucketPolicy(CloudFormationModel):
             backend.delete_bucket_policy(self.bucket)
 
 
-class Alarm(CloudFormationModel):
+class Alarm(Resource, CloudFormationModel):
     """AWS::CloudWatch::Alarm: a metric alarm (Ref is its name, ``Arn`` its ARN); an update replaces it."""
+
+    TYPE = "AWS::CloudWatch::Alarm"
+    NAME_PROPERTY = "AlarmName"
+    PHYSICAL_ID = "name"
+    ATTRIBUTES = ("Arn",)
 
     def __init__(self, name: str, account_id: str, region: str):
         self.name = name
         self.account_id = account_id
         self.region = region
-
-    @staticmethod
-    def cloudformation_type() -> str:
-        return "AWS::CloudWatch::Alarm"
-
-    @staticmethod
-    def cloudformation_name_type() -> str:
-        return "AlarmName"
-
-    @property
-    def physical_resource_id(self) -> str:
-        return self.name
-
-    @classmethod
-    def has_cfn_attr(cls, attr: str) -> bool:
-        return attr == "Arn"
 
     def get_cfn_attribute(self, attribute_name: str) -> str:
         return f"arn:aws:cloudwatch:{self.region}:{self.account_id}:alarm:{self.name}"
@@ -165,24 +146,15 @@ class Alarm(CloudFormationModel):
         _cloudwatch_backend(account_id, region_name).delete_alarms([self.name])
 
 
-class TopicPolicy(CloudFormationModel):
+class TopicPolicy(Resource, CloudFormationModel):
     """AWS::SNS::TopicPolicy: the policy of each of its topics (Ref is its logical id)."""
+
+    TYPE = "AWS::SNS::TopicPolicy"
+    PHYSICAL_ID = "logical"
 
     def __init__(self, topics: list[str], logical: str):
         self.topics = topics
         self.logical = logical
-
-    @staticmethod
-    def cloudformation_type() -> str:
-        return "AWS::SNS::TopicPolicy"
-
-    @staticmethod
-    def cloudformation_name_type() -> str:
-        return ""
-
-    @property
-    def physical_resource_id(self) -> str:
-        return self.logical
 
     @classmethod
     def create_from_cloudformation_json(  # type: ignore[override]
@@ -216,29 +188,17 @@ class TopicPolicy(CloudFormationModel):
         pass  # the topic keeps its last policy; deleting the topic removes it
 
 
-class Alias(CloudFormationModel):
+class Alias(Resource, CloudFormationModel):
     """AWS::Lambda::Alias: Ref is the alias ARN; Name and FunctionName replace it, the rest updates in place."""
+
+    TYPE = "AWS::Lambda::Alias"
+    PHYSICAL_ID = "arn"
+    ATTRIBUTES = ("AliasArn",)
 
     def __init__(self, arn: str, name: str, function_name: str):
         self.arn = arn
         self.name = name
         self.function_name = function_name
-
-    @staticmethod
-    def cloudformation_type() -> str:
-        return "AWS::Lambda::Alias"
-
-    @staticmethod
-    def cloudformation_name_type() -> str:
-        return ""
-
-    @property
-    def physical_resource_id(self) -> str:
-        return self.arn
-
-    @classmethod
-    def has_cfn_attr(cls, attr: str) -> bool:
-        return attr in ("AliasArn",)
 
     def get_cfn_attribute(self, attribute_name: str) -> str:
         return self.arn
