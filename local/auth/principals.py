@@ -13,14 +13,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from local import auth, state
-from local.auth import lambda_access, policy
+from local.auth import policy
 from local.patching import Target
 
 # The principal whose CloudFormation call the server is answering (set by the auth middleware around that call):
 # a stack operation given no role acts as its caller (local/services/cloudformation/acting_role.py).
 CALLER: ContextVar[Principal | None] = ContextVar("doctable_cloudformation_caller", default=None)
 
-MOTO_TARGETS = lambda_access.MOTO_TARGETS + (
+MOTO_TARGETS = (
     Target("moto.iam.models", "iam_backends"),
     Target("moto.iam.models", "IAMBackend.create_user"),
     Target("moto.iam.models", "IAMBackend.get_groups_for_user", ("self", "user_name")),

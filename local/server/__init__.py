@@ -23,21 +23,19 @@ import threading
 import time
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from local import auth, compat, incidents, services, state
-from local.auth import policy, principals, table_access
+from local import auth, compat, incidents, state
+from local.auth import lambda_access, policy, principals, table_access
 from local.auth.middleware import AuthMiddleware
 from local.faults.middleware import FaultMiddleware
 from local.patching import Target
 from local.pollers import streams as esm
 from local.runtime import runner
 from local.server import encoding, listener, tls
-from local.services import iam as local_iam
-from local.services import seed
-from local.services.dynamodb import index_lifecycle as dynamodb_index_lifecycle
-from local.services.dynamodb import replication as dynamodb_replicas
-from local.services.dynamodb import ttl
+
+if TYPE_CHECKING:
+    from local.services.dynamodb import ttl
 
 log = logging.getLogger("doctable.local.server")
 MOTO_TARGETS = (
@@ -49,9 +47,12 @@ MOTO_TARGETS = (
 
 def declared() -> tuple[Target, ...]:
     """Every moto internal the local AWS relies on: the services', pollers' and runtime's, and the server's."""
+    from local import services  # the registry, at the top of local/'s floors (local/services/__init__.py)
+
     return (
         *services.declared(),
         *MOTO_TARGETS,
+        *lambda_access.MOTO_TARGETS,
         *listener.MOTO_TARGETS,
         *principals.MOTO_TARGETS,
         *table_access.MOTO_TARGETS,
@@ -138,12 +139,17 @@ class LocalAWS:
         return state.endpoint_url(self.port)
 
     def start(self) -> LocalAWS:
+        # The services (moto's adaptations) are loaded when the server starts: their registry stands at the top of
+        # local/'s floors, above this module (local/services/__init__.py says why).
+        from local import services
+        from local.services.dynamodb import index_lifecycle
+
         compat.check(declared())
         started = time.monotonic()
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
-        dynamodb_index_lifecycle.backfill_seconds()  # a bad setting stops the start, naming it
-        dynamodb_replicas.start_from_env()  # DOCTABLE_LOCAL_REPLICATION_DELAY_MS, read once
+        index_lifecycle.backfill_seconds()  # a bad setting stops the start, naming it
+        services.replication.start_from_env()  # DOCTABLE_LOCAL_REPLICATION_DELAY_MS, read once
         services.apply()
         self.manager = esm.MappingManager()
         esm.install(self.manager)
@@ -178,14 +184,14 @@ class LocalAWS:
         )
         runner.install(self.runner)
         for region in state.SEEDED_REGIONS:
-            self.runner.provided_layers.update(seed.seed(state.ACCOUNT_ID, region))
-        principals.ensure_admin_deployer(local_iam.ensure_aws_managed_policy)
+            self.runner.provided_layers.update(services.seed.seed(state.ACCOUNT_ID, region))
+        principals.ensure_admin_deployer(services.iam.ensure_aws_managed_policy)
         _report_iam(enforced)
         for service in WARM_SERVICES:
             if service not in dispatcher.app_instances:
                 dispatcher.app_instances[service] = create_backend_app(service)  # type: ignore[arg-type]
 
-        self.sweeper = ttl.TtlSweeper()
+        self.sweeper = services.ttl.TtlSweeper()
         self.sweeper.start()
         for server in self.servers:
             name = "local-aws-https" if isinstance(server, listener.TlsServer) else "local-aws-http"
@@ -210,12 +216,14 @@ class LocalAWS:
         return port
 
     def stop(self) -> None:
+        from local.services.dynamodb import replication
+
         for server in self.servers:
             server.shutdown()
             server.server_close()
         if self.sweeper is not None:
             self.sweeper.stop()
-        dynamodb_replicas.reset()
+        replication.reset()
         if self.manager is not None:
             self.manager.shutdown()
         if self.runner is not None:

@@ -15,7 +15,9 @@ from moto import mock_aws
 from local import patching, state
 from local.auth import policy, table_access
 from local.auth.requests import Check
+from local.services.dynamodb import options as dynamodb_options
 from local.services.dynamodb import security as dynamodb_security
+from local.services.dynamodb import tables as dynamodb_tables
 
 pytestmark = pytest.mark.unit
 
@@ -24,12 +26,17 @@ REGION = state.REGION
 
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any]]:
-    patching.install(dynamodb_security.PATCHES)  # once: a second install is a no-op
+    # security.py's steps run in the operations' owners: UpdateTable's (options.py) and DeleteTable's (tables.py)
+    point = patching.checkpoint()
+    patching.install(dynamodb_security.PATCHES, dynamodb_options.PATCHES, dynamodb_tables.PATCHES)
     for name, value in (("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "x")):
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    with mock_aws():
-        yield boto3.client("dynamodb", region_name=REGION), boto3.client("kms", region_name=REGION)
+    try:
+        with mock_aws():
+            yield boto3.client("dynamodb", region_name=REGION), boto3.client("kms", region_name=REGION)
+    finally:
+        patching.rollback(point)
 
 
 def _table(ddb: Any, name: str = "t", sse: dict[str, Any] | None = None) -> dict[str, Any]:

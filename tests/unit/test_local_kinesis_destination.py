@@ -20,7 +20,6 @@ from local import patching, services, state
 from local.auth import requests
 from local.services.dynamodb import kinesis_destination as dynamodb_kinesis
 from local.services.dynamodb import ttl
-from local.services.dynamodb import writes as dynamodb_writes
 
 pytestmark = pytest.mark.unit
 
@@ -32,13 +31,11 @@ def isolated_services() -> Iterator[None]:
     """The local AWS's adaptations of moto for the block, undone after it: the later tests of the session (ops
     tests on plain in-process moto) see moto as it was. local/patching.py journals every replacement."""
     point = patching.checkpoint()
-    handlers = list(dynamodb_writes.TEMPLATE_HANDLERS)
     try:
         services.apply()
         yield
     finally:
         patching.rollback(point)
-        dynamodb_writes.TEMPLATE_HANDLERS[:] = handlers
 
 
 @pytest.fixture

@@ -14,13 +14,18 @@
   ProjectionExpression, a FilterExpression), where moto answered with the projected attributes only;
 - CloudFormation: one GSI creation or deletion per update, no in-place change of a GSI's keys or projection (the
   handler's InvalidRequest), throughput changes in place, the update waiting until the index is ACTIVE or gone.
+
+Where an operation is owned by another module, this one gives it named steps: DeleteTable's ``refuse_delete``
+(tables.py's, which also calls index_rules.py's key-type checks on a put and an update), DescribeTable's
+``describe_indexes`` (options.py's), Query's and Scan's ``selecting`` (api/operations.py's).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from local.patching import Patches, Target
@@ -96,7 +101,22 @@ def apply_index_updates(table: Any, updates: Sequence[Mapping[str, Any]]) -> Non
 
 
 # ------------------------------------------------------------------------------ local index reads
-_READ = threading.local()  # .select: the Query/Scan's Select; .fetch: a local index answers with whole items
+# What a local index read needs from where moto's call stack cannot pass it: the Query's or Scan's Select (set by
+# the owner of the handlers, local/services/dynamodb/api/operations.py, through ``selecting``), and whether the read
+# in progress fetches whole items (``read_local`` around moto's Table.query, read by ``project_local``). Owned by
+# this module, set only in ``with`` blocks that reset them.
+_SELECT: ContextVar[str | None] = ContextVar("doctable_dynamodb_select", default=None)
+_FETCH: ContextVar[bool] = ContextVar("doctable_dynamodb_lsi_fetch", default=False)
+
+
+@contextlib.contextmanager
+def selecting(select: str | None) -> Iterator[None]:
+    """Query's and Scan's step (api/operations.py): the request's Select, for a local index read in it."""
+    token = _SELECT.set(select)
+    try:
+        yield
+    finally:
+        _SELECT.reset(token)
 
 
 def local_index(table: Any, index_name: str | None) -> Any:
@@ -109,12 +129,12 @@ def read_local(
 ) -> tuple[list[Any], int, Any]:
     """A local index read as DynamoDB does it: what the index does not project is fetched from the table, so
     filters see the whole item; without Select ALL_ATTRIBUTES or a ProjectionExpression, the projection."""
-    _READ.fetch = True
+    token = _FETCH.set(True)
     try:
         results, scanned, last = read()
     finally:
-        _READ.fetch = False
-    if getattr(_READ, "select", None) != "ALL_ATTRIBUTES" and not projection_expressions:
+        _FETCH.reset(token)
+    if _SELECT.get() != "ALL_ATTRIBUTES" and not projection_expressions:
         results = [index.project(r) for r in results]
     return results, scanned, last
 
@@ -211,29 +231,6 @@ def update_table(
     return result
 
 
-@PATCHES.replace(Target(_MODELS, "DynamoDBBackend.delete_table", ("self", "name")))
-def delete_table(self: Any, name: str) -> Any:
-    """DynamoDBBackend.delete_table: refused while an index is being created or deleted."""
-    table = self.get_table(name)  # by name or ARN; a missing table is refused as moto refuses it
-    if in_transition(table):
-        raise rules.in_use(rules.TABLE_INDEXES_BUSY)
-    return PATCHES.original(delete_table)(self, name)
-
-
-@PATCHES.replace(Target(_MODELS, "DynamoDBBackend.update_item", ("self", "table_name", "key")))
-def update_item(self: Any, table_name: str, key: Any, *args: Any, **kwargs: Any) -> Any:
-    """DynamoDBBackend.update_item: an index key SET to another type is refused in DynamoDB's words."""
-    from moto.dynamodb.exceptions import InvalidAttributeTypeError
-
-    try:
-        return PATCHES.original(update_item)(self, table_name, key, *args, **kwargs)
-    except InvalidAttributeTypeError as exc:
-        better = rules.index_type_mismatch(self.get_table(table_name), exc.message)
-        if better is None:
-            raise
-        raise better from None
-
-
 @PATCHES.replace(Target(_MODELS, "DynamoDBBackend.get_schema", ("self", "table_name", "index_name")))
 def get_schema(self: Any, table_name: str, index_name: str | None) -> Any:
     """DynamoDBBackend.get_schema (Query's first look at the index): an index the table does not have, or one
@@ -243,19 +240,22 @@ def get_schema(self: Any, table_name: str, index_name: str | None) -> Any:
     return PATCHES.original(get_schema)(self, table_name, index_name)
 
 
-@PATCHES.replace(Target(_TABLE, "Table.describe", ("self", "base_key")))
-def describe(self: Any, base_key: str = "TableDescription") -> dict[str, Any]:
-    """Table.describe: index status from the clock, Backfilling, OnDemandThroughput, index ARNs, AWS's order."""
-    settle(self)
-    result = PATCHES.original(describe)(self, base_key)
-    body = result[base_key]
+def refuse_delete(table: Any) -> None:
+    """DeleteTable's step (tables.py): refused while an index is being created or deleted."""
+    if in_transition(table):
+        raise rules.in_use(rules.TABLE_INDEXES_BUSY)
+
+
+def describe_indexes(table: Any, body: dict[str, Any]) -> None:
+    """DescribeTable's step (options.py), on moto's description of a table whose index statuses ``settle`` worked
+    out from the clock before it: Backfilling, index ARNs, AWS's order, the table UPDATING while a GSI goes."""
     body["AttributeDefinitions"] = sorted(
         body.get("AttributeDefinitions") or [], key=lambda d: d["AttributeName"]
     )
     for key in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
         descriptions = body.get(key) or []
         for description in descriptions:
-            description["IndexArn"] = f"{self.table_arn}/index/{description['IndexName']}"
+            description["IndexArn"] = f"{table.table_arn}/index/{description['IndexName']}"
             projection = description.get("Projection") or {}
             if projection.get("NonKeyAttributes"):
                 description["Projection"] = {
@@ -264,9 +264,8 @@ def describe(self: Any, base_key: str = "TableDescription") -> dict[str, Any]:
                 }
         if not descriptions:
             body.pop(key, None)  # DynamoDB leaves out a table's missing kind of index
-    if any((t := transition_of(i)) is not None and t.status == DELETING for i in self.global_indexes):
+    if any((t := transition_of(i)) is not None and t.status == DELETING for i in table.global_indexes):
         body["TableStatus"] = "UPDATING"
-    return result  # type: ignore[no-any-return]
 
 
 @PATCHES.replace(
@@ -348,19 +347,12 @@ def has_idx_items(self: Any, index_name: str) -> list[Any]:
     return [item for item in items if all(item.attrs[name].type == kind for name, kind in keys if kind)]
 
 
-@PATCHES.replace(Target(_TABLE, "Table.put_item", ("self", "item_attrs")))
-def put_item(self: Any, item_attrs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
-    """Table.put_item (PutItem, BatchWriteItem, TransactWriteItems): index key types checked."""
-    rules.check_index_key_types(item_attrs, self)
-    return PATCHES.original(put_item)(self, item_attrs, *args, **kwargs)
-
-
 @PATCHES.replace(Target(_TABLE, "LocalSecondaryIndex.project", ("self", "item")))
 def project_local(self: Any, item: Any) -> Any:
     """LocalSecondaryIndex.project: the whole item while a read fetches from the table."""
     from moto.dynamodb.models.table import SecondaryIndex
 
-    if getattr(_READ, "fetch", False):
+    if _FETCH.get():
         return item
     # LocalSecondaryIndex inherits project: what it replaced is SecondaryIndex's (PATCHES.original is None).
     return SecondaryIndex.project(self, item)
@@ -411,26 +403,6 @@ def validate_table_creation(self: Any, *args: Any, **kwargs: Any) -> None:
     rules.validate_table_spec(body)
 
 
-@PATCHES.replace(Target(_RESPONSES, "DynamoHandler.query", ("self",)))
-def query_handler(self: Any) -> Any:
-    """DynamoHandler.query: its Select, for a local index read."""
-    _READ.select = self.body.get("Select")
-    try:
-        return PATCHES.original(query_handler)(self)
-    finally:
-        _READ.select = None
-
-
-@PATCHES.replace(Target(_RESPONSES, "DynamoHandler.scan", ("self",)))
-def scan_handler(self: Any) -> Any:
-    """DynamoHandler.scan: its Select, for a local index read."""
-    _READ.select = self.body.get("Select")
-    try:
-        return PATCHES.original(scan_handler)(self)
-    finally:
-        _READ.select = None
-
-
 @PATCHES.replace(Target(_RESPONSES, "validate_put_has_gsi_keys_set_to_none", ("item", "table")))
 def validate_put_index_keys(item: dict[str, Any], table: Any) -> None:
     """moto.dynamodb.responses.validate_put_has_gsi_keys_set_to_none: any wrong type, with the expected one."""
@@ -443,6 +415,5 @@ MOTO_TARGETS = (
     Target(_MODELS, "DynamoDBBackend.get_table", ("self", "table_name")),
     Target(_TABLE, "SecondaryIndex.project", ("self", "item")),
     Target(_TABLE, "LocalSecondaryIndex"),
-    Target("moto.dynamodb.exceptions", "InvalidAttributeTypeError"),
     *rules.MOTO_TARGETS,
 )

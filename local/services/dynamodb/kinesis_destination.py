@@ -12,6 +12,10 @@ item change into the Kinesis data stream, and ``KinesisStreamSpecification`` in 
   derived from the item's key, so one item's changes stay in order on one shard.
 - AWS::DynamoDB::Table ``KinesisStreamSpecification``: applied on create; on update added → enable, removed →
   disable, another ARN → disable the old and enable the new, another precision → update.
+
+It replaces none of moto's write operations: local/services/dynamodb/tables.py owns them and calls this module's
+steps in its own order (``item_replaced``/``item_before`` before a write, ``entry`` after it, ``put`` then, or when
+a transaction commits); the template's specification is applied by tables.py's ``apply_template`` pipeline.
 """
 
 from __future__ import annotations
@@ -21,7 +25,6 @@ import copy
 import hashlib
 import json
 import logging
-import threading
 import time
 import uuid
 from typing import Any
@@ -29,7 +32,6 @@ from typing import Any
 from local import state
 from local.patching import Patches, Target, replace
 from local.services.dynamodb import not_found, validation
-from local.services.dynamodb.writes import TEMPLATE_HANDLERS, WRITE_LOCK, in_ttl_deletion
 
 log = logging.getLogger("doctable.local.dynamodb_kinesis")
 
@@ -48,8 +50,6 @@ UPDATE_REFUSED = (
 )
 SAME_PRECISION = "Invalid Request: Precision is already set to the desired value of {precision}."
 TTL_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
-
-_LOCAL = threading.local()  # .pending: forwards of the transaction in progress; .inner: inside update_item
 
 _TABLE = "moto.dynamodb.models.table"
 _MODELS = "moto.dynamodb.models"
@@ -141,13 +141,6 @@ def apply_template(table: Any, properties: dict[str, Any]) -> None:
         update(table, current["StreamArn"], precision)
 
 
-@PATCHES.on_install
-def _handle_templates() -> None:
-    """KinesisStreamSpecification of a template's tables (local/services/dynamodb/tables.py's TEMPLATE_HANDLERS)."""
-    if apply_template not in TEMPLATE_HANDLERS:
-        TEMPLATE_HANDLERS.append(apply_template)
-
-
 # ------------------------------------------------------------------------------------------ forwarding
 def _json_default(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray)):
@@ -196,25 +189,20 @@ def kinesis_record(table: Any, old: Any, new: Any, precision: str, ttl: bool) ->
     return _partition_key(keys), record
 
 
-def forward(table: Any, old: Any, new: Any) -> None:
-    """Put the change into the table's active destination (after the commit, inside a transaction)."""
+def entry(table: Any, old: Any, new: Any, ttl: bool) -> tuple[str, str, str, str, dict[str, Any]] | None:
+    """What a change of ``table`` puts into its active destination (None: no destination, or no change), a TTL
+    deletion's (``ttl``) with the TTL service's identity; ``put`` puts it."""
     destination = active(table)
     if destination is None or (old is None and new is None):
-        return
+        return None
     if old is not None and new is not None and old == new:
-        return  # DynamoDB records nothing for a write that changes nothing
-    key, record = kinesis_record(
-        table, old, new, destination["ApproximateCreationDateTimePrecision"], in_ttl_deletion()
-    )
-    entry = (table.account_id, table.region_name, destination["StreamArn"], key, record)
-    pending = getattr(_LOCAL, "pending", None)
-    if pending is not None:
-        pending.append(entry)
-    else:
-        _put([entry])
+        return None  # DynamoDB records nothing for a write that changes nothing
+    key, record = kinesis_record(table, old, new, destination["ApproximateCreationDateTimePrecision"], ttl)
+    return (table.account_id, table.region_name, destination["StreamArn"], key, record)
 
 
-def _put(entries: list[tuple[str, str, str, str, dict[str, Any]]]) -> None:
+def put(entries: list[tuple[str, str, str, str, dict[str, Any]]]) -> None:
+    """Put each entry into its Kinesis stream, in order."""
     for account_id, region, arn, key, record in entries:
         stream = _stream(account_id, region, arn)
         if stream is None:
@@ -226,84 +214,32 @@ def _put(entries: list[tuple[str, str, str, str, dict[str, Any]]]) -> None:
         stream.put_record(key, None, data)
 
 
-@PATCHES.replace(Target(_TABLE, "Table.put_item", ("self", "item_attrs")))
-def put_item(self: Any, item_attrs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
-    """Table.put_item (PutItem, BatchWriteItem, a transaction's put): forwarded to an active destination."""
-    if active(self) is None or getattr(_LOCAL, "inner", False):
-        return PATCHES.original(put_item)(self, item_attrs, *args, **kwargs)
-    with WRITE_LOCK:  # the old image and the forwarding order are those of the write itself
-        return _put_forwarded(self, item_attrs, *args, **kwargs)
-
-
-def _put_forwarded(self: Any, item_attrs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
-    """The put, forwarded with the image it replaced (under WRITE_LOCK)."""
+def item_replaced(table: Any, item_attrs: dict[str, Any]) -> Any:
+    """The item a put of ``item_attrs`` replaces (its old image), None when there is none or the item is malformed
+    (moto refuses it then)."""
     from moto.dynamodb.exceptions import DynamodbException
     from moto.dynamodb.models.dynamo_type import DynamoType
 
     try:
-        hash_key = DynamoType(item_attrs[self.hash_key_attr])
-        range_key = DynamoType(item_attrs[self.range_key_attr]) if self.range_key_attr else None
-        old = self.get_item(hash_key, range_key)
+        hash_key = DynamoType(item_attrs[table.hash_key_attr])
+        range_key = DynamoType(item_attrs[table.range_key_attr]) if table.range_key_attr else None
+        return table.get_item(hash_key, range_key)
     except (KeyError, TypeError, ValueError, DynamodbException):
-        old = None  # a malformed item: moto refuses it below
-    new = PATCHES.original(put_item)(self, item_attrs, *args, **kwargs)
-    forward(self, old, new)
-    return new
+        return None
 
 
-@PATCHES.replace(Target(_TABLE, "Table.delete_item", ("self", "hash_key", "range_key")))
-def delete_item(self: Any, hash_key: Any, range_key: Any) -> Any:
-    """Table.delete_item (DeleteItem, BatchWriteItem, a transaction's delete, a TTL deletion): forwarded."""
-    with WRITE_LOCK:
-        old = PATCHES.original(delete_item)(self, hash_key, range_key)
-        if old is not None:
-            forward(self, old, None)
-        return old
-
-
-@PATCHES.replace(Target(_MODELS, "DynamoDBBackend.update_item", ("self", "table_name", "key")))
-def update_item(self: Any, table_name: str, key: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
-    """UpdateItem: forwarded to an active destination as one change."""
-    table = self.get_table(table_name)
-    if active(table) is None:
-        return PATCHES.original(update_item)(self, table_name, key, *args, **kwargs)
-    with WRITE_LOCK:
-        return _update_forwarded(self, table, table_name, key, *args, **kwargs)
-
-
-def _update_forwarded(
-    self: Any, table: Any, table_name: str, key: dict[str, Any], *args: Any, **kwargs: Any
-) -> Any:
-    """The update, forwarded with the image before it as one change (under WRITE_LOCK)."""
+def item_before(table: Any, key: dict[str, Any]) -> Any:
+    """A copy of the item an UpdateItem of ``key`` changes (its old image), None when there is none or the key is
+    malformed (moto refuses it then)."""
     from moto.dynamodb.exceptions import DynamodbException
     from moto.dynamodb.models.dynamo_type import DynamoType
 
     try:
         hash_key = DynamoType(key[table.hash_key_attr])
         range_key = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
-        old = copy.deepcopy(table.get_item(hash_key, range_key))
+        return copy.deepcopy(table.get_item(hash_key, range_key))
     except (KeyError, TypeError, ValueError, DynamodbException):
-        old = None  # a malformed key: moto refuses it below
-    _LOCAL.inner = True  # moto puts a new item's key first: one change, one record
-    try:
-        new = PATCHES.original(update_item)(self, table_name, key, *args, **kwargs)
-    finally:
-        _LOCAL.inner = False
-    forward(table, old, new)
-    return new
-
-
-@PATCHES.replace(Target(_MODELS, "DynamoDBBackend.transact_write_items", ("self", "transact_items")))
-def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> Any:
-    """TransactWriteItems: its changes are forwarded when it commits, none when it fails."""
-    _LOCAL.pending = []
-    try:
-        result = PATCHES.original(transact_write_items)(self, transact_items)
-        entries = list(_LOCAL.pending)
-    finally:
-        _LOCAL.pending = None
-    _put(entries)
-    return result
+        return None
 
 
 # ------------------------------------------------------------------------------------------ the API

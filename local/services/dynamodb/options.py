@@ -8,6 +8,10 @@ throughput, the PITR recovery period and contributor insights, through the API a
 - ``RecoveryPeriodInDays`` outside 1..35 is refused; a template enabling PITR without a period gets AWS's 35;
 - Describe/Update/ListContributorInsights, which moto lacks: a switch takes effect at once (AWS: ENABLING, then
   ENABLED), with the mode and the four rule names AWS reports; ContributorInsightsSpecification in templates.
+
+This module owns UpdateTable's handler and DescribeTable's ``Table.describe``: replicas.py's and security.py's
+parts of UpdateTable are steps it calls first, in that order (a global table's ReplicaUpdates can answer the
+request alone); indexes.py's and replicas.py's parts of a description are steps it calls after its own.
 """
 
 from __future__ import annotations
@@ -20,7 +24,11 @@ from typing import Any
 
 from local import clock
 from local.patching import Patches, Target, replace, truthy
+from local.services.dynamodb import index_lifecycle as dynamodb_index_lifecycle
+from local.services.dynamodb import indexes as dynamodb_indexes
 from local.services.dynamodb import limit_exceeded, validation
+from local.services.dynamodb import replicas as dynamodb_replicas
+from local.services.dynamodb import security as dynamodb_security
 
 CLASS_CHANGES_ENV = "DOCTABLE_LOCAL_TABLE_CLASS_CHANGES"  # class changes allowed per window (AWS: 2)
 CLASS_WINDOW_SECONDS = 30 * 86_400
@@ -176,9 +184,19 @@ def pitr_period(pitr: dict[str, Any]) -> int:
 # ------------------------------------------------------------------------------------------- patches
 @PATCHES.replace(Target(_TABLE, "Table.describe", ("self", "base_key")))
 def describe(self: Any, base_key: str = "TableDescription") -> dict[str, Any]:
-    """Table.describe: TableClassSummary, and an on-demand table's OnDemandThroughput (-1 for no cap)."""
-    result = PATCHES.original(describe)(self, base_key)
-    body = result[base_key]
+    """Table.describe, in steps: the indexes' status worked out from the clock (index_lifecycle.py); moto's
+    description; the table's options (``describe_options``); its indexes (indexes.py); its replicas (replicas.py)."""
+    dynamodb_index_lifecycle.settle(self)
+    result: dict[str, Any] = PATCHES.original(describe)(self, base_key)
+    describe_options(self, result[base_key])
+    dynamodb_indexes.describe_indexes(self, result[base_key])
+    dynamodb_replicas.describe_replicas(self, result, base_key)
+    return result
+
+
+def describe_options(self: Any, body: dict[str, Any]) -> None:
+    """TableClassSummary, TableId, and an on-demand table's OnDemandThroughput (-1 for no cap), on moto's
+    description."""
     table_class = getattr(self, "doctable_table_class", None)
     if table_class:
         summary: dict[str, Any] = {"TableClass": table_class}
@@ -199,7 +217,6 @@ def describe(self: Any, base_key: str = "TableDescription") -> dict[str, Any]:
             "MaxReadRequestUnits": caps.get("MaxReadRequestUnits", NO_CAP),
             "MaxWriteRequestUnits": caps.get("MaxWriteRequestUnits", NO_CAP),
         }
-    return result  # type: ignore[no-any-return]
 
 
 # What an UpdateTable must change, one at least (an empty list counts as absent), in AWS's words.
@@ -246,11 +263,16 @@ def create_table(self: Any) -> Any:
 
 @PATCHES.replace(Target(_RESPONSES, "DynamoHandler.update_table", ("self",)))
 def update_table(self: Any) -> Any:
-    """UpdateTable: a table class change (counted against the limit), warm throughput (raised only) and
-    OnDemandThroughput, a refusal before anything changes."""
+    """UpdateTable, in steps: 1. ReplicaUpdates (replicas.py: a request of them alone is answered there); 2. the
+    SSESpecification kept (security.py); 3. this module's: a table class change (counted against the limit), warm
+    throughput (raised only) and OnDemandThroughput, a refusal before anything changes; moto's handler."""
     from moto.dynamodb.exceptions import MockValidationException
     from moto.dynamodb.responses import DynamoResult
 
+    answered = dynamodb_replicas.update_table_replicas(self)
+    if answered is not None:
+        return answered
+    dynamodb_security.keep_sse(self)
     body = self.body
     if not any(body.get(member) not in (None, [], {}) for member in UPDATE_MEMBERS):
         raise MockValidationException(NOTHING_TO_UPDATE)

@@ -13,6 +13,10 @@ local/services/dynamodb/replication.py replicates the writes; this module is the
   deletes that region's replica only (the others go on as a global table, or a table of their own).
 - A global table's stream cannot be disabled; UpdateTimeToLive on one replica applies to every replica (TTL is a
   group-wide setting), and only the group's first region's TTL sweeper deletes (the deletion replicates).
+
+It replaces no moto internal: UpdateTable's handler and DescribeTable are options.py's, DeleteTable and
+UpdateTimeToLive tables.py's; each calls this module's steps (``update_table_replicas``, ``describe_replicas``,
+``refuse_delete``/``leave_on_delete``, ``share_ttl``) at its place in the operation.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import functools
 import time
 from typing import Any
 
-from local.patching import Patches, Target, install
+from local.patching import Target
 from local.services.dynamodb import replication as engine
 from local.services.dynamodb import validation
 from local.services.dynamodb.writes import WRITE_LOCK
@@ -59,7 +63,6 @@ STREAM_REQUIRED = "Disabling Stream is not allowed for a Global Table replica."
 DEFAULT_VIEW = "NEW_AND_OLD_IMAGES"
 
 _MODELS = "moto.dynamodb.models"
-PATCHES = Patches()
 
 
 @functools.cache
@@ -188,14 +191,14 @@ def update_replicas(table: Any, updates: list[dict[str, Any]]) -> None:
         # an Update (per-replica overrides) is accepted and changes nothing here
 
 
-# ------------------------------------------------------------------------------------------ the patches
-@PATCHES.replace(Target("moto.dynamodb.responses", "DynamoHandler.update_table", ("self",)))
-def update_table_handler(self: Any) -> Any:
-    """DynamoHandler.update_table: ReplicaUpdates, and a global table's stream kept enabled."""
+# --------------------------------------------------- the steps of operations other modules own
+def update_table_replicas(handler: Any) -> Any:
+    """UpdateTable's first step (options.py owns the handler): ReplicaUpdates applied, a global table's stream kept
+    enabled; the answer when the request asked for nothing else, else None (the handler goes on)."""
     from moto.dynamodb.responses import DynamoResult
 
-    body = self.body
-    table = self.dynamodb_backend.get_table(body["TableName"])
+    body = handler.body
+    table = handler.dynamodb_backend.get_table(body["TableName"])
     stream = body.get("StreamSpecification")
     if stream is not None and engine.REGISTRY.group_of(table) is not None and not stream.get("StreamEnabled"):
         raise validation(STREAM_REQUIRED)
@@ -205,60 +208,46 @@ def update_table_handler(self: Any) -> Any:
         others = set(body) - {"TableName"}
         if not others:
             return DynamoResult(table.describe())
-    return PATCHES.original(update_table_handler)(self)
+    return None
 
 
-@PATCHES.replace(Target(_MODELS, "DynamoDBBackend.delete_table", ("self", "name")))
-def delete_table(self: Any, name: str) -> Any:
-    """DynamoDBBackend.delete_table: a replica that recently added another is kept; else it leaves its group."""
-    with WRITE_LOCK:  # no write meanwhile: the replica's last writes are forgotten with it
-        table = self.tables.get(name)
-        if table is not None:
-            refuse_recent_source(table.account_id, table.name, self.region_name)
-        deleted = PATCHES.original(delete_table)(self, name)
-        if table is not None:
-            engine.REGISTRY.leave(table.account_id, table.name, self.region_name)
-        return deleted
+def refuse_delete(backend: Any, table: Any) -> None:
+    """DeleteTable's step (tables.py owns it), before: a replica that recently added another is kept. ``table``: the
+    one the request names, None when it names none by its name."""
+    if table is not None:
+        refuse_recent_source(table.account_id, table.name, backend.region_name)
 
 
-@PATCHES.replace(Target("moto.dynamodb.models.table", "Table.describe", ("self", "base_key")))
-def describe(self: Any, base_key: str = "TableDescription") -> Any:
-    """Table.describe: a replica shows the global table version and the other regions' replicas."""
-    result = PATCHES.original(describe)(self, base_key)
-    group = engine.REGISTRY.group_of(self)
+def leave_on_delete(backend: Any, table: Any) -> None:
+    """DeleteTable's step, after: the deleted replica leaves its global table (``table`` as ``refuse_delete``'s)."""
+    if table is not None:
+        engine.REGISTRY.leave(table.account_id, table.name, backend.region_name)
+
+
+def describe_replicas(table: Any, result: dict[str, Any], base_key: str) -> None:
+    """DescribeTable's step (options.py owns it): a replica shows the global table version and the other regions'
+    replicas."""
+    group = engine.REGISTRY.group_of(table)
     if group is not None and base_key in result:
         result[base_key]["GlobalTableVersion"] = engine.GLOBAL_TABLE_VERSION
         result[base_key]["Replicas"] = [
-            {"RegionName": region, "ReplicaStatus": "ACTIVE"} for region in group.others(self.region_name)
+            {"RegionName": region, "ReplicaStatus": "ACTIVE"} for region in group.others(table.region_name)
         ]
-    return result
 
 
-@PATCHES.replace(Target(_MODELS, "DynamoDBBackend.update_time_to_live", ("self", "table_name", "ttl_spec")))
-def update_time_to_live(self: Any, table_name: str, ttl_spec: dict[str, Any]) -> Any:
-    """DynamoDBBackend.update_time_to_live: on a global table the setting is every replica's."""
+def share_ttl(table: Any) -> None:
+    """UpdateTimeToLive's step (tables.py owns it), after: on a global table the setting is every replica's."""
     from moto.dynamodb.models import dynamodb_backends
 
-    result = PATCHES.original(update_time_to_live)(self, table_name, ttl_spec)
-    table = self.get_table(table_name)
     group = engine.REGISTRY.group_of(table)
     for region in group.others(table.region_name) if group is not None else []:
         replica = dynamodb_backends[table.account_id][region].tables.get(table.name)
         if replica is not None:
             replica.ttl = copy.deepcopy(table.ttl)
-    return result
-
-
-@PATCHES.on_install
-def _replicate() -> None:
-    """The replicas this API adds are kept in step: the replication engine is installed too."""
-    # Already installed by local/services/__init__.py (dynamodb_replicas comes first in _MODULES): a no-op then.
-    install(engine.PATCHES)
 
 
 # Every moto internal this module relies on: what it replaces, and what it reads or calls.
 MOTO_TARGETS = (
-    *PATCHES.targets,
     Target("moto.dynamodb.responses", "DynamoResult"),
     Target("moto.dynamodb.responses", "DynamoHandler.dynamodb_backend"),
     Target(_MODELS, "DynamoDBBackend.get_table", ("self", "table_name")),

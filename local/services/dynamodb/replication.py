@@ -6,8 +6,8 @@ write in each replica, and the replicated writes on their way; local/services/dy
 removes replicas (UpdateTable ``ReplicaUpdates``) and answers for them in DescribeTable and DeleteTable.
 
 - Every committed item change of a replica (PutItem, UpdateItem, DeleteItem, BatchWriteItem, a committed
-  TransactWriteItems, a TTL deletion) reaches ``on_change`` through local/services/dynamodb/tables.py's
-  ``CHANGE_LISTENERS``. It stamps the write (a time strictly later than any earlier write, taken under the write
+  TransactWriteItems, a TTL deletion) reaches ``on_change``: local/services/dynamodb/tables.py, the owner of
+  every write, calls it once the change is committed. It stamps the write (a time strictly later than any earlier write, taken under the write
   lock every region shares) and queues a copy of the item (or its deletion) for every other replica, due after
   the replication delay (``DOCTABLE_LOCAL_REPLICATION_DELAY_MS``, default 500, read once; ``set_delay_ms``).
 - ``Replicator`` is one background thread: it sleeps on a condition variable until the next write is due (a new
@@ -17,12 +17,12 @@ removes replicas (UpdateTable ``ReplicaUpdates``) and answers for them in Descri
   stream record); an applied one is an ordinary put or delete in the target, whose stream records it as a local
   write would be (INSERT/MODIFY/REMOVE with the images as they are in that replica). A replicated TTL deletion is
   an ordinary REMOVE there, without the TTL service's ``userIdentity``.
-- A write applied by the replicator is never sent on (``applying``): nothing returns to its origin, nothing loops.
+- A write applied by the replicator is never sent on (it is made inside ``writes.replicated()``, whose origin
+  tables.py passes to ``on_change``): nothing returns to its origin, nothing loops.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import heapq
 import itertools
@@ -31,21 +31,18 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from local import incidents
-from local.patching import Patches, Target
-from local.services.dynamodb.writes import CHANGE_LISTENERS, WRITE_LOCK
+from local.patching import Target
+from local.services.dynamodb.writes import REPLICATOR, WRITE_LOCK, replicated
 
 log = logging.getLogger("doctable.local.dynamodb_replicas")
 
 DELAY_ENV = "DOCTABLE_LOCAL_REPLICATION_DELAY_MS"
 DEFAULT_DELAY_MS = 500.0
 GLOBAL_TABLE_VERSION = "2019.11.21"
-
-PATCHES = Patches()
 
 
 def delay_from_env(environ: dict[str, str] | None = None) -> float:
@@ -259,23 +256,6 @@ class Replicator(threading.Thread):
 
 
 # ------------------------------------------------------------------------------------------ the writes
-_APPLYING = threading.local()
-
-
-@contextlib.contextmanager
-def applying() -> Iterator[None]:
-    """Writes in this block are replicated ones: they are not sent on."""
-    _APPLYING.active = True
-    try:
-        yield
-    finally:
-        _APPLYING.active = False
-
-
-def is_applying() -> bool:
-    return bool(getattr(_APPLYING, "active", False))
-
-
 def item_key(table: Any, item: Any) -> str:
     """An item's key as canonical JSON (its identity across replicas)."""
     keys = {table.hash_key_attr: item.hash_key.to_json()}
@@ -284,9 +264,10 @@ def item_key(table: Any, item: Any) -> str:
     return json.dumps(keys, sort_keys=True)
 
 
-def on_change(table: Any, old: Any, new: Any) -> None:
-    """A committed change of a table: stamped, and queued for every other replica of its global table."""
-    if is_applying():
+def on_change(table: Any, old: Any, new: Any, origin: str) -> None:
+    """A committed change of a table (made by ``origin``, writes.py's): stamped, and queued for every other replica
+    of its global table."""
+    if origin == REPLICATOR:
         return  # a replicated write is applied where it is sent, never sent on
     group = REGISTRY.group_of(table)
     if group is None:
@@ -316,7 +297,7 @@ def apply_replicated(registry: Registry, entry: Replicated) -> bool:
         if last is not None and last > entry.stamp:
             return False  # last writer wins: the target has a later write of this item
         registry.record(entry.account_id, entry.name, entry.target, entry.key, entry.stamp)
-        with applying():
+        with replicated():
             if entry.attributes is not None:
                 table.put_item(copy.deepcopy(entry.attributes))
             else:
@@ -372,16 +353,8 @@ def start_from_env() -> None:
     REGISTRY.delay = delay_from_env()
 
 
-@PATCHES.on_install
-def _listen() -> None:
-    """A global table's replicas get each committed item change (``on_change``, one of CHANGE_LISTENERS)."""
-    if on_change not in CHANGE_LISTENERS:
-        CHANGE_LISTENERS.append(on_change)
-
-
 # Every moto internal this module relies on: it replaces none, it reads or calls these.
 MOTO_TARGETS = (
-    *PATCHES.targets,
     Target("moto.dynamodb.models", "dynamodb_backends"),
     Target("moto.dynamodb.models.table", "Table.put_item", ("self", "item_attrs")),
     Target("moto.dynamodb.models.table", "Table.delete_item", ("self", "hash_key", "range_key")),

@@ -8,6 +8,9 @@ AWS managed key (``alias/aws/dynamodb``, created on first use with KeyManager AW
 and nothing for the AWS owned key, as AWS does; an unknown key is refused with AWS's ValidationException.
 A table's ``ResourcePolicy`` in a template is put, replaced and removed with the stack; a deleted table's
 policy goes with it; DeleteResourcePolicy of a table without one is PolicyNotFoundException, as on AWS.
+
+UpdateTable and DeleteTable are owned by options.py and tables.py, which call this module's steps (``keep_sse``,
+``forget_policy``) in their order.
 """
 
 from __future__ import annotations
@@ -102,14 +105,13 @@ def _get_default_encryption_key(self: Any, account_id: str, region: str) -> str:
     return _aws_managed_key(account_id, region)
 
 
-@PATCHES.replace(Target("moto.dynamodb.responses", "DynamoHandler.update_table", ("self",)))
-def update_table(self: Any) -> Any:
-    """UpdateTable keeps an SSESpecification (moto dropped it), in the API's form."""
-    spec = self.body.get("SSESpecification")
+def keep_sse(handler: Any) -> None:
+    """UpdateTable's step (options.py owns the handler): it keeps an SSESpecification (moto dropped it), in the
+    API's form."""
+    spec = handler.body.get("SSESpecification")
     if spec is not None:
-        table = self.dynamodb_backend.get_table(self.body["TableName"])
+        table = handler.dynamodb_backend.get_table(handler.body["TableName"])
         table.sse_specification = spec
-    return PATCHES.original(update_table)(self)
 
 
 def apply_template(table: Any, properties: dict[str, Any]) -> None:
@@ -127,12 +129,9 @@ def apply_template(table: Any, properties: dict[str, Any]) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ policies
-@PATCHES.replace(Target(_MODELS, "DynamoDBBackend.delete_table", ("self", "name")))
-def delete_table(self: Any, name: str) -> Any:
-    """DeleteTable: the table's resource policy goes with it."""
-    table = PATCHES.original(delete_table)(self, name)
-    self.resource_policies.pop(getattr(table, "table_arn", ""), None)  # the policy goes with its table
-    return table
+def forget_policy(backend: Any, deleted: Any) -> None:
+    """DeleteTable's step (tables.py owns it), once the table is deleted: its resource policy goes with it."""
+    backend.resource_policies.pop(getattr(deleted, "table_arn", ""), None)
 
 
 @PATCHES.replace(
@@ -153,6 +152,7 @@ def delete_resource_policy(self: Any, resource_arn: str, expected_revision_id: s
 # Every moto internal this module relies on: what it replaces, and what it reads or calls.
 MOTO_TARGETS = (
     *PATCHES.targets,
+    Target("moto.dynamodb.responses", "DynamoHandler.dynamodb_backend"),
     Target(_MODELS, "DynamoDBBackend.put_resource_policy", ("self", "resource_arn", "policy_doc")),
     Target("moto.dynamodb.exceptions", "PolicyNotFoundException"),
     Target("moto.kms.models", "KmsBackend.describe_key", ("self", "key_id")),

@@ -15,6 +15,10 @@ other, as the outside suite's stream tests do, is one caller, which AWS does not
 shard while its last admitted GetRecords there is less than ``WINDOW_SECONDS`` old; a GetRecords by a reader that
 is not active while ``READERS_MAX`` others are is refused with LimitExceededException and changes nothing (it is
 not a read). ``CLOCK`` is a test's to replace.
+
+This module owns GetShardIterator and GetRecords (``DynamoDBStreamsBackend.get_shard_iterator``/``get_records``);
+beside the readers, each of them trims moto's map of shard iterators (``trim_iterators``: moto keeps them
+forever, so a reader polling every 100 ms grows it), the iterator taken first, the records read first.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ LIMIT_EXCEEDED = "LimitExceededException"
 # AWS's words for this refusal are not documented: DynamoDB Streams answers a throttled request "Rate exceeded"
 # (aws/aws-sdk-java-v2#470); the shard is named as Kinesis names it in its throttling message.
 MESSAGE = "Rate exceeded for shard {shard}"
+MAX_SHARD_ITERATORS = 20_000  # moto's map of shard iterators: its oldest tenth dropped past this
 LINEAGES_MAX = 10_000  # iterators remembered: the oldest are forgotten first (moto's map is trimmed likewise)
 CLOCK: Callable[[], float] = time.monotonic
 
@@ -106,6 +111,13 @@ def _limit_exceeded(shard_id: str) -> Exception:
     return DynamodbException(ERROR_TYPE_PREFIX + LIMIT_EXCEEDED, MESSAGE.format(shard=shard_id))
 
 
+def trim_iterators(backend: Any) -> None:
+    """Drop the oldest tenth of moto's shard iterators once there are more than MAX_SHARD_ITERATORS."""
+    if len(backend.shard_iterators) > MAX_SHARD_ITERATORS:
+        for stale in list(backend.shard_iterators)[: MAX_SHARD_ITERATORS // 10]:
+            backend.shard_iterators.pop(stale, None)
+
+
 @PATCHES.replace(
     Target(
         _STREAMS,
@@ -116,7 +128,9 @@ def _limit_exceeded(shard_id: str) -> Exception:
 def get_shard_iterator(
     self: Any, arn: str, shard_id: str, shard_iterator_type: str, sequence_number: Any = None
 ) -> Any:
-    """GetShardIterator: a new reader (a poller's iterators are its own)."""
+    """GetShardIterator, in steps: moto's iterators trimmed; moto's; a new reader (a poller's iterators are its
+    own)."""
+    trim_iterators(self)
     iterator = PATCHES.original(get_shard_iterator)(self, arn, shard_id, shard_iterator_type, sequence_number)
     if _poller() is None:
         READERS.continues(iterator.arn, iterator.arn)
@@ -125,10 +139,13 @@ def get_shard_iterator(
 
 @PATCHES.replace(Target(_STREAMS, "DynamoDBStreamsBackend.get_records", ("self", "iterator_arn", "limit")))
 def get_records(self: Any, iterator_arn: str, limit: int) -> Any:
-    """GetRecords: refused with LimitExceededException when its reader would be a third on the shard."""
+    """GetRecords, in steps: refused with LimitExceededException when its reader would be a third on the shard;
+    moto's; moto's iterators trimmed; the reader's lineage continued."""
     iterator = self.shard_iterators.get(iterator_arn)
     if iterator is None:  # moto's own answer to an iterator it does not know
-        return PATCHES.original(get_records)(self, iterator_arn, limit)
+        result = PATCHES.original(get_records)(self, iterator_arn, limit)
+        trim_iterators(self)
+        return result
     poller = _poller()
     reader = poller or READERS.lineage(iterator_arn)
     polls = (
@@ -137,6 +154,7 @@ def get_records(self: Any, iterator_arn: str, limit: int) -> Any:
     if not READERS.admit(shard_key(iterator), reader, CLOCK(), polls):
         raise _limit_exceeded(iterator.stream_shard.id)
     result = PATCHES.original(get_records)(self, iterator_arn, limit)
+    trim_iterators(self)
     following = result.get("NextShardIterator")
     if following and poller is None:
         READERS.continues(following, reader)

@@ -1,4 +1,4 @@
-"""DynamoDB: writes under one lock, transactions that roll back item by item, stream records, CloudFormation.
+"""DynamoDB: the one owner of a table's writes, its deletion and its TTL setting.
 
 The server is threaded and moto's DynamoDB is not thread-safe: two concurrent writes got the same stream
 SequenceNumber (moto numbered a record by the shard's length, then appended it), a write raced the TTL
@@ -14,14 +14,26 @@ dropped the writes other threads made meanwhile and appended stream records nobo
   a write that changes nothing adds no record; an UpdateItem that creates an item adds one INSERT (moto added
   two: the bare key, then the item); a deletion inside ``ttl_deletion()`` carries the TTL
   service's ``userIdentity``;
-- shard iterators are trimmed (moto keeps them forever: a reader polling every 100 ms grows the map);
-- CloudFormation applies TimeToLiveSpecification and PointInTimeRecoverySpecification, and updates a table
-  in place (GSIs through local/services/dynamodb/indexes.py, stream, TTL, PITR, deletion protection, tags)
-  instead of losing track of it; a new name, key schema or set of LSIs replaces it; a template's indexes meet
-  CreateTable's rules;
 - AWS's update constraints: UpdateTimeToLive refuses a second change within an interval
   (``DOCTABLE_LOCAL_TTL_CHANGE_INTERVAL_SECONDS``, default 3600) and a change to what is already set (the
   secondary index constraints are local/services/dynamodb/indexes.py's).
+
+**One owner, named steps.** Other modules change these operations too: indexes.py refuses a DeleteTable while an
+index changes and index_rules.py checks index key types, security.py forgets a deleted table's policy, replicas.py
+keeps a recent source replica and shares the TTL setting, kinesis_destination.py forwards every change, the
+replication engine sends each change on. None of them replaces a moto internal this
+module replaces: each offers plain functions, and the replacement here calls them by name, in the order written
+in its body (``delete_table``, ``update_item``, ``table_put_item``, ``table_delete_item``, ``update_time_to_live``;
+a template's table is local/services/cloudformation/dynamodb_table.py's, whose ``apply_template`` does the same;
+DescribeTable and UpdateTable are options.py's). Chosen over hook lists the modules would fill at install, because then the order would again
+be the order of installation (the tuple in local/services/__init__.py) and the links invisible to the floors: here
+the order is read in one function and every link is an import.
+
+**State through moto's call stack.** An UpdateItem's stream adds and a transaction's records, changes and Kinesis
+forwards are collected while moto runs the operation, in code moto calls (``StreamShard.add``, ``Table.put_item``,
+``copy.deepcopy``): they live in ``_UPDATE`` and ``_TRANSACTION``, ``contextvars.ContextVar``s of this module, set
+and reset only by ``update_item`` and ``transact_write_items``. Who writes (a client, the TTL service, the
+replicator) is writes.py's ``ORIGIN``, passed on explicitly from here.
 """
 
 from __future__ import annotations
@@ -30,32 +42,44 @@ import contextlib
 import copy
 import os
 import re
-import threading
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
 from local import clock
 from local.patching import Patches, Target, truthy
 from local.services.dynamodb import index_rules as dynamodb_index_rules
 from local.services.dynamodb import indexes as dynamodb_indexes
-from local.services.dynamodb import options as dynamodb_options
+from local.services.dynamodb import kinesis_destination as dynamodb_kinesis
+from local.services.dynamodb import replicas as dynamodb_replicas
+from local.services.dynamodb import replication as dynamodb_replication
 from local.services.dynamodb import security as dynamodb_security
 from local.services.dynamodb import validation
-from local.services.dynamodb.writes import CHANGE_LISTENERS, TEMPLATE_HANDLERS, WRITE_LOCK, in_ttl_deletion
+from local.services.dynamodb.writes import ORIGIN, TTL_SERVICE, WRITE_LOCK
 
-MAX_SHARD_ITERATORS = 20_000
 TTL_CHANGE_INTERVAL_ENV = "DOCTABLE_LOCAL_TTL_CHANGE_INTERVAL_SECONDS"
 TTL_RATE_LIMITED = "Time to live has been modified multiple times within a fixed interval"
 TTL_OTHER_ATTRIBUTE = "TimeToLive is active on a different AttributeName: current AttributeName is {name}"
 TTL_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
 
-_TRANSACTION = threading.local()  # .records / .changes: the transaction in progress's, else None
-_UPDATE = threading.local()  # .adds: the stream adds of the UpdateItem in progress, else None
+
+@dataclass
+class _Transaction:
+    """What a TransactWriteItems in progress holds back until it commits."""
+
+    records: list[tuple[Any, Any]] = field(default_factory=list)  # (shard, stream record): appended then
+    changes: list[tuple[Any, Any, Any]] = field(default_factory=list)  # (table, old, new): sent on then
+    forwards: list[Any] = field(default_factory=list)  # Kinesis destination entries: put then
+
+
+_TRANSACTION: ContextVar[_Transaction | None] = ContextVar("doctable_dynamodb_transaction", default=None)
+# The stream adds of the UpdateItem in progress (shard, old, new): only its last is the change.
+_UPDATE: ContextVar[list[tuple[Any, Any, Any]] | None] = ContextVar("doctable_dynamodb_update", default=None)
 
 _TABLE = "moto.dynamodb.models.table"
 _MODELS = "moto.dynamodb.models"
-_STREAMS = "moto.dynamodbstreams.models"
 PATCHES = Patches()
 
 
@@ -78,9 +102,22 @@ def _append_records(records: list[tuple[Any, Any]]) -> None:
 
 
 def _notify(changes: list[tuple[Any, Any, Any]]) -> None:
+    """Each committed change of a table with a stream, to the replication engine (a global table's replicas)."""
+    origin = ORIGIN.get()
     for table, old, new in changes:
-        for listener in list(CHANGE_LISTENERS):
-            listener(table, old, new)
+        dynamodb_replication.on_change(table, old, new, origin)
+
+
+def _forward(table: Any, old: Any, new: Any) -> None:
+    """A change to the table's Kinesis destination: now, or when the transaction in progress commits."""
+    entry = dynamodb_kinesis.entry(table, old, new, ttl=ORIGIN.get() == TTL_SERVICE)
+    if entry is None:
+        return
+    transaction = _TRANSACTION.get()
+    if transaction is not None:
+        transaction.forwards.append(entry)
+    else:
+        dynamodb_kinesis.put([entry])
 
 
 # ------------------------------------------------------------------------------------------- stream shard
@@ -90,7 +127,7 @@ def add(self: Any, old: Any, new: Any) -> None:
     transaction's when it commits), in the table's region, a TTL deletion's with the TTL service's identity."""
     from moto.dynamodb.models import table as tm
 
-    adds = getattr(_UPDATE, "adds", None)
+    adds = _UPDATE.get()
     if adds is not None:  # inside UpdateItem: only its last add is the change (see update_item)
         adds.append((self, old, new))
         return
@@ -102,12 +139,12 @@ def add(self: Any, old: Any, new: Any) -> None:
     event_name = "INSERT" if old is None else "REMOVE" if new is None else "MODIFY"
     record = tm.StreamRecord(self.table, view, event_name, old, new, 0)  # numbered when appended
     record.record["awsRegion"] = self.table.region_name  # moto wrote us-east-1 whatever the region
-    if new is None and in_ttl_deletion():
+    if new is None and ORIGIN.get() == TTL_SERVICE:
         record.record["userIdentity"] = dict(TTL_IDENTITY)
-    pending = getattr(_TRANSACTION, "records", None)
-    if pending is not None:  # inside TransactWriteItems: appended when (and if) it commits
-        pending.append((self, record))
-        _TRANSACTION.changes.append((self.table, old, new))
+    transaction = _TRANSACTION.get()
+    if transaction is not None:  # inside TransactWriteItems: appended when (and if) it commits
+        transaction.records.append((self, record))
+        transaction.changes.append((self.table, old, new))
         return
     _append_records([(self, record)])
     _notify([(self.table, old, new)])
@@ -128,24 +165,67 @@ def delete_item(self: Any, *args: Any, **kwargs: Any) -> Any:
         return PATCHES.original(delete_item)(self, *args, **kwargs)
 
 
-@PATCHES.replace(Target(_MODELS, "DynamoDBBackend.update_item"))
-def update_item(self: Any, *args: Any, **kwargs: Any) -> Any:
-    """UpdateItem under WRITE_LOCK, one stream record for one UpdateItem (an item it creates is one INSERT)."""
-    # moto puts a new item's bare key first and then updates it, adding a stream record each time: one
-    # UpdateItem is one change (DynamoDB writes one INSERT), so only the last add is recorded.
+@PATCHES.replace(Target(_TABLE, "Table.put_item", ("self", "item_attrs")))
+def table_put_item(self: Any, item_attrs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+    """Table.put_item (PutItem, BatchWriteItem, a transaction's put, a replicated write, UpdateItem's put of a new
+    item's key), in steps: 1. the index key types checked (index_rules.py); 2. the put, with the item it replaces
+    read first when the table forwards to a Kinesis destination; 3. the change forwarded (kinesis_destination.py),
+    but inside an UpdateItem, whose one change ``update_item`` forwards."""
+    dynamodb_index_rules.check_index_key_types(item_attrs, self)
+    put = PATCHES.original(table_put_item)
+    if _UPDATE.get() is not None or dynamodb_kinesis.active(self) is None:
+        return put(self, item_attrs, *args, **kwargs)
+    with WRITE_LOCK:  # the old image and the forwarding order are those of the write itself
+        old = dynamodb_kinesis.item_replaced(self, item_attrs)
+        new = put(self, item_attrs, *args, **kwargs)
+        _forward(self, old, new)
+        return new
+
+
+@PATCHES.replace(Target(_TABLE, "Table.delete_item", ("self", "hash_key", "range_key")))
+def table_delete_item(self: Any, hash_key: Any, range_key: Any) -> Any:
+    """Table.delete_item (DeleteItem, BatchWriteItem, a transaction's delete, a TTL deletion), under WRITE_LOCK:
+    the deletion, then forwarded to the table's Kinesis destination (kinesis_destination.py)."""
     with WRITE_LOCK:
-        _UPDATE.adds = []
+        old = PATCHES.original(table_delete_item)(self, hash_key, range_key)
+        if old is not None:
+            _forward(self, old, None)
+        return old
+
+
+@PATCHES.replace(Target(_MODELS, "DynamoDBBackend.update_item", ("self", "table_name", "key")))
+def update_item(self: Any, table_name: str, key: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+    """UpdateItem under WRITE_LOCK, in steps: 1. the item before it, when the table forwards to a Kinesis
+    destination (kinesis_destination.py); 2. moto's update, its stream adds held back (one UpdateItem is one
+    change: only the last add is recorded, none when an update that only removes made an item from the bare key,
+    taken back), an index key SET to another type refused in DynamoDB's words (index_rules.py); 3. the change
+    recorded and forwarded."""
+    from moto.dynamodb.exceptions import InvalidAttributeTypeError
+
+    table = self.get_table(table_name)
+    forwarding = dynamodb_kinesis.active(table) is not None
+    with WRITE_LOCK:
+        old = dynamodb_kinesis.item_before(table, key) if forwarding else None
+        token = _UPDATE.set([])
         try:
-            missing = _removes_only(args, kwargs) and _missing(self, args, kwargs)
-            result = PATCHES.original(update_item)(self, *args, **kwargs)
-            adds = list(_UPDATE.adds)
-            if missing and _unmake_bare(self.get_table(kwargs.get("table_name", args[0])), result):
+            missing = _removes_only(args, kwargs) and _missing(self, table_name, key)
+            try:
+                result = PATCHES.original(update_item)(self, table_name, key, *args, **kwargs)
+            except InvalidAttributeTypeError as exc:
+                better = dynamodb_index_rules.index_type_mismatch(table, exc.message)
+                if better is None:
+                    raise
+                raise better from None
+            adds = list(_UPDATE.get() or [])
+            if missing and _unmake_bare(table, result):
                 adds = []  # the bare item's put and delete were adds of this UpdateItem: none is a change
         finally:
-            _UPDATE.adds = None
+            _UPDATE.reset(token)
         if adds:
-            shard, old, new = adds[-1]
-            shard.add(old, new)
+            shard, before, after = adds[-1]
+            shard.add(before, after)
+        if forwarding:
+            _forward(table, old, result)
         return result
 
 
@@ -154,22 +234,22 @@ _CLAUSES = re.compile(r"\b(SET|REMOVE|ADD|DELETE)\b", re.IGNORECASE)
 
 def _removes_only(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """Whether an UpdateItem only removes (an expression of REMOVE clauses, or legacy AttributeUpdates that are all
-    DELETE): on an item that does not exist it makes none (AWS)."""
+    DELETE): on an item that does not exist it makes none (AWS). ``args``: those after the table name and key."""
     updates = kwargs.get("attribute_updates")
     if isinstance(updates, dict) and updates:
         return all((u or {}).get("Action") == "DELETE" for u in updates.values())
-    expression = kwargs.get("update_expression", args[2] if len(args) > 2 else None)
+    expression = kwargs.get("update_expression", args[0] if args else None)
     if not isinstance(expression, str):
         return False
     return {clause.upper() for clause in _CLAUSES.findall(expression)} == {"REMOVE"}
 
 
-def _missing(backend: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+def _missing(backend: Any, table_name: str, key: dict[str, Any]) -> bool:
     """Whether the item an UpdateItem names does not exist (False when that cannot be read: moto decides)."""
     from moto.core.exceptions import JsonRESTError
 
     try:
-        return backend.get_item(kwargs.get("table_name", args[0]), kwargs.get("key", args[1])) is None
+        return backend.get_item(table_name, key) is None
     except JsonRESTError:  # a key moto refuses is refused by the update itself, with moto's refusal
         return False
 
@@ -199,7 +279,7 @@ def deepcopy(value: Any, memo: Any = None) -> Any:
     (moto copied every table a TransactWriteItems touched, items and stream)."""
     from moto.dynamodb.models.table import Table
 
-    if isinstance(value, Table) and getattr(_TRANSACTION, "records", None) is not None:
+    if isinstance(value, Table) and _TRANSACTION.get() is not None:
         return value  # moto's rollback then puts the same table back: a no-op; ours restores the items
     return copy.deepcopy(value, memo)
 
@@ -243,154 +323,45 @@ def _restore(before: list[tuple[Any, Any, Any, Any]]) -> None:
 
 @PATCHES.replace(Target(_MODELS, "DynamoDBBackend.transact_write_items", ("self", "transact_items")))
 def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
-    """TransactWriteItems under WRITE_LOCK: snapshots only its items, publishes its stream records when it
-    commits and rolls back those items alone."""
+    """TransactWriteItems under WRITE_LOCK: snapshots only its items, publishes its stream records and sends its
+    changes on when it commits, rolls back those items alone; then its changes are forwarded to the tables'
+    Kinesis destinations (none when it fails)."""
+    transaction = _Transaction()
     with WRITE_LOCK:
         before = _snapshot(self, transact_items)
-        _TRANSACTION.records = []
-        _TRANSACTION.changes = []
+        token = _TRANSACTION.set(transaction)
         try:
             PATCHES.original(transact_write_items)(self, transact_items)
         except BaseException:
             _restore(before)
             raise
         else:
-            _append_records(_TRANSACTION.records)
-            _notify(_TRANSACTION.changes)
+            _append_records(transaction.records)
+            _notify(transaction.changes)
         finally:
-            _TRANSACTION.records = None
-            _TRANSACTION.changes = None
+            _TRANSACTION.reset(token)
+    dynamodb_kinesis.put(transaction.forwards)
 
 
-# ------------------------------------------------------------------------------------------ shard iterators
-def _trim(backend: Any) -> None:
-    """Drop the oldest tenth of the shard iterators once there are more than MAX_SHARD_ITERATORS."""
-    if len(backend.shard_iterators) > MAX_SHARD_ITERATORS:
-        for stale in list(backend.shard_iterators)[: MAX_SHARD_ITERATORS // 10]:
-            backend.shard_iterators.pop(stale, None)
+# ------------------------------------------------------------------------------------------------ deletion
+@PATCHES.replace(Target(_MODELS, "DynamoDBBackend.delete_table", ("self", "name")))
+def delete_table(self: Any, name: str) -> Any:
+    """DeleteTable under WRITE_LOCK (no write meanwhile: a replica's last writes are forgotten with it), in steps:
+    1. a replica that recently added another is kept (replicas.py); 2. refused while an index is being created or
+    deleted (indexes.py); 3. moto's deletion; 4. the table's resource policy goes with it (security.py); 5. a
+    replica leaves its global table (replicas.py)."""
+    with WRITE_LOCK:
+        named = self.tables.get(name)  # the table named by its name (None for an ARN, or a missing table)
+        dynamodb_replicas.refuse_delete(self, named)
+        # by name or ARN; a missing table is refused here as moto refuses it
+        dynamodb_indexes.refuse_delete(self.get_table(name))
+        deleted = PATCHES.original(delete_table)(self, name)
+        dynamodb_security.forget_policy(self, deleted)
+        dynamodb_replicas.leave_on_delete(self, named)
+        return deleted
 
 
-@PATCHES.replace(
-    Target(
-        _STREAMS,
-        "DynamoDBStreamsBackend.get_shard_iterator",
-        ("self", "arn", "shard_id", "shard_iterator_type", "sequence_number"),
-    )
-)
-def get_shard_iterator(
-    self: Any, arn: str, shard_id: str, shard_iterator_type: str, sequence_number: Any = None
-) -> Any:
-    """GetShardIterator: the oldest iterators are trimmed first (moto keeps them forever)."""
-    _trim(self)
-    return PATCHES.original(get_shard_iterator)(self, arn, shard_id, shard_iterator_type, sequence_number)
-
-
-@PATCHES.replace(Target(_STREAMS, "DynamoDBStreamsBackend.get_records", ("self", "iterator_arn", "limit")))
-def get_records(self: Any, iterator_arn: str, limit: int) -> Any:
-    """GetRecords: then the oldest iterators are trimmed (a reader polling every 100 ms grows the map)."""
-    result = PATCHES.original(get_records)(self, iterator_arn, limit)
-    _trim(self)
-    return result
-
-
-# ------------------------------------------------------------------------------------------- CloudFormation
-@PATCHES.replace(Target(_TABLE, "Table.create_from_cloudformation_json"), wrap=classmethod)
-def create_from_cloudformation_json(
-    cls: Any,
-    resource_name: str,
-    cloudformation_json: dict[str, Any],
-    account_id: str,
-    region_name: str,
-    **kw: Any,
-) -> Any:
-    """Table.create_from_cloudformation_json: the template's TableName, CreateTable's index rules (moto's path
-    skipped them) and the properties moto ignores."""
-    properties = cloudformation_json["Properties"]
-    name = properties.get("TableName", resource_name)
-    # The index rules, not the exact attribute set: CloudFormation refuses an unused definition ("Property
-    # AttributeDefinitions is inconsistent with the KeySchema ..."), which templates here still rely on.
-    dynamodb_index_rules.validate_table_spec(properties)
-    original = PATCHES.original(create_from_cloudformation_json)
-    table = original(cls, name, cloudformation_json, account_id, region_name, **kw)
-    _apply_table_extras(table, properties, account_id, region_name, creating=True)
-    return table
-
-
-def replaces_table(table: Any, properties: dict[str, Any]) -> bool:
-    """Whether a template's table properties need a new table: another name, key schema or set of LSIs."""
-    new_name = properties.get("TableName")
-    return bool(
-        (new_name and new_name != table.name)
-        or properties.get("KeySchema", table.schema) != table.schema
-        or dynamodb_indexes.local_indexes_changed(table, properties)
-    )
-
-
-@PATCHES.replace(Target(_TABLE, "Table.update_from_cloudformation_json"), wrap=classmethod)
-def update_from_cloudformation_json(
-    cls: Any, original_resource: Any, new_resource_name: str, cloudformation_json: dict[str, Any],
-    account_id: str, region_name: str,
-) -> Any:  # fmt: skip
-    """Table.update_from_cloudformation_json: in place (GSIs, stream, TTL, PITR, throughput, tags...) unless the
-    change needs a new table."""
-    from moto.dynamodb.models import dynamodb_backends
-
-    properties = cloudformation_json["Properties"]
-    backend = dynamodb_backends[account_id][region_name]
-    table = original_resource
-    if replaces_table(table, properties):
-        # Replacement, as on AWS (the old table's data does not move).
-        new = cls.create_from_cloudformation_json(
-            new_resource_name, cloudformation_json, account_id, region_name
-        )
-        backend.delete_table(table.name)
-        return new
-    dynamodb_indexes.update_from_template(backend, table, properties)
-    stream = properties.get("StreamSpecification")
-    current = table.stream_specification or {}
-    if stream and stream.get("StreamViewType") != current.get("StreamViewType"):
-        table.set_stream_specification({"StreamEnabled": True, "StreamViewType": stream["StreamViewType"]})
-    elif not stream and current.get("StreamEnabled"):
-        table.stream_specification = {"StreamEnabled": False}
-        table.latest_stream_label = None
-        table.stream_shard = None
-    table.billing_mode = (
-        "PAY_PER_REQUEST" if properties.get("BillingMode") == "PAY_PER_REQUEST" else "PROVISIONED"
-    )
-    if properties.get("ProvisionedThroughput"):
-        table.throughput = dict(properties["ProvisionedThroughput"], NumberOfDecreasesToday=0)
-    table.deletion_protection_enabled = truthy(properties.get("DeletionProtectionEnabled", False))
-    table.tags = list(properties.get("Tags") or [])
-    if "SSESpecification" in properties:
-        table.sse_specification = properties["SSESpecification"]
-    _apply_table_extras(table, properties, account_id, region_name, creating=False)
-    return table
-
-
-def _apply_table_extras(
-    table: Any, properties: dict[str, Any], account_id: str, region: str, creating: bool
-) -> None:
-    from moto.dynamodb.models import dynamodb_backends
-
-    backend = dynamodb_backends[account_id][region]
-    ttl = properties.get("TimeToLiveSpecification") or {}
-    wanted = truthy(ttl.get("Enabled"))
-    if wanted != (table.ttl.get("TimeToLiveStatus") == "ENABLED"):  # CloudFormation calls it on a change only
-        attribute = ttl.get("AttributeName") or table.ttl.get("AttributeName", "")
-        backend.update_time_to_live(table.name, {"Enabled": wanted, "AttributeName": attribute})
-    pitr = properties.get("PointInTimeRecoverySpecification") or {}
-    enabled = truthy(pitr.get("PointInTimeRecoveryEnabled"))
-    spec: dict[str, Any] = {"PointInTimeRecoveryEnabled": enabled}
-    if enabled:  # a template without a period gets AWS's default, also when it drops one it had
-        spec["RecoveryPeriodInDays"] = dynamodb_options.pitr_period(pitr)
-    if enabled or not creating:
-        backend.update_continuous_backups(table.name, spec)
-    dynamodb_options.apply_template(table, properties, creating=creating)
-    dynamodb_security.apply_template(table, properties)
-    for handler in TEMPLATE_HANDLERS:
-        handler(table, properties)
-
-
+# ------------------------------------------------------------------------------------------ time to live
 def _seconds(env: str, default: float) -> float:
     try:
         return float(os.environ.get(env, default))
@@ -401,7 +372,8 @@ def _seconds(env: str, default: float) -> float:
 @PATCHES.replace(Target(_MODELS, "DynamoDBBackend.update_time_to_live", ("self", "table_name", "ttl_spec")))
 def update_time_to_live(self: Any, table_name: str, ttl_spec: dict[str, Any]) -> None:
     """DynamoDBBackend.update_time_to_live: a change naming another attribute than the active one, or to what is
-    set, is refused, and so is a second change within the interval (the content checks first)."""
+    set, is refused, and so is a second change within the interval (the content checks first); then, on a global
+    table, the setting is every replica's (replicas.py)."""
     table = self.get_table(table_name)
     wanted = truthy(ttl_spec.get("Enabled"))
     current = table.ttl.get("AttributeName")
@@ -414,6 +386,7 @@ def update_time_to_live(self: Any, table_name: str, ttl_spec: dict[str, Any]) ->
         raise validation(TTL_RATE_LIMITED)
     PATCHES.original(update_time_to_live)(self, table_name, ttl_spec)
     setattr(table, clock.TTL_CHANGED_ATTRIBUTE, time.monotonic())
+    dynamodb_replicas.share_ttl(table)
 
 
 # Every moto internal this module relies on: what it replaces, and what it reads or calls.
@@ -422,16 +395,11 @@ MOTO_TARGETS = (
     Target(
         _TABLE, "StreamRecord.__init__", ("self", "table", "stream_type", "event_name", "old", "new", "seq")
     ),
-    Target(_TABLE, "Table.set_stream_specification", ("self", "streams")),
     Target(_TABLE, "Table.get_item", ("self", "hash_key", "range_key")),
-    Target(_MODELS, "DynamoDBBackend.delete_table", ("self", "name")),
     Target("moto.dynamodb.models.dynamo_type", "Item.__eq__"),
     Target("moto.dynamodb.models.dynamo_type", "DynamoType"),
-    Target(
-        _MODELS, "DynamoDBBackend.update_continuous_backups", ("self", "table_name", "point_in_time_spec")
-    ),
     Target(_MODELS, "DynamoDBBackend.get_table", ("self", "table_name")),
-    Target(_MODELS, "dynamodb_backends"),
     Target("moto.dynamodb.exceptions", "MockValidationException"),
     Target("moto.dynamodb.exceptions", "DynamodbException"),
+    Target("moto.dynamodb.exceptions", "InvalidAttributeTypeError"),
 )

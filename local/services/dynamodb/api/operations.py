@@ -4,21 +4,26 @@ One owner of ``DynamoHandler.get_item``, ``put_item``, ``update_item``, ``delete
 ``batch_get_item`` and ``batch_write_item``: before moto's handler reads the request, its legacy conditional
 parameters are checked and rewritten into expressions (legacy.py); after it answers, a ConsumedCapacity it was
 asked for carries the units DynamoDB counts for the items read or written (capacity.py), where moto put a fixed
-figure. The items a write replaces are read before it only when the capacity is asked for.
+figure. The items a write replaces are read before it only when the capacity is asked for. A Query's or Scan's
+Select is handed to local/services/dynamodb/indexes.py (``selecting``) around moto's handler, for a local index
+read in it: a step of this owner, not a second replacement of the handler.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
 from local.patching import Patches, Target
+from local.services.dynamodb import indexes as dynamodb_indexes
 from local.services.dynamodb.api import capacity, keys, legacy, updates
 
 PATCHES = Patches()
 _DDB = "moto.dynamodb.responses"
 ITEM_OPERATIONS = ("get_item", "put_item", "update_item", "delete_item", "query", "scan")
 BATCHES = ("batch_get_item", "batch_write_item")
+READS = ("query", "scan")
 
 
 def _stored(handler: Any, table_name: str, key: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -171,7 +176,10 @@ def _entry(operation: str) -> Any:
             settle = measure(operation, self, body)
         returned = operation == "update_item" and body.get("ReturnValues") in updates.RETURNED
         before = updates.stored(self, body) if returned else None
-        result = PATCHES.original(action)(self)
+        with (
+            dynamodb_indexes.selecting(body.get("Select")) if operation in READS else contextlib.nullcontext()
+        ):
+            result = PATCHES.original(action)(self)
         if settle is not None:
             settle(result)
         answer = getattr(result, "result", None)
