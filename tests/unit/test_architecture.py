@@ -265,3 +265,25 @@ def test_every_module_is_named_where_the_house_is_described() -> None:
         and not any(form in text for form in (f"{path.stem}.py", f"`{path.stem}`", f"{path.stem}/"))
     ]
     assert missing == []
+
+
+def test_each_moto_target_is_replaced_by_exactly_one_module_of_local() -> None:
+    # GIVEN every module of the service registry (local/services/__init__.py), imported, and what each replaces
+    from local import services
+
+    registered = (*services.INSTALLED, *services.READ)
+    owners: dict[str, list[str]] = {}
+    for module in registered:
+        for target in module.PATCHES.targets if hasattr(module, "PATCHES") else ():
+            owners.setdefault(f"{target.module}:{target.path}", []).append(module.__name__)
+    assert len(owners) >= 90
+    # THEN each moto internal has one owner: other behaviours of its operation are steps the owner calls, never a
+    # second replacement wrapping the first in the order of installation (local/README.md)
+    assert {target: names for target, names in owners.items() if len(names) > 1} == {}
+    # AND every module of local/ that keeps replacements is in the registry, so none escapes the check
+    keeping = {
+        _module_name(path)
+        for path in (ROOT / "local").rglob("*.py")
+        if "PATCHES = Patches()" in path.read_text()
+    }
+    assert sorted(keeping - {module.__name__ for module in registered}) == []
