@@ -122,7 +122,11 @@ def prefix_problem(prefix: Any, where: str) -> str | None:
 
 
 def preview_env(prefix: str, name: str) -> str:
-    """The environment of preview ``name``: ``<prefix><name>``; PreviewError when ``name`` is not one."""
+    """The environment of preview ``name``: ``<prefix><name>``, or ``name`` itself when it carries the prefix
+    already (``preview deploy pr-7`` is preview pr-7, as ``--env pr-7`` names it); PreviewError when ``name`` is
+    not one."""
+    if name.startswith(prefix) and len(name) > len(prefix):
+        name = name.removeprefix(prefix)
     if not NAME_RE.match(name):
         raise PreviewError(
             f"preview name {name!r} is not a name; allowed: {NAME_ALLOWED} (the preview is {prefix}<NAME>)"

@@ -9,6 +9,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from doctable.core import previews
 from doctable.core.aws import Aws, user_errors
 from doctable.core.context import add_knob_arguments, check_binding, describe_stack, resolve_run
 from doctable.core.deployment import Deployment, check_region, use_deployed_knobs
@@ -77,7 +78,7 @@ def connect(
     """
     if command is None:
         command = str(getattr(target, "command", "") or "")
-    target = as_target(target)
+    target = previews.reach(as_target(target))  # --env pr-12: the deployed preview of that name
     resolved = resolve_run(target)
     aws = connect_aws(target, resolved)
     deployment = use_settings(use_deployed_knobs(describe_stack(aws, resolved.config)), resolved)

@@ -29,7 +29,7 @@ class Target:
         """The overrides as ``KNOB=VALUE`` pairs, in order (what the CDK CLI's ``-c`` takes)."""
         return [f"{key}={value}" for key, value in self.overrides.items()]
 
-    def with_overrides(self, **more: str) -> Target:
+    def with_overrides(self, more: Mapping[str, str]) -> Target:
         """This target with more overrides (a later one wins)."""
         return Target(
             self.env, self.config, {**self.overrides, **more}, self.profile, self.region, self.quiet

@@ -170,6 +170,21 @@ def test_list_finds_the_preview_by_its_tags_and_leaves_the_lookalikes(
     }
 
 
+def test_every_command_reaches_a_deployed_preview_by_its_name(doctable: Callable[..., Result]) -> None:
+    # WHEN commands that take --env are given the preview's name (the file declares no pr-7)
+    verified = doctable("verify", "--env", "pr-7", "--read-only", "--json")
+    logs = doctable("logs", "--env", "pr-7", "--json")
+    # THEN each resolves the deployed preview by its tags: its table, its stack
+    assert verified.code == 0, verified.err
+    assert (verified.json()["table"], verified.json()["stack"]) == ("prev-pr-7", PREVIEW)
+    assert logs.code == 0, logs.err
+    # AND another project's preview of a name (pr-6), or none at all (pr-5), is refused in one line
+    for name in ("pr-6", "pr-5"):
+        refused = doctable("verify", "--env", name, "--read-only", "--json")
+        assert refused.code == 2, refused.err
+        assert (refused.json()["code"], refused.json()["env"]) == ("preview.not_deployed", name)
+
+
 def test_gc_before_expiry_removes_nothing(doctable: Callable[..., Result], local_aws: lt.LocalAWS) -> None:
     result = doctable("preview", "gc", "--yes", "--json")
     assert result.code == 0, result.err

@@ -296,3 +296,10 @@ def test_a_previews_prod_account_warning_is_among_the_deploys_findings(
     assert [(f.code, f.subject) for f in deploy_args.extra_findings] == [
         ("preview.prod_account", "stack doctable-items-prod")
     ]
+
+
+@pytest.mark.parametrize(("given", "env"), [("7", "pr-7"), ("pr-7", "pr-7"), ("pr-pr-7", "pr-pr-7")])
+def test_a_preview_named_with_its_prefix_is_not_prefixed_again(given: str, env: str) -> None:
+    # `preview deploy pr-7` is preview pr-7, as `--env pr-7` names it (no pr-pr-7); a name whose rest starts
+    # with the prefix again is taken once off
+    assert rules.preview_env("pr-", given) == env
