@@ -15,7 +15,8 @@ item change into the Kinesis data stream, and ``KinesisStreamSpecification`` in 
 
 It replaces none of moto's write operations: local/services/dynamodb/tables.py owns them and calls this module's
 steps in its own order (``item_replaced``/``item_before`` before a write, ``entry`` after it, ``put`` then, or when
-a transaction commits); the template's specification is applied by tables.py's ``apply_template`` pipeline.
+a transaction commits); a template's specification is a step of local/services/cloudformation/dynamodb_table.py's
+``apply_template``.
 """
 
 from __future__ import annotations

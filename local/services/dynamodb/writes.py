@@ -44,8 +44,3 @@ def ttl_deletion() -> contextlib.AbstractContextManager[None]:
 def replicated() -> contextlib.AbstractContextManager[None]:
     """Writes in this block are replicated ones, applied by the replicator: they are not sent on."""
     return _writing_as(REPLICATOR)
-
-
-def in_ttl_deletion() -> bool:
-    """Whether this thread is deleting an item for the TTL service."""
-    return ORIGIN.get() == TTL_SERVICE
