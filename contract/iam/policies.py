@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from contract.iam.bootstrap import DEPLOYER_BOOTSTRAP_ROLES, toolkit_stack_name
+from contract.iam.lock import LOCK_ACTIONS, LOCK_SID, lock_arn
 from contract.iam.replicas import VERIFY_KEY_PREFIX, replica_parts
 from contract.iam.subscribers import (
     read_subscribers,
@@ -182,9 +183,17 @@ def _stream_readers(t: Target) -> list[Statement]:
     return [Statement("ListMappingsAcceptsNoResource", ("lambda:ListEventSourceMappings",), ("*",))]
 
 
+def _lock(t: Target) -> Statement:
+    """The environment's lock (doctable/lifecycle/lock.py), held by each command that changes the environment:
+    its one object in the bootstrap's file-assets bucket, read, conditionally written and deleted; nothing wider
+    (no s3:ListBucket: a missing lock reads as 403, which the lock handles)."""
+    arn = lock_arn(t.partition, t.account, t.region, t.stack, t.qualifier)
+    return Statement(LOCK_SID, LOCK_ACTIONS, (arn,))
+
+
 def _deploy(t: Target) -> list[Statement]:
     roles = tuple(t.bootstrap_role(kind) for kind in DEPLOYER_BOOTSTRAP_ROLES)
-    return [*_preflight(t), Statement("AssumeCdkBootstrapRoles", ("sts:AssumeRole",), roles)]
+    return [*_preflight(t), Statement("AssumeCdkBootstrapRoles", ("sts:AssumeRole",), roles), _lock(t)]
 
 
 def _ledger(t: Target) -> list[Statement]:
@@ -278,6 +287,7 @@ def _reconcile(t: Target) -> list[Statement]:
     if c.has_kinesis:
         repairs += ["EnableKinesisStreamingDestination", "UpdateKinesisStreamingDestination"]
     found = [*_observe(t), Statement("RepairTable", tuple(f"dynamodb:{a}" for a in repairs), (t.table_arn,))]
+    found.append(_lock(t))  # --apply holds the environment's lock
     if c.has_kinesis:
         # Enabling a destination checks that the caller may describe and write the stream, and list streams
         # (DynamoDB's guide); ListStreams is authorized on no resource.
@@ -334,6 +344,7 @@ def _teardown(t: Target) -> list[Statement]:
         _read_stack(t, "DescribeStacks", "GetTemplate", "ListStackResources", "DescribeStackEvents"),
         Statement("DeleteStack", ("cloudformation:DeleteStack",), (t.stack_arn,)),
         _read_table(t, "DescribeTable", "ListTagsOfResource"),
+        _lock(t),
     ]
     if c.deletion_protection:
         # --lift-deletion-protection: only a table the settings protect needs the unlock step.

@@ -216,11 +216,14 @@ def deploy_steps(
     steps: list[dict[str, Any]],
     *,
     index_timeout: float,
+    check: Callable[[int], Any] | None = None,
 ) -> int:
     """One cdk deploy (``run``, of ``base_command`` plus the step's context) per GSI creation or deletion, the last
     one the declared stack and the only one when there is a single change, each waiting for its index; a record
     per update appended to ``steps``. The exit code of the first that fails (CloudFormation rolls that one back;
-    the next doctable deploy continues from the live table)."""
+    the next doctable deploy continues from the live table). ``check(number)`` before each update
+    (doctable/lifecycle/step_check.py): what changed since the plan (a ``StepStale``), which stops the deploy
+    there (exit 1, its record's ``stopped``), or None."""
     shape = table_shape(config)
     total = len(plan.steps)
     if total > 1:
@@ -229,8 +232,13 @@ def deploy_steps(
             f"deploy makes {total} updates"
         )
     for number, step in enumerate(plan.steps):
-        say(f"update {number + 1}/{total}: {step.action} index {step.index}")
         record: dict[str, Any] = {"update": number + 1, "action": step.action, "index": step.index}
+        stale = check(number) if check is not None else None
+        if stale is not None:
+            steps.append({**record, "exit": 1, "stopped": stale.to_json()})
+            say(stale.line())
+            return 1
+        say(f"update {number + 1}/{total}: {step.action} index {step.index}")
         steps.append(record)
         watch = IndexWatch(aws, table_name, step, say, timeout=index_timeout)
         with watch:

@@ -32,6 +32,20 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         errors=(("s3:DeleteObject", "PreconditionFailed"), ("s3:DeleteObject", "NoSuchKey")),
     ),
     Behaviour(
+        id="s3.conditional-writes",
+        service="s3",
+        rule="PutObject with If-None-Match: * writes only when no object has the key, with If-Match only over the "
+        "object of that ETag (412 PreconditionFailed otherwise, 404 NoSuchKey for If-Match on a missing key); the "
+        "condition and the write are one step, so of two racing writers one loses (412, or 409 "
+        "ConditionalRequestConflict); If-None-Match takes only * (501 NotImplemented).",
+        # and the PutObject API reference's If-None-Match and If-Match
+        source=S3_GUIDE + "conditional-writes.html",
+        test="tests/unit/test_lock.py::test_racing_writers_one_wins_and_the_other_is_refused",
+        targets=("moto.s3.responses:S3Response.put_object",),
+        differs=("s3.put-if-none-match-etag|error|ok->NotImplemented",),
+        errors=(("s3:PutObject", "PreconditionFailed"), ("s3:PutObject", "NotImplemented")),
+    ),
+    Behaviour(
         id="s3.tls-only-bucket-policy",
         service="s3",
         rule="A bucket policy's Deny on aws:SecureTransport false refuses plain-HTTP requests only.",

@@ -1,5 +1,5 @@
 """S3: buckets keep their public access block, versioning and ownership; bucket policies hold for HTTPS only;
-conditional deletes are evaluated.
+conditional deletes are evaluated; a conditional write's check and write are one step.
 
 moto applied every bucket-policy statement ignoring its Condition, so CDK's enforceSSL statement ("Deny s3:*
 when aws:SecureTransport is false") denied everything. moto's check treats every request as TLS; statements with
@@ -25,6 +25,7 @@ PATCHES = Patches()
 # key are ordered, so the condition is evaluated against the object the delete removes.
 _OBJECT_WRITES = threading.RLock()
 _PRECONDITION_MESSAGE = "At least one of the pre-conditions you specified did not hold"
+_NOT_IMPLEMENTED_MESSAGE = "A header you provided implies functionality that is not implemented"
 
 
 @PATCHES.replace(Target(_MODELS, "FakeBucket.create_from_cloudformation_json"), wrap=classmethod)
@@ -126,6 +127,28 @@ def put_object(self: Any, *args: Any, **kwargs: Any) -> Any:
     """An upload under the lock conditional deletes take."""
     with _OBJECT_WRITES:
         return PATCHES.original(put_object)(self, *args, **kwargs)
+
+
+@PATCHES.replace(Target(_RESPONSES, "S3Response.put_object", ("self",)))
+def put_object_response(self: Any) -> Any:
+    """PutObject's conditional writes as S3 evaluates them (the S3 User Guide, "How to prevent object overwrites
+    with conditional writes"; the PutObject API reference): ``If-None-Match`` takes ``*`` only (another value is
+    501 NotImplemented; moto ignored it and wrote), and the condition and the write are one step (moto checked
+    ``If-None-Match: *`` and ``If-Match`` and wrote after, so two writers racing on one key both passed): the
+    loser of a race is 412 PreconditionFailed, never a second writer."""
+    none_match = self.headers.get("If-None-Match")
+    if none_match is not None and none_match.strip() != "*":
+        return not_implemented("If-None-Match")
+    with _OBJECT_WRITES:
+        return PATCHES.original(put_object_response)(self)
+
+
+def not_implemented(header: str) -> tuple[int, dict[str, str], str]:
+    """S3's 501 NotImplemented for a header whose value it does not implement, as its error document."""
+    body = xmltodict.unparse(
+        {"Error": {"Code": "NotImplemented", "Message": _NOT_IMPLEMENTED_MESSAGE, "Header": header}}
+    )
+    return 501, {"Content-Type": "application/xml"}, body
 
 
 @PATCHES.replace(Target(_RESPONSES, "S3Response.delete_object", ("self",)))

@@ -72,6 +72,7 @@ COMMON_ERRORS: dict[str, tuple[str, frozenset[str]]] = {
                 "NoSuchKey",
                 "PreconditionFailed",
                 "ConditionalRequestConflict",
+                "NotImplemented",  # a header S3 does not implement (If-None-Match other than *), 501
                 "SlowDown",
                 "InvalidArgument",
                 "BucketNotEmpty",

@@ -95,9 +95,12 @@ def test_deployer_assumes_the_deploy_and_publishing_roles_only_and_reads_what_pr
     )
     # the deployer's reads are exactly preflight's: the gate compares what preflight observed
     preflight = statements("reader", "preflight", **FULL)
-    assert {k: v for k, v in found.items() if k != "AssumeCdkBootstrapRoles"} == preflight
-    # and nothing that writes: CloudFormation changes the stack as the bootstrap's execution role
-    assert not any(a.split(":")[1].startswith(("Put", "Update", "Delete", "Create")) for a in actions(found))
+    own = ("AssumeCdkBootstrapRoles", "EnvironmentLock")
+    assert {k: v for k, v in found.items() if k not in own} == preflight
+    # and nothing that writes but the environment's lock: CloudFormation changes the stack as the bootstrap's
+    # execution role
+    writes = {a for a in actions(found) if a.split(":")[1].startswith(("Put", "Update", "Delete", "Create"))}
+    assert writes == {"s3:PutObject", "s3:DeleteObject"} == writes & set(found["EnvironmentLock"].actions)
 
 
 def test_statements_scope_to_the_environments_stack_and_table() -> None:
@@ -180,18 +183,47 @@ def test_teardown_holds_what_the_stacks_resources_need_and_nothing_more(
     # a table-only stack has no bucket, role, log group or mapping to empty or probe; only a protected table
     # needs the unlock step
     found = set(statements("operator", "teardown", **knobs))
-    assert found - {"ReadStack", "DeleteStack", "ReadTable"} == expected
+    assert found - {"ReadStack", "DeleteStack", "ReadTable", "EnvironmentLock"} == expected
 
 
 def test_reconcile_repairs_the_table_and_the_mapping_and_nothing_else() -> None:
     found = statements("operator", "reconcile", **FULL)
     assert set(found["RepairTable"].actions) == {f"dynamodb:{a}" for a in iam.TABLE_REPAIRS}
     assert found["RepairMapping"].actions == ("lambda:UpdateEventSourceMapping",)
-    assert not any(a.startswith(("s3:", "logs:", "cloudformation:Delete")) for a in actions(found))
+    lock = set(found["EnvironmentLock"].actions)
+    assert not any(a.startswith(("s3:", "logs:", "cloudformation:Delete")) for a in actions(found) - lock)
     # a resource policy to restore, a Kinesis destination to re-enable: only with those knobs
     assert "dynamodb:PutResourcePolicy" not in found["RepairTable"].actions
     kinesis = statements("operator", "reconcile", **{**FULL, "kinesis": "on"})
     assert "dynamodb:EnableKinesisStreamingDestination" in kinesis["RepairTable"].actions
+
+
+@pytest.mark.parametrize(
+    ("role", "command"), [("deployer", "deploy"), ("operator", "reconcile"), ("operator", "teardown")]
+)
+def test_the_commands_that_change_an_environment_hold_its_lock_and_nothing_wider(
+    role: str, command: str
+) -> None:
+    # GIVEN an environment with its own CDK bootstrap qualifier
+    found = {
+        s.sid: s
+        for s in iam.role_statements(role, dataclasses.replace(target(), qualifier="doctest"), command)
+    }
+    # THEN the lock's statement grants exactly its actions on its one object in that bootstrap's assets bucket
+    lock = found["EnvironmentLock"]
+    assert lock.actions == ("s3:GetObject", "s3:PutObject", "s3:DeleteObject") and lock.condition is None
+    bucket = f"cdk-doctest-assets-{ACCOUNT}-{REGION}"
+    assert lock.resources == (f"arn:aws:s3:::{bucket}/doctable/locks/{target().stack}.json",)
+    # AND no other statement names that bucket
+    others = [r for s in found.values() if s.sid != "EnvironmentLock" for r in s.resources]
+    assert not any(bucket in r for r in others)
+
+
+def test_the_read_only_commands_hold_no_lock() -> None:
+    for role in ("reader",):
+        assert "EnvironmentLock" not in statements(role)
+    for command in ("verify", "replay", "ledger", "logs", "invoke"):
+        assert "EnvironmentLock" not in statements("operator", command)
 
 
 def test_logs_reads_the_consumers_log_group_and_invoke_invokes_what_the_mapping_invokes() -> None:
