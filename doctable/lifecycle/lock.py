@@ -53,18 +53,17 @@ POLL_SECONDS = 2.0  # how often a waiting command looks again
 LOST_RACE = frozenset({"PreconditionFailed", "ConditionalRequestConflict", "NoSuchKey", "412", "409", "404"})
 
 
-def aws_time(response: Mapping[str, Any]) -> dt.datetime:
+def aws_time(response: Mapping[str, Any]) -> dt.datetime | None:
     """The time S3 answered at (the ``Date`` header of an answer or of an error's answer): a lease is judged by
-    AWS's clock, never this machine's."""
+    AWS's clock, never this machine's. None for an answer without one (S3 always sends it; only an in-process
+    stand-in, moto's mock, does not)."""
     headers = (response.get("ResponseMetadata") or {}).get("HTTPHeaders") or {}
     try:
         moment = parsedate_to_datetime(headers["date"]) if headers.get("date") else None
     except (TypeError, ValueError):
         moment = None
     if moment is None or moment.tzinfo is None:
-        raise UserError(
-            "S3's answer carried no readable Date header: the lock's lease is judged by AWS's clock"
-        )
+        return None
     return moment.astimezone(dt.UTC)
 
 
@@ -136,19 +135,21 @@ class EnvironmentLocked(RefusedError):
 
 class AwsClock:
     """AWS's time, read from the ``Date`` of S3's last answer and carried forward by this machine's monotonic
-    clock between answers (never its wall clock)."""
+    clock between answers (never its wall clock, unless no answer carried a Date: an in-process stand-in's)."""
 
     def __init__(self) -> None:
         self._at: tuple[dt.datetime, float] | None = None
 
     def observe(self, response: Mapping[str, Any]) -> dt.datetime:
         moment = aws_time(response)
+        if moment is None:
+            return self.now()
         self._at = (moment, time.monotonic())
         return moment
 
     def now(self) -> dt.datetime:
         if self._at is None:
-            raise UserError("AWS's time is not known yet: no answer from S3 was read")
+            return dt.datetime.now(dt.UTC)
         moment, at = self._at
         return moment + dt.timedelta(seconds=time.monotonic() - at)
 
@@ -386,10 +387,11 @@ def holding(
     command: str,
     wait: float = 0.0,
     lease: float = LEASE_SECONDS,
+    checkout: str | None = None,
     say: Callable[[str], None] | None = None,
 ) -> Iterator[HeldLock]:
     """The lock held (and renewed) for the body, released after it however it ends."""
-    held = acquire(s3, ref, who=who, command=command, wait=wait, lease=lease, say=say)
+    held = acquire(s3, ref, who=who, command=command, wait=wait, lease=lease, checkout=checkout, say=say)
     if held.taken_over and say is not None:
         say(f"took over the expired lock of environment {ref.env}: {held.taken_over}")
     held.start()

@@ -1,13 +1,13 @@
 """The environment's lock (doctable/lifecycle/lock.py) as the commands take it: from a :class:`Target` (its
 settings resolved, the session connected and checked against the environment's binding, the lock in that
-account's and region's bootstrap bucket of the environment's qualifier), and ``--wait DURATION`` read."""
+account's and region's bootstrap bucket of the environment's qualifier), and broken by ``doctable unlock``."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from contract.iam.lock import lock_bucket, lock_key
 from doctable.core.command import connect_aws
@@ -23,22 +23,6 @@ if TYPE_CHECKING:
 
 P = ParamSpec("P")
 R = TypeVar("R")
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*$")
-_UNITS = {None: 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
-MAX_WAIT = 24 * 3600.0
-
-
-def duration(text: str) -> float:
-    """``--wait``'s value in seconds: a number of seconds, or with a unit (``90s``, ``5m``, ``1h``)."""
-    match = _DURATION.match(str(text))
-    if match is None:
-        raise UserError(
-            f"--wait {text!r}: not a duration; allowed: seconds (90) or a number with s, m or h (90s, 5m, 1h)"
-        )
-    seconds = float(match.group(1)) * _UNITS[match.group(2)]
-    if seconds > MAX_WAIT:
-        raise UserError(f"--wait {text!r}: more than {MAX_WAIT / 3600:.0f}h; allowed: 0 to 24h")
-    return seconds
 
 
 def lock_ref(resolved: Resolved, aws: Aws, stack_name: str | None = None) -> LockRef:
@@ -62,9 +46,11 @@ def environment_lock(
     aws = connect_aws(target, resolved)
     progress = Progress(f"doctable {command.split()[0]}", quiet=target.quiet)
     ref = lock_ref(resolved, aws, stack_name)
+    # where: the checkout, the folder of the settings file (else the working directory)
+    checkout = str(resolved.path.resolve().parent) if resolved.path is not None else None
     with holding(
-        aws.client("s3"), ref, who=aws.identity()["arn"], command=command, wait=wait, lease=lease,
-        say=progress.say,
+        aws.client("s3"), ref, who=aws.identity()["arn"], command=f"doctable {command} --env {ref.env}",
+        wait=wait, lease=lease, checkout=checkout, say=progress.say,
     ) as held:  # fmt: skip
         yield held
 
@@ -85,8 +71,34 @@ def locked(command: str, function: Callable[P, R]) -> Callable[P, R]:
     return call
 
 
-def unlock(target: Target, lock_id: str) -> LockHolder:
-    """Break the lock of ``target``'s environment whose id is ``lock_id``; the holder removed."""
+@dataclass(frozen=True)
+class UnlockResult:
+    """``doctable unlock``: the environment, where its lock was, and the holder whose lock was broken."""
+
+    env: str
+    stack: str
+    lock: str  # s3://bucket/key
+    broken: LockHolder
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": "doctable-unlock",
+            "env": self.env,
+            "stack": self.stack,
+            "lock": self.lock,
+            "broken": self.broken.to_json(),
+        }
+
+
+def unlock(target: Target, lock_id: str) -> UnlockResult:
+    """Break the lock of ``target``'s environment whose id is ``lock_id`` (``terraform force-unlock``'s role):
+    refused in one line when nobody holds it or another id does."""
+    if not lock_id.strip():
+        raise UserError(
+            "unlock needs the lock's id (the refusal of the command that found it locked names it)"
+        )
     resolved = resolve_run(target)
     aws = connect_aws(target, resolved)
-    return break_lock(aws.client("s3"), lock_ref(resolved, aws), lock_id)
+    ref = lock_ref(resolved, aws)
+    broken = break_lock(aws.client("s3"), ref, lock_id.strip())
+    return UnlockResult(env=ref.env, stack=ref.stack, lock=f"s3://{ref.bucket}/{ref.key}", broken=broken)

@@ -17,9 +17,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 from contract.iam.lock import lock_bucket, lock_key
+from doctable.cli.lock import duration
 from doctable.core.errors import EXIT_REFUSED, UserError, exit_code_of
 from doctable.lifecycle import lock
-from doctable.lifecycle.locking import duration
 from local import clock
 
 pytestmark = pytest.mark.unit
