@@ -4,12 +4,14 @@ account's and region's bootstrap bucket of the environment's qualifier), and bro
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from contract.iam.lock import lock_bucket, lock_key
+from doctable.core import previews
 from doctable.core.command import connect_aws
 from doctable.core.context import resolve_run
 from doctable.core.errors import UserError
@@ -42,6 +44,7 @@ def environment_lock(
     lease: float = LEASE_SECONDS,
 ) -> Iterator[HeldLock]:
     """The lock of ``target``'s environment held for the body (``command`` is what its body says it runs)."""
+    target = previews.reach(target)  # --env pr-12: the deployed preview of that name, resolved as deploy did
     resolved = resolve_run(target)
     aws = connect_aws(target, resolved)
     progress = Progress(f"doctable {command.split()[0]}", quiet=target.quiet)
@@ -71,6 +74,28 @@ def locked(command: str, function: Callable[P, R]) -> Callable[P, R]:
     return call
 
 
+def locked_teardowner(
+    target: Target, teardowner: Callable[..., R], *, command: str, wait: float
+) -> Callable[..., R]:
+    """``teardowner`` (teardown's run: ``(aws, deployment, **options)``, a preview's in ``preview destroy`` and
+    ``gc``) run under the lock of the environment it tears down, located as that environment's deploy located it;
+    its progress lines on the run's ``progress``."""
+
+    def run(aws: Aws, deployment: Any, **options: Any) -> R:
+        env = deployment.config.env
+        resolved = resolve_run(previews.reach(dataclasses.replace(target, env=env)))
+        ref = lock_ref(resolved, aws, deployment.config.stack_name)
+        progress = options.get("progress")
+        checkout = str(resolved.path.resolve().parent) if resolved.path is not None else None
+        with holding(
+            aws.client("s3"), ref, who=aws.identity()["arn"], command=f"doctable {command} --env {env}",
+            wait=wait, checkout=checkout, say=progress.say if progress is not None else None,
+        ):  # fmt: skip
+            return teardowner(aws, deployment, **options)
+
+    return run
+
+
 @dataclass(frozen=True)
 class UnlockResult:
     """``doctable unlock``: the environment, where its lock was, and the holder whose lock was broken."""
@@ -97,6 +122,7 @@ def unlock(target: Target, lock_id: str) -> UnlockResult:
         raise UserError(
             "unlock needs the lock's id (the refusal of the command that found it locked names it)"
         )
+    target = previews.reach(target)
     resolved = resolve_run(target)
     aws = connect_aws(target, resolved)
     ref = lock_ref(resolved, aws)
