@@ -161,7 +161,7 @@ teardown: setup ## ownership-checked, absence-verified removal (asks for confirm
 	$(BIN)/doctable teardown $(ENV_ARG)
 
 local: setup ## the main job: local AWS up, bootstrap, deploy env=dev with the stream, show the consumer at work
-	$(BIN)/python -m doctable.operate.demo
+	$(BIN)/python -m doctable.cli.demo
 
 local-up: setup
 	$(BIN)/doctable local up

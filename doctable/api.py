@@ -49,8 +49,64 @@ def typed_errors(function: Callable[P, R]) -> Callable[P, R]:
 # ---- changing an environment (doctable/lifecycle/) and verify (doctable/verify/) ----
 
 # ---- the day-to-day commands (doctable/operate/) and the plan (doctable/plan/) ----
+from doctable.operate import bootstrap as _bootstrap  # noqa: E402
+from doctable.operate import invoke as _invoke  # noqa: E402
+from doctable.operate import ledger as _ledger  # noqa: E402
+from doctable.operate import logs as _logs  # noqa: E402
+from doctable.operate import policy as _policy  # noqa: E402
+from doctable.operate import replay as _replay  # noqa: E402
+from doctable.operate import settings as _settings  # noqa: E402
+from doctable.operate import watch as _watch  # noqa: E402
+from doctable.operate.bootstrap import BootstrapResult, PolicyAction  # noqa: E402
+from doctable.operate.invoke import InvokeLogLine, InvokeResult  # noqa: E402
+from doctable.operate.ledger import LedgerResult  # noqa: E402
+from doctable.operate.logs import LogLine, LogsResult  # noqa: E402
+from doctable.operate.policy import PolicyResult  # noqa: E402
+from doctable.operate.replay import ReplayedObject, ReplayResult  # noqa: E402
+from doctable.operate.settings import IndexRow, KnobRow, OverrideRow, SettingsResult  # noqa: E402
+from doctable.operate.watch import WatchResult, WatchUpdate  # noqa: E402
+from doctable.plan import cost as _cost  # noqa: E402
+from doctable.plan.cost import Plan  # noqa: E402
+from doctable.plan.workload import Workload  # noqa: E402
+
+logs = typed_errors(_logs.logs)
+invoke = typed_errors(_invoke.invoke)
+watch = typed_errors(_watch.watch)
+replay = typed_errors(_replay.replay)
+ledger = typed_errors(_ledger.ledger)
+settings = typed_errors(_settings.settings)
+policy = typed_errors(_policy.policy)
+bootstrap = typed_errors(_bootstrap.bootstrap)
+plan = typed_errors(_cost.plan)
 
 __all__ = [
+    "BootstrapResult",
+    "PolicyAction",
+    "bootstrap",
+    "IndexRow",
+    "KnobRow",
+    "OverrideRow",
+    "SettingsResult",
+    "settings",
+    "InvokeLogLine",
+    "InvokeResult",
+    "invoke",
+    "LedgerResult",
+    "ledger",
+    "LogLine",
+    "LogsResult",
+    "logs",
+    "Plan",
+    "Workload",
+    "plan",
+    "PolicyResult",
+    "policy",
+    "ReplayedObject",
+    "ReplayResult",
+    "replay",
+    "WatchResult",
+    "WatchUpdate",
+    "watch",
     "AwsError",
     "RefusedError",
     "Target",

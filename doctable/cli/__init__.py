@@ -13,11 +13,12 @@ from importlib import metadata
 from typing import Any, NoReturn
 
 from doctable import api, local_adapter
+from doctable.cli import plan
 from doctable.cli.arguments import target_of
+from doctable.cli.operate import bootstrap, invoke, ledger, logs, policy, replay, settings, watch
 from doctable.core.errors import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, UserError, exit_code_of
 from doctable.lifecycle import deploy, preflight, reconcile, teardown
-from doctable.operate import bootstrap, invoke, ledger, logs, policy, preview, replay, settings, watch
-from doctable.plan import cost as plan
+from doctable.operate import preview
 from doctable.verify import command as verify
 
 DESCRIPTION = (

@@ -14,14 +14,14 @@ AWS refused.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shlex
 import subprocess
 import sys
 import tempfile
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote
 
 from contract.iam import execution as iam_execution
@@ -29,11 +29,13 @@ from contract.iam import policies as iam
 from contract.iam.bootstrap import BOOTSTRAP_QUALIFIER, toolkit_stack_name
 from contract.knobs import PROJECT_ROOT
 from doctable.core.aws import Aws
-from doctable.core.command import add_command, print_json
-from doctable.core.context import add_knob_arguments
 from doctable.core.errors import UserError
+from doctable.core.render import Progress
 from doctable.operate.policy import bootstrap_target
 from tooling import toolchain
+
+if TYPE_CHECKING:
+    from doctable.core.target import Target
 
 CDK_TIMEOUT = 1800.0
 MAX_VERSIONS = 5  # a managed policy keeps at most five versions
@@ -94,33 +96,93 @@ def put_managed_policy(client: Any, arn: str, name: str, document: dict[str, Any
     return "updated"
 
 
-def cmd_bootstrap(args: argparse.Namespace) -> int:
-    target, notes = bootstrap_target(args)
-    where = "[previews]" if args.preview else f"[environments.{target.config.env}]"
-    if target.qualifier == BOOTSTRAP_QUALIFIER:
+@dataclass(frozen=True)
+class PolicyAction:
+    """A managed policy of the bootstrap and what was done to it."""
+
+    name: str
+    arn: str
+    action: str  # created | updated | unchanged | planned (dry run)
+
+    def as_dict(self) -> dict[str, str]:
+        return {"name": self.name, "arn": self.arn, "action": self.action}
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """The bootstrap of an environment (or its previews): the managed policies put, the ``cdk bootstrap`` run."""
+
+    env: str
+    preview: bool
+    account: str
+    region: str
+    qualifier: str
+    toolkit_stack: str
+    policies: tuple[PolicyAction, ...]
+    command: tuple[
+        str, ...
+    ]  # the cdk bootstrap command line (run, or with ``dry_run`` the one that would be)
+    dry_run: bool
+    exit: int  # 1: cdk bootstrap failed (its output says why), else 0
+    cdk_exit: int  # cdk bootstrap's own exit status (0 with ``dry_run``)
+    notes: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return self.exit == 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": "doctable-bootstrap",
+            "env": self.env,
+            "preview": self.preview,
+            "account": self.account,
+            "region": self.region,
+            "qualifier": self.qualifier,
+            "toolkit_stack": self.toolkit_stack,
+            "policies": [p.as_dict() for p in self.policies],
+            "command": list(self.command),
+            "dry_run": self.dry_run,
+            "exit": self.exit,
+            "notes": list(self.notes),
+        }
+
+
+def bootstrap(
+    target: Target,
+    *,
+    account: str | None = None,
+    preview: bool = False,
+    dry_run: bool = False,
+    cdk_output: Literal["stdout", "stderr"] = "stderr",
+) -> BootstrapResult:
+    """Create or update the environment's execution policy and permissions boundary (``preview``: its previews')
+    as managed policies, then run ``cdk bootstrap`` with its qualifier, those policies and that boundary;
+    ``dry_run``: change nothing, say what would be done. ``cdk_output``: where cdk's own output goes."""
+    where, notes = bootstrap_target(target, account=account, preview=preview, offline=True)
+    section = "[previews]" if preview else f"[environments.{where.config.env}]"
+    if where.qualifier == BOOTSTRAP_QUALIFIER:
         raise UserError(
-            f"environment {target.config.env}{' (previews)' if args.preview else ''} has no qualifier: the CDK's "
+            f"environment {where.config.env}{' (previews)' if preview else ''} has no qualifier: the CDK's "
             f"default bootstrap ({BOOTSTRAP_QUALIFIER}) is every app's of the account; allowed: qualifier = "
-            f'"<1 to 10 lower-case letters and digits>" in {where} of the settings'
+            f'"<1 to 10 lower-case letters and digits>" in {section} of the settings'
         )
-    command = cdk_bootstrap_command(target)
-    policies = plan(target)
-    results: list[dict[str, str]] = []
+    command = cdk_bootstrap_command(where)
+    policies = plan(where)
+    results: list[PolicyAction] = []
     code = 0
-    if not args.dry_run:
-        aws = Aws.connect(target.region, profile=args.profile)
-        if aws.account != target.account:
+    if not dry_run:
+        aws = Aws.connect(where.region, profile=target.profile)
+        if aws.account != where.account:
             raise UserError(
                 f"account mismatch: the credentials are account {aws.account}'s, the environment's is "
-                f"{target.account}; allowed: credentials of {target.account}"
+                f"{where.account}; allowed: credentials of {where.account}"
             )
         client = aws.client("iam")
         for name, document in policies:
-            arn = target.arn("iam", f"policy/{name}", region=False)
-            results.append(
-                {"name": name, "arn": arn, "action": put_managed_policy(client, arn, name, document)}
-            )
-        print(f"doctable bootstrap: running {shlex.join(command)}", file=sys.stderr)
+            arn = where.arn("iam", f"policy/{name}", region=False)
+            results.append(PolicyAction(name, arn, put_managed_policy(client, arn, name, document)))
+        Progress("doctable bootstrap", quiet=target.quiet).say(f"running {shlex.join(command)}")
         env = toolchain.find(PROJECT_ROOT).environment(dict(os.environ))
         env.setdefault("CDK_DISABLE_CLI_TELEMETRY", "true")
         # Outside the project: the CLI would synthesize the app (cdk.json) first, which bootstrapping needs not.
@@ -128,64 +190,25 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
             try:
                 code = subprocess.run(
                     command, cwd=outside, env=env, stdin=subprocess.DEVNULL,
-                    stdout=sys.stderr if args.json else None, timeout=CDK_TIMEOUT, check=False,
+                    stdout=sys.stderr if cdk_output == "stderr" else None, timeout=CDK_TIMEOUT, check=False,
                 ).returncode  # fmt: skip
             except subprocess.TimeoutExpired as exc:
                 raise UserError(f"cdk bootstrap gave no answer within {CDK_TIMEOUT:.0f}s") from exc
     else:
         results = [
-            {"name": n, "arn": target.arn("iam", f"policy/{n}", region=False), "action": "planned"}
-            for n, _ in policies
+            PolicyAction(n, where.arn("iam", f"policy/{n}", region=False), "planned") for n, _ in policies
         ]
-    report = {
-        "kind": "doctable-bootstrap",
-        "env": target.config.env,
-        "preview": bool(args.preview),
-        "account": target.account,
-        "region": target.region,
-        "qualifier": target.qualifier,
-        "toolkit_stack": toolkit_stack_name(target.qualifier),
-        "policies": results,
-        "command": command,
-        "dry_run": bool(args.dry_run),
-        "exit": 1 if code else 0,
-        "notes": notes,
-    }
-    if args.json:
-        print_json(report)
-    else:
-        for result in results:
-            print(f"{result['action']:>9}  {result['name']}")
-        print(("would run: " if args.dry_run else "ran: ") + shlex.join(command))
-        if code:
-            print(
-                f"doctable bootstrap: cdk bootstrap failed (exit {code}): its output above says why",
-                file=sys.stderr,
-            )
-    return 1 if code else 0
-
-
-def register(sub: Any) -> None:
-    parser = add_command(
-        sub,
-        "bootstrap",
-        cmd_bootstrap,
-        help="bootstrap the CDK for an environment with its own qualifier, a least-privilege execution policy "
-        "and a permissions boundary",
-        description="Create or update the environment's CloudFormation execution policy and permissions boundary "
-        "(`doctable policy execution|boundary`) as managed policies, then run `cdk bootstrap` with the "
-        "environment's qualifier, those policies and that boundary. The account and region are the environment's "
-        "binding, else --account/--region, else the credentials'.",
+    return BootstrapResult(
+        env=where.config.env,
+        preview=preview,
+        account=where.account,
+        region=where.region,
+        qualifier=where.qualifier,
+        toolkit_stack=toolkit_stack_name(where.qualifier),
+        policies=tuple(results),
+        command=tuple(command),
+        dry_run=dry_run,
+        exit=1 if code else 0,
+        cdk_exit=code,
+        notes=tuple(notes),
     )
-    add_knob_arguments(parser)
-    parser.add_argument("--account", help="the AWS account id (default: the binding, else the credentials')")
-    parser.add_argument(
-        "--preview",
-        action="store_true",
-        help="the previews' bootstrap of the template --env names ([previews])",
-    )
-    parser.add_argument(
-        "--dry-run", action="store_true", help="print the policies and the command; change nothing"
-    )
-    parser.add_argument("--json", action="store_true", help="print what was done as JSON")
-    parser.set_defaults(offline=True, part=None, repo=None)

@@ -7,7 +7,6 @@ the `stream_records_received` lines read back from the consumer's log group.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -210,22 +209,19 @@ def _show_proof(logs: Any, log_group: str, written_at: int) -> None:
         )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m doctable.operate.demo", description=__doc__)
-    parser.add_argument("--down", action="store_true", help="stop the local AWS at the end")
-    parser.add_argument(
-        "--port", type=int, default=int(os.environ.get("DOCTABLE_LOCAL_PORT", local.DEFAULT_PORT))
-    )
-    args = parser.parse_args(argv)
+def default_port() -> int:
+    """The local AWS's port: $DOCTABLE_LOCAL_PORT, else the adapter's default."""
+    return int(os.environ.get("DOCTABLE_LOCAL_PORT", local.DEFAULT_PORT))
+
+
+def make_local(*, down: bool = False, port: int | None = None) -> int:
+    """``make local``: the seven steps (:func:`run`) on the local AWS at ``port`` (None: :func:`default_port`),
+    which is stopped at the end when ``down``. 0, or 1 with the failure in one line on stderr."""
     try:
-        return run(keep_running=not args.down, port=args.port)
+        return run(keep_running=not down, port=default_port() if port is None else port)
     except (DemoError, local.LocalError) as exc:
         print(f"\nmake local failed: {exc}", file=sys.stderr)
         return 1
     finally:
-        if args.down:
+        if down:
             local.stop()
-
-
-if __name__ == "__main__":
-    sys.exit(main())

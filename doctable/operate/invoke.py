@@ -10,23 +10,26 @@ file as it is.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import json
 import time
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from contract import names
 from contract.knobs import STREAM_NEW_AND_OLD, STREAM_VIEW_TYPES
 from doctable.core.answers import arn_region, call_or_none
-from doctable.core.command import add_command, connect, print_json
+from doctable.core.command import connect
 from doctable.core.deployment import Deployment, require_deployed, subscriber_output
 from doctable.core.errors import EXIT_FAILED, EXIT_OK, UserError
 from doctable.core.render import Progress
 from doctable.operate.logs import PROOF_MARK, marked
+
+if TYPE_CHECKING:
+    from doctable.core.target import Target
 
 EVENT_NAMES = {"insert": "INSERT", "modify": "MODIFY", "remove": "REMOVE"}
 STREAM_SOURCE = "aws:dynamodb"
@@ -201,35 +204,104 @@ def invoke_consumer(lambda_client: Any, function: str, event: dict[str, Any]) ->
 
 
 # ---------------------------------------------------------------------------------------------- command
-def given_event(args: argparse.Namespace) -> dict[str, Any] | None:
-    """The event of ``--file`` (None with ``--event``), after checking the arguments agree: before any AWS call."""
-    given = [flag for flag, value in (("--pk", args.pk), ("--sk", args.sk), ("--blobs", args.blobs)) if value]
-    if args.file:
+@dataclass(frozen=True)
+class InvokeLogLine:
+    """One line of the invocation's log tail; a proof line (stream_records_received) with its fields."""
+
+    message: str
+    proof: bool
+    fields: Mapping[str, Any] | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"message": self.message, "proof": self.proof, "fields": self.fields}
+
+    def render(self) -> str:
+        """The line as the text output shows it: proof lines marked and summarized, structured lines in a few
+        words."""
+        _fields, text = marked(self.message)
+        return f"{PROOF_MARK if self.proof else ' ' * len(PROOF_MARK)}  {text}"
+
+
+@dataclass(frozen=True)
+class InvokeResult:
+    """The event sent (or, with ``dry_run``, the one that would be) and the function's answer."""
+
+    stack: str
+    function: str | None  # None with ``dry_run``: nothing was invoked
+    event: Mapping[str, Any]
+    dry_run: bool = False
+    executed_version: str | None = None
+    status_code: int = 0
+    function_error: str | None = None
+    response: Any = None
+    batch_item_failures: tuple[str, ...] = ()
+    log: tuple[InvokeLogLine, ...] = ()
+    exit: int = EXIT_OK  # 1 when a record failed or the function errored
+
+    @property
+    def ok(self) -> bool:
+        return self.exit == EXIT_OK
+
+    @property
+    def proof_lines(self) -> int:
+        return sum(1 for line in self.log if line.proof)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": "doctable-invoke",
+            "stack": self.stack,
+            "function": self.function,
+            "executed_version": self.executed_version,
+            "status_code": self.status_code,
+            "function_error": self.function_error,
+            "event": self.event,
+            "response": self.response,
+            "batch_item_failures": list(self.batch_item_failures),
+            "log": [line.as_dict() for line in self.log],
+            "proof_lines": self.proof_lines,
+            "exit": self.exit,
+        }
+
+
+def given_event(
+    file: str | None, pk: str | None, sk: str | None, blobs: Sequence[str], event: str | None
+) -> dict[str, Any] | None:
+    """The event of ``file`` (None with ``event``), after checking the arguments agree: before any AWS call."""
+    if (file is None) == (event is None):
+        raise UserError("give one of --event (a change to build a record of) and --file (an event to send)")
+    given = [flag for flag, value in (("--pk", pk), ("--sk", sk), ("--blobs", blobs)) if value]
+    if file:
         if given:
             raise UserError(f"{'/'.join(given)} build an event with --event; --file sends its own: give one")
-        return read_event_file(args.file)
-    if args.pk is None or args.sk is None:
+        return read_event_file(file)
+    if pk is None or sk is None:
         raise UserError("--event needs --pk and --sk (the item's keys)")
     return None
 
 
 def built_event(
-    args: argparse.Namespace, deployment: Deployment, region: str, progress: Progress
+    kind: str,
+    pk: str,
+    sk: str,
+    blobs: Sequence[str],
+    deployment: Deployment,
+    region: str,
+    progress: Progress,
 ) -> dict[str, Any]:
     """The event of ``--event``: one record of the stack's table and stream."""
     config = deployment.config
-    prefix = f"{config.blob_root}{args.pk}/{args.sk}/"
-    outside = [key for key in args.blobs or [] if not key.startswith(prefix)]
+    prefix = f"{config.blob_root}{pk}/{sk}/"
+    outside = [key for key in blobs if not key.startswith(prefix)]
     if outside:
         progress.say(
             f"the consumer refuses a blob key outside {prefix} (the record's prefix): {', '.join(outside)}"
         )
     stream_arn = stream_arn_of(deployment)
     record = build_record(
-        args.event,
-        args.pk,
-        args.sk,
-        list(args.blobs or []),
+        kind,
+        pk,
+        sk,
+        list(blobs),
         stream_arn=stream_arn,
         region=arn_region(stream_arn) or region,
         view_type=config.stream_view_type or STREAM_VIEW_TYPES[STREAM_NEW_AND_OLD],
@@ -237,89 +309,47 @@ def built_event(
     return {"Records": [record]}
 
 
-def cmd_invoke(args: argparse.Namespace) -> int:
-    event = given_event(args)
-    config, aws, deployment = connect(args)
+def invoke(
+    target: Target,
+    *,
+    event: Literal["insert", "modify", "remove"] | None = None,
+    file: str | None = None,
+    pk: str | None = None,
+    sk: str | None = None,
+    blobs: Sequence[str] = (),
+    subscriber: str | None = None,
+    dry_run: bool = False,
+) -> InvokeResult:
+    """Send one change record of item (``pk``, ``sk``) listing ``blobs`` (``event``), or the event in ``file``,
+    to the deployed consumer (or subscriber ``subscriber``'s function), synchronously; ``dry_run``: build the
+    event, invoke nothing."""
+    sent = given_event(file, pk, sk, blobs, event)
+    config, aws, deployment = connect(target, command="invoke")
     require_deployed(deployment)
-    progress = Progress("doctable invoke", quiet=args.quiet)
-    if event is None:
-        event = built_event(args, deployment, aws.region, progress)
-    if args.dry_run:
-        print_json(event)
-        return EXIT_OK
+    progress = Progress("doctable invoke", quiet=target.quiet)
+    if sent is None:
+        assert event is not None and pk is not None and sk is not None  # given_event checked them
+        sent = built_event(event, pk, sk, blobs, deployment, aws.region, progress)
+    if dry_run:
+        return InvokeResult(stack=config.stack_name, function=None, event=sent, dry_run=True)
     function = (
-        subscriber_output(deployment, args.subscriber, names.OUT_SUBSCRIBER_FUNCTION)
-        if args.subscriber
+        subscriber_output(deployment, subscriber, names.OUT_SUBSCRIBER_FUNCTION)
+        if subscriber
         else consumer_target(aws, deployment)
     )
-    progress.say(f"invoking {function} with {len(event['Records'])} record(s) (RequestResponse)")
-    result = invoke_consumer(aws.client("lambda"), function, event)
-    if args.json:
-        log = result.log_dicts()
-        print_json(
-            {
-                "kind": "doctable-invoke",
-                "stack": config.stack_name,
-                "function": function,
-                "executed_version": result.executed_version,
-                "status_code": result.status_code,
-                "function_error": result.function_error,
-                "event": event,
-                "response": result.response,
-                "batch_item_failures": result.failures,
-                "log": log,
-                "proof_lines": sum(1 for line in log if line["proof"]),
-                "exit": result.exit_code,
-            }
-        )
-        return result.exit_code
-    version = f" (version {result.executed_version})" if result.executed_version else ""
-    print(f"invoked {function}{version}: status {result.status_code}")
-    if result.function_error:
-        print(f"function error ({result.function_error}): {json.dumps(result.response)}")
-    else:
-        print(f"response: {json.dumps(result.response)}")
-    print("log (the invocation's last 4 KB; `doctable logs` has every line):")
-    for line in result.log:
-        fields, text = marked(line)
-        print(f"  {PROOF_MARK if fields is not None else ' ' * len(PROOF_MARK)}  {text}")
-    if result.failures:
-        print(f"{len(result.failures)} record(s) failed: {', '.join(result.failures)}")
-    return result.exit_code
-
-
-def register(sub: Any) -> None:
-    invoke = add_command(
-        sub,
-        "invoke",
-        cmd_invoke,
-        help="send one stream change record (or an event file) to the deployed consumer; print its answer and log",
-        description="Build a DynamoDB-stream change record of item (--pk, --sk) listing --blobs, as the table's "
-        "stream would deliver it (NEW_AND_OLD_IMAGES; insert: the new image lists the blobs; modify: the old "
-        "image lists them, the new one does not; remove: the old image lists them), or read one from --file, "
-        "and invoke the deployed consumer with it synchronously (what its event-source mapping invokes). Prints "
-        "the response (batchItemFailures) and the log lines, proof lines marked. The consumer really acts: a "
-        "remove or modify deletes the blobs it drops. Exit 0: every record succeeded; 1: a record failed or the "
-        "function errored.",
-        json_help="print the event, the response and the log as one JSON document",
-    )
-    what = invoke.add_mutually_exclusive_group(required=True)
-    what.add_argument("--event", choices=list(EVENT_NAMES), help="the change to build a record of")
-    what.add_argument(
-        "--file", metavar="EVENT.json", help="send this event as it is (a JSON object with a Records list)"
-    )
-    invoke.add_argument(
-        "--subscriber", metavar="NAME", help="invoke this subscriber's function (through its wrapper) instead"
-    )
-    invoke.add_argument("--pk", metavar="PK", help="the item's partition key (with --event)")
-    invoke.add_argument("--sk", metavar="SK", help="the item's sort key (with --event)")
-    invoke.add_argument(
-        "--blobs",
-        nargs="+",
-        metavar="KEY",
-        default=[],
-        help="the blob keys the item lists (under <blob_root><pk>/<sk>/, or the consumer refuses them)",
-    )
-    invoke.add_argument(
-        "--dry-run", action="store_true", help="print the event that would be sent (JSON), invoke nothing"
+    progress.say(f"invoking {function} with {len(sent['Records'])} record(s) (RequestResponse)")
+    result = invoke_consumer(aws.client("lambda"), function, sent)
+    return InvokeResult(
+        stack=config.stack_name,
+        function=function,
+        event=sent,
+        executed_version=result.executed_version,
+        status_code=result.status_code,
+        function_error=result.function_error,
+        response=result.response,
+        batch_item_failures=tuple(result.failures),
+        log=tuple(
+            InvokeLogLine(line["message"], line["proof"], line["fields"]) for line in result.log_dicts()
+        ),
+        exit=result.exit_code,
     )

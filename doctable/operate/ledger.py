@@ -3,39 +3,50 @@ JSON; the store it writes is doctable/core/ledger.py."""
 
 from __future__ import annotations
 
-import argparse
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from doctable.core.command import add_command, connect, print_json
+from doctable.core.command import connect
 from doctable.core.ledger import record_ledger
 
-
-def cmd_ledger(args: argparse.Namespace) -> int:
-    _config, aws, deployment = connect(args)
-    entry, (md, js) = record_ledger(args, aws, deployment)
-    if args.json:
-        print_json(entry)
-    else:
-        verified = entry["last_verified"]
-        when = f"last verified {verified['at']}" if verified else "never verified"
-        print(f"ledger for {entry['table']}: status {entry['status']}, {when}")
-        print(f"wrote {md} and {js}")
-    return 0
+if TYPE_CHECKING:
+    from doctable.core.target import Target
 
 
-def register(sub: Any) -> None:
-    ledger = add_command(
-        sub,
-        "ledger",
-        cmd_ledger,
-        help="write the environment's Live State (knobs, realized ids, status, last verify) as Markdown + JSON",
-        description="Write ledger/<table>.md and .json: the knobs the stack was deployed with, the realized "
-        "identifiers (ARNs, names), the status (live, degraded, unverified, gone...) and the last verify's rows. "
-        "Changes nothing in AWS.",
-        json_help="also print the ledger as JSON on stdout",
+@dataclass(frozen=True)
+class LedgerResult:
+    """The ledger entry written, and where: ``entry`` is the JSON file's document."""
+
+    table: str
+    status: str  # live | degraded | unverified | deploying | failed | gone | not-created
+    last_verified: Mapping[str, Any] | None  # the last verify that ran against this deployment (None: never)
+    markdown: str  # the path of ledger/<table>.md
+    json_file: str  # the path of ledger/<table>.json
+    entry: Mapping[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.entry)
+
+
+def ledger(
+    target: Target,
+    *,
+    ledger_dir: str | None = None,
+    state_dir: str | None = None,
+    resolved_by: str | None = None,
+) -> LedgerResult:
+    """Write ``ledger_dir``/<table>.md and .json (default: $DOCTABLE_LEDGER_DIR or ./ledger) from the stack and the
+    last verify kept in ``state_dir``; ``resolved_by``: who confirmed the knobs. Changes nothing in AWS."""
+    _config, aws, deployment = connect(target, command="ledger")
+    entry, (md, js) = record_ledger(
+        ledger_dir, aws, deployment, state_directory=state_dir, resolved_by=resolved_by
     )
-    ledger.add_argument("--ledger-dir", help="output directory (default: $DOCTABLE_LEDGER_DIR or ./ledger)")
-    ledger.add_argument("--state-dir", help="where verify kept its last rows (default: ./.doctable)")
-    ledger.add_argument(
-        "--resolved-by", help="who confirmed the knobs (default: $DOCTABLE_RESOLVED_BY or $USER)"
+    return LedgerResult(
+        table=entry["table"],
+        status=entry["status"],
+        last_verified=entry["last_verified"],
+        markdown=str(md),
+        json_file=str(js),
+        entry=entry,
     )

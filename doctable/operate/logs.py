@@ -7,24 +7,28 @@ The log group is the stack's ``ConsumerLogGroupName`` output, so the same comman
 
 from __future__ import annotations
 
-import argparse
+import contextlib
+import functools
 import json
 import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from contract import names
 from doctable.core.answers import is_not_found
-from doctable.core.command import add_command, connect, print_json
+from doctable.core.command import connect
 from doctable.core.deployment import require_deployed, subscriber_output
 from doctable.core.errors import UserError
 from doctable.core.render import Progress
 from doctable.verify.proof import parse_proof_line
+
+if TYPE_CHECKING:
+    from doctable.core.target import Target
 
 DEFAULT_SINCE = "10m"
 DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -185,7 +189,7 @@ def read_lines(logs: Any, group: str, start_ms: int) -> list[LogLine] | None:
     return sorted(lines, key=lambda line: (line.timestamp, line.event_id))
 
 
-def follow(
+def follow_group(
     logs: Any,
     group: str,
     start_ms: int,
@@ -195,14 +199,18 @@ def follow(
     sleep: Callable[[float], None] = time.sleep,
     polls: int | None = None,
     missing: Callable[[], None] = lambda: None,
+    stop: Callable[[], bool] | None = None,
 ) -> None:
     """Emit each new event of ``group`` (from ``start_ms`` on) once, polling every ``interval`` seconds until
-    interrupted (or ``polls`` polls: the tests); ``missing`` is called once if the group does not exist yet."""
+    interrupted, ``stop()`` answers true (asked before each poll but the first) or ``polls`` polls (the tests);
+    ``missing`` is called once if the group does not exist yet."""
     seen: dict[str, int] = {}  # event id -> timestamp, of what was emitted within the overlap
     newest = start_ms
     told = False
     for poll in _count(polls):
         if poll:
+            if stop is not None and stop():
+                return
             sleep(interval)
         lines = read_lines(logs, group, max(start_ms, newest - FOLLOW_OVERLAP_MS))
         if lines is None:
@@ -247,95 +255,81 @@ def consumer_log_group(deployment: Any) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- command
-def cmd_logs(args: argparse.Namespace) -> int:
-    since = parse_duration(args.since)
-    config, aws, deployment = connect(args)
+@dataclass(frozen=True)
+class LogsResult:
+    """What ``doctable logs`` read: the log group's lines since ``start`` (none kept with ``follow``: each went
+    to ``on_line`` as it came, ``followed`` counts them)."""
+
+    stack: str
+    log_group: str
+    since: str  # the duration asked for, as given (``10m``)
+    start: str  # ISO-8601 UTC, the first moment read
+    lines: tuple[LogLine, ...]
+    proof_lines: int  # how many of ``lines`` are proof lines (stream_records_received)
+    dashboard_url: str | None
+    follow: bool = False
+    followed: int = 0  # with ``follow``: the lines handed to ``on_line`` before it stopped
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": "doctable-logs",
+            "stack": self.stack,
+            "log_group": self.log_group,
+            "since": self.since,
+            "start": self.start,
+            "events": [line.as_dict() for line in self.lines],
+            "proof_lines": self.proof_lines,
+            "dashboard_url": self.dashboard_url,
+        }
+
+
+def logs(
+    target: Target,
+    *,
+    since: str = DEFAULT_SINCE,
+    subscriber: str | None = None,
+    follow: bool = False,
+    on_line: Callable[[LogLine], None] | None = None,
+    stop: Callable[[], bool] | None = None,
+) -> LogsResult:
+    """The consumer's (or subscriber ``subscriber``'s) log lines of the last ``since``. With ``follow``: each new
+    line goes to ``on_line`` as it comes, polling until ``stop()`` answers true or Ctrl-C (KeyboardInterrupt)."""
+    seconds_back = parse_duration(since)
+    config, aws, deployment = connect(target, command="logs")
     require_deployed(deployment)
     group = (
-        subscriber_output(deployment, args.subscriber, names.OUT_SUBSCRIBER_LOG_GROUP)
-        if args.subscriber
+        subscriber_output(deployment, subscriber, names.OUT_SUBSCRIBER_LOG_GROUP)
+        if subscriber
         else consumer_log_group(deployment)
     )
-    start_ms = int((time.time() - since) * 1000)
-    progress = Progress("doctable logs", quiet=args.quiet)
-    logs = aws.client("logs")
+    start_ms = int((time.time() - seconds_back) * 1000)
+    progress = Progress("doctable logs", quiet=target.quiet)
+    client = aws.client("logs")
     dashboard = names.dashboard_url(deployment.region, deployment.out(names.OUT_DASHBOARD_NAME))
 
     def missing() -> None:
         progress.say(f"log group {group} does not exist yet: the consumer has not run since it was created")
 
-    if args.follow:
-        progress.say(f"{group} since {iso_ms(start_ms)} ({args.since}), following: Ctrl-C stops")
+    result = functools.partial(
+        LogsResult, config.stack_name, group, since, iso_ms(start_ms), dashboard_url=dashboard
+    )
+    if follow:
+        progress.say(f"{group} since {iso_ms(start_ms)} ({since}), following: Ctrl-C stops")
         if dashboard:
             progress.say(f"dashboard: {dashboard}")
-        try:
-            follow(logs, group, start_ms, _emitter(args.json), missing=missing)
-        except KeyboardInterrupt:
-            return 0  # the way out of --follow: not an error
-        return 0
-    lines = read_lines(logs, group, start_ms)
+        count = 0
+
+        def emit(line: LogLine) -> None:
+            nonlocal count
+            count += 1
+            if on_line is not None:
+                on_line(line)
+
+        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: the way out of follow, not an error
+            follow_group(client, group, start_ms, emit, missing=missing, stop=stop)
+        return result((), 0, follow=True, followed=count)
+    lines = read_lines(client, group, start_ms)
     if lines is None:
         missing()
         lines = []
-    proofs = sum(1 for line in lines if line.proof is not None)
-    if args.json:
-        print_json(
-            {
-                "kind": "doctable-logs",
-                "stack": config.stack_name,
-                "log_group": group,
-                "since": args.since,
-                "start": iso_ms(start_ms),
-                "events": [line.as_dict() for line in lines],
-                "proof_lines": proofs,
-                "dashboard_url": dashboard,
-            }
-        )
-        return 0
-    for line in lines:
-        print(line.render())
-    progress.say(
-        f"{len(lines)} lines, {proofs} proof lines, in {group} since {iso_ms(start_ms)} ({args.since})"
-    )
-    if dashboard:
-        progress.say(f"dashboard: {dashboard}")
-    return 0
-
-
-def _emitter(as_json: bool) -> Callable[[LogLine], None]:
-    def emit(line: LogLine) -> None:
-        text = json.dumps({"kind": "doctable-log-line", **line.as_dict()}) if as_json else line.render()
-        print(text, flush=True)
-
-    return emit
-
-
-def register(sub: Any) -> None:
-    logs = add_command(
-        sub,
-        "logs",
-        cmd_logs,
-        help="the deployed consumer's log lines (its log group), proof lines (stream_records_received) marked",
-        description="Read the built-in consumer's log group (the stack's ConsumerLogGroupName output) with "
-        "CloudWatch Logs FilterLogEvents, on AWS or the local AWS alike. Each line is shown with its time; a "
-        f"{names.PROOF_LOG_MESSAGE} line (the consumer received a batch) is marked {PROOF_MARK} and summarized. "
-        "Exit 0 (also when --follow is stopped with Ctrl-C).",
-        json_help="print one JSON document (with --follow: one JSON object per line, as the lines come)",
-    )
-    logs.add_argument(
-        "--since",
-        default=DEFAULT_SINCE,
-        metavar="DURATION",
-        help=f"how far back to start: {DURATION_FORMS} ({DEFAULT_SINCE})",
-    )
-    logs.add_argument(
-        "--subscriber",
-        metavar="NAME",
-        help="read this subscriber's log group instead of the consumer's (its proof lines name it)",
-    )
-    logs.add_argument(
-        "-f",
-        "--follow",
-        action="store_true",
-        help=f"keep polling for new lines (every {POLL_SECONDS:.0f}s) until interrupted; Ctrl-C exits 0",
-    )
+    return result(tuple(lines), sum(1 for line in lines if line.proof is not None))

@@ -14,10 +14,10 @@ environment of the table shares: the policy then says so, and is to be printed a
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import re
-import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,12 +27,12 @@ from contract.iam import policies as iam
 from contract.settings import preview as preview_rules
 from contract.settings.resolve import FILE_NAME, SettingsFile, load_settings
 from doctable.core.aws import Aws
-from doctable.core.command import add_command, print_json
-from doctable.core.context import add_knob_arguments, describe_stack, resolve_run
+from doctable.core.context import describe_stack, resolve_run
 from doctable.core.errors import UserError
 
 if TYPE_CHECKING:
     from contract.settings.resolve import Resolved
+    from doctable.core.target import Target
 
 CI_TRUST = "ci-trust"
 EXECUTION, BOUNDARY = "execution", "boundary"
@@ -40,10 +40,11 @@ KINDS = (*iam.ROLES, CI_TRUST, EXECUTION, BOUNDARY)
 ACCOUNT_RE = re.compile(r"^\d{12}$")
 
 
-def target_of(args: argparse.Namespace, resolved: Resolved) -> tuple[iam.Target, list[str]]:
-    """Where the policies apply, and how the account and region were found (one line each)."""
+def policy_target(target: Target, resolved: Resolved, account: str | None) -> tuple[iam.Target, list[str]]:
+    """Where the policies apply (``account``, else the binding, else the credentials'), and how the account and
+    region were found (one line each)."""
     env = resolved.config.env
-    account, region = args.account, args.region
+    region = target.region
     if account is not None and not ACCOUNT_RE.match(account):
         raise UserError(f"--account {account!r}: expected the 12 digits of an AWS account id")
     for name, given, bound in (("account", account, resolved.account), ("region", region, resolved.region)):
@@ -56,7 +57,7 @@ def target_of(args: argparse.Namespace, resolved: Resolved) -> tuple[iam.Target,
     account, region = account or resolved.account, region or resolved.region
     if account is None or region is None:
         try:
-            aws = Aws.connect(region, profile=args.profile)
+            aws = Aws.connect(region, profile=target.profile)
             found = aws.account if account is None else account
         except UserError as exc:
             raise UserError(
@@ -72,15 +73,17 @@ def target_of(args: argparse.Namespace, resolved: Resolved) -> tuple[iam.Target,
     return iam.Target(resolved.config, account, region, qualifier=qualifier), sources
 
 
-def with_deployed_buckets(args: argparse.Namespace, target: iam.Target) -> tuple[iam.Target, str | None]:
+def with_deployed_buckets(
+    target: iam.Target, *, profile: str | None, offline: bool
+) -> tuple[iam.Target, str | None]:
     """The target with the deployed stack's bucket names, or unchanged with why they could not be read (with
-    bucket_names=exact the settings name them: nothing is read)."""
+    bucket_names=exact the settings name them: nothing is read; ``offline``: nothing is read either)."""
     if target.config.exact_bucket_names:
         return target, None
-    if args.offline:
+    if offline:
         return target, "--offline"
     try:
-        aws = Aws.connect(target.region, profile=args.profile)
+        aws = Aws.connect(target.region, profile=profile)
         if aws.account != target.account:
             return target, f"the credentials are account {aws.account}'s, not {target.account}'s"
         deployment = describe_stack(aws, target.config)
@@ -127,186 +130,235 @@ def notes_of(target: iam.Target, statements: list[iam.Statement], unread: str | 
     return notes
 
 
-def cmd_policy(args: argparse.Namespace) -> int:
-    if args.kind == CI_TRUST:
-        return _ci_trust(args)
-    if args.kind in (EXECUTION, BOUNDARY):
-        return _bootstrap_policy(args)
-    if args.preview:
-        return _preview_policy(args)
-    if args.repo:
-        raise UserError(f"--repo is for `doctable policy {CI_TRUST}`, not the {args.kind}'s policy")
-    resolved = resolve_run(args)
+@dataclass(frozen=True)
+class PolicyResult:
+    """A policy document (or, for ``execution``, the documents) computed from the settings, with its target and
+    the notes a reader of it should know."""
+
+    role: str  # deployer | operator | reader | ci-trust | execution | boundary | preview (deployer --preview)
+    env: str  # the environment (with ``preview``: the template)
+    account: str
+    region: str | None  # None for ci-trust (a trust policy names no region)
+    policy: (
+        Mapping[str, Any] | None
+    )  # the document (the first, for an execution policy of several); None: no AWS
+    policies: tuple[Mapping[str, Any], ...]  # every document (one, except an execution policy of several)
+    notes: tuple[str, ...]
+    document: Mapping[str, Any]  # what --json prints: the policy with its target and notes
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.document)
+
+
+def policy(
+    target: Target,
+    kind: str,
+    *,
+    account: str | None = None,
+    part: str | None = None,
+    repo: str | None = None,
+    preview: bool = False,
+    workflow: str | None = None,
+    offline: bool = False,
+) -> PolicyResult:
+    """The ``kind`` policy of ``target``'s environment (one of KINDS); ``part``: one command's part of a role's
+    policy; ``repo`` and ``workflow``: ci-trust's GitHub repository and workflow file; ``preview``: the previews'
+    (deployer, ci-trust, execution, boundary); ``offline``: read no bucket name from AWS."""
+    if kind not in KINDS:
+        raise UserError(f"policy {kind!r}: use one of {', '.join(KINDS)}")
+    if kind == CI_TRUST:
+        return _ci_trust(target, account=account, part=part, repo=repo, preview=preview, workflow=workflow)
+    if kind in (EXECUTION, BOUNDARY):
+        if part or repo:
+            raise UserError(f"--command and --repo are not options of `doctable policy {kind}`")
+        return _bootstrap_policy(target, kind, account=account, preview=preview, offline=offline)
+    if preview:
+        return _preview_policy(target, kind, account=account)
+    if repo:
+        raise UserError(f"--repo is for `doctable policy {CI_TRUST}`, not the {kind}'s policy")
+    resolved = resolve_run(target)
     try:
-        commands = iam.role_commands(args.kind, args.part)
+        commands = iam.role_commands(kind, part)
     except iam.PolicyError as exc:
         raise UserError(str(exc)) from exc
-    target, sources = target_of(args, resolved)
-    target, unread = with_deployed_buckets(args, target)
-    statements = iam.role_statements(args.kind, target, args.part)
-    notes = sources + notes_of(target, statements, unread)
-    if "verify" in commands and iam.part_of(args.kind, "verify") == iam.VERIFY_READ_ONLY:
+    where, sources = policy_target(target, resolved, account)
+    where, unread = with_deployed_buckets(where, profile=target.profile, offline=offline)
+    statements = iam.role_statements(kind, where, part)
+    notes = sources + notes_of(where, statements, unread)
+    if "verify" in commands and iam.part_of(kind, "verify") == iam.VERIFY_READ_ONLY:
         notes.append(
-            f"the {args.kind}'s verify is `doctable verify --read-only`: the checks that write are skipped"
+            f"the {kind}'s verify is `doctable verify --read-only`: the checks that write are skipped"
         )
     document = iam.policy_document(statements) if statements else None
     if document is None:
         notes.append(f"{' and '.join(commands)} makes no AWS call: no policy is needed")
-    if args.json:
-        print_json(
-            {
-                "kind": "doctable-policy",
-                "role": args.kind,
-                "commands": list(commands),
-                "env": target.config.env,
-                "stack": target.stack,
-                "table": target.config.table_name,
-                "account": target.account,
-                "region": target.region,
-                "partition": target.partition,
-                "policy": document,
-                "size": iam.document_size(document) if document else 0,
-                "unscoped": [s.sid for s in iam.unscoped(statements)],
-                "buckets": {
-                    "exact": target.exact_buckets,
-                    "failure": target.failure_bucket,
-                    "blob": target.blob_bucket,
-                },
-                "notes": notes,
-            }
-        )
-    else:
-        if document is not None:
-            print_json(document)
-        for note in notes:
-            print(f"doctable policy: {note}", file=sys.stderr)
-    return 0
+    return _result(
+        kind, where, document, notes,
+        {
+            "kind": "doctable-policy",
+            "role": kind,
+            "commands": list(commands),
+            "env": where.config.env,
+            "stack": where.stack,
+            "table": where.config.table_name,
+            "account": where.account,
+            "region": where.region,
+            "partition": where.partition,
+            "policy": document,
+            "size": iam.document_size(document) if document else 0,
+            "unscoped": [s.sid for s in iam.unscoped(statements)],
+            "buckets": {"exact": where.exact_buckets, "failure": where.failure_bucket, "blob": where.blob_bucket},
+            "notes": notes,
+        },
+    )  # fmt: skip
 
 
-def _ci_trust(args: argparse.Namespace) -> int:
-    if not args.repo:
+def _result(
+    role: str,
+    where: iam.Target,
+    document: dict[str, Any] | None,
+    notes: list[str],
+    shown: dict[str, Any],
+    *,
+    documents: list[dict[str, Any]] | None = None,
+    region: bool = True,
+) -> PolicyResult:
+    return PolicyResult(
+        role=role,
+        env=where.config.env,
+        account=where.account,
+        region=where.region if region else None,
+        policy=document,
+        policies=tuple(documents if documents is not None else [document] if document is not None else []),
+        notes=tuple(notes),
+        document=shown,
+    )
+
+
+def _ci_trust(
+    target: Target,
+    *,
+    account: str | None,
+    part: str | None,
+    repo: str | None,
+    preview: bool,
+    workflow: str | None,
+) -> PolicyResult:
+    if not repo:
         raise UserError(f"`doctable policy {CI_TRUST}` needs --repo OWNER/NAME (the GitHub repository)")
-    if args.part:
+    if part:
         raise UserError(f"--command is for the roles' policies ({'|'.join(iam.ROLES)}), not {CI_TRUST}")
-    resolved = resolve_run(args)
-    target, sources = target_of(args, resolved)
-    env = target.config.env
+    resolved = resolve_run(target)
+    where, sources = policy_target(target, resolved, account)
+    env = where.config.env
     try:
         document = iam.ci_trust_policy(
-            account=target.account,
-            repo=args.repo,
+            account=where.account,
+            repo=repo,
             env=env,
-            tier=target.config.tier,
-            partition=target.partition,
-            preview=args.preview,
-            workflow=args.workflow,
+            tier=where.config.tier,
+            partition=where.partition,
+            preview=preview,
+            workflow=workflow,
         )
     except iam.PolicyError as exc:
         raise UserError(str(exc)) from exc
     # IAM reads only `sub` of GitHub's claims: the workflow file is pinned through it, once the repository's
     # subject template includes job_workflow_ref.
     sources = [*sources, f"the subjects name the workflow file (job_workflow_ref): set the repository's OIDC "
-               f"subject template once with: {iam.subject_command(args.repo)}"]  # fmt: skip
-    if args.json:
-        print_json(
-            {
-                "kind": "doctable-policy",
-                "role": CI_TRUST,
-                "repo": args.repo,
-                "env": env,
-                "tier": target.config.tier,
-                "account": target.account,
-                "policy": document,
-                "subject_template": iam.SUBJECT_TEMPLATE,
-                "subject_command": iam.subject_command(args.repo),
-                "notes": sources,
-            }
-        )
-    else:
-        print_json(document)
-        for note in sources:
-            print(f"doctable policy: {note}", file=sys.stderr)
-    return 0
+               f"subject template once with: {iam.subject_command(repo)}"]  # fmt: skip
+    return _result(
+        CI_TRUST, where, document, sources,
+        {
+            "kind": "doctable-policy",
+            "role": CI_TRUST,
+            "repo": repo,
+            "env": env,
+            "tier": where.config.tier,
+            "account": where.account,
+            "policy": document,
+            "subject_template": iam.SUBJECT_TEMPLATE,
+            "subject_command": iam.subject_command(repo),
+            "notes": sources,
+        },
+        region=False,
+    )  # fmt: skip
 
 
-def bootstrap_target(args: argparse.Namespace) -> tuple[iam.Target, list[str]]:
-    """The target of the execution policy and the boundary: the environment's, or with ``--preview`` every
+def bootstrap_target(
+    target: Target, *, account: str | None, preview: bool, offline: bool
+) -> tuple[iam.Target, list[str]]:
+    """The target of the execution policy and the boundary: the environment's, or with ``preview`` every
     preview's of the template (their names' patterns, [previews]' qualifier)."""
-    resolved = resolve_run(args)
-    target, sources = target_of(args, resolved)
-    target, unread = with_deployed_buckets(args, target)
-    if unread and not target.exact_buckets:
+    resolved = resolve_run(target)
+    where, sources = policy_target(target, resolved, account)
+    where, unread = with_deployed_buckets(where, profile=target.profile, offline=offline)
+    if unread and not where.exact_buckets:
         sources.append(f"the buckets are named by the pattern of generated names ({unread})")
-    if not args.preview:
-        return target, sources
+    if not preview:
+        return where, sources
     settings = load_settings(resolved.path) if resolved.path else SettingsFile(path=Path(FILE_NAME))
     pattern = preview_rules.pattern_config(resolved.config, settings.preview_prefix)
     problems = preview_rules.borrowed_problems(pattern, resolved.config.env)
     if problems:
         raise UserError("; ".join(problems))
-    qualifier = settings.previews.qualifier or target.qualifier
-    return dataclasses.replace(target, config=pattern, qualifier=qualifier), sources
+    qualifier = settings.previews.qualifier or where.qualifier
+    return dataclasses.replace(where, config=pattern, qualifier=qualifier), sources
 
 
-def _bootstrap_policy(args: argparse.Namespace) -> int:
+def _bootstrap_policy(
+    target: Target, kind: str, *, account: str | None, preview: bool, offline: bool
+) -> PolicyResult:
     """``doctable policy execution|boundary``: the CloudFormation execution policy of the environment's stacks,
     or the permissions boundary of the roles they create (contract/iam/execution.py)."""
-    if args.part or args.repo:
-        raise UserError(f"--command and --repo are not options of `doctable policy {args.kind}`")
-    target, sources = bootstrap_target(args)
-    if args.kind == EXECUTION:
-        documents = iam_execution.execution_documents(target)
-        named = iam_execution.execution_names(target)
+    where, sources = bootstrap_target(target, account=account, preview=preview, offline=offline)
+    if kind == EXECUTION:
+        documents = iam_execution.execution_documents(where)
+        named = iam_execution.execution_names(where)
         if len(documents) > 1:
             sources.append(
                 f"the execution policy takes {len(documents)} managed policies ({', '.join(named)})"
             )
     else:
-        documents = [iam_execution.boundary_document(target)]
-        named = [iam_execution.policy_name(target, BOUNDARY)]
+        documents = [iam_execution.boundary_document(where)]
+        named = [iam_execution.policy_name(where, BOUNDARY)]
     sizes = [iam.document_size(d) for d in documents]
     if max(sizes) > iam.MANAGED_POLICY_LIMIT:
         sources.append(
             f"{max(sizes)} characters: more than a managed policy holds ({iam.MANAGED_POLICY_LIMIT})"
         )
-    if args.json:
-        print_json(
-            {
-                "kind": "doctable-policy",
-                "role": args.kind,
-                "env": target.config.env,
-                "stack": target.stack,
-                "account": target.account,
-                "region": target.region,
-                "qualifier": target.qualifier,
-                "name": named[0],
-                "names": named,
-                "arns": [target.arn("iam", f"policy/{n}", region=False) for n in named],
-                "policy": documents[0],
-                "policies": documents,
-                "size": sizes[0],
-                "sizes": sizes,
-                "unscoped": [
-                    s["Sid"] for d in documents for s in d["Statement"] if s.get("Resource") == ["*"]
-                ],
-                "notes": sources,
-            }
-        )
-    else:
-        print_json(documents[0] if len(documents) == 1 else documents)
-        for note in sources:
-            print(f"doctable policy: {note}", file=sys.stderr)
-    return 0
+    return _result(
+        kind, where, documents[0], sources,
+        {
+            "kind": "doctable-policy",
+            "role": kind,
+            "env": where.config.env,
+            "stack": where.stack,
+            "account": where.account,
+            "region": where.region,
+            "qualifier": where.qualifier,
+            "name": named[0],
+            "names": named,
+            "arns": [where.arn("iam", f"policy/{n}", region=False) for n in named],
+            "policy": documents[0],
+            "policies": documents,
+            "size": sizes[0],
+            "sizes": sizes,
+            "unscoped": [s["Sid"] for d in documents for s in d["Statement"] if s.get("Resource") == ["*"]],
+            "notes": sources,
+        },
+        documents=documents,
+    )  # fmt: skip
 
 
-def _preview_policy(args: argparse.Namespace) -> int:
+def _preview_policy(target: Target, kind: str, *, account: str | None) -> PolicyResult:
     """``doctable policy deployer --preview --env TEMPLATE``: the preview role's policy, scoped to the names every
     preview of the template has (``<prefix>*``: contract.settings.preview.pattern_config)."""
-    if args.kind != iam.DEPLOYER:
+    if kind != iam.DEPLOYER:
         raise UserError(
-            f"--preview is for `doctable policy {iam.DEPLOYER}` and `{CI_TRUST}`, not the {args.kind}'s"
+            f"--preview is for `doctable policy {iam.DEPLOYER}` and `{CI_TRUST}`, not the {kind}'s"
         )
-    resolved = resolve_run(args)
+    resolved = resolve_run(target)
     settings = load_settings(resolved.path) if resolved.path else SettingsFile(path=Path(FILE_NAME))
     config = resolved.config
     pattern = preview_rules.pattern_config(config, settings.preview_prefix)
@@ -318,77 +370,23 @@ def _preview_policy(args: argparse.Namespace) -> int:
         )
     if problems:
         raise UserError("; ".join(problems))
-    target, sources = target_of(args, resolved)
-    qualifier = settings.previews.qualifier or target.qualifier
-    target = dataclasses.replace(target, config=pattern, qualifier=qualifier)
-    statements = iam.preview_statements(target)
+    where, sources = policy_target(target, resolved, account)
+    qualifier = settings.previews.qualifier or where.qualifier
+    where = dataclasses.replace(where, config=pattern, qualifier=qualifier)
+    statements = iam.preview_statements(where)
     document = iam.policy_document(statements)
-    if args.json:
-        print_json(
-            {
-                "kind": "doctable-policy",
-                "role": "preview",
-                "template": config.env,
-                "stack": target.stack,
-                "table": target.config.table_name,
-                "account": target.account,
-                "region": target.region,
-                "policy": document,
-                "size": iam.document_size(document),
-                "unscoped": [s.sid for s in iam.unscoped(statements)],
-                "notes": sources,
-            }
-        )
-    else:
-        print_json(document)
-        for note in sources:
-            print(f"doctable policy: {note}", file=sys.stderr)
-    return 0
-
-
-def register(sub: Any) -> None:
-    policy = add_command(
-        sub,
-        "policy",
-        cmd_policy,
-        help="print the least-privilege IAM policy of the deployer, operator or reader of an environment, or the "
-        "trust policy of a CI role (GitHub OIDC)",
-        description="Print an IAM policy document computed from the environment's settings: deployer (doctable "
-        "deploy: preflight's reads and the CDK bootstrap roles), operator (verify, reconcile, replay, teardown, "
-        "ledger, plan, logs, invoke), reader (preflight, ledger, verify --read-only), ci-trust (who may assume the CI "
-        "role), execution (what CloudFormation needs, as the bootstrap's execution role, to create, update and "
-        "delete the environment's stacks) or boundary (the permissions boundary of every role the stacks create, "
-        "and of the execution role). The account and region are the environment's binding, else "
-        "--account/--region, else the credentials'.",
-    )
-    policy.add_argument("kind", choices=KINDS, help="whose policy: " + " | ".join(KINDS))
-    add_knob_arguments(policy)
-    policy.add_argument("--account", help="the AWS account id (default: the binding, else the credentials')")
-    policy.add_argument(
-        "--command",
-        dest="part",
-        metavar="CMD",
-        help=f"only this command's part of the role's policy (one of {'|'.join(iam.COMMANDS)})",
-    )
-    policy.add_argument("--repo", metavar="OWNER/NAME", help=f"{CI_TRUST}: the GitHub repository")
-    policy.add_argument(
-        "--preview",
-        action="store_true",
-        help=f"the preview role's: {iam.DEPLOYER} --preview --env TEMPLATE, its policy scoped to the previews' "
-        f"names; {CI_TRUST} --preview, its trust of pull-request jobs only",
-    )
-    policy.add_argument(
-        "--workflow",
-        metavar="FILE",
-        help=f"{CI_TRUST}: the workflow file of .github/workflows the role's jobs run, as main holds it (default: "
-        "deploy.yml; with --preview preview-deploy.yml)",
-    )
-    policy.add_argument(
-        "--json", action="store_true", help="print the policy with its target and notes as JSON"
-    )
-    policy.add_argument(
-        "--offline",
-        action="store_true",
-        help="read nothing from AWS: the buckets are named by the pattern every environment's generated names "
-        "share (default: the deployed stack's exact names, when the credentials can read them)",
-    )
+    shown = {
+        "kind": "doctable-policy",
+        "role": "preview",
+        "template": config.env,
+        "stack": where.stack,
+        "table": where.config.table_name,
+        "account": where.account,
+        "region": where.region,
+        "policy": document,
+        "size": iam.document_size(document),
+        "unscoped": [s.sid for s in iam.unscoped(statements)],
+        "notes": sources,
+    }
+    result = _result("preview", where, document, sources, shown)
+    return dataclasses.replace(result, env=config.env)

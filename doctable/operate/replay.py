@@ -25,11 +25,10 @@ above is the cleanup consumer's rule (never delete a blob a live item lists), no
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import BotoCoreError, ClientError
@@ -37,10 +36,13 @@ from botocore.exceptions import BotoCoreError, ClientError
 from contract import names
 from doctable.core.answers import error_code
 from doctable.core.aws import ACCESS_DENIED_CODES
-from doctable.core.command import add_command, connect, print_json
+from doctable.core.command import connect
 from doctable.core.deployment import Deployment, require_deployed, subscriber_output
 from doctable.core.errors import UserError
-from doctable.core.render import now_iso, text_table
+from doctable.core.render import now_iso
+
+if TYPE_CHECKING:
+    from doctable.core.target import Target
 
 FAILURE_PREFIX = "aws/lambda/"
 DRY_RUN = "dry run"
@@ -305,10 +307,69 @@ def replay_target(deployment: Deployment, subscriber: str | None) -> tuple[str, 
     return bucket, function
 
 
-def cmd_replay(args: argparse.Namespace) -> int:
-    _config, aws, deployment = connect(args)
+@dataclass(frozen=True)
+class ReplayedObject:
+    """One object of the failure bucket and what its replay did (``result`` says it in a few words)."""
+
+    key: str
+    records: int
+    succeeded: int
+    still_failing: tuple[str, ...]  # the sequence numbers that failed again (kept in the object)
+    rebased: int  # REMOVE/MODIFY records whose old image lost blob keys a live item lists now
+    error: str | None  # why it was kept (``dry run`` with ``dry_run``)
+    source: str  # where its records came from: ``payload`` (kept by Lambda) or ``stream`` (re-read)
+    result: str  # REPLAYED, removed | KEPT ... | WOULD REPLAY (...)
+
+    @property
+    def kept(self) -> bool:
+        return bool(self.error or self.still_failing)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "records": self.records,
+            "succeeded": self.succeeded,
+            "still_failing": list(self.still_failing),
+            "rebased": self.rebased,
+            "error": self.error,
+            "source": self.source,
+            "result": self.result,
+        }
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """A replay of one failure bucket through one function: each object's outcome; ``kept`` objects remain."""
+
+    bucket: str
+    function: str
+    subscriber: str | None
+    at: str  # ISO-8601 UTC, when the replay ended
+    objects: tuple[ReplayedObject, ...]
+    kept: int  # objects still on the bucket (not replayable, function error, records still failing, dry run)
+
+    @property
+    def ok(self) -> bool:
+        return self.kept == 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": "doctable-replay",
+            "bucket": self.bucket,
+            "function": self.function,
+            "subscriber": self.subscriber,
+            "at": self.at,
+            "objects": [o.as_dict() for o in self.objects],
+            "kept": self.kept,
+        }
+
+
+def replay(target: Target, *, dry_run: bool = False, subscriber: str | None = None) -> ReplayResult:
+    """Re-drive each batch kept on the consumer's failure bucket (or subscriber ``subscriber``'s) through its
+    function; an object is removed only once every record in it succeeded. ``dry_run``: list, change nothing."""
+    _config, aws, deployment = connect(target, command="replay")
     require_deployed(deployment)
-    bucket, function = replay_target(deployment, args.subscriber)
+    bucket, function = replay_target(deployment, subscriber)
     outcomes = run_replay(
         s3=aws.client("s3"),
         lambda_client=aws.client("lambda"),
@@ -316,38 +377,20 @@ def cmd_replay(args: argparse.Namespace) -> int:
         bucket=bucket,
         function=function,
         table=deployment.table_name,
-        dry_run=args.dry_run,
+        dry_run=dry_run,
         streams=aws.client("dynamodbstreams"),
-        rebase=not args.subscriber,
+        rebase=not subscriber,
     )
-    kept = [o for o in outcomes if o.error or o.still_failing]
-    if args.json:
-        print_json({"kind": "doctable-replay", "bucket": bucket, "function": function,
-                    "subscriber": args.subscriber, "at": now_iso(),
-                    "objects": [o.as_dict() for o in outcomes], "kept": len(kept)})  # fmt: skip
-    else:
-        rows = [(o.key, o.records, o.succeeded, o.rebased, o.result + (f": {o.error}" if o.error else ""))
-                for o in outcomes]  # fmt: skip
-        print(text_table(["object", "records", "succeeded", "rebased", "result"], rows))
-        print(f"{len(outcomes) - len(kept)} replayed and removed, {len(kept)} kept in s3://{bucket}/")
-    return 1 if kept else 0
-
-
-def register(sub: Any) -> None:
-    replay = add_command(
-        sub,
-        "replay",
-        cmd_replay,
-        help="re-drive the batches kept on the failure destination through the consumer (or a subscriber); "
-        "remove them once done",
-        description="Invoke the consumer with each kept batch; delete the object only when every record in it "
-        "succeeded (still-failing records stay). Exit 1 while anything is kept. With --subscriber NAME: that "
-        "subscriber's failure bucket, through its function, its records unchanged.",
-        json_help="print the outcome as JSON on stdout",
-    )
-    replay.add_argument("--dry-run", action="store_true", help="list what would be replayed, change nothing")
-    replay.add_argument(
-        "--subscriber",
-        metavar="NAME",
-        help="replay this subscriber's failure bucket through its function instead",
+    objects = tuple(
+        ReplayedObject(o.key, o.records, o.succeeded, tuple(o.still_failing), o.rebased, o.error, o.source,
+                       o.result)
+        for o in outcomes
+    )  # fmt: skip
+    return ReplayResult(
+        bucket=bucket,
+        function=function,
+        subscriber=subscriber,
+        at=now_iso(),
+        objects=objects,
+        kept=sum(1 for o in objects if o.kept),
     )

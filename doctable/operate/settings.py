@@ -3,58 +3,80 @@ table, its [defaults], the built-in default, or an override), without calling AW
 
 from __future__ import annotations
 
-import argparse
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from contract.shape import table_shape
 from doctable.capabilities.indexes import index_text
-from doctable.core.command import add_command, print_json
 from doctable.core.context import resolve_run
-from doctable.core.render import text_table
+
+if TYPE_CHECKING:
+    from doctable.core.target import Target
 
 
-def cmd_settings(args: argparse.Namespace) -> int:
-    resolved = resolve_run(args)
-    if args.json:
-        print_json({"kind": "doctable-settings", **resolved.as_dict()})
-        return 0
+@dataclass(frozen=True)
+class KnobRow:
+    """A knob's value for this run (as text) and where it came from."""
+
+    knob: str
+    value: str
+    source: str  # the file's environment table, its [defaults], the built-in default, or an override
+
+
+@dataclass(frozen=True)
+class IndexRow:
+    """An index the environment's table has: its name, kind (GSI or LSI), keys and projection."""
+
+    name: str
+    kind: str
+    keys: str  # its keys and projection in a few words
+
+
+@dataclass(frozen=True)
+class OverrideRow:
+    """A knob given for this run (``-c`` or DOCTABLE_<KNOB>) that differs from what the file says."""
+
+    knob: str
+    value: str
+    source: str  # "-c" or the DOCTABLE_ variable
+    file_value: str
+
+
+@dataclass(frozen=True)
+class SettingsResult:
+    """An environment's settings for one run, resolved as the CDK app resolves them."""
+
+    env: str
+    stack: str
+    file: str | None  # the settings file (None: built-in defaults)
+    account: str | None  # the environment's binding, if the file gives one
+    region: str | None
+    knobs: tuple[KnobRow, ...]
+    indexes: tuple[IndexRow, ...]
+    index_source: str  # the section whose indexes the environment takes
+    gsi: str
+    overrides: tuple[OverrideRow, ...]
+    document: Mapping[str, Any]  # the resolution as --json prints it (with the qualifier, the preview, ...)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "doctable-settings", **self.document}
+
+
+def settings(target: Target) -> SettingsResult:
+    """Each knob's value for ``target``'s environment and its source; no AWS call."""
+    resolved = resolve_run(target)
     config = resolved.config
-    where = f"{resolved.path}" if resolved.path else "no settings file (built-in defaults)"
-    bound = ", ".join(
-        f"{k} {v}" for k, v in (("account", resolved.account), ("region", resolved.region)) if v
-    )
-    print(
-        f"env {config.env} (stack {config.stack_name}) from {where}"
-        + (f"; bound to {bound}" if bound else "")
-    )
-    print(
-        text_table(
-            ["knob", "value", "source"], [[r["knob"], r["value"], r["source"]] for r in resolved.rows()]
-        )
-    )
-    shape = table_shape(config)
-    if shape.indexes:
-        print(f"indexes (from {resolved.index_source}; gsi={config.gsi}):")
-        print(
-            text_table(
-                ["index", "kind", "keys and projection"],
-                [[i.name, i.kind, index_text(i)] for i in shape.indexes],
-            )
-        )
-    for override in resolved.overrides:
-        print(
-            f"override: {override.knob}={override.value} from {override.source} (the file says {override.file_value})"
-        )
-    return 0
-
-
-def register(sub: Any) -> None:
-    add_command(
-        sub,
-        "settings",
-        cmd_settings,
-        help="show each knob's value for an environment and its source (file, default, override); no AWS call",
-        description="Resolve an environment's settings exactly as the CDK app does (doctable.toml, then "
-        "DOCTABLE_<KNOB> and -c overrides) and show each knob's value and where it came from. No AWS call.",
-        json_help="print the settings as JSON on stdout",
+    return SettingsResult(
+        env=config.env,
+        stack=config.stack_name,
+        file=str(resolved.path) if resolved.path else None,
+        account=resolved.account,
+        region=resolved.region,
+        knobs=tuple(KnobRow(r["knob"], r["value"], r["source"]) for r in resolved.rows()),
+        indexes=tuple(IndexRow(i.name, i.kind, index_text(i)) for i in table_shape(config).indexes),
+        index_source=resolved.index_source,
+        gsi=config.gsi,
+        overrides=tuple(OverrideRow(o.knob, o.value, o.source, o.file_value) for o in resolved.overrides),
+        document=resolved.as_dict(),
     )

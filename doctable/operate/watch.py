@@ -13,26 +13,29 @@ function's $LATEST zip alone: ``snapstart=on`` (the mapping's alias targets a pu
 
 from __future__ import annotations
 
-import argparse
 import io
 import os
 import tempfile
 import time
 import zipfile
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contract import names
 from contract.knobs import DEPLOY_LOCAL, PROJECT_ROOT, DocTableConfig
 from contract.subscribers import SubscriberSpec
 from doctable.core.aws import Aws, user_errors
-from doctable.core.command import add_command, connect, print_json
+from doctable.core.command import connect
 from doctable.core.deployment import Deployment, require_deployed, subscriber_output
 from doctable.core.errors import RefusedError, UserError
 from doctable.core.render import Progress
 from tooling import wheelhouse
 from tooling.asset import stage_package, stage_subscriber
+
+if TYPE_CHECKING:
+    from doctable.core.target import Target
 
 SOURCE = PROJECT_ROOT / "functions" / "stream_consumer"
 SUBSCRIBER_RUNTIME = PROJECT_ROOT / "functions" / names.SUBSCRIBER_RUNTIME_PACKAGE  # doctable's wrapper
@@ -158,7 +161,7 @@ def push(aws: Aws, function: str, code: bytes, *, bound: float = UPDATE_BOUND) -
             time.sleep(POLL_SECONDS)
 
 
-def watch(
+def watch_source(
     source: Path,
     send: Callable[[bytes], float],
     say: Callable[[str], None],
@@ -189,11 +192,13 @@ def send_on_change(
     what: str,
     once: bool,
     stop: Callable[[], bool] = lambda: False,
+    sent: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """Send ``code()`` now, then again each time ``changes()`` answers something else (until ``stop()``, or at once
     with ``once``). Code that cannot be staged (ValueError: a handler file with a syntax error) is not sent: said,
-    and watched until the next change; with ``once``, a UserError. Each update as {files, seconds}."""
-    updates: list[dict[str, Any]] = []
+    and watched until the next change; with ``once``, a UserError. Each update as {files, seconds}, appended to
+    ``sent`` when given (so what was sent before a Ctrl-C is known)."""
+    updates: list[dict[str, Any]] = [] if sent is None else sent
     seen = changes()
     while True:
         started = time.monotonic()
@@ -222,11 +227,63 @@ def send_on_change(
             return updates
 
 
-def cmd_watch(args: argparse.Namespace) -> int:
-    config, aws, deployment = connect(args)
+@dataclass(frozen=True)
+class WatchUpdate:
+    """One code update sent: the files it was staged from and how long it took."""
+
+    files: int
+    staged_and_sent_seconds: float  # staging, zipping and UpdateFunctionCode until Successful
+    update_seconds: float  # UpdateFunctionCode until Lambda said Successful
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "files": self.files,
+            "staged_and_sent_seconds": self.staged_and_sent_seconds,
+            "update_seconds": self.update_seconds,
+        }
+
+
+@dataclass(frozen=True)
+class WatchResult:
+    """What a watch sent, once it ended (``once``, ``stop()`` or Ctrl-C)."""
+
+    function: str
+    subscriber: str | None
+    source: str  # the package (or the subscriber's handler file) watched
+    updates: tuple[WatchUpdate, ...]
+    interrupted: bool = False  # ended by Ctrl-C (KeyboardInterrupt), not by ``once`` or ``stop()``
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": "doctable-watch",
+            "function": self.function,
+            "subscriber": self.subscriber,
+            "source": self.source,
+            "updates": [update.as_dict() for update in self.updates],
+        }
+
+
+def watch(
+    target: Target,
+    *,
+    source: str | None = None,
+    subscriber: str | None = None,
+    once: bool = False,
+    stop: Callable[[], bool] | None = None,
+) -> WatchResult:
+    """Send the consumer's code (the package ``source``, default functions/stream_consumer), or subscriber
+    ``subscriber``'s handler file with doctable's wrapper, to its deployed function now and at each change:
+    until ``stop()`` answers true (asked every 0.25 s between changes) or Ctrl-C, or at once with ``once``."""
+    if source is not None and subscriber is not None:
+        raise UserError(
+            "--source and --subscriber: give one (the consumer's package, or a subscriber's file)"
+        )
+    config, aws, deployment = connect(target, command="watch")
     require_deployed(deployment)
-    if args.subscriber:
-        return _watch_subscriber(args, aws, deployment)
+    progress = Progress("doctable watch", quiet=target.quiet)
+    ended = stop or (lambda: False)
+    if subscriber:
+        return _watch_subscriber(subscriber, aws, deployment, progress, once=once, stop=ended)
     problem = refusal(config, os.environ)
     if problem:
         raise RefusedError(f"doctable watch: {problem}")
@@ -235,30 +292,39 @@ def cmd_watch(args: argparse.Namespace) -> int:
         raise UserError(
             f"stack {config.stack_name} has no {names.OUT_CONSUMER_FUNCTION_NAME} output: redeploy it"
         )
-    source = Path(args.source or SOURCE).resolve()
-    if not (source / "handler.py").is_file():
-        raise UserError(f"--source {args.source}: not the consumer's package (no handler.py there)")
-    progress = Progress("doctable watch", quiet=args.quiet)
-    if not args.once:
-        progress.say(f"watching {source} for {function}; Ctrl-C stops")
+    package = Path(source or SOURCE).resolve()
+    if not (package / "handler.py").is_file():
+        raise UserError(f"--source {source}: not the consumer's package (no handler.py there)")
+    if not once:
+        progress.say(f"watching {package} for {function}; Ctrl-C stops")
+    updates: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="doctable-watch-") as build:
         try:
-            updates = watch(
-                source,
+            updates = send_on_change(
+                lambda: fingerprint(package),
+                lambda: package_zip(package, Path(build)),
                 lambda code: push(aws, function, code),
                 progress.say,
-                build=Path(build),
-                once=args.once,
+                what="the consumer's code",
+                once=once,
+                stop=ended,
+                sent=updates,
             )
         except KeyboardInterrupt:
-            return 0
-    _report(args, function, source, updates, None)
-    return 0
+            return _result(function, None, package, updates, interrupted=True)
+    return _result(function, None, package, updates)
 
 
-def _watch_subscriber(args: argparse.Namespace, aws: Aws, deployment: Deployment) -> int:
+def _watch_subscriber(
+    name: str,
+    aws: Aws,
+    deployment: Deployment,
+    progress: Progress,
+    *,
+    once: bool,
+    stop: Callable[[], bool],
+) -> WatchResult:
     """``watch --subscriber NAME``: the subscriber's handler file, staged with the wrapper, to its function."""
-    name = args.subscriber
     function, spec = subscriber_source(deployment, name)
     problem = subscriber_refusal(deployment.config, os.environ)
     if problem:
@@ -267,12 +333,12 @@ def _watch_subscriber(args: argparse.Namespace, aws: Aws, deployment: Deployment
     config = deployment.config
     architecture = spec.option("architecture") or config.architecture
     platform = wheelhouse.platform_for(architecture, local=config.is_local)  # as synth stages it
-    progress = Progress("doctable watch", quiet=args.quiet)
-    if not args.once:
+    if not once:
         progress.say(f"watching {source} for subscriber {name}'s function {function}; Ctrl-C stops")
+    updates: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="doctable-watch-") as build:
         try:
-            updates = send_on_change(
+            send_on_change(
                 lambda: (
                     file_fingerprint(source) + (file_fingerprint(Path(requirements)) if requirements else ())
                 ),
@@ -287,45 +353,27 @@ def _watch_subscriber(args: argparse.Namespace, aws: Aws, deployment: Deployment
                 lambda code: push(aws, function, code),
                 progress.say,
                 what=f"subscriber {name}'s code",
-                once=args.once,
+                once=once,
+                stop=stop,
+                sent=updates,
             )
         except KeyboardInterrupt:
-            return 0
-    _report(args, function, source, updates, name)
-    return 0
+            return _result(function, name, source, updates, interrupted=True)
+    return _result(function, name, source, updates)
 
 
-def _report(
-    args: argparse.Namespace,
+def _result(
     function: str,
+    subscriber: str | None,
     source: Path,
     updates: list[dict[str, Any]],
-    subscriber: str | None,
-) -> None:
-    if args.json:
-        print_json(
-            {"kind": "doctable-watch", "function": function, "subscriber": subscriber, "source": str(source),
-             "updates": updates}
-        )  # fmt: skip
-
-
-def register(sub: Any) -> None:
-    parser = add_command(
-        sub,
-        "watch",
-        cmd_watch,
-        help="on the local AWS: send each change under functions/ (or of a subscriber's handler) to the deployed "
-        "function (UpdateFunctionCode)",
-        description="The consumer's inner loop: stage functions/stream_consumer as the stack's asset is staged "
-        "and update the deployed function's code with it, now and at every change, without a CloudFormation "
-        "update (as cdk deploy --hotswap). Local AWS only; refuses snapstart=on and powertools=bundled. With "
-        "--subscriber NAME: the subscriber's handler file (as the settings file declares it) with doctable's "
-        "wrapper, to the subscriber's function.",
-        json_help="with --once, print the update as JSON",
+    *,
+    interrupted: bool = False,
+) -> WatchResult:
+    return WatchResult(
+        function=function,
+        subscriber=subscriber,
+        source=str(source),
+        updates=tuple(WatchUpdate(**update) for update in updates),
+        interrupted=interrupted,
     )
-    code = parser.add_mutually_exclusive_group()
-    code.add_argument("--source", help=f"the consumer package to send (default: {SOURCE})")
-    code.add_argument(
-        "--subscriber", metavar="NAME", help="send this subscriber's handler file to its function instead"
-    )
-    parser.add_argument("--once", action="store_true", help="send the code once and exit (no watching)")

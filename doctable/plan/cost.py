@@ -7,22 +7,21 @@ them). Every figure is printed with the assumption it rests on and that assumpti
 
 from __future__ import annotations
 
-import argparse
 import math
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from contract.knobs import ARCHITECTURES
 from contract.shape import table_shape
-from doctable.core.command import add_command, print_json
-from doctable.core.context import add_knob_arguments, resolve_knobs
-from doctable.core.errors import UserError
+from doctable.core.context import resolve_knobs
 from doctable.plan import readers
 from doctable.plan.figures import ASSUMPTIONS, HOURS_PER_MONTH, value
 from doctable.plan.global_table import limits, replica_monthly, replica_notes
 from doctable.plan.workload import KB_PER_GB as KB_PER_GB  # re-exported: Kinesis's billing unit
 from doctable.plan.workload import (
     Workload,
+    checked_workload,
     consumer_monthly,
     cost_notes,
     dynamodb_shards,
@@ -33,12 +32,17 @@ from doctable.plan.workload import (
 
 if TYPE_CHECKING:
     from contract.knobs import DocTableConfig
+    from doctable.core.target import Target
 
 PRICED_REGION = "us-east-1"  # the region every price in plan_model is for
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan:
+    """The plan of one workload on one shape: the stream's delivery, a batch's time and the iterator-age risk, the S3
+    request rates, the monthly cost by line (USD, us-east-1 list prices), the notes, the regional limits, the
+    streams' readers and each subscriber's throughput."""
+
     workload: Workload
     knobs: dict[str, Any]
     shards: int
@@ -65,6 +69,18 @@ class Plan:
     @property
     def monthly_total(self) -> float:
         return sum(self.monthly_usd.values())
+
+    def text(self) -> str:
+        """The plan as ``doctable plan`` prints it: every figure with what it rests on."""
+        return render(self)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["monthly_total_usd"] = self.monthly_total
+        data["assumptions"] = {
+            k: {"value": v, "what": what, "source": s} for k, (v, what, s) in ASSUMPTIONS.items()
+        }
+        return data
 
 
 def predict_delivery(
@@ -292,110 +308,37 @@ def render(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def _number(
-    args: argparse.Namespace,
-    flag: str,
-    low: float,
-    high: float,
+def plan(
+    target: Target,
     *,
-    integer: bool = False,
-    above: bool = False,
-) -> float:
-    raw = getattr(args, flag.lstrip("-").replace("-", "_"))
-    allowed = (
-        f"{'a whole number' if integer else 'a number'} {'above' if above else 'from'} {low:g} to {high:g}"
+    writes_per_second: float,
+    item_kb: float = 1.0,
+    delete_ratio: float = 0.1,
+    blobs_per_item: int = 1,
+    manifest_share: float = 1.0,
+    index_share: float = 1.0,
+    stored_items: int = 0,
+    subscriber_ms: Mapping[str, float] | None = None,
+) -> Plan:
+    """The capacity and cost of the workload on the shape ``target``'s settings give; no AWS call. ``subscriber_ms``:
+    a declared subscriber's milliseconds per record (not measured: given)."""
+    workload = checked_workload(
+        writes_per_second=writes_per_second,
+        item_kb=item_kb,
+        delete_ratio=delete_ratio,
+        blobs_per_item=blobs_per_item,
+        manifest_share=manifest_share,
+        index_share=index_share,
+        stored_items=stored_items,
     )
-    try:
-        number = int(raw) if integer else float(raw)
-    except (TypeError, ValueError):
-        raise UserError(f"{flag} {raw!r} is not a number; allowed: {allowed}") from None
-    if not (low < number <= high if above else low <= number <= high):
-        raise UserError(f"{flag} {raw!r} is out of range; allowed: {allowed}")
-    return number
-
-
-def workload_from_args(args: argparse.Namespace) -> Workload:
-    if args.writes_per_second is None:
-        raise UserError(
-            "--writes-per-second is required: the table's writes per second (puts, updates, deletes)"
-        )
-    return Workload(
-        writes_per_second=_number(args, "--writes-per-second", 0, 10_000_000, above=True),
-        item_kb=_number(args, "--item-kb", 0, 400, above=True),
-        delete_ratio=_number(args, "--delete-ratio", 0, 1),
-        blobs_per_item=int(_number(args, "--blobs-per-item", 0, 10_000, integer=True)),
-        manifest_share=_number(args, "--manifest-share", 0, 1),
-        index_share=_number(args, "--index-share", 0, 1),
-        stored_items=int(_number(args, "--stored-items", 0, 10**13, integer=True)),
-    )
-
-
-def cmd_plan(args: argparse.Namespace) -> int:
-    workload = workload_from_args(args)
-    config = resolve_knobs(args)
-    plan = build_plan(workload, config, readers.subscriber_ms(args, config))
-    region = getattr(args, "region", None)
+    config = resolve_knobs(target)
+    built = build_plan(workload, config, readers.check_subscriber_ms(subscriber_ms or {}, config))
+    region = target.region
     if region and region != PRICED_REGION:
         # The prices are published per region; only us-east-1's are held here (no AWS call, no network).
-        plan.notes.insert(
-            0,
+        note = (
             f"prices are {PRICED_REGION}'s list prices: {region}'s are not known offline and may differ; the "
-            "capacity figures do not depend on the region",
+            "capacity figures do not depend on the region"
         )
-    if args.json:
-        data = asdict(plan)
-        data["monthly_total_usd"] = plan.monthly_total
-        data["assumptions"] = {
-            k: {"value": v, "what": what, "source": s} for k, (v, what, s) in ASSUMPTIONS.items()
-        }
-        print_json(data)
-    else:
-        print(render(plan))
-    return 0
-
-
-def register(sub: Any) -> None:
-    # No AWS call, so nothing for `guarded` to translate; the knobs' arguments, no -q, its --json last.
-    plan = add_command(
-        sub,
-        "plan",
-        cmd_plan,
-        help="capacity and cost of a workload on the knobs' shape (shards, consumers, S3 rates, monthly USD); "
-        "no AWS call",
-        description="Model one workload (writes per second, item size, delete ratio, blobs per item, the share of "
-        "manifest entries and index keys) on the shape the settings give: stream shards, concurrent consumers, "
-        "time per batch and iterator-age risk, S3 request rates, monthly cost; every figure with its source.",
-        guard=False,
-    )
-    add_knob_arguments(plan)
-    plan.add_argument("--writes-per-second", metavar="N", required=True, help="table writes per second")
-    plan.add_argument("--item-kb", default="1", metavar="KB", help="item size in KB (1)")
-    plan.add_argument("--delete-ratio", default="0.1", metavar="R", help="share of writes that delete (0.1)")
-    plan.add_argument("--blobs-per-item", default="1", metavar="N", help="blobs an item lists (1)")
-    plan.add_argument(
-        "--manifest-share",
-        default="1",
-        metavar="R",
-        help="share of blob keys listed as manifest entries with their ETag, as doctable.client writes them (1); "
-        "0 for an application writing plain keys (each costs a HEAD)",
-    )
-    plan.add_argument(
-        "--index-share",
-        default="1",
-        metavar="R",
-        help="share of writes whose item carries each index's keys (1)",
-    )
-    plan.add_argument(
-        "--stored-items",
-        default="0",
-        metavar="N",
-        help="items kept in the table, to price storage (0: not priced)",
-    )
-    plan.add_argument(
-        "--subscriber-ms",
-        action="append",
-        metavar="NAME=MS",
-        help="a subscriber's milliseconds per record (repeatable): plan says the records per second per shard it "
-        "sustains and warns when its shards deliver more; not measured (plan makes no AWS call)",
-    )
-    plan.add_argument("--json", action="store_true", help="print the plan as JSON")
+        built = replace(built, notes=[note, *built.notes])
+    return built

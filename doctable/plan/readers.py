@@ -17,8 +17,8 @@ not measured: the subscriber's Duration metric over its RecordsReceived gives it
 
 from __future__ import annotations
 
-import argparse
 import math
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from contract import subscribers as subscriber_specs
@@ -185,20 +185,15 @@ def notes(readers: dict[str, Any]) -> list[str]:
     ]
 
 
-def subscriber_ms(args: argparse.Namespace, config: DocTableConfig) -> dict[str, float]:
-    """``--subscriber-ms NAME=MS`` (repeatable): each named subscriber's milliseconds per record."""
-    declared = [s.name for s in config.subscribers]
+def subscriber_ms_pairs(pairs: Sequence[str]) -> dict[str, float]:
+    """``--subscriber-ms NAME=MS`` (repeatable) as {name: milliseconds per record}: each pair's form, its number and
+    its range checked, a name given once (whether the environment declares it: :func:`check_subscriber_ms`)."""
     out: dict[str, float] = {}
-    for given in getattr(args, "subscriber_ms", None) or []:
+    for given in pairs:
         name, sep, raw = given.partition("=")
         if not sep or not name:
             raise UserError(
                 f"--subscriber-ms {given!r}: expected NAME=MS, a subscriber's milliseconds per record"
-            )
-        if name not in declared:
-            raise UserError(
-                f"--subscriber-ms {given}: environment {config.env} declares no subscriber {name!r}; declared: "
-                + (", ".join(declared) or "none")
             )
         try:
             number = float(raw)
@@ -212,6 +207,23 @@ def subscriber_ms(args: argparse.Namespace, config: DocTableConfig) -> dict[str,
             raise UserError(f"--subscriber-ms {name} is given twice; allowed: one time per subscriber")
         out[name] = number
     return out
+
+
+def check_subscriber_ms(subscriber_ms: Mapping[str, float], config: DocTableConfig) -> dict[str, float]:
+    """Each subscriber's milliseconds per record, for the subscribers ``config`` declares (UserError naming the
+    declared ones otherwise), above 0 and at most Lambda's longest timeout."""
+    declared = [s.name for s in config.subscribers]
+    for name, number in subscriber_ms.items():
+        if name not in declared:
+            raise UserError(
+                f"--subscriber-ms {name}={number:g}: environment {config.env} declares no subscriber {name!r}; "
+                "declared: " + (", ".join(declared) or "none")
+            )
+        if not 0 < number <= MS_MAX:
+            raise UserError(
+                f"--subscriber-ms {name}={number:g}: allowed: milliseconds per record above 0, at most {MS_MAX:g}"
+            )
+    return dict(subscriber_ms)
 
 
 def render_readers(readers: dict[str, Any]) -> list[str]:

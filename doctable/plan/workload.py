@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from contract.shape import table_shape
+from doctable.core.errors import UserError
 from doctable.plan.figures import HOURS_PER_MONTH, value
 
 if TYPE_CHECKING:
@@ -35,6 +36,45 @@ class Workload:
     def deletes_per_second(self) -> float:
         """The writes a second that delete an item."""
         return self.writes_per_second * self.delete_ratio
+
+
+# Each figure of the workload: (its CLI flag, lowest, highest, a whole number, strictly above the lowest).
+BOUNDS: dict[str, tuple[str, float, float, bool, bool]] = {
+    "writes_per_second": ("--writes-per-second", 0, 10_000_000, False, True),
+    "item_kb": ("--item-kb", 0, 400, False, True),
+    "delete_ratio": ("--delete-ratio", 0, 1, False, False),
+    "blobs_per_item": ("--blobs-per-item", 0, 10_000, True, False),
+    "manifest_share": ("--manifest-share", 0, 1, False, False),
+    "index_share": ("--index-share", 0, 1, False, False),
+    "stored_items": ("--stored-items", 0, 10**13, True, False),
+}
+
+
+def workload_number(name: str, raw: object) -> float:
+    """The workload's figure ``name`` (a field of :class:`Workload`) from ``raw`` (a number, or the CLI's text);
+    UserError of one line naming its flag and the range allowed."""
+    flag, low, high, integer, above = BOUNDS[name]
+    allowed = (
+        f"{'a whole number' if integer else 'a number'} {'above' if above else 'from'} {low:g} to {high:g}"
+    )
+    try:
+        if integer and isinstance(raw, float) and not raw.is_integer():
+            raise ValueError(raw)
+        number = int(raw) if integer else float(raw)  # type: ignore[call-overload,arg-type]
+    except (TypeError, ValueError):
+        raise UserError(f"{flag} {raw!r} is not a number; allowed: {allowed}") from None
+    if not (low < number <= high if above else low <= number <= high):
+        raise UserError(f"{flag} {raw!r} is out of range; allowed: {allowed}")
+    return number
+
+
+def checked_workload(**figures: object) -> Workload:
+    """A :class:`Workload` of ``figures`` (its fields, numbers or the CLI's text), each in its range."""
+    numbers = {name: workload_number(name, raw) for name, raw in figures.items()}
+    for name in ("blobs_per_item", "stored_items"):
+        if name in numbers:
+            numbers[name] = int(numbers[name])
+    return Workload(**numbers)  # type: ignore[arg-type]
 
 
 def dynamodb_shards(w: Workload, wcu_per_write: int) -> int:

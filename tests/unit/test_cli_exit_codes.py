@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, InvalidRegionError, NoCredentialsError
 
+from doctable.api import typed_errors
 from doctable.cli import build_parser, main
 from doctable.core.aws import user_errors
 from doctable.core.errors import (
@@ -32,12 +33,14 @@ def settings_raises(monkeypatch: pytest.MonkeyPatch) -> Callable[[BaseException 
     """GIVEN `doctable settings` made to raise the given error (or return the given code)."""
 
     def install(outcome: BaseException | int) -> None:
-        def command(args: argparse.Namespace) -> int:
+        def command(target: Any, **kwargs: Any) -> int:
             if isinstance(outcome, int):
                 return outcome
             raise outcome
 
-        monkeypatch.setattr("doctable.operate.settings.cmd_settings", command)
+        # doctable.api's function (its errors typed as the API's are), and a renderer whose exit code it returned
+        monkeypatch.setattr("doctable.api.settings", typed_errors(command))
+        monkeypatch.setattr("doctable.cli.operate.render_settings", lambda result, args: result)
 
     return install
 

@@ -143,7 +143,7 @@ def test_follow_prints_each_event_once_across_overlapping_polls() -> None:
         fake.events += arrivals.pop(0)
 
     # WHEN followed for five polls
-    lg.follow(fake, GROUP, 0, lambda line: printed.append(line.event_id), sleep=sleep, polls=5,
+    lg.follow_group(fake, GROUP, 0, lambda line: printed.append(line.event_id), sleep=sleep, polls=5,
               missing=lambda: missing.append(1))  # fmt: skip
     # THEN each event printed once, in arrival order; the missing group said once
     assert printed == ["e1", "e2", "e3", "e4"]
@@ -160,7 +160,7 @@ def test_follow_reads_again_only_the_overlap_before_the_newest_event() -> None:
     def sleep(_: float) -> None:
         fake.events.append(event(len(fake.events) + 1, len(fake.events) * lg.FOLLOW_OVERLAP_MS))
 
-    lg.follow(fake, GROUP, 0, lambda line: seen.append(line.event_id), sleep=sleep, polls=4)
+    lg.follow_group(fake, GROUP, 0, lambda line: seen.append(line.event_id), sleep=sleep, polls=4)
     # THEN each is printed once, and each poll starts one overlap before the newest event printed before it
     assert seen == ["e1", "e2", "e3", "e4"]
     overlap = lg.FOLLOW_OVERLAP_MS
@@ -236,7 +236,7 @@ def test_follow_stopped_by_ctrl_c_exits_0(
         raise KeyboardInterrupt
 
     monkeypatch.setattr(lg.time, "sleep", interrupted)
-    monkeypatch.setattr(lg, "follow", _follow_with(interrupted))
+    monkeypatch.setattr(lg, "follow_group", _follow_with(interrupted))
     # THEN the lines so far were printed as JSON lines and the exit is 0, with no "interrupted" error
     assert main(["logs", "--follow", "--json", "-q"]) == 0
     captured = capsys.readouterr()
@@ -247,7 +247,7 @@ def test_follow_stopped_by_ctrl_c_exits_0(
 
 
 def _follow_with(sleep: Any) -> Any:
-    real = lg.follow
+    real = lg.follow_group
 
     def follow(*args: Any, **kwargs: Any) -> None:
         real(*args, **{**kwargs, "sleep": sleep})

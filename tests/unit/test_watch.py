@@ -49,7 +49,7 @@ def test_it_sends_the_staged_package_then_again_on_a_change(tmp_path: Path) -> N
             handler.write_text(handler.read_text() + "\nWATCH_MARKER = 1\n")
         return len(sent) >= 2
 
-    updates = w.watch(
+    updates = w.watch_source(
         source,
         lambda code: sent.append(code) or 0.0,
         lambda _: None,
@@ -66,5 +66,5 @@ def test_it_sends_the_staged_package_then_again_on_a_change(tmp_path: Path) -> N
 
 def test_once_sends_once(tmp_path: Path) -> None:
     sent: list[bytes] = []
-    w.watch(w.SOURCE, lambda code: sent.append(code) or 0.0, lambda _: None, build=tmp_path, once=True)
+    w.watch_source(w.SOURCE, lambda code: sent.append(code) or 0.0, lambda _: None, build=tmp_path, once=True)
     assert len(sent) == 1
