@@ -7,9 +7,20 @@
     include = ["summary"]          # with projection = "include"
     max_read = 500                 # optional, as the table's max_read/max_write/warm_read/warm_write knobs
 
+    [environments.stg.indexes.byMatch]
+    partition = ["tenant:S", "region:S"]            # a GSI's keys may each be up to four attributes
+    sort = ["year:N", "round:S", "seq:N"]           # (multi-attribute keys), each S | N | B, in query order
+
     [environments.stg.indexes.byVersion]
     kind = "local"                 # an LSI: its partition is the table's pk, it exists only from table creation
     sort = "version:N"
+
+A multi-attribute key follows DynamoDB's rules (developer guide, "Multi-attribute keys pattern",
+GSI.DesignPattern.MultiAttributeKeys): a global index's partition and sort keys are each 1 to 4 attributes of type
+S, N or B; an attribute appears once in an index's keys and has one type across the table's keys and its indexes;
+an item lacking any of an index's key attributes is not in the index; a Query gives every partition attribute with
+=, and the sort attributes left to right, = on each but the last, which may take a range, none skipped. A local
+index's sort key stays one attribute.
 
 An environment that declares ``indexes`` declares its whole set; otherwise it takes ``[defaults]``'s. The ``gsi``
 knob stays the shorthand for the generic index ``gsi1`` on ``gsi1pk``/``gsi1sk``. Standard library only.
@@ -39,6 +50,10 @@ MAX_LOCAL = 5
 MAX_PROJECTED = 100
 NAME_RE = re.compile(r"^[a-zA-Z0-9_.-]{3,255}$")
 KEY_RE = re.compile(r"^(?P<name>[^:\s]{1,255}):(?P<type>[^:\s]*)$")
+# A GSI's partition and sort keys: each up to four attributes (DynamoDB's multi-attribute keys, November 2025).
+MAX_KEY_ATTRIBUTES = 4
+KEY_ALLOWED = f'"attribute:type" or an array of 1 to {MAX_KEY_ATTRIBUTES} of them, type S|N|B'
+Key = tuple[str, str]  # (attribute, type)
 # Per-index on-demand caps and warm throughput: the same ranges as the table's knobs.
 MAX_THROUGHPUT_RANGE = (1, 40_000)
 WARM_RANGES = {"warm_read": (12_000, 40_000), "warm_write": (4_000, 40_000)}
@@ -50,12 +65,16 @@ TABLE_KEYS = {names.PARTITION_KEY: "S", names.SORT_KEY: "S"}
 
 @dataclass(frozen=True)
 class IndexSpec:
-    """One declared index: its keys as (attribute, type), projection and, for a GSI, its throughput."""
+    """One declared index: its keys as (attribute, type), projection and, for a GSI, its throughput.
+
+    ``partition`` and ``sort`` are one (attribute, type), as declared by a string, or a tuple of them, as declared by
+    an array of two to four (a GSI's multi-attribute key); ``partition_keys`` and ``sort_keys`` read both as tuples.
+    """
 
     name: str
     kind: str = GLOBAL
-    partition: tuple[str, str] | None = None  # None for an LSI: the table's pk
-    sort: tuple[str, str] | None = None
+    partition: Key | tuple[Key, ...] | None = None  # None for an LSI: the table's pk
+    sort: Key | tuple[Key, ...] | None = None
     projection: str = "all"
     include: tuple[str, ...] = ()
     max_read: int | None = None
@@ -71,10 +90,23 @@ class IndexSpec:
     def projection_cfn(self) -> str:
         return PROJECTION_CFN[self.projection]
 
-    def key_attributes(self) -> list[tuple[str, str]]:
-        """(attribute, type) of the index's own keys, the table's pk included for an LSI."""
-        partition = self.partition or (names.PARTITION_KEY, TABLE_KEYS[names.PARTITION_KEY])
-        return [partition] + ([self.sort] if self.sort else [])
+    @property
+    def partition_keys(self) -> tuple[Key, ...]:
+        """The partition key's attributes in order; an LSI's is the table's pk."""
+        return _keys(self.partition) or ((names.PARTITION_KEY, TABLE_KEYS[names.PARTITION_KEY]),)
+
+    @property
+    def sort_keys(self) -> tuple[Key, ...]:
+        """The sort key's attributes in order (none: the index has no sort key)."""
+        return _keys(self.sort)
+
+    @property
+    def multi_attribute(self) -> bool:
+        return len(self.partition_keys) > 1 or len(self.sort_keys) > 1
+
+    def key_attributes(self) -> list[Key]:
+        """(attribute, type) of the index's own keys, partition then sort, the table's pk included for an LSI."""
+        return [*self.partition_keys, *self.sort_keys]
 
     def declaration(self) -> dict[str, Any]:
         """The index as the settings file writes it (only what differs from the defaults): parse_index of this
@@ -83,9 +115,9 @@ class IndexSpec:
         if self.kind != GLOBAL:
             out["kind"] = self.kind
         if self.partition:
-            out["partition"] = ":".join(self.partition)
+            out["partition"] = key_text(_keys(self.partition))
         if self.sort:
-            out["sort"] = ":".join(self.sort)
+            out["sort"] = key_text(_keys(self.sort))
         out["projection"] = self.projection
         if self.include:
             out["include"] = list(self.include)
@@ -95,11 +127,24 @@ class IndexSpec:
         return out
 
 
-def _key(problems: list[str], where: str, field: str, value: Any) -> tuple[str, str] | None:
+def _keys(value: Key | tuple[Key, ...] | None) -> tuple[Key, ...]:
+    if not value:
+        return ()
+    if isinstance(value[0], str):
+        return (value,)  # type: ignore[return-value]
+    return tuple(value)  # type: ignore[arg-type]
+
+
+def key_text(keys: tuple[Key, ...]) -> str | list[str]:
+    """Key attributes (attribute, type) as a declaration writes them: one as "attr:T", several as an array."""
+    texts = [":".join(k) for k in keys]
+    return texts[0] if len(texts) == 1 else texts
+
+
+def _one_key(problems: list[str], where: str, field: str, value: Any) -> Key | None:
     if not isinstance(value, str):
-        problems.append(
-            f'{where}: {field} = {value!r} is not a string; allowed: "attribute:type", type S|N|B'
-        )
+        allowed = '"attribute:type", type S|N|B' if field.endswith("]") else KEY_ALLOWED
+        problems.append(f"{where}: {field} = {value!r} is not a string; allowed: {allowed}")
         return None
     match = KEY_RE.match(value.strip())
     if not match:
@@ -112,6 +157,36 @@ def _key(problems: list[str], where: str, field: str, value: Any) -> tuple[str, 
         )
         return None
     return match["name"], match["type"]
+
+
+def _key(problems: list[str], where: str, field: str, value: Any) -> Key | tuple[Key, ...] | None:
+    """A partition or sort declaration: one "attr:T" string, or an array of 1 to 4 (a multi-attribute key; an
+    array of one is the same index as its string)."""
+    if not isinstance(value, list):
+        return _one_key(problems, where, field, value)
+    if not value:
+        problems.append(f"{where}: {field} = [] names no attribute; allowed: {KEY_ALLOWED}")
+        return None
+    if len(value) > MAX_KEY_ATTRIBUTES:
+        problems.append(
+            f"{where}: {field} lists {len(value)} attributes; allowed: at most {MAX_KEY_ATTRIBUTES} "
+            "(DynamoDB's multi-attribute keys)"
+        )
+        return None
+    count = len(problems)
+    keys = [_one_key(problems, where, f"{field}[{i}]", item) for i, item in enumerate(value)]
+    if len(problems) > count:
+        return None
+    found = tuple(k for k in keys if k is not None)
+    seen = [k[0] for k in found]
+    twice = sorted({a for a in seen if seen.count(a) > 1})
+    if twice:
+        problems.append(
+            f"{where}: {field} names {', '.join(repr(a) for a in twice)} twice; allowed: each attribute once "
+            "in an index's keys"
+        )
+        return None
+    return found[0] if len(found) == 1 else found
 
 
 def _throughput(problems: list[str], where: str, field: str, value: Any) -> int | None:
@@ -159,9 +234,16 @@ def parse_index(problems: list[str], where: str, name: str, data: Any) -> IndexS
                 problems.append(
                     f"{where}: {field} applies to a global index only (an LSI shares the table's)"
                 )
-    if partition and sort and partition[0] == sort[0]:
+    if kind == LOCAL and len(_keys(sort)) > 1:
         problems.append(
-            f"{where}: {partition[0]!r} is both the partition and the sort key; allowed: two attributes"
+            f'{where}: a local index\'s sort key is one attribute; allowed: sort = "attribute:type" '
+            '(multi-attribute keys are for global indexes: make it kind = "global" with a partition)'
+        )
+    both = sorted({a for a, _ in _keys(partition)} & {a for a, _ in _keys(sort)})
+    if both:
+        problems.append(
+            f"{where}: {', '.join(repr(a) for a in both)} is both the partition and the sort key; allowed: "
+            "each attribute once in an index's keys"
         )
     projection = data.get("projection", "all")
     if projection not in PROJECTIONS:

@@ -10,7 +10,7 @@ from typing import Any
 from contract import names
 from contract.indexes import GLOBAL as GLOBAL_INDEX
 from contract.indexes import LOCAL as LOCAL_INDEX
-from contract.indexes import PROJECTION_CFN, IndexSpec
+from contract.indexes import PROJECTION_CFN, IndexSpec, key_text
 from contract.knobs import GSI_SHORTHAND, KNOBS, TABLE_CLASS_DEFAULT_CFN, DocTableConfig, resolve_config
 from contract.subscribers import SubscriberSpec
 
@@ -44,6 +44,20 @@ class IndexShape:
 
     def key_schema(self) -> list[dict[str, str]]:
         return [{"AttributeName": k.name, "KeyType": k.key_type} for k in self.keys]
+
+    @property
+    def partition_keys(self) -> tuple[KeyAttribute, ...]:
+        """The partition key's attributes in order (a GSI may have up to four: multi-attribute keys)."""
+        return tuple(k for k in self.keys if k.key_type == HASH)
+
+    @property
+    def sort_keys(self) -> tuple[KeyAttribute, ...]:
+        """The sort key's attributes in order (none, one, or up to four for a GSI)."""
+        return tuple(k for k in self.keys if k.key_type == RANGE)
+
+    @property
+    def multi_attribute(self) -> bool:
+        return len(self.partition_keys) > 1 or len(self.sort_keys) > 1
 
     @property
     def kind(self) -> str:
@@ -212,8 +226,8 @@ class MappingShape:
 
 def index_shape(spec: IndexSpec) -> IndexShape:
     """A declared index as the table will carry it."""
-    keys = [KeyAttribute(name, HASH, kind) for name, kind in spec.key_attributes()[:1]]
-    keys += [KeyAttribute(name, RANGE, kind) for name, kind in spec.key_attributes()[1:]]
+    keys = [KeyAttribute(name, HASH, kind) for name, kind in spec.partition_keys]
+    keys += [KeyAttribute(name, RANGE, kind) for name, kind in spec.sort_keys]
     caps = {"MaxReadRequestUnits": spec.max_read, "MaxWriteRequestUnits": spec.max_write}
     warm = {"ReadUnitsPerSecond": spec.warm_read, "WriteUnitsPerSecond": spec.warm_write}
     return IndexShape(
@@ -236,12 +250,10 @@ def index_declaration(index: IndexShape) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if not index.is_global:
         out["kind"] = LOCAL_INDEX
-    hash_keys = [k for k in index.keys if k.key_type == HASH]
-    if index.is_global and hash_keys:
-        out["partition"] = f"{hash_keys[0].name}:{hash_keys[0].type}"
-    for key in index.keys:
-        if key.key_type == RANGE:
-            out["sort"] = f"{key.name}:{key.type}"
+    if index.is_global and index.partition_keys:
+        out["partition"] = key_text(tuple((k.name, k.type) for k in index.partition_keys))
+    if index.sort_keys:
+        out["sort"] = key_text(tuple((k.name, k.type) for k in index.sort_keys))
     out["projection"] = PROJECTION_NAMES.get(index.projection, index.projection)
     if index.non_key_attributes:
         out["include"] = list(index.non_key_attributes)

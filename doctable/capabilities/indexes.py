@@ -241,3 +241,26 @@ def index_nudge(index: IndexShape, partition: str, sort: str) -> dict[str, Any]:
         for key in index.keys
         if key.name not in (names.PARTITION_KEY, names.SORT_KEY)
     }
+
+
+def index_key_condition(index: IndexShape, item: dict[str, Any]) -> dict[str, Any]:
+    """Query parameters finding ``item`` (written with the index's keys) in ``index``, as DynamoDB takes them for
+    a multi-attribute key: = on every partition attribute, then the sort attributes left to right, = on each but
+    the last, a range (BETWEEN the item's own value and itself) on the last. A single-attribute index is queried
+    by its partition key alone."""
+    conditions, names_, values = [], {}, {}
+    for number, key in enumerate(index.partition_keys):
+        conditions.append(f"#p{number} = :p{number}")
+        names_[f"#p{number}"], values[f":p{number}"] = key.name, item[key.name]
+    sort = index.sort_keys if index.multi_attribute else ()
+    for number, key in enumerate(sort):
+        names_[f"#s{number}"], values[f":s{number}"] = key.name, item[key.name]
+        last = number == len(sort) - 1
+        conditions.append(
+            f"#s{number} BETWEEN :s{number} AND :s{number}" if last else f"#s{number} = :s{number}"
+        )
+    return {
+        "KeyConditionExpression": " AND ".join(conditions),
+        "ExpressionAttributeNames": names_,
+        "ExpressionAttributeValues": values,
+    }

@@ -8,6 +8,7 @@
     pdf = doc.blobs["scan"].read()                           # fetched now, If-Match the manifest's ETag
     docs.replace("invoice#42", "v", {"total": 13}, blobs={"scan": b"..."}, expected_version=doc.version)
     docs.delete("invoice#42", "v")
+    docs.query_index("byMatch", {"tenant": "a", "region": "eu", "year": ("between", 2024, 2025)})  # an index
 
 Each blob is uploaded under a fresh key ``<blob_root><pk>/<sk>/<name>-<uuid4 hex>`` and listed in the item's
 ``blobs`` as a map ``{"key": S, "etag": S, "size": N}``; ``version`` (a number) orders the writers. The
@@ -42,6 +43,7 @@ from doctable.client.errors import (
     UploadError,
     ValidationError,
 )
+from doctable.client.indexes import IndexKeys
 from doctable.client.retry import RetryPolicy
 from doctable.client.rules import stack_name
 
@@ -59,6 +61,7 @@ __all__ = [
     "DocClient",
     "DocTableError",
     "Document",
+    "IndexKeys",
     "ManifestError",
     "NotFoundError",
     "RetryPolicy",

@@ -10,6 +10,7 @@ from typing import Any
 
 from doctable.client import rules
 from doctable.client.errors import CONFIGURE, AwsError, ConfigurationError
+from doctable.client.indexes import IndexKeys, index_keys_of_record
 from doctable.client.retry import RetryPolicy
 
 
@@ -21,6 +22,8 @@ class Deployment:
     bucket_owner: str | None = (
         None  # the stack's account (its StackId's): the blob bucket must be that account's
     )
+    # The table's secondary indexes and their key schemas, as the stack's Knobs output records them (query_index)
+    indexes: tuple[IndexKeys, ...] = ()
 
     def __post_init__(self) -> None:
         rules.check_blob_root(self.blob_root)
@@ -46,7 +49,8 @@ class Deployment:
         table = outputs.get(rules.OUT_TABLE_NAME)
         if not table:
             raise ConfigurationError(f"{stack} has no {rules.OUT_TABLE_NAME} output", step=CONFIGURE)
-        recorded = _recorded_blob_root(outputs, stack)
+        knobs = _recorded_knobs(outputs, stack)
+        recorded = _recorded_blob_root(knobs)
         if blob_root is not None and recorded is not None and blob_root != recorded:
             raise ConfigurationError(
                 f"blob_root {blob_root!r} differs from {recorded!r}, the one {stack} was deployed with",
@@ -58,6 +62,7 @@ class Deployment:
             blob_bucket=outputs.get(rules.OUT_BLOB_BUCKET) or None,
             blob_root=rules.DEFAULT_BLOB_ROOT if root is None else root,
             bucket_owner=bucket_owner,
+            indexes=index_keys_of_record(knobs or {}),
         )
 
     @classmethod
@@ -84,7 +89,7 @@ class Deployment:
         return cls.from_outputs(outputs, stack=f"stack {stack_name}", blob_root=blob_root, bucket_owner=owner)
 
 
-def _recorded_blob_root(outputs: Mapping[str, str], stack: str) -> str | None:
+def _recorded_knobs(outputs: Mapping[str, str], stack: str) -> dict[str, Any] | None:
     raw = outputs.get(rules.OUT_KNOBS)
     if raw is None:
         return None  # deployed before stacks recorded their knobs
@@ -94,5 +99,11 @@ def _recorded_blob_root(outputs: Mapping[str, str], stack: str) -> str | None:
         knobs = None
     if not isinstance(knobs, dict):
         raise ConfigurationError(f"{stack}'s {rules.OUT_KNOBS} output is not a JSON object", step=CONFIGURE)
+    return knobs
+
+
+def _recorded_blob_root(knobs: dict[str, Any] | None) -> str | None:
+    if knobs is None:
+        return None
     root = knobs.get(rules.BLOB_ROOT_KNOB, rules.DEFAULT_BLOB_ROOT)
     return root if isinstance(root, str) else None

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from contract import names
+from doctable.capabilities.indexes import index_key_condition
 from doctable.core.answers import is_not_found
 from doctable.verify.record import CheckFailed
 
@@ -114,7 +115,8 @@ def query_index(
 ) -> str:
     """Query ``index`` for ``item`` (written with the index's keys) until it answers: index replication is async,
     so the query is retried within ``timeout``. Raises CheckFailed when it never answers."""
-    partition = index.keys[0]
+    # = on each partition attribute; a multi-attribute sort key's attributes as DynamoDB allows them in a query
+    condition = index_key_condition(index, item)
     attempts = 0
 
     def probe() -> int | None:
@@ -123,9 +125,7 @@ def query_index(
         reply = ddb.query(
             TableName=table,
             IndexName=index.name,
-            KeyConditionExpression="#p = :p",
-            ExpressionAttributeNames={"#p": partition.name},
-            ExpressionAttributeValues={":p": item[partition.name]},
+            **condition,
             **({} if index.is_global else {"ConsistentRead": True}),
         )
         mine = [i for i in reply.get("Items", []) if i.get(names.SORT_KEY) == item[names.SORT_KEY]]

@@ -63,7 +63,7 @@ def indexes(shape: TableShape) -> list[Index]:
     found = []
     for index in shape.indexes:
         # A GSI added to a live table is an online backfill; an LSI exists only from the table's creation.
-        sort_key = attribute(index.keys[1]) if len(index.keys) > 1 else None
+        sort_key = attribute(index.sort_keys[0]) if len(index.sort_keys) == 1 else None
         common = dict(
             index_name=index.name,
             projection_type=dynamodb.ProjectionType(index.projection),
@@ -74,10 +74,19 @@ def indexes(shape: TableShape) -> list[Index]:
             found.append(Index(False, dict(common, sort_key=sort_key)))
             continue
         caps = index.on_demand_throughput or {}
+        # A multi-attribute key (up to four attributes each) takes the CDK's partition_keys/sort_keys, in order;
+        # a single-attribute index keeps partition_key/sort_key, so its template is unchanged.
+        keys: dict[str, Any] = (
+            dict(
+                partition_keys=[attribute(k) for k in index.partition_keys],
+                sort_keys=[attribute(k) for k in index.sort_keys] or None,
+            )
+            if index.multi_attribute
+            else dict(partition_key=attribute(index.partition_keys[0]), sort_key=sort_key)
+        )
         props = dict(
             common,
-            partition_key=attribute(index.keys[0]),
-            sort_key=sort_key,
+            **keys,
             max_read_request_units=caps.get("MaxReadRequestUnits"),
             max_write_request_units=caps.get("MaxWriteRequestUnits"),
             warm_throughput=warm_throughput(index.warm_throughput),
