@@ -20,7 +20,7 @@ resource and principal in ``fields``), :class:`RefusedError` (exit 3: a safety g
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import ParamSpec, TypeVar
 
 from doctable.core.aws import user_errors
@@ -47,6 +47,146 @@ def typed_errors(function: Callable[P, R]) -> Callable[P, R]:
 
 
 # ---- changing an environment (doctable/lifecycle/) and verify (doctable/verify/) ----
+from contract.findings import Finding  # noqa: E402
+from doctable.lifecycle import deploy as _deploy  # noqa: E402
+from doctable.lifecycle import preflight as _preflight  # noqa: E402
+from doctable.lifecycle import reconcile as _reconcile  # noqa: E402
+from doctable.lifecycle import teardown as _teardown  # noqa: E402
+from doctable.lifecycle.results import (  # noqa: E402
+    INDEX_TIMEOUT,
+    ConversionStep,
+    DeployResult,
+    DriftRow,
+    IndexStep,
+    PreflightFinding,
+    PreflightResult,
+    ReconcileResult,
+    TeardownResult,
+)
+from doctable.verify import command as _verify  # noqa: E402
+from doctable.verify.record import DEFAULT_TIMEOUT as _VERIFY_TIMEOUT  # noqa: E402
+from doctable.verify.record import SkippedCheck, VerifyResult, VerifyRow  # noqa: E402
+
+verify = typed_errors(_verify.verify)
+preflight = typed_errors(_preflight.preflight)
+reconcile = typed_errors(_reconcile.reconcile)
+teardown = typed_errors(_teardown.teardown)
+
+
+@typed_errors
+def deploy(
+    target: Target,
+    *,
+    allow_destructive: bool = False,
+    require_binding: bool = False,
+    outputs_file: str | None = None,
+    cdk_output: str | None = None,
+    no_verify: bool = False,
+    verify_timeout: float = _VERIFY_TIMEOUT,
+    index_timeout: float = INDEX_TIMEOUT,
+    extra_findings: Sequence[Finding] = (),
+    ask: Callable[[str], str] | None = None,
+    cdk_to_stdout: bool = False,
+    on_findings: Callable[[DeployResult], None] | None = None,
+) -> DeployResult:
+    """``doctable deploy``: preflight, the gate, cdk deploy, then :func:`verify` of what it deployed (docs/api.md
+    says what each parameter does)."""
+    return _deploy.deploy(
+        target,
+        allow_destructive=allow_destructive,
+        require_binding=require_binding,
+        outputs_file=outputs_file,
+        cdk_output=cdk_output,
+        no_verify=no_verify,
+        verify_timeout=verify_timeout,
+        index_timeout=index_timeout,
+        extra_findings=extra_findings,
+        ask=ask,
+        cdk_to_stdout=cdk_to_stdout,
+        on_findings=on_findings,
+        verifier=verify,
+    )
+
+# previews (doctable/operate/preview.py): deploy's and teardown's runs handed in
+from doctable.operate import preview as _preview  # noqa: E402
+from doctable.operate.preview import (  # noqa: E402
+    NotAPreview,
+    PreviewInfo,
+    PreviewList,
+    PreviewOutcome,
+    PreviewTeardown,
+)
+
+
+@typed_errors
+def preview_deploy(
+    target: Target,
+    *,
+    name: str,
+    template: str,
+    expires: str = _preview.rules.DEFAULT_EXPIRES,
+    allow_destructive: bool = False,
+    no_verify: bool = False,
+    verify_timeout: float = _VERIFY_TIMEOUT,
+    cdk_output: str | None = None,
+    outputs_file: str | None = None,
+    ask: Callable[[str], str] | None = None,
+    cdk_to_stdout: bool = False,
+    on_findings: Callable[[DeployResult], None] | None = None,
+) -> DeployResult:
+    """``doctable preview deploy NAME --from TEMPLATE``: :func:`deploy` of the preview (docs/api.md)."""
+    return _preview.deploy(
+        target,
+        name=name,
+        template=template,
+        expires=expires,
+        deployer=deploy,
+        allow_destructive=allow_destructive,
+        no_verify=no_verify,
+        verify_timeout=verify_timeout,
+        cdk_output=cdk_output,
+        outputs_file=outputs_file,
+        ask=ask,
+        cdk_to_stdout=cdk_to_stdout,
+        on_findings=on_findings,
+    )
+
+
+preview_list = typed_errors(_preview.list_previews)
+
+
+@typed_errors
+def preview_destroy(
+    target: Target,
+    *,
+    name: str,
+    yes: bool = False,
+    allow_destructive: bool = False,
+    timeout: float = 1800.0,
+    ask: Callable[[str], str] | None = None,
+) -> PreviewTeardown:
+    """``doctable preview destroy NAME``: teardown of one preview (docs/api.md)."""
+    return _preview.destroy(
+        target, name=name, yes=yes, allow_destructive=allow_destructive, timeout=timeout, ask=ask,
+        teardowner=_teardown.run_teardown,
+    )  # fmt: skip
+
+
+@typed_errors
+def preview_gc(
+    target: Target,
+    *,
+    yes: bool = False,
+    allow_destructive: bool = False,
+    timeout: float = 1800.0,
+    ask: Callable[[str], str] | None = None,
+) -> PreviewTeardown:
+    """``doctable preview gc``: teardown of every expired preview (docs/api.md)."""
+    return _preview.gc(
+        target, yes=yes, allow_destructive=allow_destructive, timeout=timeout, ask=ask,
+        teardowner=_teardown.run_teardown,
+    )  # fmt: skip
+
 
 # ---- the day-to-day commands (doctable/operate/) and the plan (doctable/plan/) ----
 from doctable.operate import bootstrap as _bootstrap  # noqa: E402
@@ -80,6 +220,31 @@ bootstrap = typed_errors(_bootstrap.bootstrap)
 plan = typed_errors(_cost.plan)
 
 __all__ = [
+    "ConversionStep",
+    "DeployResult",
+    "IndexStep",
+    "deploy",
+    "DriftRow",
+    "ReconcileResult",
+    "reconcile",
+    "NotAPreview",
+    "PreviewInfo",
+    "PreviewList",
+    "PreviewOutcome",
+    "PreviewTeardown",
+    "preview_deploy",
+    "preview_destroy",
+    "preview_gc",
+    "preview_list",
+    "TeardownResult",
+    "teardown",
+    "PreflightFinding",
+    "PreflightResult",
+    "preflight",
+    "SkippedCheck",
+    "VerifyResult",
+    "VerifyRow",
+    "verify",
     "BootstrapResult",
     "PolicyAction",
     "bootstrap",

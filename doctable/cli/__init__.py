@@ -13,13 +13,11 @@ from importlib import metadata
 from typing import Any, NoReturn
 
 from doctable import api, local_adapter
-from doctable.cli import plan
+from doctable.cli import plan, preview
 from doctable.cli.arguments import target_of
+from doctable.cli.lifecycle import deploy, preflight, reconcile, teardown, verify
 from doctable.cli.operate import bootstrap, invoke, ledger, logs, policy, replay, settings, watch
 from doctable.core.errors import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, UserError, exit_code_of
-from doctable.lifecycle import deploy, preflight, reconcile, teardown
-from doctable.operate import preview
-from doctable.verify import command as verify
 
 DESCRIPTION = (
     "The document table on AWS, done right: deploy it, check it, operate it, and run it all on an embedded "
@@ -95,15 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
         bootstrap,
     ):
         command.register(sub)
-    # Previews reuse deploy's and teardown's runs, which sit on the floor beside operate/: handed in from here,
-    # with every default of deploy's own arguments (what `doctable deploy` alone would run with).
-    deploy_defaults = vars(sub.choices["deploy"].parse_args([]))
-    preview.register(
-        sub,
-        preview.Lifecycle(
-            deploy=deploy.cmd_deploy, teardown=teardown.run_teardown, deploy_defaults=deploy_defaults
-        ),
-    )
+    preview.register(sub)  # its deploy and teardown are doctable.api's: it hands deploy's and teardown's in
     return parser
 
 

@@ -4,7 +4,6 @@ is the ``doctable ledger`` command; verify and teardown write the ledger through
 
 from __future__ import annotations
 
-import argparse
 import getpass
 import json
 import os
@@ -281,9 +280,10 @@ def write_ledger(directory: Path, ledger: dict[str, Any]) -> tuple[Path, Path]:
 
 
 # ---------------------------------------------------------------------------------------------- command
-def region_hint(args: argparse.Namespace, table: str) -> str | None:
-    """The region the ledger last recorded the stack in (a hint when the stack is not found here)."""
-    previous = load_ledger(ledger_dir(getattr(args, "ledger_dir", None)), table)
+def region_hint(directory: str | None, table: str) -> str | None:
+    """The region the ledger in ``directory`` (None: :func:`ledger_dir`'s default) last recorded the stack in (a
+    hint when the stack is not found here)."""
+    previous = load_ledger(ledger_dir(directory), table)
     return ((previous or {}).get("realized") or {}).get("region")
 
 
@@ -298,24 +298,29 @@ def _retained(aws: Aws, deployment: Deployment) -> dict[str, Any]:
 
 
 def record_ledger(
-    args: argparse.Namespace,
+    ledger_directory: str | None,
     aws: Aws,
     deployment: Deployment,
     record: dict[str, Any] | None = None,
     torn_down: bool = False,
     kept: dict[str, Any] | None = None,
+    *,
+    state_directory: str | None = None,
+    resolved_by: str | None = None,
 ) -> tuple[dict[str, Any], tuple[Path, Path]]:
-    """Build and write the ledger entry; ``record`` is verify's run (default: the last one kept on disk); ``kept``:
-    what a teardown left on purpose besides the table (a subscriber's retained failure bucket)."""
-    directory = ledger_dir(getattr(args, "ledger_dir", None))
+    """Build and write the ledger entry in ``ledger_directory`` (None: :func:`ledger_dir`'s default); ``record``
+    is verify's run (default: the last one kept in ``state_directory``); ``kept``: what a teardown left on purpose
+    besides the table (a subscriber's retained failure bucket); ``resolved_by``: who confirmed the knobs (default:
+    $DOCTABLE_RESOLVED_BY, else the user)."""
+    directory = ledger_dir(ledger_directory)
     table = deployment.config.table_name
     if record is None:
-        record = load_record(state_dir(getattr(args, "state_dir", None)), table)
+        record = load_record(state_dir(state_directory), table)
     entry = build_ledger(
         deployment,
         record,
         load_ledger(directory, table),
-        resolved_by=getattr(args, "resolved_by", None),
+        resolved_by=resolved_by,
         retained={**_retained(aws, deployment), **(kept or {})},
         torn_down=torn_down,
     )

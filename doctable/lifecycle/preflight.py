@@ -3,8 +3,7 @@ and whether a borrowed consumer exists and can read the stream."""
 
 from __future__ import annotations
 
-import argparse
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from contract.findings import Finding, Level, destructive
 from doctable.capabilities import drift, table_security
@@ -12,8 +11,10 @@ from doctable.capabilities.drift import REGISTRY
 from doctable.capabilities.ownership import environment_findings
 from doctable.capabilities.protocol import Observed, observe
 from doctable.core.aws import Aws, user_errors
-from doctable.core.command import add_command, connect, print_json
-from doctable.core.render import now_iso, text_table
+from doctable.core.command import connect
+from doctable.core.render import now_iso
+from doctable.core.target import Target
+from doctable.lifecycle.results import PreflightResult, findings_of
 
 if TYPE_CHECKING:
     from contract.knobs import DocTableConfig
@@ -176,83 +177,26 @@ def split_drift(observed: Observed, diff: list[Finding]) -> list[Finding]:
     return kept
 
 
-def _level_text(finding: Finding) -> str:
-    """The level, with ``!`` on a destructive change (the deploy gate asks before it goes ahead)."""
-    return f"{finding.level}!" if destructive([finding]) else str(finding.level)
-
-
-def render_findings(findings: list[Finding]) -> str:
-    return text_table(
-        ["level", "code", "subject", "live", "declared", "what the deploy will do"],
-        [[_level_text(f), f.code, f.subject, f.live, f.declared, f.effect] for f in findings],
-        limit=160,
-    )
-
-
 # ---------------------------------------------------------------------------------------------- command
-def cmd_preflight(args: argparse.Namespace) -> int:
-    config, aws, deployment = connect(args, same_region=False)
+def preflight(target: Target, *, strict: bool = False) -> PreflightResult:
+    """What a deploy of ``target`` would do, observed (nothing changed); ``go`` False when a finding stops the
+    deploy (STOP; with ``strict``, WARN too)."""
+    config, aws, deployment = connect(target, same_region=False, command="preflight")
     with user_errors(f"preflight of {config.stack_name}"):
         findings = run_preflight(aws, deployment)
     stops = [f for f in findings if f.level is Level.STOP]
     warns = [f for f in findings if f.level is Level.WARN]
-    drifted = [f for f in findings if f.level is Level.DRIFT]
-    changes = [f for f in findings if f.level is not Level.DRIFT]
-    dangerous = destructive(findings)
-    blocked = bool(stops) or (args.strict and bool(warns))
-    if args.json:
-        print_json(
-            {
-                "kind": "doctable-preflight",
-                "table": config.table_name,
-                "stack": config.stack_name,
-                "region": aws.region,
-                "at": now_iso(),
-                "go": not blocked,
-                "knobs_source": deployment.knobs_source,
-                "pending": [p.as_dict() for p in deployment.pending],
-                "overrides": [o.as_dict() for o in deployment.overrides],
-                "destructive": list(dict.fromkeys(f.code for f in dangerous)),
-                "findings": [f.as_dict() for f in changes],
-                "drift": [f.as_dict() for f in drifted],
-            }
-        )
-    else:
-        print(f"preflight of {config.stack_name} (table {config.table_name}) in {aws.region}:")
-        print("what this deploy changes:")
-        print(render_findings(changes))
-        print()
-        if drifted:
-            print(
-                "drift CloudFormation will not repair (the deploy leaves it; `doctable reconcile` lists the repairs):"
-            )
-            print(render_findings(drifted))
-            print()
-        if dangerous:
-            print(
-                f"{len(dangerous)} destructive change(s), marked ! above "
-                f"({', '.join(dict.fromkeys(f.code for f in dangerous))}): the deploy asks before it goes ahead"
-            )
-        if stops:
-            print(f"STOP: {stops[0].effect}" + (f" (+{len(stops) - 1} more)" if len(stops) > 1 else ""))
-        elif blocked:
-            print("STOP (--strict): resolve the warnings first")
-        else:
-            print("go: nothing blocks the deploy" + (f" ({len(warns)} warning(s) above)" if warns else ""))
-    return 1 if blocked else 0
-
-
-def register(sub: Any) -> None:
-    preflight = add_command(
-        sub,
-        "preflight",
-        cmd_preflight,
-        help="observe before a deploy: foreign same-named table, what the update does to a live table, consumer",
-        description="Observe before deploying (doctable deploy runs it first): a same-named table outside the "
-        "stack, what the update does to the live table and what it costs, the consumer's grants. Each finding "
-        "has a stable code, a destructive flag and before/after values (--json). Changes nothing. Exit 1 when a "
-        "finding stops the deploy (STOP; with --strict, warnings too).",
-        json_help="print the findings as JSON on stdout",
+    return PreflightResult(
+        table=config.table_name,
+        stack=config.stack_name,
+        region=aws.region,
+        at=now_iso(),
+        go=not (bool(stops) or (strict and bool(warns))),
+        strict=strict,
+        knobs_source=deployment.knobs_source,
+        pending=tuple(p.as_dict() for p in deployment.pending),
+        overrides=tuple(o.as_dict() for o in deployment.overrides),
+        destructive=tuple(dict.fromkeys(f.code for f in destructive(findings))),
+        findings=findings_of([f for f in findings if f.level is not Level.DRIFT]),
+        drift=findings_of([f for f in findings if f.level is Level.DRIFT]),
     )
-    preflight.add_argument("--strict", action="store_true", help="warnings stop the deploy too")
-    preflight.add_argument("--ledger-dir", help=argparse.SUPPRESS)

@@ -6,7 +6,6 @@ settings and tags as its declaration says: doctable/capabilities/mapping.py), af
 
 from __future__ import annotations
 
-import argparse
 import functools
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -22,10 +21,12 @@ from doctable.capabilities.protocol import Drift, observe_table
 from doctable.capabilities.repairs import MappingRepair, plan_mapping_repairs, restore_mapping
 from doctable.core.answers import error_code
 from doctable.core.aws import Aws, failure_fields, user_errors
-from doctable.core.command import add_command, connect, print_json, seconds
+from doctable.core.command import connect
 from doctable.core.errors import RefusedError, UserError
 from doctable.core.live import MAPPING_ON_STATES
-from doctable.core.render import Progress, now_iso, text_table
+from doctable.core.render import Progress, now_iso
+from doctable.core.target import Target
+from doctable.lifecycle.results import DriftRow, ReconcileResult
 
 if TYPE_CHECKING:
     from doctable.core.deployment import Deployment
@@ -38,15 +39,6 @@ SETTLED_MAPPING_STATES = (*MAPPING_ON_STATES, "Disabled")
 
 def ttl_rate_limited(exc: ClientError) -> bool:
     return error_code(exc) == "ValidationException" and TTL_RATE_LIMIT_MESSAGE in str(exc)
-
-
-def render_drift(drifts: list[Drift], *, applying: bool) -> str:
-    verb = "will call" if applying else "would call"
-    return text_table(
-        ["drifted", "live", "declared", f"reconcile {verb}"],
-        [[d.subject, d.live, d.declared, d.action] for d in drifts],
-        limit=120,
-    )
 
 
 def _wait_mapping_settled(aws: Aws, uuid: str | None, timeout: float, progress: Progress) -> None:
@@ -145,14 +137,16 @@ def read_drift(aws: Aws, deployment: Deployment) -> tuple[dict[str, Any], list[D
     return table, detect(observe_table(aws, deployment, table)), subscriber_drift(aws, deployment)
 
 
-def cmd_reconcile(args: argparse.Namespace) -> int:
-    config, aws, deployment = connect(args)
+def reconcile(target: Target, *, apply: bool = False, timeout: float = 120.0) -> ReconcileResult:
+    """The drift of ``target``'s table, its replicas and its mappings; with ``apply``, the repair calls made (a
+    busy mapping awaited up to ``timeout`` seconds) and the drift read again."""
+    config, aws, deployment = connect(target, command="reconcile")
     if deployment.exists and not deployment.recorded:
         raise RefusedError(
             f"stack {config.stack_name} records no {names.OUT_KNOBS} output, so its declared configuration is "
             "unknown: redeploy it (the stack then records its knobs) before reconciling"
         )
-    progress = Progress("doctable reconcile", quiet=args.quiet)
+    progress = Progress("doctable reconcile", quiet=target.quiet)
     with user_errors(f"reading the drift of {config.stack_name}"):
         table, table_drifts, mapping_drifts = read_drift(aws, deployment)
     drifts: list[Drift] = [*table_drifts, *mapping_drifts]
@@ -160,65 +154,19 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     calls = len(repairs) + len(mapping_repairs)
     done: list[str] = []
     after = drifts
-    if args.apply and calls:
-        done = apply_all(aws, deployment, table, repairs, timeout=args.timeout, progress=progress)
-        done = apply_mapping_repairs(aws, mapping_repairs, done, timeout=args.timeout, progress=progress)
+    if apply and calls:
+        done = apply_all(aws, deployment, table, repairs, timeout=timeout, progress=progress)
+        done = apply_mapping_repairs(aws, mapping_repairs, done, timeout=timeout, progress=progress)
         with user_errors(f"re-reading {config.stack_name} after the repairs"):
             _, again, again_mappings = read_drift(aws, deployment)
             after = [*again, *again_mappings]
-    if args.json:
-        print_json(
-            {
-                "kind": "doctable-reconcile",
-                "stack": config.stack_name,
-                "table": deployment.table_name,
-                "at": now_iso(),
-                "applied": args.apply,
-                "drift": [d.as_dict() for d in drifts],
-                "restored": done,
-                "remaining": [d.as_dict() for d in after] if args.apply else None,
-            }
-        )
-    elif not drifts:
-        print(
-            f"no drift: {deployment.table_name} and its mappings are as stack {config.stack_name} declares them"
-        )
-    else:
-        print(
-            f"drift on {config.stack_name} (table {deployment.table_name}) that CloudFormation will not repair:"
-        )
-        print(render_drift(drifts, applying=args.apply))
-        if not args.apply:
-            print()
-            print(f"dry run: nothing changed; `doctable reconcile --apply` makes the {calls} call(s) above")
-        elif after:
-            print()
-            print("after the repairs, still drifted:")
-            print(render_drift(after, applying=False))
-        else:
-            print()
-            print(f"reconciled: re-read, nothing drifted ({len(done)} properties restored)")
-    return 1 if after else 0
-
-
-def register(sub: Any) -> None:
-    reconcile = add_command(
-        sub,
-        "reconcile",
-        cmd_reconcile,
-        help="restore settings changed behind the stack (TTL, PITR, tags, deletion protection, mapping, Kinesis "
-        "destination; each replica's PITR and deletion protection; each subscriber's mapping); "
-        "dry run unless --apply",
-        description="Compare the live table (and each replica of a global table, in its region), the mapping and "
-        "each subscriber's mapping with "
-        "the knobs the stack was deployed with and restore each drifted property through the service APIs. Exit 0: nothing drifted (after --apply: nothing left); "
-        "1: drift remains (always after a dry run with drift); 2 bad input, 4 AWS refused (as `doctable --help` says).",
-        json_help="print the drift and what was restored as JSON on stdout",
-    )
-    reconcile.add_argument("--apply", action="store_true", help="make the calls (default: list them only)")
-    reconcile.add_argument(
-        "--timeout",
-        type=seconds,
-        default=120.0,
-        help="bound of the wait for a busy mapping to settle before its repair, seconds (120)",
+    return ReconcileResult(
+        stack=config.stack_name,
+        table=deployment.table_name,
+        at=now_iso(),
+        applied=apply,
+        calls=calls,
+        drift=tuple(DriftRow.of(d) for d in drifts),
+        restored=tuple(done),
+        remaining=tuple(DriftRow.of(d) for d in after) if apply else None,
     )

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,18 +15,20 @@ from contract.knobs import MANAGED_BY
 from doctable.capabilities.protocol import TABLE_TYPES
 from doctable.core.answers import call_or_none, is_not_found
 from doctable.core.aws import Aws, bucket_exists, user_errors
-from doctable.core.command import add_command, connect, print_json, seconds
+from doctable.core.command import connect
 from doctable.core.context import describe_stack
 from doctable.core.deployment import Deployment, is_ours, table_tags
 from doctable.core.errors import RefusedError
 from doctable.core.ledger import record_ledger
 from doctable.core.render import Progress, now_iso
+from doctable.core.target import Target
 from doctable.lifecycle.global_table import (
     ReplicaStack,
     delete_replica_stacks,
     find_replica_stacks,
     lift_replica_protection,
 )
+from doctable.lifecycle.results import TeardownResult
 from doctable.lifecycle.subscriber_resources import retained_key, subscriber_mappings, subscriber_owners
 
 RETAIN_POLICIES = ("Retain", "RetainExceptOnCreate", "Snapshot")
@@ -224,10 +224,11 @@ def describe_plan(plan: Plan) -> list[str]:
     return lines + [f"  note: {n}" for n in plan.notes]
 
 
-def confirm(plan: Plan, assume_yes: bool, read: Callable[[str], str] = input) -> None:
+def confirm(plan: Plan, assume_yes: bool, read: Callable[[str], str] | None = None) -> None:
+    """``assume_yes``, or the stack's name typed at ``read`` (the terminal's question; None: no terminal)."""
     if assume_yes:
         return
-    if not sys.stdin.isatty():
+    if read is None:
         raise RefusedError("teardown needs a confirmation: run it in a terminal, or pass --yes")
     stack = plan.deployment.config.stack_name
     answer = read(f"type the stack name ({stack}) to delete it: ").strip()
@@ -413,7 +414,7 @@ def run_teardown(
     lift: bool,
     timeout: float,
     progress: Progress,
-    read: Callable[[str], str] = input,
+    read: Callable[[str], str] | None = None,
 ) -> tuple[Plan, Outcome]:
     with user_errors(f"planning the teardown of {deployment.config.stack_name}"):
         plan = plan_teardown(aws, deployment)
@@ -434,66 +435,47 @@ def run_teardown(
 
 
 # ---------------------------------------------------------------------------------------------- command
-def cmd_teardown(args: argparse.Namespace) -> int:
-    config, aws, deployment = connect(args)
-    progress = Progress("doctable teardown", quiet=args.quiet)
+def teardown(
+    target: Target,
+    *,
+    yes: bool = False,
+    lift_deletion_protection: bool = False,
+    timeout: float = 1800.0,
+    ledger: bool = False,
+    ledger_dir: str | None = None,
+    state_dir: str | None = None,
+    ask: Callable[[str], str] | None = None,
+) -> TeardownResult:
+    """Remove ``target``'s stack once it is shown to be ours and confirmed (``yes``, or the stack's name typed at
+    ``ask``, the terminal's question: None refuses without ``yes``); then what is gone and what is retained."""
+    config, aws, deployment = connect(target, command="teardown")
+    progress = Progress("doctable teardown", quiet=target.quiet)
     plan, outcome = run_teardown(
         aws,
         deployment,
-        assume_yes=args.yes,
-        lift=args.lift_deletion_protection,
-        timeout=args.timeout,
+        assume_yes=yes,
+        lift=lift_deletion_protection,
+        timeout=timeout,
         progress=progress,
+        read=ask,
     )
-    if args.ledger:
+    if ledger:
         kept = {retained_key(b.owner): b.physical_id for b in plan.of_type("AWS::S3::Bucket")
                 if b.owner and any(r.startswith(b.label) for r in outcome.retained)}  # fmt: skip
-        record_ledger(args, aws, describe_stack(aws, config), torn_down=True, kept=kept)
-    if args.json:
-        print_json(
-            {"kind": "doctable-teardown", "stack": config.stack_name, "at": now_iso(), **outcome.as_dict()}
+        record_ledger(
+            ledger_dir, aws, describe_stack(aws, config), torn_down=True, kept=kept, state_directory=state_dir
         )
-    else:
-        for title, items in (
-            ("removed", outcome.removed),
-            ("emptied first", outcome.emptied),
-            ("retained on purpose", outcome.retained),
-            ("STILL PRESENT", outcome.still_present),
-            ("notes", outcome.notes),
-        ):
-            if items:
-                print(f"{title}:")
-                for item in items:
-                    print(f"  - {item}")
-        print(
-            "teardown complete: nothing left that is not retained" if outcome.clean else "teardown INCOMPLETE"
-        )
-    return 0 if outcome.clean else 1
+    return result_of(config.stack_name, outcome, ledger_written=ledger)
 
 
-def register(sub: Any) -> None:
-    teardown = add_command(
-        sub,
-        "teardown",
-        cmd_teardown,
-        help="remove one environment's stack (ownership-checked, confirmed) and verify what is gone or retained",
-        description="Delete one environment's stack after checking the table is ours (ManagedBy tag) and "
-        "asking for confirmation (--yes skips it); empty its buckets first in destroyable environments; then "
-        "check what is gone and list what is retained on purpose. Exit 1 when something is still present.",
-        json_help="print the outcome as JSON on stdout",
+def result_of(stack: str, outcome: Outcome, *, ledger_written: bool = False) -> TeardownResult:
+    return TeardownResult(
+        stack=stack,
+        at=now_iso(),
+        removed=tuple(outcome.removed),
+        retained=tuple(outcome.retained),
+        still_present=tuple(outcome.still_present),
+        emptied=tuple(outcome.emptied),
+        notes=tuple(outcome.notes),
+        ledger_written=ledger_written,
     )
-    teardown.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
-    teardown.add_argument(
-        "--lift-deletion-protection",
-        action="store_true",
-        help="proceed although the table has deletion protection (lifted only where the stack deletes the table)",
-    )
-    teardown.add_argument(
-        "--timeout",
-        type=seconds,
-        default=1800.0,
-        help="bound of the stack deletion wait, and of each resource's absence check after it, seconds (1800)",
-    )
-    teardown.add_argument("--ledger", action="store_true", help="also write the ledger (status gone)")
-    teardown.add_argument("--ledger-dir", help="ledger directory (default: $DOCTABLE_LEDGER_DIR or ./ledger)")
-    teardown.add_argument("--state-dir", help=argparse.SUPPRESS)

@@ -5,20 +5,19 @@ cdk deploy, verify) with the preview context; ``list`` shows each preview stack,
 and ``gc`` tear previews down through ``doctable teardown``'s path (its ownership check, plan, confirmation and
 absence check) once each is shown to be a preview of this project. Expiry is judged by the clock of the AWS it talks
 to (the ``Date`` header of its answers), never this machine's. deploy and teardown live on the floor beside this
-one: doctable/cli.py hands them in (:class:`Lifecycle`).
+one: doctable.api hands their functions in (``deployer``, ``teardowner``).
 """
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import datetime as dt
-import functools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 from contract.findings import Finding, Level
 from contract.knobs import PROD_TIER, STACK_PREFIX, ConfigError, resolve_config
@@ -27,25 +26,18 @@ from contract.settings.resolve import FILE_NAME, SettingsFile, load_settings, se
 from doctable.capabilities.protocol import TABLE_TYPES, stack_physical_ids
 from doctable.core.answers import call_or_none
 from doctable.core.aws import Aws, user_errors
-from doctable.core.command import add_command, connect_aws, print_json, seconds
+from doctable.core.command import connect_aws
 from doctable.core.context import describe_stack, resolve_run
 from doctable.core.deployment import Deployment, use_deployed_knobs
 from doctable.core.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, RefusedError, UserError
-from doctable.core.render import Progress, text_table
+from doctable.core.render import Progress
+from doctable.core.target import Target, override_pair
 
 PROD_ACCOUNT = "preview.prod_account"
 ALLOW_FLAG = "--allow-destructive"
-YES_NO = ("no", "yes")
-
-
-@dataclass(frozen=True)
-class Lifecycle:
-    """What a preview reuses of the lifecycle commands: ``doctable deploy``'s run (its arguments), and
-    ``doctable teardown``'s (aws, deployment, assume_yes=, lift=, timeout=, progress=) -> (plan, outcome)."""
-
-    deploy: Callable[[argparse.Namespace], int]
-    teardown: Callable[..., tuple[Any, Any]]
-    deploy_defaults: Mapping[str, Any] = field(default_factory=dict)
+D = TypeVar("D")
+# ``doctable teardown``'s run: (aws, deployment, assume_yes=, lift=, timeout=, progress=, read=) -> (plan, outcome)
+Teardowner = Callable[..., tuple[Any, Any]]
 
 
 # ---------------------------------------------------------------------------------------------- reading
@@ -142,8 +134,8 @@ def prod_findings(found: Survey, aws: Aws) -> list[Finding]:
     ]
 
 
-def _settings(args: argparse.Namespace) -> SettingsFile:
-    path = settings_path(getattr(args, "config", None), os.environ)
+def _settings(target: Target) -> SettingsFile:
+    path = settings_path(target.config, os.environ)
     try:
         settings = load_settings(path) if path is not None else SettingsFile(path=Path(FILE_NAME))
         settings.project_name = settings.project  # the default (the repository's) resolved, or refused, once
@@ -159,9 +151,9 @@ def _env(settings: SettingsFile, name: str) -> str:
         raise UserError(str(exc)) from None
 
 
-def _connect(args: argparse.Namespace, settings: SettingsFile) -> Aws:
+def _connect(target: Target, settings: SettingsFile) -> Aws:
     """The session (--region, else [previews] region, else AWS_REGION), its account checked against [previews]'."""
-    aws = Aws.connect(args.region or settings.previews.region, profile=args.profile)
+    aws = Aws.connect(target.region or settings.previews.region, profile=target.profile)
     aws.identity()
     bound = settings.previews.account
     if bound and aws.account != bound:
@@ -173,88 +165,171 @@ def _connect(args: argparse.Namespace, settings: SettingsFile) -> Aws:
 
 
 # ---------------------------------------------------------------------------------------------- deploy
-def _deploy_args(
-    lifecycle: Lifecycle, args: argparse.Namespace, env: str, preview: rules.Preview, found: Any = ()
-) -> argparse.Namespace:
-    """``doctable deploy``'s arguments for the preview: its environment, context and warnings (in its --json)."""
-    return argparse.Namespace(
-        **{
-            **lifecycle.deploy_defaults,
-            **vars(args),
-            "env_name": env,
-            "context": [*(args.context or []), preview.context_pair()],
-            "extra_findings": list(found),
-        }
-    )
+def _deploy_target(target: Target, env: str, preview: rules.Preview) -> Target:
+    """``doctable deploy``'s target for the preview: its environment, and its context after this run's."""
+    knob, value = override_pair(preview.context_pair())
+    return dataclasses.replace(target, env=env, overrides={**target.overrides, knob: value})
 
 
-def cmd_deploy(lifecycle: Lifecycle, args: argparse.Namespace) -> int:
-    settings = _settings(args)
-    env = _env(settings, args.name)
+def deploy(
+    target: Target, *, name: str, template: str, expires: str = rules.DEFAULT_EXPIRES,
+    deployer: Callable[..., D], **deploy_options: Any,
+) -> D:  # fmt: skip
+    """Preview ``name`` deployed from the declared environment ``template`` through ``deployer`` (doctable
+    deploy's function, given ``deploy_options``), expiring ``expires`` after now by AWS's clock; a prod-tier stack
+    where it deploys is a WARN among the deploy's findings."""
+    settings = _settings(target)
+    env = _env(settings, name)
     try:
-        lifetime = rules.parse_duration(args.expires)
+        lifetime = rules.parse_duration(expires)
     except rules.PreviewError as exc:
         raise UserError(str(exc)) from None
     # Every refusal of the settings (borrowed resources, names) before any AWS call; the expiry is AWS's below.
-    provisional = rules.Preview(args.template, rules.format_time(dt.datetime.now(dt.UTC)))
-    resolved = resolve_run(_deploy_args(lifecycle, args, env, provisional))
-    aws = connect_aws(args, resolved)
+    provisional = rules.Preview(template, rules.format_time(dt.datetime.now(dt.UTC)))
+    resolved = resolve_run(_deploy_target(target, env, provisional))
+    aws = connect_aws(target, resolved)
     found = survey(aws, settings)
-    progress = Progress("doctable preview deploy", quiet=args.quiet)
+    progress = Progress("doctable preview deploy", quiet=target.quiet)
     for finding in (warnings := prod_findings(found, aws)):
         progress.say(f"{finding.level} {finding.code}: {finding.subject} ({finding.live}): {finding.effect}")
-    preview = rules.Preview(args.template, rules.format_time(found.now + dt.timedelta(seconds=lifetime)))
+    preview = rules.Preview(template, rules.format_time(found.now + dt.timedelta(seconds=lifetime)))
     progress.say(
-        f"preview {env} from {args.template} (tier {rules.PREVIEW_TIER}), expires {preview.expires_at} by AWS's "
+        f"preview {env} from {template} (tier {rules.PREVIEW_TIER}), expires {preview.expires_at} by AWS's "
         f"clock (now {rules.format_time(found.now)})"
     )
-    return lifecycle.deploy(_deploy_args(lifecycle, args, env, preview, warnings))
+    return deployer(_deploy_target(target, env, preview), extra_findings=warnings, **deploy_options)
+
+
+# ---------------------------------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class PreviewInfo:
+    """One preview stack as the survey found it: its environment (``name``), template, status, creation, age and
+    expiry by AWS's clock."""
+
+    name: str
+    stack: str
+    template: str
+    status: str
+    created: str | None
+    age_seconds: int | None
+    expires_at: str
+    expired: bool
+
+    @classmethod
+    def of(cls, preview: rules.PreviewStack, now: dt.datetime) -> PreviewInfo:
+        return cls(**preview.as_dict(now))
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class NotAPreview:
+    """A stack that looks like a preview (its tags or name) but is not one of this project's: why (``code``)."""
+
+    stack: str
+    code: str
+    why: str
+
+
+@dataclass(frozen=True)
+class PreviewList:
+    """The previews of the account's region (``now``: AWS's clock, which they expire by) and the look-alikes
+    skipped. ``to_json()`` is ``doctable preview list --json``'s document."""
+
+    kind: ClassVar[str] = "doctable-preview-list"
+
+    account: str
+    region: str
+    prefix: str
+    now: str
+    previews: tuple[PreviewInfo, ...]
+    skipped: tuple[NotAPreview, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "account": self.account,
+            "region": self.region,
+            "prefix": self.prefix,
+            "now": self.now,
+            "clock": "AWS (the Date header of its answer)",
+            "previews": [p.as_dict() for p in self.previews],
+            "skipped": [dataclasses.asdict(s) for s in self.skipped],
+        }
+
+
+def _listing(aws: Aws, settings: SettingsFile, found: Survey) -> PreviewList:
+    return PreviewList(
+        account=aws.account,
+        region=aws.region,
+        prefix=settings.preview_prefix,
+        now=rules.format_time(found.now),
+        previews=tuple(PreviewInfo.of(p, found.now) for p in found.previews),
+        skipped=tuple(NotAPreview(**s) for s in found.skipped),
+    )
+
+
+@dataclass(frozen=True)
+class PreviewOutcome:
+    """One preview a destroy or gc chose: ``status`` removed, incomplete (what teardown left: ``still_present``),
+    kept (``reason``: it is no longer to be removed), refused or failed (``code``, ``error``)."""
+
+    name: str
+    stack: str
+    status: str
+    reason: str | None = None
+    code: str | None = None
+    error: str | None = None
+    removed: tuple[str, ...] = ()
+    retained: tuple[str, ...] = ()
+    still_present: tuple[str, ...] = ()
+    emptied: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def torn_down(self) -> bool:
+        return self.status in ("removed", "incomplete")
+
+    def as_dict(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"name": self.name, "stack": self.stack, "status": self.status}
+        if self.torn_down:
+            lists = ("removed", "retained", "still_present", "emptied", "notes")
+            return {
+                **found,
+                **{key: list(getattr(self, key)) for key in lists},
+                "clean": not self.still_present,
+            }
+        details = ("reason",) if self.status == "kept" else ("code", "error")
+        return {**found, **{key: getattr(self, key) for key in details}}
+
+
+@dataclass(frozen=True)
+class PreviewTeardown(PreviewList):
+    """A destroy's or gc's run: the survey (as :class:`PreviewList`), each chosen preview's outcome, and ``exit``:
+    1 when one is incomplete or failed, else 3 when one was refused, else 0."""
+
+    kind: ClassVar[str] = "doctable-preview-destroy"
+
+    action: str = "destroy"  # or gc
+    results: tuple[PreviewOutcome, ...] = ()
+    exit: int = 0
+
+    @property
+    def expired(self) -> tuple[PreviewInfo, ...]:
+        return tuple(p for p in self.previews if p.expired)
+
+    def to_json(self) -> dict[str, Any]:
+        document = {**super().to_json(), "kind": f"doctable-preview-{self.action}"}
+        return {**document, "results": [r.as_dict() for r in self.results], "exit": self.exit}
 
 
 # ---------------------------------------------------------------------------------------------- list
-def _age(seconds_: int | None) -> str:
-    if seconds_ is None:
-        return "?"
-    days, rest = divmod(max(0, seconds_), 86400)
-    return f"{days}d{rest // 3600}h" if days else f"{rest // 3600}h{rest % 3600 // 60:02d}m"
-
-
-def _document(kind: str, aws: Aws, settings: SettingsFile, found: Survey) -> dict[str, Any]:
-    return {
-        "kind": kind,
-        "account": aws.account,
-        "region": aws.region,
-        "prefix": settings.preview_prefix,
-        "now": rules.format_time(found.now),
-        "clock": "AWS (the Date header of its answer)",
-        "previews": [p.as_dict(found.now) for p in found.previews],
-        "skipped": found.skipped,
-    }
-
-
-def cmd_list(args: argparse.Namespace) -> int:
-    settings = _settings(args)
-    aws = _connect(args, settings)
-    found = survey(aws, settings)
-    if args.json:
-        print_json(_document("doctable-preview-list", aws, settings, found))
-        return EXIT_OK
-    rows = [
-        [
-            *(d[k] for k in ("name", "template", "stack")),
-            _age(d["age_seconds"]),
-            d["expires_at"],
-            YES_NO[d["expired"]],
-        ]
-        for d in (p.as_dict(found.now) for p in found.previews)
-    ]
-    print(f"previews in account {aws.account}, {aws.region} (AWS's clock: {rules.format_time(found.now)}):")
-    print(
-        text_table(["name", "template", "stack", "age", "expires", "expired"], rows) if rows else "  (none)"
-    )
-    for skipped in found.skipped:
-        print(f"  not a preview: {skipped['stack']} ({skipped['why']})")
-    return EXIT_OK
+def list_previews(target: Target) -> PreviewList:
+    """Every preview stack of the region (``target``'s region, else [previews]'), found by its tags."""
+    settings = _settings(target)
+    aws = _connect(target, settings)
+    return _listing(aws, settings, survey(aws, settings))
 
 
 # ---------------------------------------------------------------------------------------------- destroy, gc
@@ -308,34 +383,40 @@ def _still_to_remove(
 
 @dataclass(frozen=True)
 class Teardown:
-    """One destroy or gc run: its settings (to classify a stack again), whether only expired previews go (gc),
-    its arguments and its progress."""
+    """One destroy or gc run: teardown's function (``teardowner``), its settings (to classify a stack again),
+    whether only expired previews go (gc), its options and its progress."""
 
-    lifecycle: Lifecycle
+    teardowner: Teardowner
     aws: Aws
     settings: SettingsFile
-    args: argparse.Namespace
     progress: Progress
     expired_only: bool = False
+    yes: bool = False
+    allow_destructive: bool = False
+    timeout: float = 1800.0
+    ask: Callable[[str], str] | None = None
 
 
-def destroy_one(run: Teardown, preview: rules.PreviewStack) -> dict[str, Any]:
+def destroy_one(run: Teardown, preview: rules.PreviewStack) -> PreviewOutcome:
     """Teardown of one preview (its ownership check, plan, confirmation and absence check); its outcome."""
-    aws, args, progress = run.aws, run.args, run.progress
+    aws, progress = run.aws, run.progress
     why_not = _still_to_remove(aws, run.settings, preview, expired_only=run.expired_only)
     if why_not:
         progress.say(f"{preview.env}: kept ({why_not})")
-        return {"name": preview.env, "stack": preview.stack, "status": "kept", "reason": why_not}
+        return PreviewOutcome(preview.env, preview.stack, "kept", reason=why_not)
     deployment = _deployment(aws, preview)
-    _refuse_items(aws, preview, deployment, args.allow_destructive)
-    _plan, outcome = run.lifecycle.teardown(
-        aws, deployment, assume_yes=args.yes, lift=False, timeout=args.timeout, progress=progress
+    _refuse_items(aws, preview, deployment, run.allow_destructive)
+    _plan, outcome = run.teardowner(
+        aws, deployment, assume_yes=run.yes, lift=False, timeout=run.timeout, progress=progress, read=run.ask
     )
-    status = "removed" if outcome.clean else "incomplete"
-    return {"name": preview.env, "stack": preview.stack, "status": status, **outcome.as_dict()}
+    return PreviewOutcome(
+        preview.env, preview.stack, "removed" if outcome.clean else "incomplete",
+        removed=tuple(outcome.removed), retained=tuple(outcome.retained),
+        still_present=tuple(outcome.still_present), emptied=tuple(outcome.emptied), notes=tuple(outcome.notes),
+    )  # fmt: skip
 
 
-def _run_each(run: Teardown, chosen: list[rules.PreviewStack]) -> tuple[list[dict[str, Any]], int]:
+def _run_each(run: Teardown, chosen: list[rules.PreviewStack]) -> tuple[list[PreviewOutcome], int]:
     """Each chosen preview torn down in turn: one refused or failing, for any reason, is reported as data and the
     others go on. The results and the exit code: 1 when one is incomplete or failed, else 3 when one was refused,
     else 0."""
@@ -349,38 +430,24 @@ def _run_each(run: Teardown, chosen: list[rules.PreviewStack]) -> tuple[list[dic
                 "usage" if isinstance(exc, UserError) else f"internal.{type(exc).__name__}"
             )
             run.progress.say(f"{preview.env}: {status}: {exc}")
-            results.append(
-                {
-                    "name": preview.env,
-                    "stack": preview.stack,
-                    "status": status,
-                    "code": code,
-                    "error": str(exc),
-                }
-            )
-    statuses = {r["status"] for r in results}
+            results.append(PreviewOutcome(preview.env, preview.stack, status, code=code, error=str(exc)))
+    statuses = {r.status for r in results}
     if statuses & {"incomplete", "failed"}:
         return results, EXIT_FAILED
     return results, EXIT_REFUSED if "refused" in statuses else EXIT_OK
 
 
-def _print_results(results: list[dict[str, Any]]) -> None:
-    for result in results:
-        print(f"{result['name']} ({result['stack']}): {result['status']}")
-        for title in ("removed", "retained", "still_present", "notes"):
-            for item in result.get(title, []):
-                print(f"  {title}: {item}")
-        for detail in ("reason", "error"):
-            if detail in result:
-                print(f"  {result[detail]}")
-
-
-def cmd_destroy(lifecycle: Lifecycle, args: argparse.Namespace) -> int:
-    settings = _settings(args)
-    env = _env(settings, args.name)
-    aws = _connect(args, settings)
+def destroy(
+    target: Target, *, name: str, yes: bool = False, allow_destructive: bool = False, timeout: float = 1800.0,
+    ask: Callable[[str], str] | None = None, teardowner: Teardowner,
+) -> PreviewTeardown:  # fmt: skip
+    """Preview ``name`` torn down through ``teardowner`` (doctable teardown's run) once its tags show it is a
+    preview of this project; a table holding items only with ``allow_destructive``."""
+    settings = _settings(target)
+    env = _env(settings, name)
+    aws = _connect(target, settings)
     found = survey(aws, settings)
-    progress = Progress("doctable preview destroy", quiet=args.quiet)
+    progress = Progress("doctable preview destroy", quiet=target.quiet)
     chosen = [p for p in found.previews if p.env == env]
     lookalike = next((s for s in found.skipped if s["stack"].endswith("-" + env)), None)
     if not chosen and lookalike is not None:
@@ -391,21 +458,21 @@ def cmd_destroy(lifecycle: Lifecycle, args: argparse.Namespace) -> int:
         )
     if not chosen:
         progress.say(f"no preview {env} in account {aws.account}, {aws.region}: nothing to remove")
-    results, code = _run_each(Teardown(lifecycle, aws, settings, args, progress), chosen)
-    if args.json:
-        print_json(
-            {**_document("doctable-preview-destroy", aws, settings, found), "results": results, "exit": code}
-        )
-    else:
-        _print_results(results)
-    return code
+    run = Teardown(teardowner, aws, settings, progress, False, yes, allow_destructive, timeout, ask)
+    results, code = _run_each(run, chosen)
+    return PreviewTeardown(**vars(_listing(aws, settings, found)), action="destroy", results=tuple(results),
+                           exit=code)  # fmt: skip
 
 
-def cmd_gc(lifecycle: Lifecycle, args: argparse.Namespace) -> int:
-    settings = _settings(args)
-    aws = _connect(args, settings)
+def gc(
+    target: Target, *, yes: bool = False, allow_destructive: bool = False, timeout: float = 1800.0,
+    ask: Callable[[str], str] | None = None, teardowner: Teardowner,
+) -> PreviewTeardown:  # fmt: skip
+    """Every preview whose ExpiresAt is past by AWS's clock, torn down as :func:`destroy` does."""
+    settings = _settings(target)
+    aws = _connect(target, settings)
     found = survey(aws, settings)
-    progress = Progress("doctable preview gc", quiet=args.quiet)
+    progress = Progress("doctable preview gc", quiet=target.quiet)
     expired = found.expired()
     progress.say(
         f"gc in account {aws.account}, {aws.region} at {rules.format_time(found.now)} (AWS's clock):"
@@ -417,84 +484,7 @@ def cmd_gc(lifecycle: Lifecycle, args: argparse.Namespace) -> int:
         )
     for skipped in found.skipped:
         progress.say(f"  {'ignore':<8} {skipped['stack']} (not a preview: {skipped['why']})")
-    results, code = _run_each(Teardown(lifecycle, aws, settings, args, progress, expired_only=True), expired)
-    if args.json:
-        print_json(
-            {**_document("doctable-preview-gc", aws, settings, found), "results": results, "exit": code}
-        )
-    else:
-        _print_results(results)
-        print(f"gc: {len(expired)} expired of {len(found.previews)} previews")
-    return code
-
-
-# ---------------------------------------------------------------------------------------------- register
-def _common(parser: argparse.ArgumentParser, json_help: str) -> None:
-    parser.add_argument(
-        "--config", metavar="FILE", help="the settings file (default: $DOCTABLE_CONFIG, else doctable.toml)"
-    )
-    parser.add_argument(
-        "--profile", help="the AWS profile (default: AWS_PROFILE, else the SDK's default chain)"
-    )
-    parser.add_argument("--region", help="the AWS region (default: [previews] region, else AWS_REGION)")
-    parser.add_argument("--json", action="store_true", help=json_help)
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress or note lines on stderr")
-
-
-def _teardown_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
-    parser.add_argument(ALLOW_FLAG, action="store_true", help="destroy a preview whose table holds items")
-    parser.add_argument(
-        "--timeout", type=seconds, default=1800.0, help="bound of each stack deletion, seconds"
-    )
-
-
-def register(sub: Any, lifecycle: Lifecycle) -> None:
-    preview = sub.add_parser(
-        "preview",
-        help="preview environments: deploy one from a declared environment, list them, destroy one, gc the expired",
-        description="Short-lived environments the settings file does not declare, named <prefix><NAME> (pr- or "
-        "[previews] prefix), tier dev, tagged PreviewOf and ExpiresAt; expiry by AWS's clock.",
-    )
-    actions = preview.add_subparsers(dest="action", required=True, metavar="ACTION")
-    deploy = add_command(
-        actions, "deploy", functools.partial(cmd_deploy, lifecycle),
-        help="deploy preview <prefix>NAME from a declared environment (doctable deploy's path: preflight, gate, verify)",
-        description="The template's settings minus borrowed resources (refused), tier dev, an ExpiresAt tag.",
-    )  # fmt: skip
-    deploy.add_argument(
-        "name", metavar="NAME", help="the preview's name after the prefix (e.g. 12 for pr-12)"
-    )
-    deploy.add_argument("--from", dest="template", required=True, metavar="ENV", help="the declared template")
-    deploy.add_argument(
-        "--expires", default=rules.DEFAULT_EXPIRES, help=f"lifetime: {rules.DURATION_ALLOWED}"
-    )
-    deploy.add_argument(
-        "-c", "--context", action="append", default=[], metavar="KNOB=VALUE", help="a knob for this run"
-    )
-    _common(deploy, "print doctable deploy's report as JSON")
-    deploy.add_argument(ALLOW_FLAG, action="store_true", help="deploy destructive changes too")
-    deploy.add_argument("--no-verify", action="store_true", help="skip `doctable verify` after the deploy")
-    deploy.add_argument(
-        "--verify-timeout", type=seconds, default=lifecycle.deploy_defaults.get("verify_timeout")
-    )
-    deploy.add_argument("--cdk-output", default=lifecycle.deploy_defaults.get("cdk_output"), metavar="DIR")
-    deploy.add_argument("--outputs-file", help="write the stack's outputs to this JSON file")
-    listing = add_command(
-        actions, "list", cmd_list, help="each preview: template, age, expiry, expired",
-        description="Every preview stack of the region, found by its tags (ManagedBy, Source, Project, PreviewOf, ExpiresAt).",
-    )  # fmt: skip
-    _common(listing, "print the previews as JSON")
-    destroy = add_command(
-        actions, "destroy", functools.partial(cmd_destroy, lifecycle), help="tear down one preview",
-        description="doctable teardown of <prefix>NAME once its tags show it is a preview of this project.",
-    )  # fmt: skip
-    destroy.add_argument("name", metavar="NAME", help="the preview's name after the prefix")
-    _common(destroy, "print the outcome as JSON")
-    _teardown_arguments(destroy)
-    gc = add_command(
-        actions, "gc", functools.partial(cmd_gc, lifecycle), help="tear down every expired preview",
-        description="Every preview whose ExpiresAt is past by AWS's clock, torn down as destroy does.",
-    )  # fmt: skip
-    _common(gc, "print the outcome as JSON")
-    _teardown_arguments(gc)
+    run = Teardown(teardowner, aws, settings, progress, True, yes, allow_destructive, timeout, ask)
+    results, code = _run_each(run, expired)
+    return PreviewTeardown(**vars(_listing(aws, settings, found)), action="gc", results=tuple(results),
+                           exit=code)  # fmt: skip

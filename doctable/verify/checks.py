@@ -40,7 +40,7 @@ from doctable.verify.items import Scratch, item_differences, query_index, test_i
 from doctable.verify.kinesis import capture_kinesis_sequence, kinesis_checks, kinesis_rows
 from doctable.verify.options import option_checks, option_rows
 from doctable.verify.proof import SEQUENCE_LOOKUP_BOUND, capture_sequence, find_proof
-from doctable.verify.record import FAIL, PASS, SKIP, CheckFailed, Row, Skip
+from doctable.verify.record import DEFAULT_SETTLE, DEFAULT_TIMEOUT, FAIL, PASS, SKIP, CheckFailed, Row, Skip
 from doctable.verify.replica_delivery import delivery_checks, delivery_rows
 from doctable.verify.replicas import replica_checks, replica_rows
 from doctable.verify.security import security_checks, security_rows
@@ -50,8 +50,6 @@ if TYPE_CHECKING:
     from contract.knobs import DocTableConfig
     from contract.shape import IndexShape
 
-DEFAULT_TIMEOUT = 300.0
-DEFAULT_SETTLE = 120.0  # a fresh LATEST poller takes one to two minutes to settle
 TRANSITIONAL_MAPPING_STATES = ("Creating", "Enabling", "Updating")
 MAPPING_ENABLED = "Enabled"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from doctable.core.render import now_iso, text_table
 
@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from doctable.core.deployment import Deployment
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
+DEFAULT_TIMEOUT = 300.0  # the bound of each of a run's waits, seconds
+DEFAULT_SETTLE = 120.0  # a fresh LATEST poller takes one to two minutes to settle
 READ_ONLY = "read-only"  # the reason of each check a read-only run skipped (``skipped`` of the record)
 
 
@@ -49,6 +51,126 @@ class Row:
         return found
 
 
+@dataclass(frozen=True)
+class VerifyRow:
+    """One check's row as the run ended: ``result`` PASS, FAIL or SKIP, ``observed`` what was found, ``error`` the
+    AWS failure that failed it (as data) or None."""
+
+    id: str
+    check: str
+    expected: str
+    observed: str
+    result: str
+    seconds: float
+    error: Mapping[str, str] | None = None
+
+    @property
+    def ok(self) -> bool:
+        """The row does not fail the run (PASS or SKIP)."""
+        return self.result != FAIL
+
+    @classmethod
+    def of(cls, row: Row | Mapping[str, Any]) -> VerifyRow:
+        found = row.as_dict() if isinstance(row, Row) else row
+        error = found.get("error")
+        return cls(
+            found["id"], found["check"], found["expected"], found["observed"], found["result"],
+            found["seconds"], dict(error) if error is not None else None,
+        )  # fmt: skip
+
+    def as_dict(self) -> dict[str, Any]:
+        found = {
+            key: getattr(self, key) for key in ("id", "check", "expected", "observed", "result", "seconds")
+        }
+        return found if self.error is None else {**found, "error": dict(self.error)}
+
+
+@dataclass(frozen=True)
+class SkippedCheck:
+    """A check a read-only run did not run (it writes): its row id, what it checks, why (``read-only``)."""
+
+    id: str
+    check: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """A verify run: where it ran, its rows and verdict (``passed``; ``counts`` per result), the checks a read-only
+    run skipped, and what was kept of it (``saved_to``: the record's file, None for a read-only run;
+    ``ledger_written``). ``to_json()`` is ``doctable verify --json``'s document (the record the ledger keeps)."""
+
+    kind: ClassVar[str] = "doctable-verify"
+
+    run_id: str
+    read_only: bool
+    table: str
+    stack: str
+    stack_id: str | None
+    region: str
+    account: str | None
+    endpoint: str | None
+    started_at: str
+    finished_at: str
+    passed: bool
+    counts: Mapping[str, int]
+    knobs: Mapping[str, Any]
+    rows: tuple[VerifyRow, ...]
+    skipped: tuple[SkippedCheck, ...]
+    dashboard_url: str | None
+    rolled_back: str | None = None  # the note on a stack whose last update rolled back
+    saved_to: str | None = None
+    ledger_written: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.passed
+
+    @classmethod
+    def of(cls, record: Mapping[str, Any], **kept: Any) -> VerifyResult:
+        """The result of ``record`` (:func:`verify_record`'s document, with its ``dashboard_url``)."""
+        return cls(
+            run_id=record["run_id"],
+            read_only=record["read_only"],
+            table=record["table"],
+            stack=record["stack"],
+            stack_id=record["stack_id"],
+            region=record["region"],
+            account=record["account"],
+            endpoint=record["endpoint"],
+            started_at=record["started_at"],
+            finished_at=record["finished_at"],
+            passed=record["passed"],
+            counts=dict(record["counts"]),
+            knobs=dict(record["knobs"]),
+            rows=tuple(VerifyRow.of(row) for row in record["rows"]),
+            skipped=tuple(SkippedCheck(s["id"], s["check"], s["reason"]) for s in record["skipped"]),
+            dashboard_url=record.get("dashboard_url"),
+            **kept,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "run_id": self.run_id,
+            "read_only": self.read_only,
+            "table": self.table,
+            "stack": self.stack,
+            "stack_id": self.stack_id,
+            "region": self.region,
+            "account": self.account,
+            "endpoint": self.endpoint,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "passed": self.passed,
+            "counts": dict(self.counts),
+            "knobs": dict(self.knobs),
+            "rows": [row.as_dict() for row in self.rows],
+            "skipped": [{"id": s.id, "check": s.check, "reason": s.reason} for s in self.skipped],
+            "dashboard_url": self.dashboard_url,
+        }
+
+
 def verify_record(
     deployment: Deployment,
     rows: list[Row],
@@ -81,8 +203,8 @@ def verify_record(
     }
 
 
-def render_rows(rows: list[dict[str, Any]] | list[Row]) -> str:
-    dicts = [r.as_dict() if isinstance(r, Row) else r for r in rows]
+def render_rows(rows: Sequence[dict[str, Any]] | Sequence[Row] | Sequence[VerifyRow]) -> str:
+    dicts = [r if isinstance(r, dict) else r.as_dict() for r in rows]
     return text_table(
         ["check", "expected", "observed", "result"],
         [[d["check"], d["expected"], d["observed"], d["result"]] for d in dicts],

@@ -115,6 +115,119 @@ PINNED: dict[str, tuple[str, ...]] = {
     ),
     "WatchResult": ("function", "subscriber", "source", "updates", "interrupted"),
     "WatchUpdate": ("files", "staged_and_sent_seconds", "update_seconds"),
+    # the lifecycle commands, verify and previews (doctable/lifecycle/results.py, doctable/verify/record.py,
+    # doctable/operate/preview.py)
+    "VerifyResult": (
+        "run_id",
+        "read_only",
+        "table",
+        "stack",
+        "stack_id",
+        "region",
+        "account",
+        "endpoint",
+        "started_at",
+        "finished_at",
+        "passed",
+        "counts",
+        "knobs",
+        "rows",
+        "skipped",
+        "dashboard_url",
+        "rolled_back",
+        "saved_to",
+        "ledger_written",
+    ),
+    "VerifyRow": ("id", "check", "expected", "observed", "result", "seconds", "error"),
+    "SkippedCheck": ("id", "check", "reason"),
+    "PreflightFinding": (
+        "level",
+        "code",
+        "subject",
+        "live",
+        "declared",
+        "effect",
+        "destructive",
+        "before",
+        "after",
+    ),
+    "PreflightResult": (
+        "table",
+        "stack",
+        "region",
+        "at",
+        "go",
+        "strict",
+        "knobs_source",
+        "pending",
+        "overrides",
+        "destructive",
+        "findings",
+        "drift",
+    ),
+    "DeployResult": (
+        "env",
+        "stack",
+        "region",
+        "account",
+        "at",
+        "settings",
+        "overrides",
+        "findings",
+        "destructive",
+        "allowed_destructive",
+        "refused",
+        "deployed",
+        "verified",
+        "conversion",
+        "index_steps",
+        "replica_streams",
+        "replica_stacks_deleted",
+        "verify",
+        "exit",
+        "messages",
+    ),
+    "ConversionStep": ("step", "command", "exit"),
+    "IndexStep": ("update", "action", "index", "exit", "seconds", "progress"),
+    "DriftRow": ("subject", "live", "declared", "action", "fields"),
+    "ReconcileResult": ("stack", "table", "at", "applied", "calls", "drift", "restored", "remaining"),
+    "TeardownResult": (
+        "stack",
+        "at",
+        "removed",
+        "retained",
+        "still_present",
+        "emptied",
+        "notes",
+        "ledger_written",
+    ),
+    "PreviewInfo": ("name", "stack", "template", "status", "created", "age_seconds", "expires_at", "expired"),
+    "NotAPreview": ("stack", "code", "why"),
+    "PreviewList": ("account", "region", "prefix", "now", "previews", "skipped"),
+    "PreviewTeardown": (
+        "account",
+        "region",
+        "prefix",
+        "now",
+        "previews",
+        "skipped",
+        "action",
+        "results",
+        "exit",
+    ),
+    "PreviewOutcome": (
+        "name",
+        "stack",
+        "status",
+        "reason",
+        "code",
+        "error",
+        "removed",
+        "retained",
+        "still_present",
+        "emptied",
+        "notes",
+    ),
     "Workload": (
         "writes_per_second",
         "item_kb",
@@ -327,3 +440,75 @@ def test_api_plan_models_the_workload(ops_env: None, operate_settings: Path) -> 
     assert raised.value.code == "usage"
     with pytest.raises(api.UserError, match="declares no subscriber 'nope'"):
         api.plan(api.Target(env="dev"), writes_per_second=100, subscriber_ms={"nope": 5.0})
+
+
+# ---- the lifecycle commands, verify and previews
+def quiet(env: str = "dev") -> api.Target:
+    return api.Target(env=env, quiet=True)
+
+
+def test_api_verify_returns_its_rows_typed_and_its_record_as_json(
+    moto_env: Aws, operate_settings: Path
+) -> None:
+    from doctable.verify.expect import WRITING_CHECKS
+
+    ot.deploy(moto_env.client, ot.config_of())
+    result = api.verify(quiet(), read_only=True, timeout=2)
+    assert isinstance(result, api.VerifyResult) and result.passed and result.ok
+    assert all(isinstance(row, api.VerifyRow) and row.ok for row in result.rows)
+    assert [s.id for s in result.skipped] == list(WRITING_CHECKS) and result.saved_to is None
+    document = result.to_json()
+    assert document["kind"] == "doctable-verify" and document["rows"] == [
+        row.as_dict() for row in result.rows
+    ]
+    with pytest.raises(api.UserError, match="--read-only with --ledger"):
+        api.verify(quiet(), read_only=True, ledger=True)
+
+
+def test_api_preflight_and_reconcile_of_a_deployed_stack(moto_env: Aws, operate_settings: Path) -> None:
+    ot.deploy(moto_env.client, ot.config_of())
+    found = api.preflight(quiet())
+    assert isinstance(found, api.PreflightResult) and found.go and found.stack == "doctable-items-dev"
+    assert all(isinstance(f, api.PreflightFinding) for f in found.findings + found.drift)
+    assert found.to_json()["kind"] == "doctable-preflight" and found.to_json()["findings"][0]["code"]
+    drift = api.reconcile(quiet())
+    assert isinstance(drift, api.ReconcileResult) and not drift.applied and drift.remaining is None
+    assert drift.to_json()["kind"] == "doctable-reconcile" and drift.left == drift.drift
+
+
+def test_api_deploy_stops_and_refuses_before_any_cdk_deploy(moto_env: Aws, operate_settings: Path) -> None:
+    from contract.findings import Finding, Level
+
+    ot.deploy(moto_env.client, ot.config_of())
+    busy = Finding(Level.STOP, "stack.busy", "stack", "UPDATE_IN_PROGRESS", "a settled stack", "wait for it")
+    shown: list[api.DeployResult] = []
+    # a STOP among the findings: exit 1, nothing deployed, the findings handed to on_findings before the gate
+    stopped = api.deploy(quiet(), extra_findings=[busy], on_findings=shown.append)
+    assert (stopped.exit, stopped.deployed, stopped.verify) == (1, False, None)
+    assert stopped.messages == ("STOP stack.busy: wait for it",) and [r.stack for r in shown] == [
+        stopped.stack
+    ]
+    assert stopped.to_json()["findings"][-1]["code"] == "stack.busy"
+    # a destructive change not confirmed at the terminal's question: exit 3, its code refused
+    removed = Finding(Level.CHANGE, "index.removed", "gsi1", "present", "none", "deletes it", True)
+    asked: list[str] = []
+    refused = api.deploy(quiet(), extra_findings=[removed], ask=lambda q: asked.append(q) or "no")
+    assert (refused.exit, refused.refused, refused.deployed) == (3, ("index.removed",), False)
+    assert asked and refused.to_json()["refused"] == ["index.removed"]
+
+
+def test_api_teardown_needs_a_yes_then_removes_the_stack(moto_env: Aws, operate_settings: Path) -> None:
+    ot.deploy(moto_env.client, ot.config_of())
+    with pytest.raises(api.RefusedError, match="--yes"):
+        api.teardown(quiet(), timeout=30)
+    result = api.teardown(quiet(), timeout=30, ask=lambda _: "doctable-items-dev")
+    assert isinstance(result, api.TeardownResult) and result.clean and result.removed
+    assert result.to_json()["kind"] == "doctable-teardown" and result.to_json()["clean"] is True
+
+
+def test_api_previews_list_and_gc_with_none_deployed(moto_env: Aws, operate_settings: Path) -> None:
+    listed = api.preview_list(api.Target(quiet=True))
+    assert isinstance(listed, api.PreviewList) and listed.previews == () and listed.prefix
+    gc = api.preview_gc(api.Target(quiet=True), yes=True)
+    assert isinstance(gc, api.PreviewTeardown) and (gc.results, gc.exit) == ((), 0)
+    assert gc.to_json()["kind"] == "doctable-preview-gc" and gc.to_json()["results"] == []

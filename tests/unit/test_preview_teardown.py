@@ -4,7 +4,6 @@ preview is read again right before it goes, and the table checked for items is t
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -114,16 +113,11 @@ def test_a_preview_extended_after_the_survey_is_kept(aws: Aws, tmp_path: Path) -
         Tags=tags(config, FUTURE),
     )
     run = p.Teardown(
-        p.Lifecycle(deploy=lambda _: 0, teardown=never_torn_down),
-        aws,
-        settings,
-        argparse.Namespace(allow_destructive=False, yes=True, timeout=30),
-        Progress("test", quiet=True),
-        expired_only=True,
+        never_torn_down, aws, settings, Progress("test", quiet=True), expired_only=True, yes=True, timeout=30
     )
     results, code = p._run_each(run, found.expired())
     # THEN it is kept, saying why, and nothing is torn down
-    assert code == 0 and results[0]["status"] == "kept" and "no longer expired" in results[0]["reason"]
+    assert code == 0 and results[0].status == "kept" and "no longer expired" in (results[0].reason or "")
     assert stack_status(aws, config.stack_name) == "UPDATE_COMPLETE"
 
 

@@ -272,10 +272,9 @@ def test_the_preview_policy_names_the_previews_resources_and_no_declared_environ
 def test_a_previews_prod_account_warning_is_among_the_deploys_findings(
     tmp_path: Path, moto_env: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import argparse
     import json
 
-    from doctable.cli import build_parser
+    from doctable.core.target import Target
     from doctable.operate import preview
 
     # GIVEN a prod-tier stack in the region a preview deploys to
@@ -284,16 +283,21 @@ def test_a_previews_prod_account_warning_is_among_the_deploys_findings(
         StackName="doctable-items-prod", Tags=[{"Key": "Tier", "Value": "prod"}],
         TemplateBody=json.dumps({"Resources": {"Q": {"Type": "AWS::SQS::Queue"}}}),
     )  # fmt: skip
-    handed: list[argparse.Namespace] = []
-    lifecycle = preview.Lifecycle(
-        deploy=lambda args: handed.append(args) or 0, teardown=lambda *a, **k: (None, None)
-    )
-    args = build_parser().parse_args(["preview", "deploy", "7", "--from", "stg", "--json"])
+    handed: list[tuple[Target, dict[str, Any]]] = []
+
+    def deployer(target: Target, **options: Any) -> str:
+        handed.append((target, options))
+        return "deployed"
+
     # WHEN the preview deploys
-    assert preview.cmd_deploy(lifecycle, args) == 0
-    # THEN the deploy it runs carries the warning among its findings (so its --json report names it)
-    (deploy_args,) = handed
-    assert [(f.code, f.subject) for f in deploy_args.extra_findings] == [
+    assert preview.deploy(Target(quiet=True), name="7", template="stg", deployer=deployer, no_verify=True) == (
+        "deployed"
+    )
+    # THEN the deploy it runs is the preview's environment, with the warning among its findings (so its --json
+    # report names it) and the options it was given
+    ((target, options),) = handed
+    assert target.env == "pr-7" and options["no_verify"] is True
+    assert [(f.code, f.subject) for f in options["extra_findings"]] == [
         ("preview.prod_account", "stack doctable-items-prod")
     ]
 
