@@ -1,5 +1,5 @@
-"""Your own indexes in the template: 0, 1, 3 and 20 GSIs and 2 LSIs, with their key types, projections and
-throughput; a Query grant per index and nothing broader; cfn-lint and cdk-nag clean on each."""
+"""Your own indexes in the template: 0, 1, 3 and 20 GSIs, 2 LSIs and a multi-attribute key, with their key types,
+projections and throughput; a Query grant per index and nothing broader; cfn-lint and cdk-nag clean on each."""
 
 from __future__ import annotations
 
@@ -28,6 +28,11 @@ TWO_LSIS = {
     "byTitle": {"kind": "local", "sort": "title:S", "projection": "include", "include": ["summary", "owner"]},
 }
 TWENTY = {f"idx{i:02d}": {"partition": f"a{i:02d}:S"} for i in range(20)}
+# A multi-attribute key: 2 partition and 3 sort attributes (the CDK's partitionKeys/sortKeys)
+MULTI = {
+    "byMatch": {"partition": ["tenant:S", "region:S"], "sort": ["year:N", "round:S", "seq:N"]},
+    "byOwner": THREE["byOwner"],
+}
 CASES: dict[str, dict[str, Any]] = {
     "none": {},
     "one": {"byOwner": THREE["byOwner"]},
@@ -35,6 +40,7 @@ CASES: dict[str, dict[str, Any]] = {
     "twenty": TWENTY,
 }
 CASES["two-lsis"] = {**TWO_LSIS, "byOwner": THREE["byOwner"]}
+CASES["multi-attribute"] = MULTI
 
 
 def table(indexes: dict[str, Any]) -> dict[str, Any]:
@@ -56,8 +62,8 @@ def test_every_declared_index_is_in_the_template_with_one_query_grant(case: str)
     assert len(types) == len(properties["AttributeDefinitions"])
     for name, d in declared.items():
         for field in ("partition", "sort"):
-            if field in d:
-                attribute, kind = d[field].split(":")
+            for key in [d[field]] if isinstance(d.get(field), str) else d.get(field, []):
+                attribute, kind = key.split(":")
                 assert types[attribute] == kind, (name, attribute)
     # the runtime policy: Query on each index by its ARN, one statement each
     policy = only(template, "AWS::IAM::ManagedPolicy")["Properties"]["PolicyDocument"]["Statement"]
@@ -81,9 +87,37 @@ def test_projection_and_throughput_are_as_declared() -> None:
     assert [k["KeyType"] for k in gsis["byHash"]["KeySchema"]] == ["HASH"]
 
 
+@pytest.mark.parametrize("global_table", [False, True], ids=["table", "global-table"])
+def test_a_multi_attribute_key_is_its_hash_and_range_entries_in_order(global_table: bool) -> None:
+    # GIVEN a GSI of 2 partition and 3 sort attributes, on a single-region table and on a global one (TableV2)
+    knobs = {"replicas": "us-east-1"} if global_table else {}
+    _, template, _ = synth(
+        indexes=MULTI, stream="new-and-old", region="eu-west-1" if global_table else None, **knobs
+    )
+    kind = "AWS::DynamoDB::GlobalTable" if global_table else TABLE
+    properties = only(template, kind)["Properties"]
+    gsis = {g["IndexName"]: g for g in properties["GlobalSecondaryIndexes"]}
+    # THEN its KeySchema is CloudFormation's form: the HASH entries, then the RANGE entries, each in declared order
+    assert gsis["byMatch"]["KeySchema"] == [
+        {"AttributeName": "tenant", "KeyType": "HASH"},
+        {"AttributeName": "region", "KeyType": "HASH"},
+        {"AttributeName": "year", "KeyType": "RANGE"},
+        {"AttributeName": "round", "KeyType": "RANGE"},
+        {"AttributeName": "seq", "KeyType": "RANGE"},
+    ]
+    # AND each attribute is defined once with its type; the single-attribute index is as before
+    types = {a["AttributeName"]: a["AttributeType"] for a in properties["AttributeDefinitions"]}
+    assert {a: types[a] for a in ("tenant", "region", "year", "round", "seq")} == {
+        "tenant": "S", "region": "S", "year": "N", "round": "S", "seq": "N"
+    }  # fmt: skip
+    assert [k["KeyType"] for k in gsis["byOwner"]["KeySchema"]] == ["HASH", "RANGE"]
+
+
 def test_cfn_lint_is_clean_on_each_index_template(tmp_path: Path) -> None:
     for case, declared in CASES.items():
         (tmp_path / f"{case}.template.json").write_text(json.dumps(table(declared)))
+    _, global_multi, _ = synth(indexes=MULTI, stream="new-and-old", region="eu-west-1", replicas="us-east-1")
+    (tmp_path / "multi-attribute-global.template.json").write_text(json.dumps(global_multi))
     result = cfn_lint(tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
 
