@@ -371,7 +371,7 @@ def acquire(
             continue
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise EnvironmentLocked(ref, current.holder, time.monotonic() - started)
+            raise EnvironmentLocked(ref, current.holder, time.monotonic() - started if wait > 0 else 0.0)
         if say is not None and not said:
             say(f"environment {ref.env} is locked: {current.holder.describe()}; waiting up to {wait:.0f}s")
             said = True
