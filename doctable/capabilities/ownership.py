@@ -382,6 +382,12 @@ def bucket_findings(observed: Observed) -> list[Finding]:
         borrow = (
             f', or borrow it (blob_bucket = "{bucket}")' if status == 200 and what == "blob bucket" else ""
         )
+        if status == 200 and what.endswith("failure bucket"):
+            # A consumer or subscriber turned off leaves its failure bucket (RETAIN: the records it kept).
+            borrow += (
+                "; a failure bucket left behind when its consumer was turned off keeps the records that failed: "
+                "read them (`doctable replay`), empty and delete it, then deploy"
+            )
         found.append(
             Finding(
                 Level.STOP, "bucket.taken", what, f"{bucket} exists {where}",

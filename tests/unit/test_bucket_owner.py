@@ -105,6 +105,21 @@ def test_a_bucket_name_taken_in_this_account_outside_the_stack_stops_the_deploy(
     assert taken["after"] == {"bucket": BLOBS, "stack": "doctable-items-dev"}
 
 
+def test_turning_the_consumer_on_again_stops_on_the_failure_bucket_it_left_behind(
+    moto_env: Aws, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN the failure bucket a consumer turned off left behind (RETAIN), under the exact name it had
+    make_bucket(moto_env, FAILURES)
+    # WHEN preflight runs for turning the consumer on again
+    assert main(["preflight", "--json", *(a for k, v in CONSUMER.items() for a in ("-c", f"{k}={v}"))]) == 1
+    report = json.loads(capsys.readouterr().out)
+    # THEN it stops on that name before CloudFormation would fail halfway, naming the way out
+    (taken,) = [f for f in report["findings"] if f["code"] == "bucket.taken"]
+    assert (taken["level"], taken["subject"], report["go"]) == ("STOP", "failure bucket", False)
+    assert taken["before"] == {"bucket": FAILURES, "owner": "this account"}
+    assert "doctable replay" in taken["effect"]
+
+
 def test_a_bucket_name_of_another_account_stops_the_deploy_and_headbucket_names_the_owner(
     moto_env: Aws,
 ) -> None:
