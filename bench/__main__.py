@@ -33,7 +33,17 @@ from bench.figures import figure as _figure
 from bench.table import render, render_fullshard, render_plan_check
 
 RESULTS = BENCH_DIR / "results.json"
-SECTIONS = ("throughput", "fullshard", "client", "coldstart", "subscriber", "e2e", "size", "localaws")
+SECTIONS = (
+    "throughput",
+    "fullshard",
+    "client",
+    "coldstart",
+    "subscriber",
+    "e2e",
+    "size",
+    "localaws",
+    "plugin",
+)
 SCHEMA = 1
 
 SVG = BENCH_DIR / "results.svg"
@@ -79,6 +89,16 @@ def build_figures(sections: dict[str, Any]) -> list[dict[str, Any]]:
         figures.extend(cold_figures(cold))
     elif cold is not None:
         figures.append(_skipped("cold_start_remove_ms", "Cold start", cold.get("skipped", "not run")))
+
+    plugin = sections.get("plugin")
+    if plugin and not plugin.get("skipped"):
+        from bench.plugin import plugin_figures
+
+        figures.extend(plugin_figures(plugin))
+    elif plugin is not None:
+        figures.append(
+            _skipped("plugin_nudge_seconds", "A test with one nudge", plugin.get("skipped", "not run"))
+        )
 
     local = sections.get("localaws")
     if local and not local.get("skipped"):
@@ -348,6 +368,11 @@ def main(argv: list[str] | None = None) -> int:
             lambda: __import__("bench.localaws", fromlist=["run"]).run(
                 seconds=0.5 if args.quick else 3.0, rounds=1 if args.quick else 3
             ),
+        ),
+        (
+            "plugin",
+            "the pytest plugin: a test with one nudge after the session's deploy, beside the put alone",
+            lambda: __import__("bench.plugin", fromlist=["run"]).run(rounds=2 if args.quick else 5),
         ),
         (
             "e2e",

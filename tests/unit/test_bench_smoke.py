@@ -243,3 +243,27 @@ def test_cold_start_remove_runs_every_handler_against_the_model_server() -> None
     for name in (*coldstart.HANDLERS, coldstart.NEVER, coldstart.SNAPSTART):
         assert section[name]["wall_s"]["n"] == 1, name
     assert section["ratio_project_over_sdk_floor_wall_s"] > 0
+
+
+def test_the_plugins_figure_reads_each_tests_call_phase_and_meets_its_target_only_below_it(
+    tmp_path: Path,
+) -> None:
+    from bench.plugin import TARGET_SECONDS, _durations, plugin_figures
+
+    # GIVEN a JUnit report of the plugin's run: two puts, two nudges, one nudge that failed
+    report = tmp_path / "report.xml"
+    report.write_text(
+        '<testsuites><testsuite name="pytest">'
+        '<testcase classname="test_bench" name="test_put[0]" time="0.02"/>'
+        '<testcase classname="test_bench" name="test_put[1]" time="0.04"/>'
+        '<testcase classname="test_bench" name="test_nudge[0]" time="0.5"/>'
+        '<testcase classname="test_bench" name="test_nudge[1]" time="0.7"/>'
+        '<testcase classname="test_bench" name="test_nudge[2]" time="9.0"><failure message="x"/></testcase>'
+        "</testsuite></testsuites>"
+    )
+    # THEN the failed one is in no figure, and the figure compares the nudge with the put alone
+    assert _durations(report) == {"put": [0.02, 0.04], "nudge": [0.5, 0.7]}
+    (figure,) = plugin_figures({"rounds": 2, "nudge_median": 0.6, "put_median": 0.03})
+    assert (figure["id"], figure["met"], round(figure["ratio"], 1)) == ("plugin_nudge_seconds", True, 20.0)
+    (slow,) = plugin_figures({"rounds": 2, "nudge_median": TARGET_SECONDS + 0.1, "put_median": 0.03})
+    assert slow["met"] is False
