@@ -353,3 +353,50 @@ def indexes_from_record(record: str) -> dict[str, Any]:
 
 def declarations(specs: tuple[IndexSpec, ...]) -> Mapping[str, dict[str, Any]]:
     return {s.name: s.declaration() for s in specs}
+
+
+# The index fields as docs/knobs.md lists them (contract/iam/reference.py renders them): field, allowed, default, meaning.
+REFERENCE = (
+    (
+        "kind",
+        "|".join(KINDS),
+        GLOBAL,
+        "a global secondary index, or a local one (the table's pk, from creation only)",
+    ),
+    (
+        "partition",
+        f'"attribute:type", or an array of 1 to {MAX_KEY_ATTRIBUTES} (a GSI\'s multi-attribute key), '
+        f"type {'|'.join(KEY_TYPES)}",
+        "required for a GSI",
+        'the partition key: e.g. "owner:S", or ["tenant:S", "region:S"] (a query gives each with =)',
+    ),
+    (
+        "sort",
+        f'"attribute:type", or an array of 1 to {MAX_KEY_ATTRIBUTES} for a GSI',
+        "none (an LSI: required)",
+        'the sort key: e.g. "createdAt:N", or ["year:N", "round:S", "seq:N"] (queried left to right, a range on the last)',
+    ),
+    ("projection", "|".join(PROJECTIONS), "all", "what the index holds besides the keys"),
+    (
+        "include",
+        "an array of attribute names",
+        "none",
+        'with projection = "include": the attributes it holds',
+    ),
+    *(
+        (
+            field,
+            f"an integer {WARM_RANGES.get(field, MAX_THROUGHPUT_RANGE)[0]}..{WARM_RANGES.get(field, MAX_THROUGHPUT_RANGE)[1]}",
+            "none",
+            f"a GSI's {'on-demand cap' if field.startswith('max') else 'warm throughput'} "
+            f"({field.split('_')[1]} units per second)",
+        )
+        for field in THROUGHPUT_FIELDS
+    ),
+)
+RULES = (
+    f"at most {MAX_GLOBAL} GSIs (DynamoDB's default quota) and {MAX_LOCAL} LSIs per table; at most {MAX_PROJECTED} "
+    "projected attributes summed over every index; an attribute appears once in an index's keys and has one type "
+    "across the table's keys and its indexes; an item lacking any of an index's key attributes is not in the index "
+    "(DynamoDB developer guide: GSI.DesignPattern.MultiAttributeKeys)"
+)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from contract import indexes as index_specs
 from contract.knobs import KNOB_DEFAULTS, KNOBS, knob_variable
 from contract.settings.render import render_settings
 from contract.settings.resolve import FILE_NAME, NOT_IN_FILE, PROJECT_ROOT, parse_settings
@@ -42,6 +43,21 @@ def render_reference() -> str:
             f"| `{name}` | {_cell(allowed)} | {default} | {_cell(declared.meaning)} | {_cell(declared.live)} "
             f"| `{knob_variable(name)}` |"
         )
+    lines += [
+        "",
+        "## Indexes",
+        "",
+        "An environment's own secondary indexes, `[environments.<env>.indexes.<name>]` (or `[defaults.indexes.<name>]`; "
+        "an environment that declares `indexes` declares its whole set), generated from `contract/indexes.py` "
+        "([indexes.md](indexes.md)). Adding a GSI is an online backfill; changing its keys (any attribute, their order "
+        "or types) or projection replaces it (`index.replaced`, through the gate); an LSI change replaces the table.",
+        "",
+        "| field | allowed | default | what it does |",
+        "|---|---|---|---|",
+        *(f"| `{f}` | {_cell(a)} | {_cell(d)} | {_cell(m)} |" for f, a, d, m in index_specs.REFERENCE),
+        "",
+        f"Rules: {index_specs.RULES}.",
+    ]
     return "\n".join(lines) + "\n"
 
 

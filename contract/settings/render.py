@@ -20,7 +20,8 @@ HEADER = """\
 # Environments: any [environments.<name>] (lower-case letters, digits and -), each with its `tier` (dev, stg, uat,
 # prod: the rules its data lives by; set here only); a run chooses one of those declared (docs/environments.md).
 # Secondary indexes: [environments.<env>.indexes.<name>] (or [defaults.indexes.<name>]) with partition = "attr:S",
-# optional sort, projection (all | keys-only | include), include, kind = "local" for an LSI (README: Your own indexes).
+# optional sort, projection (all | keys-only | include), include, kind = "local" for an LSI (README: Your own indexes);
+# a GSI's partition and sort may each be an array of up to 4, partition = ["tenant:S", "region:S"] (docs/indexes.md).
 # The comments on [defaults] are generated from the knob declarations (contract/knobs/__init__.py).
 """
 
