@@ -158,6 +158,15 @@ def cost_notes(w: Workload, config: DocTableConfig) -> list[str]:
             f"each index is written when a write's item carries its keys ({w.index_share:.0%} of writes, "
             "--index-share); an update that changes an index key writes that index twice (a delete and a put)"
         )
+    # DynamoDB indexes an item only when it has every one of the index's key attributes
+    for index in table_shape(config).indexes:
+        if index.multi_attribute:
+            partition = ", ".join(k.name for k in index.partition_keys)
+            sort = ", ".join(k.name for k in index.sort_keys) or "none"
+            notes.append(
+                f"index {index.name} has a multi-attribute key (partition {partition}; sort {sort}): a write is "
+                "written to it only when its item carries every one of them (count that share in --index-share)"
+            )
     if config.has_kinesis:
         notes += kinesis_notes(config)
     if config.snapstart:

@@ -231,3 +231,19 @@ def test_verify_finds_its_nudge_in_a_multi_attribute_index_of_the_local_aws(loca
     # DescribeTable's KeySchema, several HASH and RANGE entries, reads back as the declared index
     live_index = indexes.live_indexes(ddb.describe_table(TableName="mak-test")["Table"])["byMatch"]
     assert indexes.compare(index, live_index) == indexes.SAME
+
+
+# ------------------------------------------------------------------------------------------ plan
+def test_plan_names_a_multi_attribute_index_and_what_puts_a_write_in_it() -> None:
+    from doctable.plan.cost import Workload, build_plan
+
+    config = resolve_config(
+        context={}, environ={}, indexes={"byMatch": MATCH, "byOwner": {"partition": "o:S"}}
+    )
+    plan = build_plan(Workload(writes_per_second=100, item_kb=3), config)
+    assert "index byMatch writes (3 WRU each)" in plan.monthly_usd
+    notes = [n for n in plan.notes if "multi-attribute" in n]
+    assert notes == [
+        "index byMatch has a multi-attribute key (partition tenant, region; sort year, round, seq): a write is "
+        "written to it only when its item carries every one of them (count that share in --index-share)"
+    ]
