@@ -106,13 +106,16 @@ CODES: dict[str, str] = {
     "subscriber.removed": "a subscriber is removed: its function and mapping are deleted",
     "subscriber.replaced": "a subscriber's source or starting position changes: a new mapping replaces its mapping",
     "subscriber.updated": "a subscriber's filters, batching or function settings change in place",
+    "subscriber.region_added": "a subscriber of a global table runs in another region: its stack there deploys it",
+    "subscriber.region_removed": "a subscriber of a global table leaves a region: its function, mapping and bucket there go",
     # a subscriber's mapping changed behind the stack (drift: the deploy leaves it so; reconcile restores it)
     "subscriber.mapping_missing": "a subscriber's mapping was deleted behind the stack: a deploy must replace it",
     "subscriber.mapping_disabled": "a subscriber's mapping was disabled behind the stack: reconcile enables it",
     "subscriber.filter_drifted": "a subscriber's mapping filter differs from its declared filters",
     "subscriber.mapping_drifted": "a subscriber's mapping setting (batching, retries, destination) is not as declared",
     "subscriber.mapping_tags_drifted": "a subscriber's mapping lacks a tag of the stack's, or holds another value",
-    "subscriber.readers_exceeded": "more readers of the table's stream than a shard takes (2, 1 if global), others' counted",
+    "subscriber.readers_exceeded": "more readers of the table's stream than a shard takes (2), others' counted",
+    "subscriber.readers_recommended": "more readers of a global table's replica stream than AWS recommends (1)",
     "subscriber.readers_unlisted": "the mappings on the table's stream cannot be listed: the reader limit is unchecked",
     "bucket.renamed": "bucket_names changes: the stack's buckets are replaced under new names, the old ones kept",
     # Kinesis

@@ -9,6 +9,7 @@
     grants = ["table:read", "blobs:read"]            # what it may touch; or {resource = "arn:...", actions = [...]}
     requirements = "subscribers/requirements.txt"    # packages installed into its asset (contract/requirements.py)
     extra_index_urls = ["https://pypi.example.com/simple"]  # the PIP_EXTRA_INDEX_URL its build may use; none: unset
+    regions = "home"                                 # with replicas: "home", "all" or a list of the table's regions
     [environments.prod.subscribers.search.environment]
     SEARCH_TABLE = "search-prod"                     # never a secret (contract/secret_scan.py): pass its ARN
 
@@ -32,6 +33,15 @@ from typing import Any
 
 from contract import names, secret_scan
 from contract import requirements as requirement_rules
+from contract.readers import GLOBAL_STREAM_READERS_MAX as GLOBAL_STREAM_READERS_MAX
+from contract.readers import KINESIS_FAN_OUT_CONSUMERS_MAX as KINESIS_FAN_OUT_CONSUMERS_MAX
+from contract.readers import KINESIS_SHARED_READERS_MAX as KINESIS_SHARED_READERS_MAX
+from contract.readers import STREAM_READERS_MAX as STREAM_READERS_MAX
+from contract.readers import direct_readers as direct_readers
+from contract.readers import fans_out as fans_out
+from contract.readers import kinesis_readers as kinesis_readers
+from contract.readers import reader_problems
+from contract.readers import region_readers as region_readers
 
 SUBSCRIBERS = "subscribers"
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]*$")
@@ -67,8 +77,12 @@ FUNCTION_OPTIONS = ("memory", "timeout", "architecture")
 OPTIONS = (*MAPPING_OPTIONS, *FUNCTION_OPTIONS)
 FIELDS = (
     "handler", "filters", "source", "per_record", "grants", "environment", "requirements", "extra_index_urls",
-    *OPTIONS,
+    "regions", *OPTIONS,
 )  # fmt: skip
+# Where a subscriber of a global table runs: the home region (the default), every region of the table, or a list of
+# the table's regions. Each region's function reads that region's replica stream (infra/replica_stack.py).
+HOME, ALL = "home", "all"
+REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d{1,2}$")  # contract.knobs' REGION_RE
 
 
 @dataclass(frozen=True)
@@ -98,6 +112,8 @@ class SubscriberSpec:
     requirements: str = ""  # a requirements file relative to the settings file's folder, as declared
     requirements_path: str = field(default="", compare=False, hash=False, repr=False)  # its absolute path
     extra_index_urls: tuple[str, ...] = ()  # the extra indexes its build may search (PIP_EXTRA_INDEX_URL's)
+    # "home", "all", or the regions it names (a name that is no replica's stands for the home region)
+    regions: str | tuple[str, ...] = HOME
 
     @property
     def module(self) -> str:
@@ -110,6 +126,22 @@ class SubscriberSpec:
     @property
     def reads_kinesis(self) -> bool:
         return self.source == SOURCE_KINESIS
+
+    def runs_in(self, replicas: tuple[str, ...], region: str | None = None) -> bool:
+        """Does it run in ``region`` of a table with ``replicas``: one of them, or None (or a name that is no
+        replica's) for the home region?"""
+        home = region is None or region not in replicas
+        if self.regions == ALL:
+            return True
+        if self.regions == HOME:
+            return home
+        if home:
+            return any(r not in replicas for r in self.regions)
+        return region in self.regions
+
+    def replica_regions(self, replicas: tuple[str, ...]) -> tuple[str, ...]:
+        """The replica regions (besides the home region) it runs in, in ``replicas``' order."""
+        return tuple(r for r in replicas if self.runs_in(replicas, r))
 
 
 def _where(where: str, name: str) -> str:
@@ -302,6 +334,23 @@ def _check_requirements(
     return value, str(path)
 
 
+def _check_regions(problems: list[str], at: str, value: Any) -> str | tuple[str, ...]:
+    """``regions``: "home", "all" or a non-empty list of distinct region names (which of them are the table's is
+    checked with the table's replicas, check_subscribers)."""
+    if value in (HOME, ALL):
+        return str(value)
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(r, str) and REGION_RE.match(r) for r in value)
+        and len(set(value)) == len(value)
+    ):
+        return tuple(value)
+    problems.append(f"{at}: regions = {value!r} is not allowed; allowed: \"home\" (the default), \"all\" or a list "
+                    "of the table's regions (distinct region names, e.g. [\"us-east-1\", \"eu-west-1\"])")  # fmt: skip
+    return HOME
+
+
 def parse_subscriber(
     problems: list[str], where: str, name: str, data: Any, base: Path | None, check_option: Any
 ) -> SubscriberSpec | None:
@@ -336,6 +385,7 @@ def parse_subscriber(
             text = check_option(problems, f"{at}: {option}", option, data[option])
             if text is not None:
                 options.append((option, text))
+    regions = _check_regions(problems, at, data.get("regions", HOME))
     spec = SubscriberSpec(
         name=name,
         handler_file=handler[0] if handler else "",
@@ -353,6 +403,7 @@ def parse_subscriber(
         requirements=requirements[0] if requirements else "",
         requirements_path=requirements[1] if requirements else "",
         extra_index_urls=requirement_rules.check_extra_index_urls(problems, at, data.get("extra_index_urls")),
+        regions=regions,
     )
     return spec if handler and requirements is not None else None
 
@@ -377,16 +428,25 @@ def subscribers_record(specs: tuple[SubscriberSpec, ...]) -> str:
     return json.dumps({s.name: dict(s.declaration) for s in specs}, sort_keys=True, separators=(",", ":"))
 
 
-def direct_readers(specs: tuple[SubscriberSpec, ...]) -> list[str]:
-    """The subscribers that read the table's DynamoDB stream themselves (each one of its shard's readers)."""
-    return [s.name for s in specs if s.source == SOURCE_DYNAMODB]
-
-
-# A DynamoDB stream shard has at most two simultaneous readers on a single-region table (more are throttled:
-# "More than 2 processes are reading from the same streams shard"), one on a global table (Streams quotas in
-# the DynamoDB developer guide). Beyond that, the table's Kinesis destination fans out.
-STREAM_READERS_MAX = 2
-GLOBAL_STREAM_READERS_MAX = 1
+def _check_regions_of_table(
+    problems: list[str], specs: tuple[SubscriberSpec, ...], replicas: tuple[str, ...], is_global: bool
+) -> None:
+    """Each subscriber's ``regions`` against the table's: a list names the home region (any name that is no
+    replica's, at most one) and replicas; on a table without replicas only the home region; no Kinesis source
+    outside a single-region table (its destination is refused with replicas)."""
+    for spec in specs:
+        if spec.reads_kinesis and is_global:
+            problems.append(f"subscriber {spec.name!r}: source = \"kinesis\" on a global table: a Kinesis destination "
+                            "is per replica and per region and is not built with replicas; allowed: source = "
+                            "\"dynamodb\" (each region's function reads that region's replica stream)")  # fmt: skip
+        if isinstance(spec.regions, str):
+            continue
+        outside = [r for r in spec.regions if r not in replicas]
+        if len(outside) > 1 or (not is_global and len(spec.regions) > 1):
+            allowed = f"the home region and {', '.join(replicas)}" if replicas else "the home region alone"
+            problems.append(f"subscriber {spec.name!r}: regions = {list(spec.regions)!r} names "
+                            f"{', '.join(outside)}, not all the table's; allowed: \"home\", \"all\" or a list of "
+                            f"the table's regions ({allowed})")  # fmt: skip
 
 
 def check_subscribers(
@@ -397,56 +457,21 @@ def check_subscribers(
     kinesis_on: bool,
     is_global: bool,
     consumer_reads_stream: bool,
+    replicas: tuple[str, ...] = (),
 ) -> None:
-    """The rules across a table's subscribers: what each source needs, and the stream's reader limit."""
-    if specs and is_global:
-        problems.append(
-            f"subscribers ({', '.join(s.name for s in specs)}) on a global table are not supported yet: the "
-            "cleanup consumer is already the one reader AWS recommends per replica stream, and Kinesis is not "
-            "available with replicas; allowed: no subscribers with replicas"
-        )
-        return
-    on_kinesis = [s.name for s in specs if s.reads_kinesis]
-    if len(on_kinesis) > KINESIS_FAN_OUT_CONSUMERS_MAX:
-        problems.append(
-            f"{len(on_kinesis)} subscribers read the Kinesis destination, each through its own enhanced fan-out "
-            f"consumer; allowed: at most {KINESIS_FAN_OUT_CONSUMERS_MAX} (Kinesis registers at most "
-            f"{KINESIS_FAN_OUT_CONSUMERS_MAX} consumers per stream)"
-        )
+    """The rules across a table's subscribers: what each source needs, where each runs, and each region's stream
+    reader limit (the home stream, and each replica's stream in its region)."""
+    _check_regions_of_table(problems, specs, replicas, is_global)
     for spec in specs:
-        if spec.reads_kinesis and not kinesis_on:
+        if spec.reads_kinesis and not kinesis_on and not is_global:
             problems.append(f"subscriber {spec.name!r}: source = \"kinesis\" needs the table's Kinesis destination; "
                             "allowed: kinesis=on (or a stream ARN), or source = \"dynamodb\"")  # fmt: skip
         if not spec.reads_kinesis and not stream_on:
             problems.append(f"subscriber {spec.name!r}: source = \"dynamodb\" needs the table's stream; allowed: "
                             "stream=new-and-old, or source = \"kinesis\"")  # fmt: skip
-    direct = direct_readers(specs)
-    readers = len(direct) + (1 if consumer_reads_stream else 0)
-    if readers > STREAM_READERS_MAX:
-        problems.append(
-            f"{readers} readers of the table's DynamoDB stream ({'the cleanup consumer, ' if consumer_reads_stream else ''}"
-            f"{', '.join(direct)}); allowed: at most {STREAM_READERS_MAX} per shard (more are throttled): read the "
-            'others from the Kinesis destination (source = "kinesis" with kinesis=on)'
-        )
-
-
-# Kinesis: a shard's shared read throughput (2 MB/s and 5 GetRecords calls per second) is divided among every
-# reader polling it; Lambda's guide has a function read through its own enhanced fan-out consumer (2 MB/s per
-# shard of its own, pushed by SubscribeToShard) when more share the stream, and a stream registers at most 20
-# (the Kinesis quotas page). The cleanup consumer on Kinesis reads shared; so do the subscribers while they and
-# it are at most two.
-KINESIS_SHARED_READERS_MAX = 2
-KINESIS_FAN_OUT_CONSUMERS_MAX = 20
-
-
-def kinesis_readers(specs: tuple[SubscriberSpec, ...], consumer_reads_kinesis: bool) -> int:
-    """The readers of the table's Kinesis destination: the subscribers on it and the cleanup consumer."""
-    return sum(1 for s in specs if s.reads_kinesis) + (1 if consumer_reads_kinesis else 0)
-
-
-def fans_out(specs: tuple[SubscriberSpec, ...], consumer_reads_kinesis: bool) -> bool:
-    """Do the subscribers on Kinesis each read through their own enhanced fan-out consumer?"""
-    return kinesis_readers(specs, consumer_reads_kinesis) > KINESIS_SHARED_READERS_MAX
+    reader_problems(
+        problems, specs, is_global=is_global, consumer_reads_stream=consumer_reads_stream, replicas=replicas
+    )
 
 
 def fan_out_consumer_name(stack_name: str, subscriber: str) -> str:

@@ -1,5 +1,7 @@
 """A replica region's stack of a global table: the built-in consumer reading that region's replica stream, with
-blob cleanup off (``BLOB_CLEANUP=off``).
+blob cleanup off (``BLOB_CLEANUP=off``), and each subscriber that runs in that region (``regions = "all"`` or a
+list naming it, contract/subscribers.py): its own function, role, log group, failure bucket, mapping on that
+region's replica stream and alarms, in that region (infra/compute/subscribers.py).
 
 Blobs live in one bucket in the home region, and only the home region's consumer deletes: its stream carries
 every change, local and replicated, so a replicated REMOVE and a local one are treated alike. A replica region's
@@ -17,19 +19,25 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from aws_cdk import CfnOutput, CfnResource, Environment, RemovalPolicy, Stack, Tags
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from contract import names
 from contract.knobs import REGION_RE, REPLICA_STREAMS_CONTEXT, ConfigError, DocTableConfig
 from contract.shape import consumer_shape
 from infra.compute.function import consumer_function, consumer_mapping, write_logs
+from infra.compute.subscribers import Subscriber, subscriber_id
+from infra.compute.subscribers import outputs as subscriber_outputs
 from infra.synth.checkov import add_skip
 from infra.synth.nag import acknowledge
 
 if TYPE_CHECKING:
     from aws_cdk import aws_lambda as lambda_
+
+    from contract.subscribers import SubscriberSpec
 
 __all__ = ["REPLICA_STREAMS_CONTEXT", "ReplicaConsumerStack", "replica_stacks", "replica_streams"]
 STREAM_READ_ACTIONS = ("dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator")
@@ -114,8 +122,49 @@ class ReplicaConsumerStack(Stack):
         # Without this edge CloudFormation may create the mapping before the role can read the stream.
         mapping.node.add_dependency(policy)
         self._outputs(function, log_group, mapping, stream_arn)
+        self.subscribers = [
+            self._subscriber(config, spec, region, stream_arn)
+            for spec in config.subscribers
+            if spec.runs_in(config.replicas, region)
+        ]
         for key, value in config.tags().items():
             Tags.of(self).add(key, value)
+
+    def _subscriber(
+        self, config: DocTableConfig, spec: SubscriberSpec, region: str, stream_arn: str
+    ) -> Subscriber:
+        """A subscriber running in this region: on this region's replica (its stream, and its table for the
+        ``table`` grants), its outputs named as the home stack's."""
+        sid = subscriber_id(spec.name)
+        if any(g.resource == "blobs" for g in spec.grants) and not config.blob_bucket:
+            raise ConfigError(
+                [
+                    f"subscriber {spec.name!r} in {region}: a blobs grant in a replica region needs the bucket's "
+                    'name (the blobs live in the home region\'s bucket); allowed: blob_bucket = "<name>", or the '
+                    'grant in the home region alone (regions = "home")'
+                ]
+            )
+        table = dynamodb.Table.from_table_attributes(
+            self, f"Replica{sid}", table_name=config.table_name, table_stream_arn=stream_arn
+        )
+        blob_bucket = (
+            s3.Bucket.from_bucket_name(self, f"SubscriberBlobBucket{sid}", config.blob_bucket)
+            if config.blob_bucket
+            else None
+        )
+        subscriber = Subscriber(
+            self,
+            f"Subscriber{sid}",
+            config=config,
+            spec=spec,
+            table=table,
+            blob_bucket=blob_bucket,
+            change_stream=None,
+            topic=None,  # the home stack's alarm topic is in the home region: an alarm notifies in its own
+        )
+        for key, (value, what) in subscriber_outputs(subscriber).items():
+            CfnOutput(self, key, value=value, description=f"Subscriber {spec.name}'s {what} in {region}")
+        return subscriber
 
     @staticmethod
     def _role_policy(

@@ -55,7 +55,11 @@ class DocTableStack(Stack):
         self.alarms: ConsumerAlarms | None = None
         if config.has_mapping:
             self.consumer = self._consumer(config, doc_table)
-        self.subscribers = [self._subscriber(config, doc_table, spec) for spec in config.subscribers]
+        self.subscribers = [
+            self._subscriber(config, doc_table, spec)
+            for spec in config.subscribers
+            if spec.runs_in(config.replicas)  # the home region's; a replica region's in its stack
+        ]
         self.overview = self._overview(config, doc_table)
         self._output(
             names.OUT_KNOBS,
@@ -238,6 +242,23 @@ def _bounded(stack: Stack, bootstrap: Bootstrap | None) -> None:
         iam.PermissionsBoundary.of(stack).apply(boundary)
 
 
+def _check_subscriber_regions(config: DocTableConfig, home: str | None) -> None:
+    """A subscriber's list of regions names the home region (the one name that is no replica's) by its name:
+    ConfigError, one line each, for a name that is neither (the settings know the replicas, not the home region)."""
+    problems = []
+    for spec in config.subscribers:
+        outside = (
+            [r for r in spec.regions if r not in config.replicas] if isinstance(spec.regions, tuple) else []
+        )
+        if home and outside and outside != [home]:
+            problems.append(
+                f"subscriber {spec.name!r}: regions = {list(spec.regions)!r} names {outside[0]}, not one of the "
+                f'table\'s regions; allowed: "home", "all" or a list of {", ".join((home, *config.replicas))}'
+            )
+    if problems:
+        raise ConfigError(problems)
+
+
 def create_stack(
     app: App,
     config: DocTableConfig,
@@ -268,6 +289,7 @@ def create_stack(
                 "allowed: regions besides the environment's own"
             ]
         )
+    _check_subscriber_regions(config, region)
     streams = replica_streams(app.node.try_get_context(REPLICA_STREAMS_CONTEXT), config)
     synthesizer = _synthesizer(config, bootstrap)
     stack = DocTableStack(

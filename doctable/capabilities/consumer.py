@@ -14,7 +14,14 @@ from contract import names
 from contract.findings import Finding, Level
 from contract.knobs import KEY_REUSE_NEVER, OFF, ON, RETAINING_TIERS, DocTableConfig
 from contract.shape import consumer_shape
-from contract.subscribers import GLOBAL_STREAM_READERS_MAX, STREAM_READERS_MAX, direct_readers, fans_out
+from contract.subscribers import (
+    GLOBAL_STREAM_READERS_MAX,
+    HOME,
+    STREAM_READERS_MAX,
+    direct_readers,
+    fans_out,
+    region_readers,
+)
 from doctable.capabilities.protocol import stack_physical_ids
 from doctable.core.answers import error_code
 
@@ -215,6 +222,38 @@ def _environment_finding(
 # ------------------------------------------------------------------------------------------- subscribers
 SUBSCRIBER_ADDED, SUBSCRIBER_REMOVED = "subscriber.added", "subscriber.removed"
 SUBSCRIBER_REPLACED, SUBSCRIBER_UPDATED = "subscriber.replaced", "subscriber.updated"
+REGION_ADDED, REGION_REMOVED = "subscriber.region_added", "subscriber.region_removed"
+
+
+def _regions(spec: SubscriberSpec, config: DocTableConfig) -> set[str]:
+    """Where a subscriber runs: "home" and the replica regions."""
+    return ({HOME} if spec.runs_in(config.replicas) else set()) | set(spec.replica_regions(config.replicas))
+
+
+def region_findings(name: str, before: SubscriberSpec, after: SubscriberSpec, deployed: DocTableConfig,
+                    target: DocTableConfig) -> list[Finding]:  # fmt: skip
+    """A subscriber of a global table added to a region (its stack there deploys it) or taken out of one the
+    table keeps (destructive: its function, mapping and failure bucket there go; a region the table itself leaves
+    is replica.removed's)."""
+    was, now = _regions(before, deployed), _regions(after, target)
+    kept = {HOME, *target.replicas}
+    found = [
+        Finding(
+            Level.CHANGE, REGION_ADDED, f"subscriber {name}", "absent", region,
+            f"its function and mapping are created in {region} on that region's replica stream (its stack there)",
+            False, None, region,
+        )
+        for region in sorted(now - was)
+    ]  # fmt: skip
+    found += [
+        Finding(
+            Level.CHANGE, REGION_REMOVED, f"subscriber {name}", region, "absent",
+            f"its function, mapping and log group in {region} are deleted: the changes after this deploy never reach "
+            "it there; its failure bucket there goes with it (kept where the tier keeps data)", True, region, None,
+        )
+        for region in sorted((was - now) & kept)
+    ]  # fmt: skip
+    return found
 
 
 def _reads(spec: SubscriberSpec, config: DocTableConfig) -> tuple[str, ...]:
@@ -248,6 +287,8 @@ def subscriber_findings(deployed: DocTableConfig, target: DocTableConfig) -> lis
         for name in sorted(before.keys() - after.keys())
     ]  # fmt: skip
     for name in sorted(before.keys() & after.keys()):
+        if target.is_global or deployed.is_global:
+            found += region_findings(name, before[name], after[name], deployed, target)
         was, now = _reads(before[name], deployed), _reads(after[name], target)
         if was != now:
             found.append(
@@ -270,6 +311,7 @@ def subscriber_findings(deployed: DocTableConfig, target: DocTableConfig) -> lis
 
 # ------------------------------------------------------------------------------- the stream's readers
 READERS_EXCEEDED, READERS_UNLISTED = "subscriber.readers_exceeded", "subscriber.readers_unlisted"
+READERS_RECOMMENDED = "subscriber.readers_recommended"
 READERS_SUBJECT = "stream readers"
 MAPPING_TYPE = "AWS::Lambda::EventSourceMapping"
 QUIET_STATES = frozenset({"Disabled", "Disabling", "Deleting"})  # a mapping in these reads nothing
@@ -282,7 +324,12 @@ def own_readers(target: DocTableConfig) -> list[dict[str, str]]:
     readers = []
     if target.has_mapping and not target.reads_kinesis:
         readers.append({"reader": "consumer", "function": target.borrowed_consumer_arn or "built-in"})
-    return readers + [{"reader": "subscriber", "name": name} for name in direct_readers(target.subscribers)]
+    direct = (
+        region_readers(target.subscribers, target.replicas)  # the home replica's stream
+        if target.is_global
+        else direct_readers(target.subscribers)
+    )
+    return readers + [{"reader": "subscriber", "name": name} for name in direct]
 
 
 def foreign_readers(mappings: list[dict[str, Any]], own: set[str]) -> list[dict[str, str]]:
@@ -310,19 +357,34 @@ def _reader_text(reader: dict[str, str]) -> str:
 
 
 def readers_limit(target: DocTableConfig) -> int:
-    """Direct readers a shard of the table's stream takes: two, one on a global table's replica stream."""
-    return GLOBAL_STREAM_READERS_MAX if target.is_global else STREAM_READERS_MAX
+    """Direct readers a shard of the table's stream takes: two (more are throttled), on a global table's replica
+    stream too, where AWS recommends one (contract/subscribers.py cites the rule)."""
+    return STREAM_READERS_MAX
 
 
 def readers_findings(target: DocTableConfig, readers: list[dict[str, str]]) -> list[Finding]:
-    """STOP when ``readers`` (the stack's and the foreign ones) are more than a shard takes."""
+    """STOP when ``readers`` (the stack's and the foreign ones) are more than a shard takes; on a global table, WARN
+    when they are more than AWS recommends for its replica streams (one)."""
     limit = readers_limit(target)
+    if target.is_global and GLOBAL_STREAM_READERS_MAX < len(readers) <= limit:
+        effect = (
+            f"{len(readers)} readers of the home replica's stream ({', '.join(map(_reader_text, readers))}): AWS "
+            f"recommends {GLOBAL_STREAM_READERS_MAX} per shard on a global table to avoid throttling (DynamoDB "
+            "developer guide, quotas: simultaneous readers of a shard); a throttled mapping retries, its iterator "
+            "age grows: watch it, or run the subscriber in fewer regions"
+        )
+        return [
+            Finding(
+                Level.WARN, READERS_RECOMMENDED, READERS_SUBJECT, f"{len(readers)} readers",
+                f"{GLOBAL_STREAM_READERS_MAX} recommended", effect, before=readers, after=GLOBAL_STREAM_READERS_MAX,
+            )
+        ]  # fmt: skip
     if len(readers) <= limit:
         return []
     if target.is_global:
         way_out = (
-            "a global table's replica stream takes one reader, the cleanup consumer (Kinesis is not available with "
-            "replicas): delete or disable the mapping that is not this stack's"
+            "Kinesis is not available with replicas: run a subscriber in fewer regions (regions = [...]), or delete "
+            "or disable the mapping that is not this stack's"
         )
     else:
         way_out = (
@@ -413,7 +475,7 @@ class ConsumerCapability:
         {
             CHANGED, REPUBLISHED, PREFIX_CLEANUP_ON, KEY_REUSE_NEVER_CODE, "bucket.leaves_stack", RENAMED,
             SUBSCRIBER_ADDED, SUBSCRIBER_REMOVED, SUBSCRIBER_REPLACED, SUBSCRIBER_UPDATED,
-            READERS_EXCEEDED, READERS_UNLISTED,
+            REGION_ADDED, REGION_REMOVED, READERS_EXCEEDED, READERS_UNLISTED, READERS_RECOMMENDED,
         }
     )  # fmt: skip
 

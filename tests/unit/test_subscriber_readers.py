@@ -1,6 +1,6 @@
 """Preflight counts the live readers of the table's DynamoDB stream (doctable/capabilities/consumer.py): the stack's
 own (the cleanup or borrowed consumer when it reads the stream, each subscriber whose source is the stream) and
-every other event-source mapping live on it; more than a shard takes (2, 1 on a global table) is a STOP naming
+every other event-source mapping live on it; more than a shard takes (2) is a STOP naming
 them, the limit and the way out; mappings that cannot be listed are a STOP too, never a silent pass.
 
 moto in-process for the stack, its table, its mapping and the foreign ones; a fake Lambda client for AccessDenied."""
@@ -163,8 +163,9 @@ def test_mappings_that_cannot_be_listed_stop_the_deploy_saying_so(moto_env: Aws)
         (STREAM, ("search",), 1, 2),
         # a borrowed consumer reads the stream as the built-in one does
         ({**STREAM, "consumer": "arn:aws:lambda:us-east-1:123456789012:function:theirs"}, (), 2, 2),
-        # a global table's replica stream takes one reader: the cleanup consumer
+        # a global table's replica stream: AWS recommends one reader (a second is a WARN naming the 1), takes two
         ({**STREAM, "replicas": "us-west-2"}, (), 1, 1),
+        ({**STREAM, "replicas": "us-west-2"}, (), 2, 2),
         ({**STREAM, "replicas": "us-west-2"}, (), 0, None),
     ],
 )

@@ -233,9 +233,31 @@ def test_an_environment_declaring_subscribers_replaces_the_defaults(tmp_path: Pa
             "3 readers of the table's DynamoDB stream (the cleanup consumer, a, b); allowed: at most 2 per shard",
         ),
         (
-            {"a": {"handler": HANDLER}},
-            {"replicas": "us-west-2", "region": ""},
-            "on a global table are not supported yet",
+            {"a": {"handler": HANDLER, "regions": "everywhere"}},
+            {"replicas": "us-west-2"},
+            "subscriber 'a': regions = 'everywhere' is not allowed; allowed: \"home\" (the default), \"all\" or a "
+            "list of the table's regions",
+        ),
+        (
+            {"a": {"handler": HANDLER, "regions": ["us-east-1", "eu-west-3"]}},
+            {"replicas": "us-west-2"},
+            "subscriber 'a': regions = ['us-east-1', 'eu-west-3'] names us-east-1, eu-west-3, not all the table's; "
+            'allowed: "home", "all" or a list of the table\'s regions (the home region and us-west-2)',
+        ),
+        (
+            {"a": {"handler": HANDLER, "source": "kinesis"}},
+            {"replicas": "us-west-2"},
+            "subscriber 'a': source = \"kinesis\" on a global table: a Kinesis destination is per replica and per "
+            'region and is not built with replicas; allowed: source = "dynamodb"',
+        ),
+        (
+            {
+                "a": {"handler": HANDLER, "regions": ["us-west-2"]},
+                "b": {"handler": HANDLER, "regions": "all"},
+            },
+            {"replicas": "us-west-2"},
+            "3 readers of the replica stream in us-west-2 (the cleanup consumer, a, b); allowed: at most 2 per shard "
+            "in each region (more are throttled; AWS recommends 1 on a global table)",
         ),
         (
             {"search-projection-v2": {"handler": HANDLER}},

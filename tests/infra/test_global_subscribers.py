@@ -1,0 +1,131 @@
+"""Subscribers on a global table (contract/subscribers.py ``regions``): the home stack holds the home region's, each
+replica region's stack (infra/replica_stack.py) those of its region, each on its own region's replica stream with its
+own failure bucket, role and alarms there; cdk-nag and cfn-lint clean on both stacks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+
+from contract import names
+from contract.knobs import ConfigError, resolve_config
+from infra.stack import create_stack
+from tests.infra.synth import cfn_lint, resources, stack_template
+
+pytestmark = pytest.mark.infra
+
+ROOT = Path(__file__).resolve().parents[2]
+HOME, WEST, EU = "us-east-1", "us-west-2", "eu-west-1"
+HANDLER = "examples/subscribers/search.py:handler"
+TABLE = "items-dev"
+STREAMS = {
+    region: f"arn:aws:dynamodb:{region}:123456789012:table/{TABLE}/stream/2026-12-02T00:00:00.000"
+    for region in (WEST, EU)
+}
+GRANTS = [
+    "table:read",
+    {"resource": "arn:aws:sqs:us-west-2:123456789012:audit", "actions": ["sqs:SendMessage"]},
+]
+
+
+def synth(tmp_path: Path, regions: Any, **extra: Any) -> tuple[Any, Path]:
+    """(config, cloud-assembly dir) of a global table (us-west-2, eu-west-1) with subscriber ``audit``."""
+    declaration = {"handler": HANDLER, "grants": GRANTS, **extra}
+    if regions is not None:
+        declaration["regions"] = regions
+    config = resolve_config(
+        context={"stream": "new-and-old", "replicas": f"{WEST},{EU}"},
+        environ={},
+        subscribers={"audit": declaration},
+        settings_dir=ROOT,
+    )
+    app = cdk.App(outdir=str(tmp_path), context={"replica_streams": json.dumps(STREAMS)})
+    create_stack(app, config, account="123456789012", region=HOME)
+    app.synth()
+    return config, tmp_path
+
+
+def subscriber_resources(template: dict[str, Any], kind: str) -> dict[str, Any]:
+    return {k: v for k, v in resources(template, kind).items() if k.startswith("SubscriberAudit")}
+
+
+@pytest.fixture(scope="module")
+def everywhere(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
+    return synth(tmp_path_factory.mktemp("all"), "all")
+
+
+def test_regions_all_puts_the_subscriber_in_every_regions_stack_on_that_regions_stream(
+    everywhere: tuple[Any, Path],
+) -> None:
+    config, outdir = everywhere
+    home = stack_template(outdir, config.stack_name)
+    assert len(subscriber_resources(home, "AWS::Lambda::EventSourceMapping")) == 1
+    for region in (WEST, EU):
+        template = stack_template(outdir, config.replica_stack_name(region))
+        (mapping,) = subscriber_resources(template, "AWS::Lambda::EventSourceMapping").values()
+        # its mapping reads that region's replica stream, its failures go to its own bucket in that region
+        assert mapping["Properties"]["EventSourceArn"] == STREAMS[region]
+        (bucket,) = subscriber_resources(template, "AWS::S3::Bucket").values()
+        assert f"-{region}-audit-failures" in json.dumps(bucket["Properties"]["BucketName"])
+        assert len(subscriber_resources(template, "AWS::CloudWatch::Alarm")) == 2
+        # its outputs are named as the home stack's (verify, logs and replay read them per region)
+        assert names.subscriber_output("audit", names.OUT_SUBSCRIBER_MAPPING) in template["Outputs"]
+
+
+def test_each_regions_role_reads_that_regions_stream_and_its_grants_reach_that_regions_replica(
+    everywhere: tuple[Any, Path],
+) -> None:
+    config, outdir = everywhere
+    template = stack_template(outdir, config.replica_stack_name(WEST))
+    (policy,) = subscriber_resources(template, "AWS::IAM::Policy").values()
+    statements = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    assert statements["ReadOwnStream"]["Resource"] == STREAMS[WEST]
+    table = json.dumps(statements["Grant0"]["Resource"])
+    assert f":dynamodb:{WEST}:123456789012:table/{TABLE}" in table and HOME not in table
+    assert statements["Grant1"]["Resource"] == "arn:aws:sqs:us-west-2:123456789012:audit"
+    # nothing of another region's: no stream, table or bucket of the home region or eu-west-1
+    text = json.dumps(policy)
+    assert EU not in text and HOME not in text
+
+
+@pytest.mark.parametrize(
+    ("regions", "home", "replicas"),
+    [(None, True, ()), ("home", True, ()), ([WEST], False, (WEST,)), ([HOME, EU], True, (EU,))],
+    ids=["default", "home", "one-replica", "home-and-one"],
+)
+def test_a_subscriber_runs_only_in_the_regions_it_names(
+    tmp_path: Path, regions: Any, home: bool, replicas: tuple[str, ...]
+) -> None:
+    config, outdir = synth(tmp_path, regions)
+    assert (
+        bool(subscriber_resources(stack_template(outdir, config.stack_name), "AWS::Lambda::Function")) == home
+    )
+    for region in (WEST, EU):
+        template = stack_template(outdir, config.replica_stack_name(region))
+        assert bool(subscriber_resources(template, "AWS::Lambda::Function")) == (region in replicas)
+
+
+def test_a_list_naming_a_region_that_is_not_the_tables_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        synth(tmp_path, ["ap-south-1", WEST])
+    assert caught.value.problems == [
+        "subscriber 'audit': regions = ['ap-south-1', 'us-west-2'] names ap-south-1, not one of the table's "
+        'regions; allowed: "home", "all" or a list of us-east-1, us-west-2, eu-west-1'
+    ]
+
+
+def test_cdk_nag_and_cfn_lint_are_clean_on_every_stack(everywhere: tuple[Any, Path], tmp_path: Path) -> None:
+    config, outdir = everywhere
+    # synth raised on no unacknowledged cdk-nag finding; each acknowledgement has its reason
+    report = json.loads((outdir / "validation-report.json").read_text())
+    for plugin in report["pluginReports"]:
+        assert (plugin["conclusion"], plugin["violations"]) == ("success", [])
+        assert all(len(s["reason"]) >= 40 for s in plugin["suppressedViolations"])
+    for stack in (config.stack_name, *(config.replica_stack_name(r) for r in (WEST, EU))):
+        (tmp_path / f"{stack}.template.json").write_text(json.dumps(stack_template(outdir, stack)))
+    result = cfn_lint(tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -1,0 +1,168 @@
+"""A subscriber on a global table on the local AWS (home us-east-1, one replica us-west-2), deployed by `doctable
+deploy` and the real CDK CLI: with ``regions = "all"`` the home stack holds the home region's subscriber on the
+home replica's stream and the replica stack holds us-west-2's on that replica's stream, each with its own function,
+failure bucket and alarms in its region; one write at home reaches the subscriber in both regions (its
+``stream_records_received`` line in each region's log group); taking a region out of ``regions`` waits for the
+gate (``subscriber.region_removed``, destructive), then deletes that region's subscriber and nothing else.
+
+The tests run in file order and share one environment (table_base ``gsub``, env dev).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contract import names
+from local import api
+from tests.support import localaws as lt
+from tests.support.cli import Result, run_doctable
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
+
+HOME, WEST = lt.REGION, "us-west-2"
+TABLE, STACK = "gsub-dev", "doctable-gsub-dev"
+AUDIT = "audit"
+HANDLER = """def handler(event, context):
+    return {"batchItemFailures": []}
+"""
+
+
+def settings_text(regions: str) -> str:
+    return (
+        '[defaults]\ntable_base = "gsub"\nstream = "new-and-old"\n\n'
+        f'[environments.dev]\nreplicas = ["{WEST}"]\n\n'
+        f'[environments.dev.subscribers.{AUDIT}]\nhandler = "audit.py:handler"\nregions = {regions}\n'
+    )
+
+
+def client(aws: lt.LocalAWS, service: str, region: str) -> Any:
+    return aws.client(service, region=region)
+
+
+def outputs(aws: lt.LocalAWS, stack: str, region: str) -> dict[str, str]:
+    found = client(aws, "cloudformation", region).describe_stacks(StackName=stack)["Stacks"][0]
+    return {o["OutputKey"]: o["OutputValue"] for o in found.get("Outputs", [])}
+
+
+def stack_of(region: str) -> str:
+    return STACK if region == HOME else f"{STACK}-{region}"
+
+
+def out(what: str) -> str:
+    return names.subscriber_output(AUDIT, what)
+
+
+@pytest.fixture(scope="module")
+def settings(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("gsub-settings")
+    (folder / "audit.py").write_text(HANDLER)
+    path = folder / "doctable.toml"
+    path.write_text(settings_text('"all"'))
+    return path
+
+
+@pytest.fixture(scope="module")
+def doctable(
+    local_aws: lt.LocalAWS, bootstrapped: api.CdkRun, settings: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Callable[..., Result]:
+    lt.run_cdk(local_aws, ["bootstrap", f"aws://{lt.ACCOUNT}/{WEST}"], tmp_path_factory.mktemp("boot"))
+    state = tmp_path_factory.mktemp("gsub-state")
+    env = {
+        **local_aws.env,
+        "DOCTABLE_CONFIG": str(settings),
+        "DOCTABLE_STATE_DIR": str(state / "state"),
+        "DOCTABLE_LEDGER_DIR": str(state / "ledger"),
+    }
+
+    def run(*args: str) -> Result:
+        return run_doctable(list(args), env=env, timeout=1100)
+
+    return run
+
+
+@pytest.fixture(scope="module")
+def deployed(doctable: Callable[..., Result]) -> dict[str, Any]:
+    result = doctable("deploy", "--env", "dev", "--json")
+    assert result.code == 0, result.err[-3000:]
+    return result.json()
+
+
+def test_each_region_runs_the_subscriber_on_its_own_replica_stream(
+    local_aws: lt.LocalAWS, deployed: dict[str, Any]
+) -> None:
+    # THEN the deploy verified (the home subscriber's nudges among its rows)
+    assert deployed["verified"] is True, [r for r in deployed["verify"]["rows"] if r["result"] != "PASS"]
+    streams = {
+        HOME: client(local_aws, "dynamodb", HOME).describe_table(TableName=TABLE)["Table"]["LatestStreamArn"]
+    }
+    streams.update(deployed["replica_streams"])
+    functions = set()
+    for region in (HOME, WEST):
+        found = outputs(local_aws, stack_of(region), region)
+        # AND each region's stack holds the subscriber: its mapping Enabled on that region's replica stream
+        mapping = client(local_aws, "lambda", region).get_event_source_mapping(
+            UUID=found[out(names.OUT_SUBSCRIBER_MAPPING)]
+        )
+        assert (mapping["EventSourceArn"], mapping["State"]) == (streams[region], "Enabled")
+        assert f":{region}:" in mapping["EventSourceArn"]
+        # AND its own failure bucket in that region, as the mapping's on-failure destination
+        bucket = found[out(names.OUT_SUBSCRIBER_FAILURE_BUCKET)]
+        assert f"-{region}-{AUDIT}-" in bucket
+        destination = mapping["DestinationConfig"]["OnFailure"]["Destination"]
+        assert destination.endswith(f":::{bucket}")
+        functions.add(found[out(names.OUT_SUBSCRIBER_FUNCTION)])
+        # AND its alarms in that region
+        alarms = client(local_aws, "cloudwatch", region).describe_alarms()["MetricAlarms"]
+        assert any(
+            d["Value"] == found[out(names.OUT_SUBSCRIBER_FUNCTION)]
+            for a in alarms
+            for d in a.get("Dimensions", [])
+        )
+    assert len(functions) == 2
+
+
+def test_one_write_at_home_reaches_the_subscriber_in_both_regions(
+    local_aws: lt.LocalAWS, deployed: dict[str, Any]
+) -> None:
+    groups = {
+        region: outputs(local_aws, stack_of(region), region)[out(names.OUT_SUBSCRIBER_LOG_GROUP)]
+        for region in (HOME, WEST)
+    }
+    since = lt.now_ms()
+    # WHEN one item is written in the home region
+    item = {"pk": {"S": "both-regions"}, "sk": {"S": "1"}, "note": {"S": "hello"}}
+    client(local_aws, "dynamodb", HOME).put_item(TableName=TABLE, Item=item)
+    # THEN the subscriber logs its proof line for it in each region's log group
+    for region, group in groups.items():
+        logs = client(local_aws, "logs", region)
+        lt.wait_for(
+            lambda logs=logs, group=group: any(
+                line.count >= 1 for line in lt.proof_lines(logs, group, since)
+            ),
+            timeout=120,
+            what=f"the subscriber's stream_records_received line in {region}",
+        )
+
+
+def test_a_region_taken_out_waits_for_the_gate_then_goes_alone(
+    local_aws: lt.LocalAWS, deployed: dict[str, Any], settings: Path, doctable: Callable[..., Result]
+) -> None:
+    # GIVEN the subscriber declared at home only
+    settings.write_text(settings_text('"home"'))
+    # WHEN it is deployed without a yes  THEN the gate refuses, naming the region, and nothing changes
+    refused = doctable("deploy", "--env", "dev", "--no-verify", "--json")
+    assert refused.code == 3, refused.err[-2000:]
+    assert "subscriber.region_removed" in refused.json()["refused"]
+    assert out(names.OUT_SUBSCRIBER_FUNCTION) in outputs(local_aws, stack_of(WEST), WEST)
+    # WHEN it is deployed with --allow-destructive
+    done = doctable("deploy", "--env", "dev", "--no-verify", "--allow-destructive", "--json")
+    assert done.code == 0, done.err[-3000:]
+    # THEN us-west-2's subscriber is gone, its consumer stays, and the home subscriber is untouched
+    west = outputs(local_aws, stack_of(WEST), WEST)
+    assert out(names.OUT_SUBSCRIBER_FUNCTION) not in west
+    assert names.OUT_MAPPING_UUID in west
+    assert out(names.OUT_SUBSCRIBER_FUNCTION) in outputs(local_aws, STACK, HOME)

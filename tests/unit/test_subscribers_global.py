@@ -1,0 +1,106 @@
+"""Subscribers on a global table (contract/subscribers.py ``regions``): where each runs, each region's readers counted
+against that region's stream, and a region added or taken out on day 2 (taken out: through the gate)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contract.knobs import resolve_config
+from contract.subscribers import region_readers
+from doctable.capabilities import consumer
+
+ROOT = Path(__file__).resolve().parents[2]
+HANDLER = "examples/subscribers/search.py:handler"
+WEST, EU = "us-west-2", "eu-west-1"
+
+
+def resolve(subscribers: dict[str, Any], replicas: str = f"{WEST},{EU}") -> Any:
+    return resolve_config(
+        context={"stream": "new-and-old", "replicas": replicas},
+        environ={},
+        subscribers=subscribers,
+        settings_dir=ROOT,
+    )
+
+
+@pytest.mark.parametrize(
+    ("regions", "home", "replicas"),
+    [
+        (None, True, ()),
+        ("home", True, ()),
+        ("all", True, (WEST, EU)),
+        ([EU], False, (EU,)),
+        (["us-east-1", WEST], True, (WEST,)),
+    ],
+)
+def test_a_subscriber_runs_where_its_regions_say(regions: Any, home: bool, replicas: tuple[str, ...]) -> None:
+    declared = {"handler": HANDLER} | ({} if regions is None else {"regions": regions})
+    config = resolve({"a": declared})
+    (spec,) = config.subscribers
+    assert spec.runs_in(config.replicas) is home
+    assert spec.replica_regions(config.replicas) == replicas
+    assert region_readers(config.subscribers, config.replicas) == (["a"] if home else [])
+    # the declaration is recorded as written: a stack without `regions` reads back the default
+    assert ("regions" in spec.declaration) is (regions is not None)
+
+
+def test_each_regions_readers_are_counted_against_that_regions_stream() -> None:
+    # GIVEN one subscriber in us-west-2 only, one at home and in eu-west-1: each region has the consumer and one
+    config = resolve(
+        {
+            "a": {"handler": HANDLER, "regions": [WEST]},
+            "b": {"handler": HANDLER, "regions": [EU, "us-east-1"]},
+        }
+    )
+    assert region_readers(config.subscribers, config.replicas) == ["b"]
+    assert region_readers(config.subscribers, config.replicas, WEST) == ["a"]
+    assert region_readers(config.subscribers, config.replicas, EU) == ["b"]
+
+
+def test_preflight_warns_beyond_awss_one_reader_and_stops_beyond_two_on_a_global_table() -> None:
+    target = resolve({"a": {"handler": HANDLER, "regions": "all"}})
+    own = consumer.own_readers(target)
+    assert [r["reader"] for r in own] == ["consumer", "subscriber"]
+    (warn,) = consumer.readers_findings(target, own)
+    assert (warn.level.value, warn.code, warn.after) == ("WARN", "subscriber.readers_recommended", 1)
+    assert "AWS recommends 1 per shard on a global table" in warn.effect
+    foreign = [{"reader": "foreign", "uuid": "u", "function": "theirs"}]
+    (stop,) = consumer.readers_findings(target, own + foreign)
+    assert (stop.level.value, stop.code, stop.after) == ("STOP", "subscriber.readers_exceeded", 2)
+    # a subscriber in a replica region alone is not a reader of the home replica's stream
+    elsewhere = resolve({"a": {"handler": HANDLER, "regions": [WEST]}})
+    assert consumer.readers_findings(elsewhere, consumer.own_readers(elsewhere)) == []
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "expected"),
+    [
+        ("home", "all", [("subscriber.region_added", EU, False), ("subscriber.region_added", WEST, False)]),
+        (
+            "all",
+            [WEST],
+            [("subscriber.region_removed", EU, True), ("subscriber.region_removed", "home", True)],
+        ),
+        ([WEST], [EU], [("subscriber.region_added", EU, False), ("subscriber.region_removed", WEST, True)]),
+        ("all", "all", []),
+    ],
+)
+def test_a_region_added_deploys_there_and_one_taken_out_goes_through_the_gate(
+    before: Any, after: Any, expected: list[tuple[str, str, bool]]
+) -> None:
+    found = consumer.subscriber_findings(
+        resolve({"a": {"handler": HANDLER, "regions": before}}),
+        resolve({"a": {"handler": HANDLER, "regions": after}}),
+    )
+    regions = [(f.code, f.after if f.after is not None else f.before, f.destructive) for f in found]
+    assert regions[: len(expected)] == expected
+    assert all(f.code != "subscriber.removed" for f in found)
+
+
+def test_a_region_the_table_itself_leaves_is_replica_removeds_not_the_subscribers() -> None:
+    before = resolve({"a": {"handler": HANDLER, "regions": "all"}})
+    after = resolve({"a": {"handler": HANDLER, "regions": "all"}}, replicas=WEST)
+    assert [f.code for f in consumer.subscriber_findings(before, after)] == []
