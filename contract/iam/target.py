@@ -137,12 +137,21 @@ class Target:
 
     @property
     def subscriber_failure_buckets(self) -> tuple[str, ...]:
-        """Each subscriber's own failure bucket: its exact name (bucket_names=exact), else the generated-name pattern."""
+        """Each subscriber's own failure bucket: its exact name (bucket_names=exact) in each region it runs in, else
+        the generated-name pattern."""
         subscribers = self.config.subscribers
         if not subscribers:
             return ()
         if self.config.exact_bucket_names:
-            return tuple(self.named_bucket(names.subscriber_failure_suffix(s.name)) for s in subscribers)
+            replicas = self.config.replicas
+            return tuple(
+                names.bucket_name(
+                    self.config.table_name, self.account, region, names.subscriber_failure_suffix(s.name)
+                )
+                for s in subscribers
+                # on a global table, its bucket in each region it runs in (the replica stacks hold theirs)
+                for region in ((self.region,) if s.runs_in(replicas) else ()) + s.replica_regions(replicas)
+            )
         return (self.generated_buckets,)
 
     @property
