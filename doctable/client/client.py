@@ -35,10 +35,8 @@ from doctable.client.document import (
 from doctable.client.errors import (
     CONFIGURE,
     DELETE_ITEM,
-    DESCRIBE_TABLE,
     GET_ITEM,
     PUT_ITEM,
-    QUERY,
     READ_BLOB,
     READ_VERSION,
     UPDATE_ITEM,
@@ -50,7 +48,7 @@ from doctable.client.errors import (
     NotFoundError,
     ValidationError,
 )
-from doctable.client.indexes import IndexKeys, index_keys_of, index_keys_of_table, key_condition
+from doctable.client.indexes import IndexKeys, IndexQueries, KnownIndexes, index_keys_of
 from doctable.client.retry import RetryPolicy, applied_maybe
 
 CONDITION_FAILED = "ConditionalCheckFailedException"
@@ -76,7 +74,7 @@ class _OutcomeUnknown(Exception):
         self.error = error
 
 
-class DocClient:
+class DocClient(IndexQueries):
     """The application's client of one deployed doctable environment.
 
     Configure it from the stack (``DocClient.from_stack(env=..., table_base=...)``) or explicitly
@@ -110,7 +108,7 @@ class DocClient:
         # writes it ({"partition": ["tenant:S", "region:S"], "sort": "year:N"}), or the deployment's.
         known = indexes if isinstance(indexes, tuple) else index_keys_of(indexes, where="indexes=")
         self.deployment = Deployment(table_name, blob_bucket or None, blob_root, bucket_owner, known)
-        self._index_keys: dict[str, IndexKeys] = {i.name: i for i in known}
+        self._indexes = KnownIndexes(table_name, {i.name: i for i in known})
         self.retry = retry or RetryPolicy()
         self.upload_concurrency = upload_concurrency
         self._session = session
@@ -265,66 +263,6 @@ class DocClient:
                 raise self._refusal(exc, UPDATE_ITEM, pk, sk, expected) from exc
             raise
         return version_of(reply.get("Attributes", {}))
-
-    def query_index(
-        self, index: str, key: Mapping[str, Any], *, limit: int | None = None, ascending: bool = True
-    ) -> list[Document]:
-        """The documents ``index`` holds under ``key``: attribute -> value (=) or a range condition on the last
-        sort attribute given (``(op, value)``, op <, <=, >, >=, begins_with; ``("between", low, high)``). Every
-        partition attribute is given; the sort attributes left to right, none skipped (DynamoDB's rules for
-        multi-attribute keys; doctable/client/indexes.py). A key DynamoDB would refuse is refused here, in one
-        line, before any call. Follows LastEvaluatedKey until ``limit`` documents (default: all). An index that
-        projects only some attributes gives documents with only those."""
-        if not isinstance(index, str) or not index:
-            raise ValidationError("query_index: the index must be a non-empty string", step=VALIDATE)
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-            raise ValidationError(
-                f"query of index {index!r}: limit = {limit!r}; allowed: an integer >= 1", step=VALIDATE
-            )
-        request = key_condition(self._index(index), key)
-        found: list[Document] = []
-        start: dict[str, Any] | None = None
-        while limit is None or len(found) < limit:
-            page = {"Limit": limit - len(found)} if limit is not None else {}
-            reply = self._call(
-                "query",
-                QUERY,
-                None,
-                None,
-                IndexName=index,
-                ScanIndexForward=ascending,
-                **request,
-                **page,
-                **({"ExclusiveStartKey": start} if start else {}),
-            )
-            found += [self._document(item) for item in reply.get("Items", [])]
-            start = reply.get("LastEvaluatedKey")
-            if not start:
-                break
-        return found
-
-    def _index(self, name: str) -> IndexKeys:
-        """The key schema of index ``name``: known from the deployment or ``indexes=``, else read once with
-        DescribeTable (which the runtime policy does not grant: give ``indexes=`` or use ``from_stack``)."""
-        if name not in self._index_keys:
-            table = self.deployment.table_name
-            try:
-                reply = self.retry.call(
-                    lambda: self._client("dynamodb").describe_table(TableName=table), step=DESCRIBE_TABLE
-                )
-            except AwsError as exc:
-                raise ConfigurationError(
-                    f"index {name!r} is not one the deployment records and DescribeTable of {table} failed "
-                    f"({exc.code or exc.detail}): pass indexes= or use DocClient.from_stack",
-                    step=DESCRIBE_TABLE,
-                ) from exc
-            self._index_keys.update({i.name: i for i in index_keys_of_table(reply.get("Table", {}))})
-        if name not in self._index_keys:
-            known = ", ".join(sorted(self._index_keys)) or "none"
-            raise ValidationError(
-                f"query of index {name!r}: the table has no such index; known: {known}", step=VALIDATE
-            )
-        return self._index_keys[name]
 
     # ---- a write ----
     def _validated(self, pk: Any, sk: Any, attributes: Any, blobs: Any, expires_at: Any) -> _Write:

@@ -19,10 +19,22 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from doctable.client import rules
-from doctable.client.errors import CONFIGURE, VALIDATE, ConfigurationError, ValidationError
+from doctable.client.errors import (
+    CONFIGURE,
+    DESCRIBE_TABLE,
+    QUERY,
+    VALIDATE,
+    AwsError,
+    ConfigurationError,
+    ValidationError,
+)
+
+if TYPE_CHECKING:
+    from doctable.client.document import Document
+    from doctable.client.retry import RetryPolicy
 
 HASH, RANGE = "HASH", "RANGE"
 KEY_TYPES = ("S", "N", "B")
@@ -30,7 +42,7 @@ KEY_RE = re.compile(r"^(?P<name>[^:\s]{1,255}):(?P<type>[SNB])$")
 RANGE_OPERATORS = ("<", "<=", ">", ">=")
 BEGINS_WITH, BETWEEN = "begins_with", "between"
 CONDITIONS = "a value (=), or (op, value) with op <, <=, >, >=, begins_with, or ('between', low, high)"
-INDEXES_KNOB, GSI_KNOB, GSI_NAME = "indexes", "gsi", "gsi1"  # the stack's Knobs record (contract/knobs)
+INDEXES_KNOB, GSI_KNOB = "indexes", "gsi"  # the stack's Knobs record (contract/knobs)
 
 
 @dataclass(frozen=True)
@@ -80,8 +92,8 @@ def index_keys_of(declared: Mapping[str, Any], *, where: str = "indexes") -> tup
 def index_keys_of_record(knobs: Mapping[str, Any]) -> tuple[IndexKeys, ...]:
     """The indexes a stack's Knobs record declares: the gsi knob's generic index and the ``indexes`` record."""
     found: list[IndexKeys] = []
-    if knobs.get(GSI_KNOB) == GSI_NAME:
-        found.append(IndexKeys(GSI_NAME, ((rules.GSI_KEYS[0], "S"),), ((rules.GSI_KEYS[1], "S"),)))
+    if knobs.get(GSI_KNOB) == rules.GSI_INDEX:
+        found.append(IndexKeys(rules.GSI_INDEX, ((rules.GSI_KEYS[0], "S"),), ((rules.GSI_KEYS[1], "S"),)))
     text = knobs.get(INDEXES_KNOB)
     if isinstance(text, str):
         try:
@@ -216,3 +228,87 @@ def _range(
         values[f"{placeholder}b"] = _value(index, attribute, kind, condition[2])
         return f"{alias} BETWEEN {placeholder} AND {placeholder}b"
     raise _refuse(index.name, f"{attribute!r}: {condition!r} is not a condition; allowed: {CONDITIONS}")
+
+
+@dataclass
+class KnownIndexes:
+    """The table's indexes whose key schemas the client knows: given, recorded by the stack, or read once."""
+
+    table: str
+    keys: dict[str, IndexKeys]
+
+
+class IndexQueries:
+    """DocClient's queries of the table's indexes (doctable/client/client.py: DocClient derives from this)."""
+
+    retry: RetryPolicy
+    _indexes: KnownIndexes
+
+    def _call(self, operation: str, step: str, pk: str | None, sk: str | None, **request: Any) -> Any:
+        raise NotImplementedError
+
+    def _client(self, service: str) -> Any:
+        raise NotImplementedError
+
+    def _document(self, item: Mapping[str, Any]) -> Document:
+        raise NotImplementedError
+
+    def query_index(
+        self, index: str, key: Mapping[str, Any], *, limit: int | None = None, ascending: bool = True
+    ) -> list[Document]:
+        """The documents ``index`` holds under ``key``: attribute -> value (=) or a range condition on the last
+        sort attribute given (``(op, value)``, op <, <=, >, >=, begins_with; ``("between", low, high)``). Every
+        partition attribute is given; the sort attributes left to right, none skipped (DynamoDB's rules for
+        multi-attribute keys; doctable/client/indexes.py). A key DynamoDB would refuse is refused here, in one
+        line, before any call. Follows LastEvaluatedKey until ``limit`` documents (default: all). An index that
+        projects only some attributes gives documents with only those."""
+        if not isinstance(index, str) or not index:
+            raise ValidationError("query_index: the index must be a non-empty string", step=VALIDATE)
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise ValidationError(
+                f"query of index {index!r}: limit = {limit!r}; allowed: an integer >= 1", step=VALIDATE
+            )
+        request = key_condition(self._index(index), key)
+        found: list[Document] = []
+        start: dict[str, Any] | None = None
+        while limit is None or len(found) < limit:
+            page = {"Limit": limit - len(found)} if limit is not None else {}
+            reply = self._call(
+                "query",
+                QUERY,
+                None,
+                None,
+                IndexName=index,
+                ScanIndexForward=ascending,
+                **request,
+                **page,
+                **({"ExclusiveStartKey": start} if start else {}),
+            )
+            found += [self._document(item) for item in reply.get("Items", [])]
+            start = reply.get("LastEvaluatedKey")
+            if not start:
+                break
+        return found
+
+    def _index(self, name: str) -> IndexKeys:
+        """The key schema of index ``name``: known from the deployment or ``indexes=``, else read once with
+        DescribeTable (which the runtime policy does not grant: give ``indexes=`` or use ``from_stack``)."""
+        if name not in self._indexes.keys:
+            table = self._indexes.table
+            try:
+                reply = self.retry.call(
+                    lambda: self._client("dynamodb").describe_table(TableName=table), step=DESCRIBE_TABLE
+                )
+            except AwsError as exc:
+                raise ConfigurationError(
+                    f"index {name!r} is not one the deployment records and DescribeTable of {table} failed "
+                    f"({exc.code or exc.detail}): pass indexes= or use DocClient.from_stack",
+                    step=DESCRIBE_TABLE,
+                ) from exc
+            self._indexes.keys.update({i.name: i for i in index_keys_of_table(reply.get("Table", {}))})
+        if name not in self._indexes.keys:
+            known = ", ".join(sorted(self._indexes.keys)) or "none"
+            raise ValidationError(
+                f"query of index {name!r}: the table has no such index; known: {known}", step=VALIDATE
+            )
+        return self._indexes.keys[name]

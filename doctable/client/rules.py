@@ -21,6 +21,7 @@ SORT_KEY = "sk"
 BLOBS_ATTRIBUTE = "blobs"
 TTL_ATTRIBUTE = "expiresAt"
 GSI_KEYS = ("gsi1pk", "gsi1sk")  # the generic index's keys: strings when present
+GSI_INDEX = GSI_KEYS[0].removesuffix("pk")  # the generic index's name (the gsi knob's value when it is on)
 # The application's half of the contract: the document's version, for conditional writes.
 VERSION_ATTRIBUTE = "version"
 RESERVED_ATTRIBUTES = frozenset({PARTITION_KEY, SORT_KEY, BLOBS_ATTRIBUTE, VERSION_ATTRIBUTE, TTL_ATTRIBUTE})

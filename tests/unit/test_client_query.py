@@ -198,3 +198,9 @@ def test_without_a_recorded_schema_describe_table_gives_it(ddb: Any) -> None:
 def test_a_bad_indexes_option_is_a_configuration_error() -> None:
     with pytest.raises(ConfigurationError, match="index 'byMatch': partition = \\['tenant'\\]"):
         DocClient(TABLE, indexes={"byMatch": {"partition": ["tenant"]}})
+
+
+def test_the_generic_index_name_the_client_derives_is_the_contracts() -> None:
+    from doctable.client import rules
+
+    assert rules.GSI_INDEX == names.GSI_NAME
