@@ -190,6 +190,10 @@ def test_an_interrupted_multi_index_deploy_continues_at_the_next(
         process.wait()
     lt.wait_for(lambda: not stack_status(local_aws).endswith("_IN_PROGRESS"), timeout=300, interval=0.5)
     assert "byOther" not in live_gsis(local_aws)
+    # AND the killed deploy's lock is left (its lease would expire it): broken by its id, as its refusal says
+    refused = doctable("deploy", "--env", "stg", "--json", "--no-verify")
+    assert refused.code == 3 and refused.json()["code"] == "env.locked", refused.out + refused.err
+    assert doctable("unlock", "--env", "stg", refused.json()["holder_id"]).code == 0
     # WHEN deployed again: it continues from the live table, and ends with every declared index
     result = doctable("deploy", "--env", "stg", "--json", "--no-verify")
     assert result.code == 0, result.out + result.err
