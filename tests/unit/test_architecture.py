@@ -19,10 +19,6 @@ PRODUCT_DIRS = ("contract", "tooling", "infra", "doctable", "local", "functions"
 MODULE_LINES_MAX = 500
 # The only product modules allowed past MODULE_LINES_MAX, each with the reason it stays whole.
 LONG_MODULES = {
-    "contract/knobs/__init__.py": (
-        "the closed set of knobs (each with its default, parser, meaning and live-change effect) and the "
-        "rules between them, read in one place: the config type, the validation and the docs come from it"
-    ),
     "local/runtime/runner.py": (
         "a Lambda execution environment's life (spec, worker process, pool, log sink): each part is only "
         "meaningful to the others"
