@@ -1658,6 +1658,44 @@ settings_case(
     id="settings-subscriber-requirements-outside",
     label="a subscriber requirements file outside the settings file's folder (`../../requirements.txt`)",
 )  # fmt: skip
+# A subscriber on a global table (contract/subscribers.py `regions`, contract/readers.py): where it runs, and each
+# region's readers.
+_GLOBAL_SUBSCRIBERS = (
+    '[environments.dev]\ntier = "dev"\nstream = "new-and-old"\nreplicas = ["us-west-2"]\n\n%s'
+)
+_GLOBAL_ONE = '[environments.dev.subscribers.search]\nhandler = "search.py:handler"\n%s\n'
+for _declared, _expected, _id, _label in (
+    (
+        _GLOBAL_ONE % 'regions = "everywhere"',
+        "subscriber 'search': regions = 'everywhere' is not allowed; allowed: \"home\" (the default), \"all\" or a list "
+        "of the table's regions",
+        "regions-malformed", "a subscriber's `regions` that is neither home, all nor a list of regions (`\"everywhere\"`)",
+    ),
+    (
+        _GLOBAL_ONE % 'regions = ["us-east-1", "eu-west-3"]',
+        "subscriber 'search': regions = ['us-east-1', 'eu-west-3'] names us-east-1, eu-west-3, not all the table's; "
+        "allowed: \"home\", \"all\" or a list of the table's regions (the home region and us-west-2)",
+        "regions-not-the-tables", "a subscriber's `regions` naming two regions besides the table's replicas",
+    ),
+    (
+        _GLOBAL_ONE % 'source = "kinesis"',
+        "subscriber 'search': source = \"kinesis\" on a global table: a Kinesis destination is per replica and per "
+        "region and is not built with replicas; allowed: source = \"dynamodb\"",
+        "kinesis-on-global", "a subscriber reading Kinesis on a global table (`source = \"kinesis\"` with `replicas`)",
+    ),
+    (
+        _GLOBAL_ONE % 'regions = ["us-west-2"]'
+        + '[environments.dev.subscribers.audit]\nhandler = "search.py:handler"\nregions = "all"\n',
+        "3 readers of the replica stream in us-west-2 (the cleanup consumer, audit, search); allowed: at most 2 per "
+        "shard in each region (more are throttled; AWS recommends 1 on a global table)",
+        "readers-in-a-region", "two subscribers beside the cleanup consumer on one replica region's stream",
+    ),
+):
+    add(Case(
+        SETTINGS, _label,
+        functools.partial(_with_handler, _GLOBAL_SUBSCRIBERS % _declared, ["settings", "--env", "dev"]),
+        (*ONE_LINE, _expected), CLI_STOPS, f"settings-subscriber-{_id}",
+    ))  # fmt: skip
 _FOREIGN = (
     '[environments.stg]\ntier = "stg"\n\n[environments.dev]\ntier = "dev"\nstream = "new-and-old"\n'
     'account = "123456789012"\nregion = "eu-west-1"\n\n[environments.dev.subscribers.search]\n'
@@ -1743,6 +1781,51 @@ settings_case(
     '[environments.stg.indexes.one]\npartition = "owner:S"\n[environments.stg.indexes.two]\npartition = "owner:N"\n',
     ["settings", "--env", "stg"], ["attribute 'owner' is N in index 'two' but S in index 'one'"],
     id="settings-index-type-conflict", label="one attribute given two types by two indexes",
+)  # fmt: skip
+settings_case(
+    '[environments.stg.indexes.byMatch]\npartition = []\n', ["settings", "--env", "stg"],
+    ["index 'byMatch': partition = [] names no attribute; allowed: \"attribute:type\" or an array of 1 to 4 of them"],
+    id="settings-index-key-empty", label="an empty multi-attribute key (`partition = []`)",
+)  # fmt: skip
+settings_case(
+    '[environments.stg.indexes.byMatch]\npartition = ["a:S", "b:S", "c:S", "d:S", "e:S"]\n', ["settings", "--env", "stg"],
+    ["index 'byMatch': partition lists 5 attributes; allowed: at most 4 (DynamoDB's multi-attribute keys)"],
+    id="settings-index-key-five", label="a key of five attributes (`partition = [\"a:S\", …, \"e:S\"]`)",
+)  # fmt: skip
+settings_case(
+    '[environments.stg.indexes.byMatch]\npartition = ["tenant:S", "tenant:S"]\n', ["settings", "--env", "stg"],
+    ["index 'byMatch': partition names 'tenant' twice; allowed: each attribute once in an index's keys"],
+    id="settings-index-key-twice", label="an attribute twice in one key (`partition = [\"tenant:S\", \"tenant:S\"]`)",
+)  # fmt: skip
+settings_case(
+    '[environments.stg.indexes.byMatch]\npartition = ["tenant:S", "region:S"]\nsort = ["year:N", "region:S"]\n', ["settings", "--env", "stg"],
+    ["index 'byMatch': 'region' is both the partition and the sort key; allowed: each attribute once"],
+    id="settings-index-key-both", label="an attribute in both the partition and the sort key of one index",
+)  # fmt: skip
+settings_case(
+    '[environments.stg.indexes.byMatch]\npartition = ["tenant:S", 7]\n', ["settings", "--env", "stg"],
+    ["index 'byMatch': partition[1] = 7 is not a string; allowed: \"attribute:type\", type S|N|B"],
+    id="settings-index-key-not-string", label="a non-string in a multi-attribute key (`partition = [\"tenant:S\", 7]`)",
+)  # fmt: skip
+settings_case(
+    '[environments.stg.indexes.byMatch]\npartition = ["tenant:S", "region:X"]\n', ["settings", "--env", "stg"],
+    ["index 'byMatch': partition[1] = 'region:X' has type 'X'; allowed: S|N|B"],
+    id="settings-index-key-list-type", label="an unknown type in a multi-attribute key (`\"region:X\"`)",
+)  # fmt: skip
+settings_case(
+    '[environments.stg.indexes.byMatch]\nsort = ["year:N", "round:S"]\n', ["settings", "--env", "stg"],
+    ["index 'byMatch': a global index needs a partition key"],
+    id="settings-index-sort-without-partition", label="a sort array without a partition (`sort = [\"year:N\", \"round:S\"]`)",
+)  # fmt: skip
+settings_case(
+    '[environments.stg.indexes.byMatch]\nkind = "local"\nsort = ["year:N", "round:S"]\n', ["settings", "--env", "stg"],
+    ["index 'byMatch': a local index's sort key is one attribute"],
+    id="settings-index-local-multi", label="a multi-attribute sort key on a local index",
+)  # fmt: skip
+settings_case(
+    '[environments.stg.indexes.byMatch]\npartition = ["tenant:S", "region:S"]\n[environments.stg.indexes.byYear]\npartition = ["tenant:S", "region:N"]\n', ["settings", "--env", "stg"],
+    ["attribute 'region' is N in index 'byYear' but S in index 'byMatch'"],
+    id="settings-index-key-list-type-conflict", label="one attribute given two types by two multi-attribute keys",
 )  # fmt: skip
 add(
     Case(
@@ -1890,6 +1973,60 @@ add(
         "refused after the survey (exit 3; `preview.other_project` in `preview list --json`): the stack untouched",
         "preview-other-project",
     )
+)
+
+LOCKS = "The environment's lock (`doctable deploy --wait`, `doctable unlock`: doctable/lifecycle/lock.py)"
+
+
+def _unlock_another_id(lock_id: str) -> str:
+    """``doctable unlock --env stg ID`` (moto) while stg's lock is held by another id."""
+    import boto3
+    from moto import mock_aws
+
+    from contract.iam.lock import lock_bucket, lock_key
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "doctable.toml"
+        path.write_text(_STG)
+        with environment(CLI_ENV), mock_aws():
+            s3 = boto3.client("s3", region_name=REGION)
+            bucket, key = lock_bucket("123456789012", REGION), lock_key("doctable-items-stg")
+            s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": REGION})
+            holder = {"id": "held-1", "who": "arn:aws:iam::123456789012:user/ci", "host": "runner", "pid": 7,
+                      "checkout": "/work/ci", "command": "doctable deploy --env stg", "env": "stg",
+                      "stack": "doctable-items-stg", "since": "2026-01-01T00:00:00Z",
+                      "until": "2026-01-01T00:03:00Z"}  # fmt: skip
+            s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(holder).encode())
+            observed = run_cli(["unlock", "--env", "stg", lock_id], {"DOCTABLE_CONFIG": str(path)})
+            kept = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())["id"]
+            return f"{observed}; the lock kept: {kept}"
+
+
+add(
+    Case(
+        LOCKS,
+        "`doctable unlock --env stg not-the-id` while lock `held-1` holds stg",
+        functools.partial(_unlock_another_id, "not-the-id"),
+        (*ONE_LINE, "lock id not-the-id is not the holder's: environment stg is held by doctable deploy --env stg",
+         "lock id held-1; nothing changed", "the lock kept: held-1"),
+        "refused after reading the lock (exit 2, `env.lock_id` in `--json` with the holder's fields); the lock "
+        "untouched",
+        "lock-unlock-another-id",
+    )
+)  # fmt: skip
+cli_case(
+    ["deploy", "--env", "stg", "--wait", "x"],
+    [*ONE_LINE, "--wait 'x': not a duration; allowed: seconds (90) or a number with s, m or h (90s, 5m, 1h)"],
+    CLI_STOPS,
+    id="lock-wait-not-a-duration",
+    label="`doctable deploy --env stg --wait x`",
+)
+cli_case(
+    ["teardown", "--env", "stg", "--wait", "2d"],
+    [*ONE_LINE, "--wait '2d': not a duration"],
+    CLI_STOPS,
+    id="lock-wait-unit",
+    label="`doctable teardown --env stg --wait 2d` (a unit other than s, m, h)",
 )
 
 cli_case(
