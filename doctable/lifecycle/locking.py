@@ -8,7 +8,7 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from contract.iam.lock import lock_bucket, lock_key
 from doctable.core import previews
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from contract.settings.resolve import Resolved
     from doctable.core.aws import Aws
 
-P = ParamSpec("P")
 R = TypeVar("R")
 
 
@@ -56,22 +55,6 @@ def environment_lock(
         wait=wait, lease=lease, checkout=checkout, say=progress.say,
     ) as held:  # fmt: skip
         yield held
-
-
-def locked(command: str, function: Callable[P, R]) -> Callable[P, R]:
-    """``function`` (an API function: a Target first, ``wait`` among its keywords) run under its environment's
-    lock; ``wait`` is the lock's, not passed on."""
-
-    def call(*args: P.args, **kwargs: P.kwargs) -> R:
-        target = args[0] if args else kwargs["target"]
-        assert isinstance(target, Target)
-        wait = float(kwargs.pop("wait", 0.0) or 0.0)  # type: ignore[arg-type]
-        with environment_lock(target, command, wait=wait):
-            return function(*args, **kwargs)
-
-    call.__name__ = getattr(function, "__name__", command)
-    call.__doc__ = function.__doc__
-    return call
 
 
 def locked_teardowner(
