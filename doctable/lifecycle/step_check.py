@@ -14,6 +14,7 @@ from contract.findings import Finding, Level, destructive
 
 if TYPE_CHECKING:
     from contract.knobs import DocTableConfig
+    from contract.settings.resolve import Resolved
     from doctable.core.aws import Aws
     from doctable.core.deployment import Deployment
     from doctable.lifecycle.index_steps import IndexPlan
@@ -91,3 +92,23 @@ def step_checker(
         return StepStale(number + 1, step.action, step.index, tuple(changed))
 
     return check
+
+
+def deploy_checker(
+    aws: Aws, resolved: Resolved, plan: IndexPlan, gate_findings: Sequence[Finding]
+) -> Callable[[int], StepStale | None]:
+    """:func:`step_checker` as ``doctable deploy`` runs it: the stack described again (its recorded knobs and the
+    run's settings, as the deploy read it), the index plan and preflight as the deploy made them."""
+    from doctable.core.command import use_settings
+    from doctable.core.context import describe_stack
+    from doctable.core.deployment import use_deployed_knobs
+    from doctable.lifecycle.index_steps import plan_indexes
+    from doctable.lifecycle.preflight import run_preflight
+
+    def reread() -> Deployment:
+        return use_settings(use_deployed_knobs(describe_stack(aws, resolved.config)), resolved)
+
+    return step_checker(
+        aws, resolved.config, plan, gate_findings,
+        reread=reread, plan_indexes=plan_indexes, preflight=run_preflight,
+    )  # fmt: skip
