@@ -89,7 +89,7 @@ def test_each_error_has_its_exit_code(error: BaseException, code: int) -> None:
         (EXIT_FAILED, EXIT_FAILED),
         (UserError("bad input"), EXIT_USAGE),
         (RefusedError("refused"), EXIT_REFUSED),
-        (access_denied(), EXIT_AWS),  # through `guarded`: AWS's refusal becomes a one-line error
+        (access_denied(), EXIT_AWS),  # through the API's typed_errors: AWS's refusal becomes a one-line error
     ],
     ids=["ok", "check-failed", "bad-input", "refused", "access-denied"],
 )
