@@ -38,7 +38,7 @@ def typed_errors(function: Callable[P, R]) -> Callable[P, R]:
     @functools.wraps(function)
     def call(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
-            with user_errors(f"running doctable.api.{function.__name__}"):
+            with user_errors(f"running `doctable {function.__name__.replace('_', ' ')}`"):
                 return function(*args, **kwargs)
         except OSError as exc:
             raise UserError(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")) from exc
