@@ -250,7 +250,13 @@ def _check_subscriber_regions(config: DocTableConfig, home: str | None) -> None:
         outside = (
             [r for r in spec.regions if r not in config.replicas] if isinstance(spec.regions, tuple) else []
         )
-        if home and outside and outside != [home]:
+        if spec.replica_regions(config.replicas) and not config.builtin_consumer:
+            problems.append(
+                f"subscriber {spec.name!r}: regions = {spec.regions!r} runs it in a replica region, whose stack is "
+                'the built-in consumer\'s; allowed: the built-in consumer (consumer = "builtin"), or regions = '
+                '"home"'
+            )
+        elif home and outside and outside != [home]:
             problems.append(
                 f"subscriber {spec.name!r}: regions = {list(spec.regions)!r} names {outside[0]}, not one of the "
                 f'table\'s regions; allowed: "home", "all" or a list of {", ".join((home, *config.replicas))}'

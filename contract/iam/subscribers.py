@@ -15,7 +15,7 @@ stack's generated bucket names). Standard library only, as contract/iam/policies
 
 from __future__ import annotations
 
-from contract.iam.target import FAILURE_PREFIX, Statement, Target
+from contract.iam.target import FAILURE_PREFIX, Statement, Target, arn_of
 
 
 def subscriber_functions(t: Target) -> tuple[str, ...]:
@@ -23,21 +23,35 @@ def subscriber_functions(t: Target) -> tuple[str, ...]:
     return (t.arn("lambda", f"function:{t.stack}-*"),)
 
 
+def _subscriber_regions(t: Target) -> tuple[str, ...]:
+    """The replica regions some subscriber of a global table runs in (their stacks hold it)."""
+    replicas = t.config.replicas
+    return tuple(r for r in replicas if any(s.runs_in(replicas, r) for s in t.config.subscribers))
+
+
 def read_subscribers(t: Target) -> list[Statement]:
-    """verify's ``subscriber:<name>`` row: each subscriber's function and its mapping (narrowed by the function it
-    invokes) and the mapping's tags."""
+    """verify's ``subscriber:<name>`` rows: each subscriber's function and its mapping (narrowed by the function it
+    invokes) and the mapping's tags, at home and in each replica region it runs in (``subscriber:<name>@<region>``:
+    the replica stack ``<stack>-<region>`` names its functions ``<stack>-<region>-...``)."""
     if not t.config.subscribers:
         return []
-    functions = subscriber_functions(t)
+    regions = _subscriber_regions(t)
+    functions = subscriber_functions(t) + tuple(
+        arn_of(t.partition, "lambda", r, t.account, f"function:{t.stack}-*") for r in regions
+    )
+    elsewhere = tuple(arn_of(t.partition, "lambda", r, t.account, "event-source-mapping:*") for r in regions)
+    mappings = t.mappings + elsewhere
+    tags = [Statement("ListReplicaSubscriberMappingTags", ("lambda:ListTags",), elsewhere)] if regions else []
     return [
         Statement("ReadSubscriberFunctions", ("lambda:GetFunctionConfiguration",), functions),
         Statement(
             "ReadSubscriberMappings",
             ("lambda:GetEventSourceMapping",),
-            t.mappings,
+            mappings,
             {"ArnLike": {"lambda:FunctionArn": list(functions)}},
         ),
         Statement("ListMappingTagsUuidKnownOnlyAfterDeploy", ("lambda:ListTags",), t.mappings),
+        *tags,
     ]
 
 
@@ -45,7 +59,13 @@ def subscriber_proof_lines(t: Target) -> list[Statement]:
     """A subscriber's proof lines in its log group: verify's nudges and ``doctable logs --subscriber``."""
     if not t.config.subscribers:
         return []
-    return [Statement("ReadProofLines", ("logs:FilterLogEvents",), t.log_groups)]
+    found = [Statement("ReadProofLines", ("logs:FilterLogEvents",), t.log_groups)]
+    regions = _subscriber_regions(t)
+    # a replica region's subscriber: its log group there (verify's subscriber-nudge:<name>@<region>)
+    if regions:
+        groups = tuple(arn_of(t.partition, "logs", r, t.account, f"log-group:{t.stack}-*") for r in regions)
+        found.append(Statement("ReadReplicaSubscriberProofLines", ("logs:FilterLogEvents",), groups))
+    return found
 
 
 def replay_subscribers(t: Target) -> list[Statement]:

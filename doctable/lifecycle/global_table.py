@@ -2,7 +2,9 @@
 single-region table to a global table (first), then each replica region's consumer stack (after the home stack),
 and their removal.
 
-Deploy: once the home stack has made every replica, the consumer stack of each replica region, and the removal of
+Deploy: once the home stack has made every replica, the stack of each replica region (its consumer, and each
+subscriber that runs in that region: ``regions`` in contract/subscribers.py; a region added to or taken out of a
+subscriber's regions is this deploy's update of that stack, through the gate when taken out), and the removal of
 the consumer stack of each region that is no longer a replica. CloudFormation cannot give a stack the stream ARN of
 a replica in another region, so the deploy reads each replica's ``LatestStreamArn`` in its own region and hands the
 map to the app as the ``replica_streams`` context.

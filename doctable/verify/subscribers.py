@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from contract import names
 from contract.knobs import STARTING_LATEST, STARTING_POSITION_CFN
+from doctable.capabilities.replicas import replica_stack
 from doctable.verify.expect import EXCLUDED_PREFIX, NUDGE_PREFIX
 from doctable.verify.probe import NUDGE_KIND, ProbePlan, probe_plan
 from doctable.verify.proof import (
@@ -53,6 +54,9 @@ def subscriber_rows(config: DocTableConfig) -> list[tuple[str, str, str]]:
     rows = []
     for spec in config.subscribers:
         plan = probe_plan(spec, config.stream_view_type)
+        rows += _region_rows(config, spec, plan)
+        if not spec.runs_in(config.replicas):
+            continue  # a global table's subscriber in replica regions alone: its rows are theirs
         rows += [
             (
                 f"{PREFIX}{spec.name}",
@@ -89,8 +93,16 @@ def _declared_patterns(spec: SubscriberSpec) -> list[Any]:
 
 
 def _check(aws: Aws, deployment: Deployment, spec: SubscriberSpec) -> str:
-    function = deployment.out(names.subscriber_output(spec.name, names.OUT_SUBSCRIBER_FUNCTION))
-    uuid_ = deployment.out(names.subscriber_output(spec.name, names.OUT_SUBSCRIBER_MAPPING))
+    return _declared(aws, deployment.out, deployment.config.tags(), spec)
+
+
+def _declared(
+    aws: Aws, out: Callable[[str], str | None], stack_tags: Mapping[str, str], spec: SubscriberSpec
+) -> str:
+    """Its function runs the wrapper around its handler, its mapping is Enabled with its filters and the tags
+    (``out``: the stack's outputs, the home stack's or a replica region's)."""
+    function = out(names.subscriber_output(spec.name, names.OUT_SUBSCRIBER_FUNCTION))
+    uuid_ = out(names.subscriber_output(spec.name, names.OUT_SUBSCRIBER_MAPPING))
     if not function or not uuid_:
         raise CheckFailed(f"the stack has no outputs for subscriber {spec.name}: deploy it")
     lam = aws.client("lambda")
@@ -109,7 +121,7 @@ def _check(aws: Aws, deployment: Deployment, spec: SubscriberSpec) -> str:
     if sorted(map(json.dumps, _patterns(mapping))) != sorted(map(json.dumps, _declared_patterns(spec))):
         problems.append(f"filters {_patterns(mapping)}, declared {_declared_patterns(spec)}")
     tags = lam.list_tags(Resource=mapping["EventSourceMappingArn"]).get("Tags", {})
-    missing = {k: v for k, v in deployment.config.tags().items() if tags.get(k) != v}
+    missing = {k: v for k, v in stack_tags.items() if tags.get(k) != v}
     if missing:
         problems.append(f"mapping tags lack {missing}")
     if problems:
@@ -122,11 +134,118 @@ def subscriber_checks(run: VerifyRun) -> dict[str, Callable[[], str]]:
     ``Skip(why)`` when a nudge cannot be made."""
     nudges = Nudges(run)
     checks: dict[str, Callable[[], str]] = {}
-    for spec in run.deployment.config.subscribers:
+    config = run.deployment.config
+    for spec in config.subscribers:
+        for region in _regions_of(config, spec):
+            checks[region_row_id(spec.name, region)] = functools.partial(_region_check, run, spec, region)
+            checks[region_nudge_row_id(spec.name, region)] = functools.partial(
+                _region_nudge, run, spec, region
+            )
+        if not spec.runs_in(config.replicas):
+            continue
         checks[f"{PREFIX}{spec.name}"] = functools.partial(_check, run.aws, run.deployment, spec)
         checks[f"{NUDGE_PREFIX}{spec.name}"] = functools.partial(nudges.passing, spec)
         checks[f"{EXCLUDED_PREFIX}{spec.name}"] = functools.partial(nudges.excluded, spec)
     return checks
+
+
+# ------------------------------------------------------------------- a global table's replica regions
+REGION_SEP = "@"  # subscriber:<name>@<region>, subscriber-nudge:<name>@<region>
+
+
+def region_row_id(name: str, region: str) -> str:
+    return f"{PREFIX}{name}{REGION_SEP}{region}"
+
+
+def region_nudge_row_id(name: str, region: str) -> str:
+    return f"{NUDGE_PREFIX}{name}{REGION_SEP}{region}"
+
+
+def _regions_of(config: DocTableConfig, spec: SubscriberSpec) -> tuple[str, ...]:
+    """The replica regions whose stack runs the subscriber (the built-in consumer's stacks hold them)."""
+    return spec.replica_regions(config.replicas) if config.builtin_consumer else ()
+
+
+def _region_rows(config: DocTableConfig, spec: SubscriberSpec, plan: ProbePlan) -> list[tuple[str, str, str]]:
+    """Two rows per replica region the subscriber runs in: its declaration there, and a nudge reaching it there."""
+    rows = []
+    for region in _regions_of(config, spec):
+        rows += [
+            (
+                region_row_id(spec.name, region),
+                f"subscriber {spec.name} in {region} as declared",
+                f"stack {config.replica_stack_name(region)}: wrapper around {spec.handler_file}:{spec.function}; "
+                f"mapping {ENABLED} on the replica stream in {region}, {len(spec.filters)} filter(s), tagged",
+            ),
+            (
+                region_nudge_row_id(spec.name, region),
+                f"a change subscriber {spec.name}'s filter passes reaches it in {region}",
+                f"{plan.text}, written at home: a {names.PROOF_LOG_MESSAGE} line of {spec.name} in {region}"
+                if plan.witness is not None
+                else f"not checked: {plan.why}",
+            ),
+        ]
+    return rows
+
+
+def _replica_outputs(run: VerifyRun, region: str) -> dict[str, str]:
+    name = run.deployment.config.replica_stack_name(region)
+    stack = replica_stack(run.aws.in_region(region), name)
+    if stack is None:
+        raise CheckFailed(f"stack {name} not found in {region}")
+    return {o["OutputKey"]: o.get("OutputValue", "") for o in stack.get("Outputs") or []}
+
+
+def _region_check(run: VerifyRun, spec: SubscriberSpec, region: str) -> str:
+    """Its function, mapping and tags in ``region``'s stack, the mapping on that region's replica stream."""
+    there, config = run.aws.in_region(region), run.deployment.config
+    outputs = _replica_outputs(run, region)
+    observed = _declared(there, outputs.get, config.tags(), spec)
+    uuid_ = outputs[names.subscriber_output(spec.name, names.OUT_SUBSCRIBER_MAPPING)]
+    source = there.client("lambda").get_event_source_mapping(UUID=uuid_).get("EventSourceArn")
+    stream = (
+        there.client("dynamodb").describe_table(TableName=config.table_name)["Table"].get("LatestStreamArn")
+    )
+    if source != stream:
+        raise CheckFailed(f"its mapping in {region} reads {source}, not the replica stream {stream}")
+    return f"{observed}; on {stream}"
+
+
+def _region_nudge(run: VerifyRun, spec: SubscriberSpec, region: str) -> str:
+    """The plan's writes on a probe item of its own, at home; replicated to ``region``, the passing change reaches
+    the subscriber's proof line there (matched by time: each replica stream numbers its records itself)."""
+    config = run.deployment.config
+    plan = probe_plan(spec, config.stream_view_type)
+    if plan.witness is None:
+        raise Skip(plan.why)
+    group = _replica_outputs(run, region).get(
+        names.subscriber_output(spec.name, names.OUT_SUBSCRIBER_LOG_GROUP)
+    )
+    if not group:
+        raise CheckFailed(f"the stack in {region} has no outputs for subscriber {spec.name}: deploy it")
+    sort_key = f"subscriber-{spec.name}-{region}"
+    key = {names.PARTITION_KEY: {"S": run.pk}, names.SORT_KEY: {"S": sort_key}}
+    run.scratch.items.append((run.pk, sort_key))
+    ddb, write_ms = run.aws.client("dynamodb"), int(run.wall() * 1000)
+    for number, step in enumerate(plan.writes, 1):
+        if step.attributes is None:
+            ddb.delete_item(TableName=config.table_name, Key=key)
+        else:
+            item = {**key, "kind": {"S": NUDGE_KIND}, "n": {"N": str(number)}, **step.item_attributes}
+            ddb.put_item(TableName=config.table_name, Item=item)
+    there = run.aws.in_region(region)
+    line, seconds = run.progress.wait(
+        f"{names.PROOF_LOG_MESSAGE} of subscriber {spec.name} in {region}",
+        lambda: find_proof(there, group, config.table_name, None, write_ms), run.timeout,
+        interval=1.0, max_interval=5.0,
+    )  # fmt: skip
+    if line is None:
+        raise CheckFailed(
+            f"no {names.PROOF_LOG_MESSAGE} line of {spec.name} in {region} within {run.timeout:.0f}s of the "
+            f"{plan.witness_event} written at home",
+            {"code": NOT_REACHED, "event": str(plan.witness_event), "region": region},
+        )
+    return f"{plan.witness_event} written at home reached it in {region} after {seconds:.1f}s"
 
 
 # ---------------------------------------------------------------------------------------- the nudges (write)

@@ -129,3 +129,18 @@ def test_cdk_nag_and_cfn_lint_are_clean_on_every_stack(everywhere: tuple[Any, Pa
         (tmp_path / f"{stack}.template.json").write_text(json.dumps(stack_template(outdir, stack)))
     result = cfn_lint(tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_replica_regions_subscriber_without_the_builtin_consumer_is_one_line(tmp_path: Path) -> None:
+    config = resolve_config(
+        context={"stream": "new-and-old", "replicas": WEST, "consumer": "none"},
+        environ={},
+        subscribers={"audit": {"handler": HANDLER, "regions": "all"}},
+        settings_dir=ROOT,
+    )
+    with pytest.raises(ConfigError) as caught:
+        create_stack(cdk.App(outdir=str(tmp_path)), config, account="123456789012", region=HOME)
+    assert caught.value.problems == [
+        "subscriber 'audit': regions = 'all' runs it in a replica region, whose stack is the built-in consumer's; "
+        'allowed: the built-in consumer (consumer = "builtin"), or regions = "home"'
+    ]

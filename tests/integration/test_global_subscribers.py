@@ -94,8 +94,13 @@ def deployed(doctable: Callable[..., Result]) -> dict[str, Any]:
 def test_each_region_runs_the_subscriber_on_its_own_replica_stream(
     local_aws: lt.LocalAWS, deployed: dict[str, Any]
 ) -> None:
-    # THEN the deploy verified (the home subscriber's nudges among its rows)
+    # THEN the deploy verified: the subscriber at home (its nudges) and in us-west-2 (its mapping on that region's
+    # replica stream, and a change written at home reaching it there)
     assert deployed["verified"] is True, [r for r in deployed["verify"]["rows"] if r["result"] != "PASS"]
+    rows = {row["id"]: row for row in deployed["verify"]["rows"]}
+    for row in (f"subscriber:{AUDIT}", f"subscriber-nudge:{AUDIT}", f"subscriber:{AUDIT}@{WEST}",
+                f"subscriber-nudge:{AUDIT}@{WEST}"):  # fmt: skip
+        assert rows[row]["result"] == "PASS", rows[row]
     streams = {
         HOME: client(local_aws, "dynamodb", HOME).describe_table(TableName=TABLE)["Table"]["LatestStreamArn"]
     }

@@ -94,3 +94,22 @@ def test_a_subscriber_only_in_a_replica_region_has_no_home_bucket() -> None:
     )
     target = Target(config, ACCOUNT, HOME, partition="aws")
     assert target.subscriber_failure_buckets == (f"items-dev-{ACCOUNT}-{WEST}-audit-failures",)
+
+
+def test_the_operators_verify_reads_the_subscriber_in_each_region_it_runs_in(
+    synthesized: tuple[Target, dict[str, Any]],
+) -> None:
+    from contract.iam import policies as iam
+
+    target, _ = synthesized
+    document = iam.policy_document(iam.role_statements("operator", target, "verify"))
+    stack = target.config.replica_stack_name(WEST)
+    function = f"arn:aws:lambda:{WEST}:{ACCOUNT}:function:{stack}-SubscriberAuditFunction-A1B2C3"
+    mapping = f"arn:aws:lambda:{WEST}:{ACCOUNT}:event-source-mapping:0000-1111"
+    assert _allowed([document], "lambda:GetFunctionConfiguration", function)
+    assert _allowed([document], "lambda:GetEventSourceMapping", mapping, lambda_FunctionArn=function)
+    assert _allowed([document], "lambda:ListTags", mapping)
+    assert _allowed(
+        [document], "logs:FilterLogEvents", f"arn:aws:logs:{WEST}:{ACCOUNT}:log-group:{stack}-Sub-x"
+    )
+    assert not _allowed([document], "lambda:GetFunctionConfiguration", function.replace(WEST, "ap-south-1"))
