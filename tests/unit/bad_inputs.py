@@ -1686,7 +1686,7 @@ for _declared, _expected, _id, _label in (
     (
         _GLOBAL_ONE % 'regions = ["us-west-2"]'
         + '[environments.dev.subscribers.audit]\nhandler = "search.py:handler"\nregions = "all"\n',
-        "3 readers of the replica stream in us-west-2 (the cleanup consumer, audit, search); allowed: at most 2 per "
+        "3 readers of the replica stream in us-west-2 (the cleanup consumer, search, audit); allowed: at most 2 per "
         "shard in each region (more are throttled; AWS recommends 1 on a global table)",
         "readers-in-a-region", "two subscribers beside the cleanup consumer on one replica region's stream",
     ),
