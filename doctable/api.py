@@ -10,7 +10,7 @@ credentials' profile and region, and ``quiet`` (no progress lines on stderr)::
     from doctable import api
 
     result = api.verify(api.Target(env="dev"), read_only=True)
-    assert result.ok, [row.name for row in result.rows if not row.ok]
+    assert result.ok, [row.id for row in result.rows if not row.ok]
 
 Errors: :class:`UserError` (exit 2: a problem of the input; ``code`` "usage" or the command's own),
 :class:`AwsError` (exit 4: AWS refused or could not be reached; ``code`` "aws.*" with the refused action,
