@@ -247,3 +247,19 @@ def test_plan_names_a_multi_attribute_index_and_what_puts_a_write_in_it() -> Non
         "index byMatch has a multi-attribute key (partition tenant, region; sort year, round, seq): a write is "
         "written to it only when its item carries every one of them (count that share in --index-share)"
     ]
+
+
+def test_a_reordered_key_is_a_deploy_change_and_an_index_made_outside_with_one_is_drift() -> None:
+    from doctable.capabilities.drift import changed_by_deploy
+    from doctable.capabilities.table_shape import differences
+
+    deployed = resolve_config(context={}, environ={}, indexes={"byMatch": MATCH})
+    reordered = {**MATCH, "partition": ["region:S", "tenant:S"]}
+    target = resolve_config(context={}, environ={}, indexes={"byMatch": reordered})
+    # the declaration changed: preflight's index.replaced is the deploy's, not drift
+    assert changed_by_deploy("index:byMatch", deployed, target)
+    assert not changed_by_deploy("index:byMatch", deployed, deployed)
+    # a multi-attribute index made behind the stack is reported, never deleted by reconcile
+    table = live(definition(MATCH), definition(reordered, name="zzzMade"), types=TYPES)
+    found = [(d.prop, d.op) for d in differences(deployed, table, TTL_OFF, "DISABLED")]
+    assert found == [("index:zzzMade", None)]
