@@ -149,6 +149,7 @@ class ReplicaStack:
     name: str
     stack_id: str
     status: str
+    subscriber_buckets: tuple[str, ...] = ()  # emptied before the deletion (subscriber_buckets)
 
     @property
     def label(self) -> str:
@@ -182,8 +183,11 @@ def find_replica_stacks(
             continue
         if stack is not None:
             found.append(
-                ReplicaStack(region, name, str(stack.get("StackId") or name), str(stack["StackStatus"]))
-            )
+                ReplicaStack(
+                    region, name, str(stack.get("StackId") or name), str(stack["StackStatus"]),
+                    subscriber_buckets(config, stack),
+                )
+            )  # fmt: skip
     return found, notes
 
 
@@ -195,6 +199,9 @@ def delete_replica_stacks(
     still: list[str] = []
     for stack in stacks:
         cfn = aws.in_region(stack.region).client("cloudformation")
+        for bucket in stack.subscriber_buckets:  # a non-empty bucket would stop the deletion
+            progress.say(f"emptying subscriber failure bucket {bucket} of {stack.name} in {stack.region}")
+            _empty(aws.in_region(stack.region).client("s3"), bucket)
         progress.say(f"deleting replica stack {stack.name} in {stack.region}")
         cfn.delete_stack(StackName=stack.stack_id)
         try:
@@ -206,6 +213,37 @@ def delete_replica_stacks(
         else:
             removed.append(stack.label)
     return removed, still
+
+
+def subscriber_buckets(config: DocTableConfig, stack: dict[str, Any]) -> tuple[str, ...]:
+    """The failure buckets of the subscribers a replica stack runs (its ``Subscriber<Name>FailureBucketName``
+    outputs) that its deletion deletes: none where the tier keeps data (retained, with their failed batches)."""
+    if config.retain_on_delete:
+        return ()
+    return tuple(
+        str(o["OutputValue"])
+        for o in stack.get("Outputs") or []
+        if str(o.get("OutputKey", "")).startswith("Subscriber")
+        and str(o.get("OutputKey", "")).endswith(names.OUT_SUBSCRIBER_FAILURE_BUCKET)
+        and o.get("OutputValue")
+    )
+
+
+def _empty(s3: Any, bucket: str) -> None:
+    """Delete every object and version of ``bucket`` (none when it is gone)."""
+    try:
+        for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
+            batch = [
+                {"Key": v["Key"], "VersionId": v["VersionId"]}
+                for v in (page.get("Versions") or []) + (page.get("DeleteMarkers") or [])
+            ]
+            for start in range(0, len(batch), 1000):
+                s3.delete_objects(
+                    Bucket=bucket, Delete={"Objects": batch[start : start + 1000], "Quiet": True}
+                )
+    except ClientError as exc:
+        if not is_not_found(exc):
+            raise
 
 
 def lift_replica_protection(aws: Aws, table: dict[str, Any], progress: Progress) -> list[str]:
@@ -285,8 +323,11 @@ def remove_stale_replica_stacks(
             stack = replica_stack(aws.in_region(region), name)
         if stack is not None:
             stale.append(
-                ReplicaStack(region, name, str(stack.get("StackId") or name), str(stack["StackStatus"]))
-            )
+                ReplicaStack(
+                    region, name, str(stack.get("StackId") or name), str(stack["StackStatus"]),
+                    subscriber_buckets(config, stack),
+                )
+            )  # fmt: skip
     with user_errors("deleting the consumer stacks of the regions no longer replicas"):
         _, still = delete_replica_stacks(aws, stale, timeout=STACK_GONE_TIMEOUT, progress=progress)
     if still:

@@ -171,3 +171,28 @@ def test_a_region_taken_out_waits_for_the_gate_then_goes_alone(
     assert out(names.OUT_SUBSCRIBER_FUNCTION) not in west
     assert names.OUT_MAPPING_UUID in west
     assert out(names.OUT_SUBSCRIBER_FUNCTION) in outputs(local_aws, STACK, HOME)
+
+
+def test_a_region_added_back_deploys_there_and_teardown_empties_its_bucket(
+    local_aws: lt.LocalAWS, settings: Path, doctable: Callable[..., Result]
+) -> None:
+    # GIVEN us-west-2 added back (no yes needed: adding a region destroys nothing)
+    settings.write_text(settings_text('"all"'))
+    done = doctable("deploy", "--env", "dev", "--no-verify", "--json")
+    assert done.code == 0, done.err[-3000:]
+    assert done.json()["refused"] == []
+    west = outputs(local_aws, stack_of(WEST), WEST)
+    bucket = west[out(names.OUT_SUBSCRIBER_FAILURE_BUCKET)]
+    # AND a failed batch kept in its failure bucket there
+    client(local_aws, "s3", WEST).put_object(Bucket=bucket, Key="aws/lambda/uuid/batch", Body=b"{}")
+    # WHEN the environment is torn down
+    result = doctable("teardown", "--env", "dev", "--yes", "--json")
+    assert result.code == 0, result.err[-3000:]
+    # THEN the replica stack went with its subscriber's bucket, and the home stack after it
+    for region in (HOME, WEST):
+        stacks = client(local_aws, "cloudformation", region).list_stacks()["StackSummaries"]
+        assert all(
+            s["StackStatus"] == "DELETE_COMPLETE" for s in stacks if s["StackName"] == stack_of(region)
+        )
+    names_left = [b["Name"] for b in client(local_aws, "s3", WEST).list_buckets()["Buckets"]]
+    assert bucket not in names_left

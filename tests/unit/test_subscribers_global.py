@@ -104,3 +104,44 @@ def test_a_region_the_table_itself_leaves_is_replica_removeds_not_the_subscriber
     before = resolve({"a": {"handler": HANDLER, "regions": "all"}})
     after = resolve({"a": {"handler": HANDLER, "regions": "all"}}, replicas=WEST)
     assert [f.code for f in consumer.subscriber_findings(before, after)] == []
+
+
+def test_teardown_empties_a_replica_stacks_subscriber_buckets_unless_the_tier_keeps_them() -> None:
+    from doctable.lifecycle.global_table import subscriber_buckets
+
+    stack = {
+        "Outputs": [
+            {
+                "OutputKey": "SubscriberAuditFailureBucketName",
+                "OutputValue": "items-dev-1-us-west-2-audit-failures",
+            },
+            {"OutputKey": "SubscriberAuditLogGroup", "OutputValue": "group"},
+            {"OutputKey": "EventSourceMappingUuid", "OutputValue": "uuid"},
+        ]
+    }
+    assert subscriber_buckets(resolve({}), stack) == ("items-dev-1-us-west-2-audit-failures",)
+    assert subscriber_buckets(resolve({}), {}) == ()
+    kept = resolve_config(
+        context={"stream": "new-and-old", "replicas": WEST, "tier": "prod"}, environ={}, settings_dir=ROOT
+    )
+    assert kept.retain_on_delete
+    assert subscriber_buckets(kept, stack) == ()
+
+
+def test_a_bucket_is_emptied_of_every_version() -> None:
+    import boto3
+    from moto import mock_aws
+
+    from doctable.lifecycle.global_table import _empty
+
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="failures-b")
+        s3.put_bucket_versioning(Bucket="failures-b", VersioningConfiguration={"Status": "Enabled"})
+        for n in range(3):
+            s3.put_object(Bucket="failures-b", Key=f"aws/lambda/u/{n % 2}", Body=b"x")
+        s3.delete_object(Bucket="failures-b", Key="aws/lambda/u/0")
+        _empty(s3, "failures-b")
+        listed = s3.list_object_versions(Bucket="failures-b")
+        assert not listed.get("Versions") and not listed.get("DeleteMarkers")
+        _empty(s3, "failures-gone")  # a bucket that is gone: nothing to do
