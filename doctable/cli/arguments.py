@@ -11,11 +11,17 @@ code. The command modules below the console script never see argparse."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from contract import names
+from contract.knobs import ENV_VALUES
+from contract.settings.resolve import CONFIG_VARIABLE, FILE_NAME
+from doctable.core.aws import user_errors
+from doctable.core.errors import UserError
 from doctable.core.target import Target, override_pair
 
 
@@ -26,6 +32,7 @@ class Call:
 
 
 Caller = Callable[[argparse.Namespace], Call]
+Command = Callable[[argparse.Namespace], int]
 Renderer = Callable[[Any, argparse.Namespace], int]
 
 
@@ -44,6 +51,97 @@ def target_of(args: argparse.Namespace) -> Target:
         region=getattr(args, "region", None),
         quiet=bool(getattr(args, "quiet", False)),
     )
+
+
+def add_knob_arguments(parser: argparse.ArgumentParser) -> None:
+    """The environment, its settings file and this run's overrides; the credentials' profile and region."""
+    group = parser.add_argument_group(
+        "settings (doctable.toml, resolved exactly as the CDK app resolves them)"
+    )
+    group.add_argument(
+        "--env",
+        dest="env_name",
+        metavar="ENV",
+        help=f"the environment: {'|'.join(ENV_VALUES)} (or DOCTABLE_ENV)",
+    )
+    group.add_argument(
+        "--config",
+        metavar="FILE",
+        help=f"the settings file (default: ${CONFIG_VARIABLE}, else {FILE_NAME} here or in the project)",
+    )
+    group.add_argument(
+        "-c",
+        "--context",
+        dest="context",
+        action="append",
+        default=[],
+        metavar="KNOB=VALUE",
+        help=f"override a knob for this run, as `cdk deploy -c` takes it (repeatable; or DOCTABLE_<KNOB>, "
+        f"e.g. DOCTABLE_GSI={names.GSI_NAME})",
+    )
+    creds = parser.add_argument_group("credentials")
+    creds.add_argument(
+        "--profile", help="the AWS profile (default: AWS_PROFILE, else the SDK's default chain)"
+    )
+    creds.add_argument(
+        "--region", help="the AWS region (default: the environment's in the settings file, else AWS_REGION)"
+    )
+
+
+def add_common_arguments(parser: argparse.ArgumentParser, *, json_help: str) -> None:
+    """The settings (``--env``, ``--config``, ``-c``), the credentials (``--profile``, ``--region``), ``--json``,
+    ``-q``."""
+    add_knob_arguments(parser)
+    parser.add_argument("--json", action="store_true", help=json_help)
+    # The same everywhere: what goes to stdout (the result, the table, the JSON) is unchanged.
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress or note lines on stderr")
+
+
+def add_command(
+    sub: Any,
+    name: str,
+    func: Command,
+    *,
+    help: str,
+    description: str,
+    json_help: str | None = None,
+    guard: bool = True,
+) -> argparse.ArgumentParser:
+    """Register ``doctable NAME`` on ``sub`` (the parser's subcommands): its ``help`` line in ``doctable --help``,
+    its ``description`` in ``doctable NAME --help``, the common arguments when ``json_help`` says what ``--json``
+    prints, and ``func`` as what it runs (:func:`guarded` unless ``guard`` is false). Returns the command's parser,
+    for its own arguments."""
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=help, description=description)
+    if json_help is not None:
+        add_common_arguments(parser, json_help=json_help)
+    parser.set_defaults(func=guarded(func) if guard else func)
+    return parser
+
+
+def seconds(value: str) -> float:
+    """argparse type: a non-negative number of seconds."""
+    try:
+        number = float(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from exc
+    if number < 0:
+        raise argparse.ArgumentTypeError("must be >= 0")
+    return number
+
+
+def guarded(fn: Command) -> Command:
+    """Whatever AWS or the file system says, the user gets one line, never a traceback: exit 4 for AWS's failures
+    (doctable.core.errors.exit_code_of), 2 for the rest."""
+
+    @functools.wraps(fn)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            with user_errors(f"running `doctable {args.command}`"):
+                return fn(args)
+        except OSError as exc:
+            raise UserError(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")) from exc
+
+    return run
 
 
 def print_json(data: Any) -> None:

@@ -12,8 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from doctable.cli.arguments import Call, print_json
-from doctable.core.command import add_command, seconds
+from doctable.cli.arguments import Call, add_command, print_json, seconds
 from doctable.lifecycle.results import (
     ALLOW_FLAG,
     CDK_OUTPUT_VARIABLE,

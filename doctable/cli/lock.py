@@ -9,8 +9,7 @@ import re
 import sys
 from typing import TYPE_CHECKING, Any
 
-from doctable.cli.arguments import Call, print_json
-from doctable.core.command import add_command
+from doctable.cli.arguments import Call, add_command, print_json
 from doctable.core.errors import UserError
 
 if TYPE_CHECKING:

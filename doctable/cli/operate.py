@@ -14,9 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from contract import names
-from doctable.cli.arguments import Call, print_json
-from doctable.core.command import add_command
-from doctable.core.context import add_knob_arguments
+from doctable.cli.arguments import Call, add_command, add_knob_arguments, print_json
 from doctable.core.render import Progress, text_table
 
 if TYPE_CHECKING:

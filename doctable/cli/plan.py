@@ -7,9 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from doctable.cli.arguments import Call, print_json
-from doctable.core.command import add_command
-from doctable.core.context import add_knob_arguments
+from doctable.cli.arguments import Call, add_command, add_knob_arguments, print_json
 
 if TYPE_CHECKING:
     from doctable.plan.cost import Plan

@@ -9,9 +9,8 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from contract.settings import preview as rules
-from doctable.cli.arguments import Call, print_json
+from doctable.cli.arguments import Call, add_command, print_json, seconds
 from doctable.cli.lifecycle import deploy_io, no_func, render_deploy, terminal_question
-from doctable.core.command import add_command, seconds
 from doctable.core.render import text_table
 from doctable.lifecycle.results import ALLOW_FLAG, CDK_OUTPUT_VARIABLE
 from doctable.verify.record import DEFAULT_TIMEOUT

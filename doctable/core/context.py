@@ -2,63 +2,24 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from botocore.exceptions import ClientError
 
-from contract import names
 from contract.knobs import (
-    ENV_VALUES,
     ConfigError,
     DocTableConfig,
 )
-from contract.settings.resolve import CONFIG_VARIABLE, FILE_NAME, Resolved, resolve_settings
+from contract.settings.resolve import Resolved, resolve_settings
 from doctable.core.answers import error_code
 from doctable.core.aws import Aws, user_errors
 from doctable.core.deployment import Deployment
 from doctable.core.errors import UserError
-from doctable.core.target import Target, as_target
+from doctable.core.target import Target
 
 STATE_DIR_ENV = "DOCTABLE_STATE_DIR"
-
-
-def add_knob_arguments(parser: argparse.ArgumentParser) -> None:
-    """The environment, its settings file and this run's overrides; the credentials' profile and region."""
-    group = parser.add_argument_group(
-        "settings (doctable.toml, resolved exactly as the CDK app resolves them)"
-    )
-    group.add_argument(
-        "--env",
-        dest="env_name",
-        metavar="ENV",
-        help=f"the environment: {'|'.join(ENV_VALUES)} (or DOCTABLE_ENV)",
-    )
-    group.add_argument(
-        "--config",
-        metavar="FILE",
-        help=f"the settings file (default: ${CONFIG_VARIABLE}, else {FILE_NAME} here or in the project)",
-    )
-    group.add_argument(
-        "-c",
-        "--context",
-        dest="context",
-        action="append",
-        default=[],
-        metavar="KNOB=VALUE",
-        help=f"override a knob for this run, as `cdk deploy -c` takes it (repeatable; or DOCTABLE_<KNOB>, "
-        f"e.g. DOCTABLE_GSI={names.GSI_NAME})",
-    )
-    creds = parser.add_argument_group("credentials")
-    creds.add_argument(
-        "--profile", help="the AWS profile (default: AWS_PROFILE, else the SDK's default chain)"
-    )
-    creds.add_argument(
-        "--region", help="the AWS region (default: the environment's in the settings file, else AWS_REGION)"
-    )
 
 
 def parse_context(overrides: Mapping[str, str], env_name: str | None) -> dict[str, str]:
@@ -71,9 +32,8 @@ def parse_context(overrides: Mapping[str, str], env_name: str | None) -> dict[st
     return context
 
 
-def resolve_run(target: Target | Any, environ: Mapping[str, str] | None = None) -> Resolved:
+def resolve_run(target: Target, environ: Mapping[str, str] | None = None) -> Resolved:
     """The settings ``target`` uses: the file's environment, then its overrides and DOCTABLE_ overrides."""
-    target = as_target(target)
     context = parse_context(target.overrides, target.env)
     try:
         return resolve_settings(
@@ -85,7 +45,7 @@ def resolve_run(target: Target | Any, environ: Mapping[str, str] | None = None) 
         raise UserError("invalid settings: " + "; ".join(exc.problems)) from exc
 
 
-def resolve_knobs(target: Target | Any, environ: Mapping[str, str] | None = None) -> DocTableConfig:
+def resolve_knobs(target: Target, environ: Mapping[str, str] | None = None) -> DocTableConfig:
     return resolve_run(target, environ).config
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from doctable.core.errors import UserError
 
@@ -34,26 +33,6 @@ class Target:
         return Target(
             self.env, self.config, {**self.overrides, **more}, self.profile, self.region, self.quiet
         )
-
-
-def as_target(value: Any) -> Target:
-    """``value`` when it is a Target; else a Target read from an object carrying the CLI's common attributes.
-    Transitional: commands still handed an argument namespace reach the API's shape through it."""
-    if isinstance(value, Target):
-        return value
-    pairs = getattr(value, "context", None) or []
-    overrides: dict[str, str] = {}
-    for pair in pairs:
-        knob, text = override_pair(str(pair))
-        overrides[knob] = text
-    return Target(
-        env=getattr(value, "env_name", None),
-        config=getattr(value, "config", None),
-        overrides=overrides,
-        profile=getattr(value, "profile", None),
-        region=getattr(value, "region", None),
-        quiet=bool(getattr(value, "quiet", False)),
-    )
 
 
 def override_pair(pair: str) -> tuple[str, str]:

@@ -18,7 +18,7 @@ from doctable.core import ledger as lg
 from doctable.core.aws import Aws, retry_config
 from doctable.core.context import describe_stack, parse_context, resolve_knobs
 from doctable.core.errors import UserError
-from doctable.core.target import override_pair
+from doctable.core.target import Target, override_pair
 from doctable.verify import record as v
 from tests.support import ops as ot
 from tests.support.cli import run_doctable
@@ -45,19 +45,17 @@ def one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- knobs
-class Args:
-    def __init__(self, context: list[str], env_name: str | None = None) -> None:
-        self.context = context
-        self.env_name = env_name
+def Args(context: list[str], env_name: str | None = None) -> Target:  # noqa: N802 - the CLI's -c and --env
+    return Target(env=env_name, overrides=dict(override_pair(pair) for pair in context))
 
 
 def test_knobs_resolve_like_the_cdk_app(monkeypatch: pytest.MonkeyPatch, env: Path) -> None:
     # GIVEN DOCTABLE_GSI=gsi1 in the environment
     monkeypatch.setenv("DOCTABLE_GSI", "gsi1")
     # THEN the env var applies, -c beats it, and --env is the env knob
-    assert resolve_knobs(Args([])).has_gsi  # type: ignore[arg-type]
-    assert not resolve_knobs(Args(["gsi=none"])).has_gsi  # type: ignore[arg-type]
-    assert resolve_knobs(Args([], "stg")).table_name == "items-stg"  # type: ignore[arg-type]
+    assert resolve_knobs(Args([])).has_gsi
+    assert not resolve_knobs(Args(["gsi=none"])).has_gsi
+    assert resolve_knobs(Args([], "stg")).table_name == "items-stg"
 
 
 def test_knob_mistakes_are_user_errors(env: Path) -> None:
@@ -66,11 +64,11 @@ def test_knob_mistakes_are_user_errors(env: Path) -> None:
     with pytest.raises(UserError, match="contradicts"):
         parse_context({"env": "dev"}, "prod")
     with pytest.raises(UserError, match=r"gsi='bogus'.*env='Qa'"):
-        resolve_knobs(Args(["gsi=bogus", "env=Qa"]))  # type: ignore[arg-type]
+        resolve_knobs(Args(["gsi=bogus", "env=Qa"]))
     with pytest.raises(
         UserError, match=r"environment 'qa' is not declared in .*; declared: dev\|stg\|uat\|prod"
     ):
-        resolve_knobs(Args(["env=qa"]))  # type: ignore[arg-type]
+        resolve_knobs(Args(["env=qa"]))
 
 
 # -------------------------------------------------------------------------------------- actionable errors

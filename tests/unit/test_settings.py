@@ -4,7 +4,6 @@ resolving the same config from the same inputs."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from contract.knobs import KNOB_DEFAULTS, KNOBS, ConfigError
 from contract.settings import resolve as st
 from contract.settings.render import render_settings
 from doctable.core.context import resolve_run
+from doctable.core.target import Target
 
 pytestmark = pytest.mark.unit
 
@@ -127,8 +127,7 @@ def test_app_and_cli_resolve_the_same_config(tmp_path: Path) -> None:
     path = write(tmp_path)
     environ = {"DOCTABLE_CONFIG": str(path), "DOCTABLE_TIMEOUT": "45"}
     # WHEN the CLI resolves them
-    args = argparse.Namespace(context=["memory=512"], env_name="stg", config=None)
-    cli = resolve_run(args, environ=environ).config
+    cli = resolve_run(Target(env="stg", overrides={"memory": "512"}), environ=environ).config
     # AND app.py's resolution runs in a process of its own with the same inputs (as CDK context)
     script = (
         "import json, os; from contract.settings.resolve import resolve_settings; "
