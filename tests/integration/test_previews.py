@@ -31,6 +31,9 @@ table_base = "prev"
 
 [environments.stg]
 ttl = "on"
+
+[previews]
+stream = "new-and-old"  # previews get the built-in consumer (and its log group, for `doctable logs --env pr-7`)
 """
 DECLARED = "doctable-prev-stg"
 PREVIEW = "doctable-prev-pr-7"
