@@ -98,7 +98,7 @@ class UnlockResult:
         }
 
 
-def unlock(target: Target, lock_id: str) -> UnlockResult:
+def unlock(target: Target, *, lock_id: str) -> UnlockResult:
     """Break the lock of ``target``'s environment whose id is ``lock_id`` (``terraform force-unlock``'s role):
     refused in one line when nobody holds it or another id does."""
     if not lock_id.strip():
