@@ -387,8 +387,8 @@ def create_global(dct: dict[str, Any], table_key_attrs: list[str]) -> Any:
     Target(_RESPONSES, "DynamoHandler._validate_table_creation", ("self", "billing_mode", "throughput"))
 )
 def validate_table_creation(self: Any, *args: Any, **kwargs: Any) -> None:
-    """DynamoHandler._validate_table_creation: duplicated attribute names first, moto's checks, then the index
-    rules moto lacks."""
+    """DynamoHandler._validate_table_creation: duplicated attribute names and the key schemas (the GSIs'
+    multi-attribute keys among them) first, moto's checks, then the index rules moto lacks."""
     from moto.dynamodb.exceptions import MockValidationException
 
     from local.services.dynamodb import tags
@@ -396,6 +396,7 @@ def validate_table_creation(self: Any, *args: Any, **kwargs: Any) -> None:
     body = self.body
     rules.check_duplicate_definitions(body.get("AttributeDefinitions") or [])
     rules.check_table_key_schema(body.get("KeySchema") or [])
+    rules.check_global_key_schemas(body.get("GlobalSecondaryIndexes"))
     refused_tags = tags.create_table_refusal(body)
     if refused_tags is not None:
         raise MockValidationException(refused_tags)

@@ -26,6 +26,13 @@ TWO_ATTRIBUTES = "Invalid condition in KeyConditionExpression: Multiple attribut
 NO_ATTRIBUTE = "Invalid condition in KeyConditionExpression: No key attribute specified"
 FIRST_OPERAND = "Invalid condition in KeyConditionExpression: {operator} operator must have the key attribute as its first operand"
 ONE_PER_KEY = "KeyConditionExpressions must only contain one condition per key"
+# A multi-attribute key (a GSI's, developer guide "Multi-attribute key schemas"): the RANGE refusal is AWS's, as a
+# conformance suite run on AWS records it; the HASH one is modelled on it (AWS's words quoted only in part).
+HASH_EQUALITY = "HASH key attributes {name} must have equality conditions specified in the query"
+RANGE_EQUALITY = (
+    "RANGE key attributes {name} must have equality conditions specified in the query because a condition is "
+    "present on key attribute {later}"
+)
 # A comparison written value-first, turned round: ``:v < p`` is ``p > :v``.
 FLIPPED = {"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 # The legacy operator each allowed form stands for (legacy.py checks it against the key schema).
@@ -105,3 +112,21 @@ def conditions(
     if len(set(attributes)) != len(attributes):
         raise Refused(ONE_PER_KEY)
     return found
+
+
+def multi_attribute_refusal(operators: dict[str, str], keys: list[tuple[str, str]]) -> str | None:
+    """DynamoDB's refusal of key conditions (attribute -> legacy operator) on a key of several attributes, or None:
+    an equality on every HASH attribute; RANGE attributes left to right, each before the last one named with an
+    equality, none skipped (a range condition only on the last). Conditions on other attributes are not judged
+    here."""
+    for name, kind in keys:
+        if kind == "HASH" and operators.get(name) != "EQ":
+            return HASH_EQUALITY.format(name=name)
+    ranges = [name for name, kind in keys if kind == "RANGE"]
+    for position, later in enumerate(ranges):
+        if later not in operators:
+            continue
+        for name in ranges[:position]:
+            if operators.get(name) != "EQ":
+                return RANGE_EQUALITY.format(name=name, later=later)
+    return None

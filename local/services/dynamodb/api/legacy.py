@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from local.services.dynamodb.api import conditions
+from local.services.dynamodb.api import conditions, keyconditions
 
 # Each ComparisonOperator's number of values (low, high; None: no upper bound) and the value types it takes (None:
 # any). API_Condition.html, "ComparisonOperator".
@@ -329,8 +329,8 @@ def _start_key(
 def _key_types(
     conditions: dict[str, Any], keys: list[tuple[str, str]], types: dict[str, str], single: bool
 ) -> None:
-    """A key of one partition and at most one sort attribute: every rule of key conditions here; a key of several
-    attributes: the types of its values here, the rest moto's (its reader knows those keys' rules)."""
+    """Every rule of key conditions on a key of one partition and at most one sort attribute; on a key of several
+    attributes the types of its values, then keyconditions.py's rules (moto's reader: conditions on others)."""
     if single:
         _key_schema_conditions(conditions, keys, types)
         return
@@ -338,6 +338,9 @@ def _key_types(
         values = (conditions.get(attribute) or {}).get("AttributeValueList") or []
         if any(_type(v) != types.get(attribute) for v in values):
             raise Legacy(KEY_TYPE)
+    operators = {a: str(c.get("ComparisonOperator")) for a, c in conditions.items()}
+    if (problem := keyconditions.multi_attribute_refusal(operators, keys)) is not None:
+        raise Legacy(problem)
 
 
 def _key_schema_conditions(
@@ -392,7 +395,6 @@ def _filtered_attributes(body: dict[str, Any]) -> list[str]:
 
 def _stated_key_conditions(body: dict[str, Any]) -> list[tuple[str, str, list[str]]] | None:
     """A KeyConditionExpression read and held to a key condition's form (keyconditions.py), or None."""
-    from local.services.dynamodb.api import keyconditions
     from local.services.dynamodb.api.conditions import _reserved
 
     text = body.get("KeyConditionExpression")
@@ -433,7 +435,6 @@ def rewrite_query(handler: Any, body: dict[str, Any]) -> None:
         for condition in key_conditions.values():
             _check(condition)
     keys, types, start_names = _key_schema(handler, body)
-    # A key of several attributes (a multi-attribute index key) has rules of its own, which moto's reader applies.
     single = sum(kind == "HASH" for _, kind in keys) == 1 and sum(kind == "RANGE" for _, kind in keys) <= 1
     if key_conditions is not None:
         _key_types(key_conditions, keys, types, single)
