@@ -469,7 +469,12 @@ def test_the_bound_environments_policy_needs_no_credentials(
     assert {s["Sid"]: s for s in document["Statement"]}["ReadStack"]["Resource"] == [stack]
     # AND its S3 statements name the environment's two buckets exactly, from the settings alone, and stderr says so
     buckets = {f"items-stg-{ACCOUNT}-{REGION}-{kind}" for kind in ("blobs", "failures")}
-    assert s3_buckets(document) == buckets
+    # the lock: its one object in the bootstrap's assets bucket
+    lock = f"cdk-hnb659fds-assets-{ACCOUNT}-{REGION}"
+    assert {s["Sid"]: s for s in document["Statement"]}["EnvironmentLock"]["Resource"] == [
+        f"arn:aws:s3:::{lock}/doctable/locks/doctable-items-stg.json"
+    ]
+    assert s3_buckets(document) == buckets | {lock}
     assert "name the environment's buckets exactly" in err and "*" not in "".join(s3_buckets(document))
 
 
