@@ -45,8 +45,14 @@ def stream_readers(config: DocTableConfig) -> dict[str, Any]:
         if config.borrowed_consumer_arn
         else "cleanup consumer"
     )
-    dynamodb = ([consumer] if config.has_mapping and not config.reads_kinesis else []) + [
-        f"subscriber {name}" for name in subscriber_specs.direct_readers(specs)
+    own = [consumer] if config.has_mapping and not config.reads_kinesis else []
+    dynamodb = own + [
+        f"subscriber {name}"
+        for name in (
+            subscriber_specs.region_readers(specs, config.replicas)  # the home replica's stream
+            if config.is_global
+            else subscriber_specs.direct_readers(specs)
+        )
     ]
     limit = (
         subscriber_specs.GLOBAL_STREAM_READERS_MAX
@@ -63,6 +69,16 @@ def stream_readers(config: DocTableConfig) -> dict[str, Any]:
             "exceeded": len(dynamodb) > limit,
         }
     }
+    if config.is_global:
+        # each replica's own stream, read by that region's consumer and the subscribers running there
+        regions = {
+            region: (["cleanup consumer"] if config.builtin_consumer else [])
+            + [f"subscriber {n}" for n in subscriber_specs.region_readers(specs, config.replicas, region)]
+            for region in config.replicas
+        }
+        readers["dynamodb"]["replica_regions"] = regions
+        readers["dynamodb"]["count"] = max([len(dynamodb), *map(len, regions.values())])
+        readers["dynamodb"]["exceeded"] = readers["dynamodb"]["count"] > limit
     if config.has_kinesis:
         fans_out = subscriber_specs.fans_out(specs, config.reads_kinesis)
         kinesis = [{"reader": consumer, "through": SHARED}] if config.reads_kinesis else []
@@ -232,9 +248,21 @@ def render_readers(readers: dict[str, Any]) -> list[str]:
         lines = ["stream readers          no DynamoDB stream (stream=none)"]
     else:
         lines = [
-            f"stream readers          DynamoDB stream: {ddb['count']} of {ddb['limit_per_shard']} per shard "
-            f"({ddb['table']} table): {', '.join(ddb['readers']) or 'none'}"
-            + ("  (OVER: read the others from the Kinesis destination)" if ddb["exceeded"] else "")
+            f"stream readers          DynamoDB stream: {len(ddb['readers'])} of {ddb['limit_per_shard']} per shard "
+            f"({ddb['table']} table{', home region' if ddb['table'] == 'global' else ''}): "
+            f"{', '.join(ddb['readers']) or 'none'}"
+            + (
+                "  (OVER AWS's recommended 1 on a global table: a throttled mapping's iterator age grows; run "
+                "subscribers in fewer regions)"
+                if ddb["exceeded"] and ddb["table"] == "global"
+                else "  (OVER: read the others from the Kinesis destination)"
+                if ddb["exceeded"]
+                else ""
+            )
+        ]
+        lines += [
+            f"                        in {region}: {len(names)} of {ddb['limit_per_shard']} per shard: {', '.join(names)}"
+            for region, names in (ddb.get("replica_regions") or {}).items()
         ]
     kinesis = readers.get("kinesis")
     if kinesis:

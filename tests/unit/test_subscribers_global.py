@@ -145,3 +145,16 @@ def test_a_bucket_is_emptied_of_every_version() -> None:
         listed = s3.list_object_versions(Bucket="failures-b")
         assert not listed.get("Versions") and not listed.get("DeleteMarkers")
         _empty(s3, "failures-gone")  # a bucket that is gone: nothing to do
+
+
+def test_plan_counts_each_regions_stream_readers_against_awss_recommended_one() -> None:
+    from doctable.plan import readers
+
+    config = resolve({"a": {"handler": HANDLER, "regions": [WEST]}})
+    found = readers.stream_readers(config)["dynamodb"]
+    assert found["readers"] == ["cleanup consumer"]  # the home replica's stream
+    assert found["replica_regions"] == {WEST: ["cleanup consumer", "subscriber a"], EU: ["cleanup consumer"]}
+    assert (found["count"], found["limit_per_shard"], found["exceeded"]) == (2, 1, True)
+    text = "\n".join(readers.render_readers({"dynamodb": found}))
+    assert "OVER AWS's recommended 1 on a global table" in text
+    assert "in us-west-2: 2 of 1 per shard: cleanup consumer, subscriber a" in text
