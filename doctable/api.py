@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from doctable.core.aws import user_errors
 from doctable.core.errors import AwsError, RefusedError, UserError
@@ -48,10 +48,14 @@ def typed_errors(function: Callable[P, R]) -> Callable[P, R]:
 
 # ---- changing an environment (doctable/lifecycle/) and verify (doctable/verify/) ----
 from contract.findings import Finding  # noqa: E402
+from doctable.core.context import resolve_run  # noqa: E402
 from doctable.lifecycle import deploy as _deploy  # noqa: E402
+from doctable.lifecycle import locking as _locking  # noqa: E402
 from doctable.lifecycle import preflight as _preflight  # noqa: E402
 from doctable.lifecycle import reconcile as _reconcile  # noqa: E402
 from doctable.lifecycle import teardown as _teardown  # noqa: E402
+from doctable.lifecycle.lock import EnvironmentLocked, LockHolder  # noqa: E402
+from doctable.lifecycle.locking import UnlockResult  # noqa: E402
 from doctable.lifecycle.results import (  # noqa: E402
     INDEX_TIMEOUT,
     ConversionStep,
@@ -69,8 +73,39 @@ from doctable.verify.record import SkippedCheck, VerifyResult, VerifyRow  # noqa
 
 verify = typed_errors(_verify.verify)
 preflight = typed_errors(_preflight.preflight)
-reconcile = typed_errors(_reconcile.reconcile)
-teardown = typed_errors(_teardown.teardown)
+
+
+@typed_errors
+def reconcile(
+    target: Target, *, apply: bool = False, timeout: float = 120.0, wait: float = 0.0
+) -> ReconcileResult:
+    """``doctable reconcile``: the drift, and with ``apply`` its repairs, under the environment's lock (waiting up to
+    ``wait`` seconds for another holder)."""
+    if not apply:
+        return _reconcile.reconcile(target, apply=False, timeout=timeout)
+    with _locking.environment_lock(target, "reconcile --apply", wait=wait):
+        return _reconcile.reconcile(target, apply=True, timeout=timeout)
+
+
+@typed_errors
+def teardown(
+    target: Target,
+    *,
+    yes: bool = False,
+    lift_deletion_protection: bool = False,
+    timeout: float = 1800.0,
+    ledger: bool = False,
+    ledger_dir: str | None = None,
+    state_dir: str | None = None,
+    ask: Callable[[str], str] | None = None,
+    wait: float = 0.0,
+) -> TeardownResult:
+    """``doctable teardown`` under the environment's lock (docs/api.md)."""
+    with _locking.environment_lock(target, "teardown", wait=wait):
+        return _teardown.teardown(
+            target, yes=yes, lift_deletion_protection=lift_deletion_protection, timeout=timeout, ledger=ledger,
+            ledger_dir=ledger_dir, state_dir=state_dir, ask=ask,
+        )  # fmt: skip
 
 
 @typed_errors
@@ -88,24 +123,23 @@ def deploy(
     ask: Callable[[str], str] | None = None,
     cdk_to_stdout: bool = False,
     on_findings: Callable[[DeployResult], None] | None = None,
+    wait: float = 0.0,
 ) -> DeployResult:
-    """``doctable deploy``: preflight, the gate, cdk deploy, then :func:`verify` of what it deployed (docs/api.md
-    says what each parameter does)."""
-    return _deploy.deploy(
-        target,
-        allow_destructive=allow_destructive,
-        require_binding=require_binding,
-        outputs_file=outputs_file,
-        cdk_output=cdk_output,
-        no_verify=no_verify,
-        verify_timeout=verify_timeout,
-        index_timeout=index_timeout,
-        extra_findings=extra_findings,
-        ask=ask,
-        cdk_to_stdout=cdk_to_stdout,
-        on_findings=on_findings,
-        verifier=verify,
-    )
+    """``doctable deploy``: preflight, the gate, cdk deploy, then :func:`verify` of what it deployed, under the
+    environment's lock (``wait``: seconds to wait for another holder; docs/api.md says what each parameter does)."""
+    _deploy.refuse_unbound_prod(resolve_run(target), require_binding)  # before any AWS call
+    with _locking.environment_lock(target, "deploy", wait=wait):
+        return _deploy_locked(
+            target, allow_destructive=allow_destructive, require_binding=require_binding,
+            outputs_file=outputs_file, cdk_output=cdk_output, no_verify=no_verify, verify_timeout=verify_timeout,
+            index_timeout=index_timeout, extra_findings=extra_findings, ask=ask, cdk_to_stdout=cdk_to_stdout,
+            on_findings=on_findings,
+        )  # fmt: skip
+
+
+def _deploy_locked(target: Target, **options: Any) -> DeployResult:
+    return _deploy.deploy(target, **options, verifier=verify)
+
 
 # previews (doctable/operate/preview.py): deploy's and teardown's runs handed in
 from doctable.operate import preview as _preview  # noqa: E402
@@ -133,8 +167,10 @@ def preview_deploy(
     ask: Callable[[str], str] | None = None,
     cdk_to_stdout: bool = False,
     on_findings: Callable[[DeployResult], None] | None = None,
+    wait: float = 0.0,
 ) -> DeployResult:
-    """``doctable preview deploy NAME --from TEMPLATE``: :func:`deploy` of the preview (docs/api.md)."""
+    """``doctable preview deploy NAME --from TEMPLATE``: :func:`deploy` of the preview, under the preview's lock
+    (docs/api.md)."""
     return _preview.deploy(
         target,
         name=name,
@@ -149,6 +185,7 @@ def preview_deploy(
         ask=ask,
         cdk_to_stdout=cdk_to_stdout,
         on_findings=on_findings,
+        wait=wait,
     )
 
 
@@ -164,11 +201,15 @@ def preview_destroy(
     allow_destructive: bool = False,
     timeout: float = 1800.0,
     ask: Callable[[str], str] | None = None,
+    wait: float = 0.0,
 ) -> PreviewTeardown:
-    """``doctable preview destroy NAME``: teardown of one preview (docs/api.md)."""
+    """``doctable preview destroy NAME``: teardown of one preview, under its lock (docs/api.md)."""
+    teardowner = _locking.locked_teardowner(
+        target, _teardown.run_teardown, command="preview destroy", wait=wait
+    )
     return _preview.destroy(
         target, name=name, yes=yes, allow_destructive=allow_destructive, timeout=timeout, ask=ask,
-        teardowner=_teardown.run_teardown,
+        teardowner=teardowner,
     )  # fmt: skip
 
 
@@ -180,12 +221,18 @@ def preview_gc(
     allow_destructive: bool = False,
     timeout: float = 1800.0,
     ask: Callable[[str], str] | None = None,
+    wait: float = 0.0,
 ) -> PreviewTeardown:
-    """``doctable preview gc``: teardown of every expired preview (docs/api.md)."""
+    """``doctable preview gc``: teardown of every expired preview, each under its lock (docs/api.md)."""
+    teardowner = _locking.locked_teardowner(target, _teardown.run_teardown, command="preview gc", wait=wait)
     return _preview.gc(
         target, yes=yes, allow_destructive=allow_destructive, timeout=timeout, ask=ask,
-        teardowner=_teardown.run_teardown,
+        teardowner=teardowner,
     )  # fmt: skip
+
+
+# the environment's lock (doctable/lifecycle/lock.py): the commands above hold it; unlock breaks a dead one's
+unlock = typed_errors(_locking.unlock)
 
 
 # ---- the day-to-day commands (doctable/operate/) and the plan (doctable/plan/) ----
@@ -238,6 +285,10 @@ __all__ = [
     "preview_list",
     "TeardownResult",
     "teardown",
+    "EnvironmentLocked",
+    "LockHolder",
+    "UnlockResult",
+    "unlock",
     "PreflightFinding",
     "PreflightResult",
     "preflight",

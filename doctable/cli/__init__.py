@@ -13,7 +13,7 @@ from importlib import metadata
 from typing import Any, NoReturn
 
 from doctable import api, local_adapter
-from doctable.cli import plan, preview
+from doctable.cli import lock, plan, preview
 from doctable.cli.arguments import target_of
 from doctable.cli.lifecycle import deploy, preflight, reconcile, teardown, verify
 from doctable.cli.operate import bootstrap, invoke, ledger, logs, policy, replay, settings, watch
@@ -94,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         command.register(sub)
     preview.register(sub)  # its deploy and teardown are doctable.api's: it hands deploy's and teardown's in
+    lock.register(sub)  # doctable unlock: the environment's lock (doctable/lifecycle/lock.py)
     return parser
 
 

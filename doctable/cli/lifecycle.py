@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from doctable.cli.arguments import Call, add_command, print_json, seconds
+from doctable.cli.lock import add_wait_argument, wait_of
 from doctable.lifecycle.results import (
     ALLOW_FLAG,
     CDK_OUTPUT_VARIABLE,
@@ -130,6 +131,7 @@ def deploy_call(args: argparse.Namespace) -> Call:
             "no_verify": args.no_verify,
             "verify_timeout": args.verify_timeout,
             "index_timeout": args.index_timeout,
+            "wait": wait_of(args),
             **deploy_io(args),
         },
     )
@@ -191,6 +193,7 @@ def register_deploy(sub: Any) -> None:
         "two deploys at once need one each, as the CDK CLI locks its output directory",
     )
     deploy.add_argument("--no-verify", action="store_true", help="skip `doctable verify` after the deploy")
+    add_wait_argument(deploy)
     deploy.add_argument(
         "--verify-timeout",
         type=seconds,
@@ -295,10 +298,13 @@ def register_reconcile(sub: Any) -> None:
         json_help="print the drift and what was restored as JSON on stdout",
     )
     reconcile.set_defaults(
-        call=lambda args: Call("reconcile", {"apply": args.apply, "timeout": args.timeout}),
+        call=lambda args: Call(
+            "reconcile", {"apply": args.apply, "timeout": args.timeout, "wait": wait_of(args)}
+        ),
         render=render_reconcile,
     )
     reconcile.add_argument("--apply", action="store_true", help="make the calls (default: list them only)")
+    add_wait_argument(reconcile)
     reconcile.add_argument(
         "--timeout",
         type=seconds,
@@ -319,6 +325,7 @@ def teardown_call(args: argparse.Namespace) -> Call:
             "ledger_dir": args.ledger_dir,
             "state_dir": args.state_dir,
             "ask": terminal_question(),
+            "wait": wait_of(args),
         },
     )
 
@@ -362,6 +369,7 @@ def register_teardown(sub: Any) -> None:
     )
     teardown.set_defaults(call=teardown_call, render=render_teardown)
     teardown.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
+    add_wait_argument(teardown)
     teardown.add_argument(
         "--lift-deletion-protection",
         action="store_true",

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from contract.settings import preview as rules
 from doctable.cli.arguments import Call, add_command, print_json, seconds
 from doctable.cli.lifecycle import deploy_io, no_func, render_deploy, terminal_question
+from doctable.cli.lock import add_wait_argument, wait_of
 from doctable.core.render import text_table
 from doctable.lifecycle.results import ALLOW_FLAG, CDK_OUTPUT_VARIABLE
 from doctable.verify.record import DEFAULT_TIMEOUT
@@ -34,6 +35,7 @@ def deploy_call(args: argparse.Namespace) -> Call:
             "verify_timeout": args.verify_timeout,
             "cdk_output": args.cdk_output,
             "outputs_file": args.outputs_file,
+            "wait": wait_of(args),
             **deploy_io(args),
         },
     )
@@ -71,6 +73,7 @@ def teardown_options(args: argparse.Namespace) -> dict[str, Any]:
         "allow_destructive": args.allow_destructive,
         "timeout": args.timeout,
         "ask": terminal_question(),
+        "wait": wait_of(args),
     }
 
 
@@ -114,6 +117,7 @@ def _teardown_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout", type=seconds, default=1800.0, help="bound of each stack deletion, seconds"
     )
+    add_wait_argument(parser)
 
 
 def register(sub: Any) -> None:
@@ -146,6 +150,7 @@ def register(sub: Any) -> None:
     deploy.add_argument("--verify-timeout", type=seconds, default=DEFAULT_TIMEOUT)
     deploy.add_argument("--cdk-output", default=os.environ.get(CDK_OUTPUT_VARIABLE) or None, metavar="DIR")
     deploy.add_argument("--outputs-file", help="write the stack's outputs to this JSON file")
+    add_wait_argument(deploy)
     listing = add_command(
         actions, "list", no_func, help="each preview: template, age, expiry, expired",
         description="Every preview stack of the region, found by its tags (ManagedBy, Source, Project, PreviewOf, ExpiresAt).",

@@ -40,6 +40,7 @@ from doctable.lifecycle.results import (
     findings_of,
     gate_lines,
 )
+from doctable.lifecycle.step_check import StepStale, deploy_checker
 from doctable.verify.record import DEFAULT_TIMEOUT as VERIFY_TIMEOUT
 from tooling import toolchain
 
@@ -176,6 +177,17 @@ class Run:
         return self.resolved.config
 
 
+def refuse_unbound_prod(resolved: Resolved, require_binding: bool) -> None:
+    """``--require-binding``: a prod-tier environment the settings bind to no account is refused before any AWS
+    call (the environment's lock included)."""
+    if require_binding and resolved.config.is_prod and not resolved.account:
+        raise RefusedError(
+            f"environment {resolved.config.env} is tier prod but binds no account ({REQUIRE_BINDING_FLAG}): "
+            f'nothing deployed; allowed: account = "<12 digits>" in [environments.{resolved.config.env}] of '
+            "the settings file, so a prod deploy runs in that account only"
+        )
+
+
 def deploy(
     target: Target,
     *,
@@ -196,12 +208,7 @@ def deploy(
     verify (``verifier``, with ``timeout=verify_timeout``; none when None or ``no_verify``): each step's refusal
     or failure ends the run with its exit code and the report."""
     resolved = resolve_run(target)
-    if require_binding and resolved.config.is_prod and not resolved.account:
-        raise RefusedError(
-            f"environment {resolved.config.env} is tier prod but binds no account ({REQUIRE_BINDING_FLAG}): "
-            f'nothing deployed; allowed: account = "<12 digits>" in [environments.{resolved.config.env}] of '
-            "the settings file, so a prod deploy runs in that account only"
-        )
+    refuse_unbound_prod(resolved, require_binding)
     cdk = Cdk(target, outputs_file, cdk_output, cdk_to_stdout)
     run = Run(target, resolved, cdk, Progress("doctable deploy", quiet=target.quiet), index_timeout)
     aws, deployment = _connect(run)
@@ -254,7 +261,10 @@ def _deploy_steps(
             )  # fmt: skip
     with user_errors(f"reading the replicas of {deployment.table_name}"):
         live_replicas = global_table.live_replica_regions_of(aws, deployment.table_name)
-    code = _deploy_home(run, aws, deployment)
+    code = _deploy_home(run, aws, deployment, findings)
+    stopped = [s["stopped"] for s in run.report.get("index_steps", []) if "stopped" in s]
+    if stopped:
+        return _finish(run, 1, [StepStale(**stopped[0]).line()])
     if code != 0:
         return _finish(run, 1, [f"cdk deploy failed (exit {code}): its output above says why"])
     code = global_table.deploy_replica_stacks(
@@ -321,7 +331,7 @@ def _result(report: dict[str, Any], code: int, lines: list[str]) -> DeployResult
     return DeployResult(**given, **steps, exit=code, messages=tuple(lines))
 
 
-def _deploy_home(run: Run, aws: Aws, deployment: Deployment) -> int:
+def _deploy_home(run: Run, aws: Aws, deployment: Deployment, findings: list[Finding]) -> int:
     """The home stack's deploy, once the indexes an earlier run left busy have settled: one cdk deploy per index
     change when the indexes change (doctable/lifecycle/index_steps.py), else one cdk deploy; its exit code."""
     with user_errors(f"reading the indexes of {deployment.table_name}"):
@@ -335,6 +345,7 @@ def _deploy_home(run: Run, aws: Aws, deployment: Deployment) -> int:
             aws, deployment.table_name, run.config, plan, run.cdk.command(run.config),
             run.cdk.runner(run.resolved, timeout=max(CDK_TIMEOUT, run.index_timeout)), run.progress.say,
             run.report.setdefault("index_steps", []), index_timeout=run.index_timeout,
+            check=deploy_checker(aws, run.resolved, plan, findings),
         )  # fmt: skip
     command = run.cdk.command(run.config)
     run.progress.say("$ " + " ".join(command))

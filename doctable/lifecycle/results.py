@@ -153,13 +153,15 @@ class IndexStep:
     exit: int | None = None
     seconds: float | None = None
     progress: tuple[str, ...] | None = None
+    # the deploy stopped before this update: what changed since its plan (doctable/lifecycle/step_check.py)
+    stopped: Mapping[str, Any] | None = None
 
     @classmethod
     def of(cls, record: Mapping[str, Any]) -> IndexStep:
         lines = record.get("progress")
         return cls(
             record["update"], record["action"], record["index"], record.get("exit"), record.get("seconds"),
-            None if lines is None else tuple(lines),
+            None if lines is None else tuple(lines), record.get("stopped"),
         )  # fmt: skip
 
     def as_dict(self) -> dict[str, Any]:
@@ -167,6 +169,8 @@ class IndexStep:
         for key in ("exit", "seconds"):
             if getattr(self, key) is not None:
                 found[key] = getattr(self, key)
+        if self.stopped is not None:
+            found["stopped"] = dict(self.stopped)
         return found if self.progress is None else {**found, "progress": list(self.progress)}
 
 

@@ -1991,7 +1991,7 @@ def _unlock_another_id(lock_id: str) -> str:
         with environment(CLI_ENV), mock_aws():
             s3 = boto3.client("s3", region_name=REGION)
             bucket, key = lock_bucket("123456789012", REGION), lock_key("doctable-items-stg")
-            s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": REGION})
+            _bootstrapped(s3)
             holder = {"id": "held-1", "who": "arn:aws:iam::123456789012:user/ci", "host": "runner", "pid": 7,
                       "checkout": "/work/ci", "command": "doctable deploy --env stg", "env": "stg",
                       "stack": "doctable-items-stg", "since": "2026-01-01T00:00:00Z",
@@ -2127,6 +2127,14 @@ cli_case(
 )
 
 
+def _bootstrapped(s3: Any) -> None:
+    """The CDK bootstrap's assets bucket (moto's account, the cases' region), where a deploy takes its lock."""
+    from contract.iam.lock import lock_bucket
+
+    bucket = lock_bucket("123456789012", REGION)
+    s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": REGION})
+
+
 def _claiming_stg(argv: list[str]) -> str:
     """``doctable <argv>`` against dev's stack (moto) whose Knobs output claims env=stg, stg deployed beside it."""
     import boto3
@@ -2141,6 +2149,7 @@ def _claiming_stg(argv: list[str]) -> str:
         dev, stg = ops.config_of(env="dev"), ops.config_of(env="stg")
         with environment(CLI_ENV), mock_aws():
             clients = functools.partial(boto3.client, region_name=REGION)
+            _bootstrapped(clients("s3"))
             ops.deploy(clients, stg)
             ops.deploy(
                 clients, dev, record_knobs=False, extra_outputs={names.OUT_KNOBS: stg.deployed_record()}
@@ -2180,6 +2189,7 @@ def _bucket_name_taken(argv: list[str]) -> str:
         with environment(CLI_ENV), mock_aws():
             s3 = boto3.client("s3", region_name=REGION)
             s3.create_bucket(Bucket=taken, CreateBucketConfiguration={"LocationConstraint": REGION})
+            _bootstrapped(s3)
             observed = run_cli(argv, {"DOCTABLE_CONFIG": str(path)})
             stacks = boto3.client("cloudformation", region_name=REGION).list_stacks()["StackSummaries"]
             return f"{observed}; stacks: {len(stacks)}"

@@ -16,6 +16,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from contract.iam.lock import lock_bucket
 from contract.knobs import KNOB_DEFAULTS
 from doctable.core.aws import Aws
 from local import patching
@@ -145,7 +146,14 @@ def moto_env(ops_env: None) -> Iterator[Aws]:
     # The table options moto lacks (contributor insights, table class, on-demand maximum), as the local AWS has them.
     patching.install(dynamodb_options.PATCHES)
     with mock_aws():
-        yield Aws.connect()
+        aws = Aws.connect()
+        # the CDK bootstrap's assets bucket, which exists before any deploy: each environment's lock is there
+        where = {"LocationConstraint": aws.region} if aws.region != "us-east-1" else None
+        bucket = lock_bucket(aws.account, aws.region)
+        aws.client("s3").create_bucket(
+            Bucket=bucket, **({"CreateBucketConfiguration": where} if where else {})
+        )
+        yield aws
 
 
 @pytest.fixture

@@ -188,7 +188,9 @@ PINNED: dict[str, tuple[str, ...]] = {
         "messages",
     ),
     "ConversionStep": ("step", "command", "exit"),
-    "IndexStep": ("update", "action", "index", "exit", "seconds", "progress"),
+    "IndexStep": ("update", "action", "index", "exit", "seconds", "progress", "stopped"),
+    "LockHolder": ("id", "who", "host", "pid", "checkout", "command", "env", "stack", "since", "until"),
+    "UnlockResult": ("env", "stack", "lock", "broken"),
     "DriftRow": ("subject", "live", "declared", "action", "fields"),
     "ReconcileResult": ("stack", "table", "at", "applied", "calls", "drift", "restored", "remaining"),
     "TeardownResult": (
