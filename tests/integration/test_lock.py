@@ -95,7 +95,7 @@ def checkouts(
 
 def own_lines(err: str) -> str:
     """doctable's own lines of a run's stderr (not the CDK CLI's it streams)."""
-    return "\n".join(line for line in err.splitlines() if line.startswith("doctable"))
+    return "\n".join(line for line in err.splitlines() if line.startswith(("doctable:", "doctable ")))
 
 
 def live_gsis(aws: lt.LocalAWS) -> list[str]:
