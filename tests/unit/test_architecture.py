@@ -133,7 +133,9 @@ def test_the_entry_imports_only_the_knobs_the_tooling_and_the_constructs() -> No
         if isinstance(node, ast.Import)
         for alias in node.names
     }
-    assert imported <= {"__future__", "contextlib", "os", "sys", "aws_cdk", "contract", "tooling", "infra"}, imported
+    assert imported <= {"__future__", "contextlib", "os", "sys", "aws_cdk", "contract", "tooling", "infra"}, (
+        imported
+    )
 
 
 # ---- the local AWS's house (tests/unit/test_architecture.py measures what the fidelity issue set) ----
@@ -141,7 +143,9 @@ LOCAL_FLOORS_MAX = 7  # the longest chain of module-level imports between module
 LOCAL_NESTED_MAX = (
     25  # functions defined inside functions under local/ (a decorator's, a server's handler class)
 )
-FOLDER_MODULES_MAX = 15  # modules side by side in one folder of contract/, tooling/, infra/, doctable/, local/
+FOLDER_MODULES_MAX = (
+    15  # modules side by side in one folder of contract/, tooling/, infra/, doctable/, local/
+)
 
 
 def _module_name(path: Path) -> str:
