@@ -1669,26 +1669,30 @@ for _declared, _expected, _id, _label in (
         _GLOBAL_ONE % 'regions = "everywhere"',
         "subscriber 'search': regions = 'everywhere' is not allowed; allowed: \"home\" (the default), \"all\" or a list "
         "of the table's regions",
-        "regions-malformed", "a subscriber's `regions` that is neither home, all nor a list of regions (`\"everywhere\"`)",
+        "regions-malformed",
+        'a subscriber\'s `regions` that is neither home, all nor a list of regions (`"everywhere"`)',
     ),
     (
         _GLOBAL_ONE % 'regions = ["us-east-1", "eu-west-3"]',
         "subscriber 'search': regions = ['us-east-1', 'eu-west-3'] names us-east-1, eu-west-3, not all the table's; "
-        "allowed: \"home\", \"all\" or a list of the table's regions (the home region and us-west-2)",
-        "regions-not-the-tables", "a subscriber's `regions` naming two regions besides the table's replicas",
+        'allowed: "home", "all" or a list of the table\'s regions (the home region and us-west-2)',
+        "regions-not-the-tables",
+        "a subscriber's `regions` naming two regions besides the table's replicas",
     ),
     (
         _GLOBAL_ONE % 'source = "kinesis"',
         "subscriber 'search': source = \"kinesis\" on a global table: a Kinesis destination is per replica and per "
-        "region and is not built with replicas; allowed: source = \"dynamodb\"",
-        "kinesis-on-global", "a subscriber reading Kinesis on a global table (`source = \"kinesis\"` with `replicas`)",
+        'region and is not built with replicas; allowed: source = "dynamodb"',
+        "kinesis-on-global",
+        'a subscriber reading Kinesis on a global table (`source = "kinesis"` with `replicas`)',
     ),
     (
         _GLOBAL_ONE % 'regions = ["us-west-2"]'
         + '[environments.dev.subscribers.audit]\nhandler = "search.py:handler"\nregions = "all"\n',
         "3 readers of the replica stream in us-west-2 (the cleanup consumer, search, audit); allowed: at most 2 per "
         "shard in each region (more are throttled; AWS recommends 1 on a global table)",
-        "readers-in-a-region", "two subscribers beside the cleanup consumer on one replica region's stream",
+        "readers-in-a-region",
+        "two subscribers beside the cleanup consumer on one replica region's stream",
     ),
 ):
     add(Case(

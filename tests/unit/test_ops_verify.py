@@ -574,7 +574,10 @@ def test_the_read_only_flag_parses_and_is_off_by_default_and_in_the_deploys_veri
     assert parser.parse_args(["verify"]).read_only is False
     # the verify that closes a deploy (api.verify, called with the deploy's timeout alone) is the full contract
     assert inspect.signature(api.verify).parameters["read_only"].default is False
-    assert parser.parse_args(["deploy"]).verify_timeout == inspect.signature(api.verify).parameters["timeout"].default
+    assert (
+        parser.parse_args(["deploy"]).verify_timeout
+        == inspect.signature(api.verify).parameters["timeout"].default
+    )
 
 
 @pytest.mark.parametrize("order", [["--read-only", "--ledger"], ["--ledger", "--read-only"]])

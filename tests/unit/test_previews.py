@@ -290,9 +290,9 @@ def test_a_previews_prod_account_warning_is_among_the_deploys_findings(
         return "deployed"
 
     # WHEN the preview deploys
-    assert preview.deploy(Target(quiet=True), name="7", template="stg", deployer=deployer, no_verify=True) == (
-        "deployed"
-    )
+    assert preview.deploy(
+        Target(quiet=True), name="7", template="stg", deployer=deployer, no_verify=True
+    ) == ("deployed")
     # THEN the deploy it runs is the preview's environment, with the warning among its findings (so its --json
     # report names it) and the options it was given
     ((target, options),) = handed
