@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 import pytest
 import yaml
 
+from contract.iam.lock import LOCK_PREFIX, lock_arn
 from doctable.verify.expect import WRITING_CHECKS
 from tests.support import localaws as lt
 from tests.support import policies as pol
@@ -109,8 +110,11 @@ def test_the_policies_name_the_deployed_buckets_so_no_other_environments_bucket_
     # THEN it names those two buckets exactly, and says so
     assert record["buckets"] == {"exact": True, "failure": failure, "blob": blob}
     named = {r.split(":::", 1)[1].split("/", 1)[0] for s in record["policy"]["Statement"] for r in s["Resource"]
-             if ":s3:::" in r}  # fmt: skip
+             if ":s3:::" in r and LOCK_PREFIX not in r}  # fmt: skip
     assert named == {failure, blob}
+    # AND beside them only the environment's lock, one object in the bootstrap's assets bucket
+    locks = {r for s in record["policy"]["Statement"] for r in s["Resource"] if LOCK_PREFIX in r}
+    assert locks == {lock_of(ctx)}
     # AND a bucket of another environment of the same table, whose name starts alike, matches none
     other_environments = f"{failure[:14]}{'x' * (len(failure) - 14)}"
     s3 = [r for s in record["policy"]["Statement"] for r in s["Resource"] if r.startswith("arn:aws:s3:::")]
@@ -136,16 +140,23 @@ def test_a_command_outside_the_policy_is_refused_naming_action_and_resource(
         as_json = doctable(principal.env(ctx.admin_env), "reconcile", "--env", PLAIN.env, "--apply", "--json")
     finally:
         restored = doctable(ctx.admin_env, "reconcile", "--env", PLAIN.env, "--apply")
-    # THEN its first repair is refused: one line naming the action and the table, exit non-zero, no traceback
+    # THEN its first change is refused, the environment's lock it must take before any repair: one line naming
+    # the action and the lock's object, exit non-zero, no traceback
     assert result.code != 0
-    assert pol.prose_refusals(result) == [("dynamodb:TagResource", ctx.stack.outputs["TableArn"])], result.err
+    assert pol.prose_refusals(result) == [("s3:PutObject", lock_of(ctx))], result.err
     # AND with --json the refusal is data: its code, the action, the resource and who was refused
     error = as_json.json()
     assert (as_json.code, error["code"], error["action"], error["resource"]) == (
-        4, "aws.access_denied", "dynamodb:TagResource", ctx.stack.outputs["TableArn"]
+        4, "aws.access_denied", "s3:PutObject", lock_of(ctx)
     )  # fmt: skip
     assert error["principal"].endswith(f":user/{principal.name}"), error
     assert restored.code == 0, restored.err
+
+
+def lock_of(ctx: Context) -> str:
+    """The ARN of the environment's lock (contract/iam/lock.py), in the account and region of its table."""
+    _, _, _, region, account, _ = ctx.stack.outputs["TableArn"].split(":", 5)
+    return lock_arn("aws", account, region, ctx.stack.name)
 
 
 # ---------------------------------------------------------------------------------------------- the workflow

@@ -166,7 +166,8 @@ def test_list_finds_the_preview_by_its_tags_and_leaves_the_lookalikes(
     assert [(p["name"], p["template"], p["stack"], p["expired"]) for p in listed["previews"]] == [
         ("pr-7", "stg", PREVIEW, False)
     ]
-    assert {s["stack"]: s["code"] for s in listed["skipped"]} == {
+    # (this module's lookalikes: another module on the same worker may have left stacks of its own)
+    assert {s["stack"]: s["code"] for s in listed["skipped"] if s["stack"].startswith("doctable-prev-")} == {
         FOREIGN: "preview.not_managed",
         OTHER_SOURCE: "preview.other_source",
         OTHER_PROJECT: "preview.other_project",
