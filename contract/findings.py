@@ -164,19 +164,24 @@ class Finding:
         self.level = Level(self.level)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "level": self.level.value,
-            "code": self.code,
-            "destructive": self.destructive,
-            "subject": self.subject,
-            "before": self.before,
-            "after": self.after,
-            "live": self.live,
-            "declared": self.declared,
-            "effect": self.effect,
-        }
+        return finding_document(self)
 
 
 def destructive(findings: list[Finding]) -> list[Finding]:
     """The findings a deploy gate stops on unless the user says yes."""
     return [f for f in findings if f.destructive and f.level is not Level.DRIFT]
+
+
+def finding_document(finding: Any) -> dict[str, Any]:
+    """A finding as ``--json`` prints it (a Finding, or a frozen copy of one with the same fields)."""
+    return {
+        "level": finding.level.value,
+        "code": finding.code,
+        "destructive": finding.destructive,
+        "subject": finding.subject,
+        "before": finding.before,
+        "after": finding.after,
+        "live": finding.live,
+        "declared": finding.declared,
+        "effect": finding.effect,
+    }

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from contract.findings import Finding, Level
+from contract.findings import Finding, Level, finding_document
 from doctable.core.render import text_table
 
 if TYPE_CHECKING:
@@ -46,17 +46,7 @@ class PreflightFinding:
         return self.destructive and self.level is not Level.DRIFT
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "level": self.level.value,
-            "code": self.code,
-            "destructive": self.destructive,
-            "subject": self.subject,
-            "before": self.before,
-            "after": self.after,
-            "live": self.live,
-            "declared": self.declared,
-            "effect": self.effect,
-        }
+        return finding_document(self)
 
 
 def findings_of(found: Sequence[Finding | PreflightFinding]) -> tuple[PreflightFinding, ...]:
