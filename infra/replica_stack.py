@@ -31,6 +31,7 @@ from contract.shape import consumer_shape
 from infra.compute.function import consumer_function, consumer_mapping, write_logs
 from infra.compute.subscribers import Subscriber, subscriber_id
 from infra.compute.subscribers import outputs as subscriber_outputs
+from infra.monitoring.dashboard import Overview, replica_consumer_reader, subscriber_reader
 from infra.synth.checkov import add_skip
 from infra.synth.nag import acknowledge
 
@@ -88,6 +89,7 @@ class ReplicaConsumerStack(Stack):
         config: DocTableConfig,
         region: str,
         stream_arn: str,
+        home_region: str,
         **kwargs: Any,
     ) -> None:
         super().__init__(
@@ -127,6 +129,23 @@ class ReplicaConsumerStack(Stack):
             for spec in config.subscribers
             if spec.runs_in(config.replicas, region)
         ]
+        overview = Overview(
+            self,
+            names.ID_DASHBOARD,
+            config=config,
+            readers=[
+                replica_consumer_reader(config, function.function_name, mapping),
+                *(subscriber_reader(config, s) for s in self.subscribers),
+            ],
+            alarm_arns=[alarm.alarm_arn for s in self.subscribers for alarm in s.alarms],
+            home_region=home_region,
+        )
+        CfnOutput(
+            self,
+            names.OUT_DASHBOARD_NAME,
+            value=overview.dashboard.ref,
+            description=f"The CloudWatch dashboard of {region}: the replica, its consumer and subscribers",
+        )
         for key, value in config.tags().items():
             Tags.of(self).add(key, value)
 
@@ -247,6 +266,7 @@ def replica_stacks(
     streams: Mapping[str, str],
     *,
     account: str | None,
+    home_region: str,
     **kwargs: Any,
 ) -> list[ReplicaConsumerStack]:
     """One stack per replica region ``streams`` names, in the order of ``config.replicas``."""
@@ -257,6 +277,7 @@ def replica_stacks(
             config=config,
             region=region,
             stream_arn=streams[region],
+            home_region=home_region,
             stack_name=config.replica_stack_name(region),
             env=Environment(account=account, region=region),
             **kwargs,

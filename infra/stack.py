@@ -311,7 +311,12 @@ def create_stack(
     _bounded(stack, bootstrap)
     if config.is_global and config.builtin_consumer:
         for replica in replica_stacks(
-            app, config, streams, account=account, synthesizer=_synthesizer(config, bootstrap)
+            app,
+            config,
+            streams,
+            account=account,
+            home_region=region,
+            synthesizer=_synthesizer(config, bootstrap),
         ):
             Aspects.of(replica).add(CheckovSkips())
             _bounded(replica, bootstrap)

@@ -13,6 +13,9 @@ in each replica region and to the replica stacks ``<stack>-<region>``.
   stack names only).
 - preflight (and the deploy's gate, which runs it) and reconcile (doctable/capabilities/replicas.py): each replica's
   description and PITR, read for its drift; reconcile restores PITR and deletion protection there.
+- logs, invoke and replay with ``--region`` naming a replica region (doctable/core/command.py): that region's
+  stack read, its consumer's and subscribers' log groups, the function its consumer's mapping invokes, a
+  subscriber's function there (replay: its failure bucket is named in the home part's statements).
 - teardown (doctable/lifecycle/teardown.py, replica_teardown.py): each replica stack read, deleted and watched until it
   is gone; with deletion protection, each replica's lifted.
 
@@ -28,6 +31,8 @@ Condition = dict[str, dict[str, list[str]]]
 VERIFY_KEY_PREFIX = "doctable-verify-"  # verify's test items and blobs (doctable/verify/checks.py)
 Part = tuple[str, tuple[str, ...], tuple[str, ...], Condition | None]  # (Sid, actions, resources, condition)
 VERIFY_PARTS = ("verify", "verify-read-only")
+# The commands whose --region may name a replica region (doctable/core/command.py): its stack and its readers.
+REGIONAL_PARTS = ("logs", "invoke", "replay")
 
 
 def replica_stack_arns(config: DocTableConfig, account: str, partition: str) -> tuple[str, ...]:
@@ -61,6 +66,44 @@ def _nudge_parts(config: DocTableConfig, account: str, partition: str) -> list[P
         ("ReadReplicaStreamRecord", reads, tuple(f"{t}/stream/*" for t in tables), None),
         ("ReadReplicaProofLines", ("logs:FilterLogEvents",), groups, None),
     ]
+
+
+def _regional_parts(command: str, config: DocTableConfig, account: str, partition: str) -> list[Part]:
+    """``logs``, ``invoke`` and ``replay`` with ``--region`` naming a replica region: its stack read, then its
+    consumer's or subscribers' log groups, the function its mapping invokes, or a subscriber's function invoked
+    with its failed batches (those buckets are the home part's: S3 names them without a region)."""
+    found: list[Part] = [
+        (
+            "ReadReplicaStacks",
+            ("cloudformation:DescribeStacks",),
+            replica_stack_arns(config, account, partition),
+            None,
+        )
+    ]
+    functions = tuple(
+        arn_of(partition, "lambda", r, account, f"function:{config.replica_stack_name(r)}-*")
+        for r in config.replicas
+    )
+    if command == "logs":
+        groups = tuple(
+            arn_of(partition, "logs", r, account, f"log-group:{config.replica_stack_name(r)}-*")
+            for r in config.replicas
+        )
+        found.append(("ReadReplicaProofLines", ("logs:FilterLogEvents",), groups, None))
+    elif command == "invoke":
+        mappings = tuple(
+            arn_of(partition, "lambda", r, account, "event-source-mapping:*") for r in config.replicas
+        )
+        condition = {"ArnLike": {"lambda:FunctionArn": list(functions)}}
+        found.append(("ReadReplicaMappings", ("lambda:GetEventSourceMapping",), mappings, condition))
+        found.append(("InvokeReplicaFunctions", ("lambda:InvokeFunction",), functions, None))
+    else:
+        ran = [r for r in config.replicas if any(s.runs_in(config.replicas, r) for s in config.subscribers)]
+        if not ran:  # a replica region's consumer keeps no failed batches: only a subscriber's are replayed
+            return []
+        invoked = tuple(f for f, r in zip(functions, config.replicas, strict=True) if r in ran)
+        found.append(("InvokeReplicaSubscribers", ("lambda:InvokeFunction",), invoked, None))
+    return found
 
 
 def replica_parts(
@@ -100,6 +143,8 @@ def replica_parts(
             if command == "verify":  # the nudges write: the read-only verify skips them
                 found += _nudge_parts(config, account, partition)
         return found
+    if command in REGIONAL_PARTS and config.builtin_consumer:
+        return _regional_parts(command, config, account, partition)
     if command == "deploy":
         roles = tuple(
             bootstrap_role_arn(partition, account, region, kind, qualifier)

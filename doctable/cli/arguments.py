@@ -21,6 +21,7 @@ from contract import names
 from contract.knobs import ENV_VALUES
 from contract.settings.resolve import CONFIG_VARIABLE, FILE_NAME
 from doctable.core.aws import user_errors
+from doctable.core.context import REGIONAL_COMMANDS
 from doctable.core.errors import UserError
 from doctable.core.target import Target, override_pair
 
@@ -53,8 +54,9 @@ def target_of(args: argparse.Namespace) -> Target:
     )
 
 
-def add_knob_arguments(parser: argparse.ArgumentParser) -> None:
-    """The environment, its settings file and this run's overrides; the credentials' profile and region."""
+def add_knob_arguments(parser: argparse.ArgumentParser, *, regional: bool = False) -> None:
+    """The environment, its settings file and this run's overrides; the credentials' profile and region
+    (``regional``: the region may be a replica region of the environment's global table)."""
     group = parser.add_argument_group(
         "settings (doctable.toml, resolved exactly as the CDK app resolves them)"
     )
@@ -84,14 +86,21 @@ def add_knob_arguments(parser: argparse.ArgumentParser) -> None:
         "--profile", help="the AWS profile (default: AWS_PROFILE, else the SDK's default chain)"
     )
     creds.add_argument(
-        "--region", help="the AWS region (default: the environment's in the settings file, else AWS_REGION)"
+        "--region",
+        help="the AWS region (default: the environment's in the settings file, else AWS_REGION)"
+        + (
+            "; a replica region of the environment's global table: that region's consumer and subscribers "
+            "(verify: that region's rows)"
+            if regional
+            else ""
+        ),
     )
 
 
-def add_common_arguments(parser: argparse.ArgumentParser, *, json_help: str) -> None:
+def add_common_arguments(parser: argparse.ArgumentParser, *, json_help: str, regional: bool = False) -> None:
     """The settings (``--env``, ``--config``, ``-c``), the credentials (``--profile``, ``--region``), ``--json``,
     ``-q``."""
-    add_knob_arguments(parser)
+    add_knob_arguments(parser, regional=regional)
     parser.add_argument("--json", action="store_true", help=json_help)
     # The same everywhere: what goes to stdout (the result, the table, the JSON) is unchanged.
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress or note lines on stderr")
@@ -113,7 +122,7 @@ def add_command(
     for its own arguments."""
     parser: argparse.ArgumentParser = sub.add_parser(name, help=help, description=description)
     if json_help is not None:
-        add_common_arguments(parser, json_help=json_help)
+        add_common_arguments(parser, json_help=json_help, regional=name in REGIONAL_COMMANDS)
     parser.set_defaults(func=guarded(func) if guard else func)
     return parser
 

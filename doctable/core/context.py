@@ -20,6 +20,9 @@ from doctable.core.errors import UserError
 from doctable.core.target import Target
 
 STATE_DIR_ENV = "DOCTABLE_STATE_DIR"
+# The commands whose --region may name a replica region of a global table (doctable.core.command.connect's
+# ``regional``): they act on that region's stack (its consumer and subscribers), or its rows (verify).
+REGIONAL_COMMANDS = ("verify", "logs", "invoke", "watch", "replay")
 
 
 def parse_context(overrides: Mapping[str, str], env_name: str | None) -> dict[str, str]:
@@ -54,13 +57,14 @@ def state_dir(explicit: str | None = None) -> Path:
     return Path(explicit or os.environ.get(STATE_DIR_ENV) or ".doctable")
 
 
-def describe_stack(aws: Aws, config: DocTableConfig) -> Deployment:
-    """Read the stack's status and outputs; a missing stack gives a Deployment with ``exists`` False."""
-    deployment = Deployment(config=config, region=aws.region, account=aws.account)
+def describe_stack(aws: Aws, config: DocTableConfig, *, home_region: str | None = None) -> Deployment:
+    """Read the stack's status and outputs; a missing stack gives a Deployment with ``exists`` False. With
+    ``home_region``: the replica stack of ``aws``'s region (a replica region of the global table homed there)."""
+    deployment = Deployment(config=config, region=aws.region, account=aws.account, home_region=home_region)
     cfn = aws.client("cloudformation")
-    with user_errors(f"describing stack {config.stack_name}"):
+    with user_errors(f"describing stack {deployment.stack_name}"):
         try:
-            stacks = cfn.describe_stacks(StackName=config.stack_name)["Stacks"]
+            stacks = cfn.describe_stacks(StackName=deployment.stack_name)["Stacks"]
         except ClientError as exc:
             if error_code(exc) == "ValidationError" and "does not exist" in str(exc):
                 return deployment
@@ -89,7 +93,14 @@ def check_binding(resolved: Resolved, aws: Aws) -> None:
             f"credentials are for account {aws.account}; switch credentials (--profile or AWS_PROFILE)"
         )
     if resolved.region and aws.region != resolved.region:
+        replica = (
+            f"; {aws.region} is a replica region of its global table: {', '.join(REGIONAL_COMMANDS)} take "
+            f"--region {aws.region} (that region's consumer and subscribers), every other command acts on "
+            f"{resolved.region}"
+            if aws.region in resolved.config.replicas
+            else ""
+        )
         raise UserError(
             f"region mismatch: environment {env} is bound to region {resolved.region} in {where}, but the client "
-            f"is in {aws.region}; drop --region/AWS_REGION or set it to {resolved.region}"
+            f"is in {aws.region}; drop --region/AWS_REGION or set it to {resolved.region}{replica}"
         )

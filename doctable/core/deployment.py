@@ -33,6 +33,9 @@ STABLE_STACK_STATES = frozenset({"CREATE_COMPLETE", "UPDATE_COMPLETE", "IMPORT_C
 # The knobs that name the stack: they choose WHICH stack a command reads, so they never differ from it.
 IDENTITY_KNOBS = ("env", "table_base")
 IDENTITY_MISMATCH = "stack.identity_mismatch"  # the stable code of a record that names another stack
+NOT_IN_REGION = (
+    "subscriber.not_in_region"  # --region REPLICA --subscriber NAME of a subscriber not running there
+)
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,14 @@ class Deployment:
     )
     declared_stacks: dict[str, str] = field(default_factory=dict)  # every declared environment's stack name
     preview_prefix: str = ""  # a preview environment's name begins so (never declared, never orphaned)
+    # Set when this is a global table's replica region's stack (``--region`` naming a replica region): the home
+    # region, whose stack recorded the knobs (``config``); ``region`` and ``outputs`` are then the replica stack's.
+    home_region: str | None = None
+
+    @property
+    def stack_name(self) -> str:
+        """The stack read: the environment's, or its replica stack in ``region``."""
+        return self.config.replica_stack_name(self.region) if self.home_region else self.config.stack_name
 
     @property
     def target(self) -> DocTableConfig:
@@ -233,7 +244,8 @@ def require_deployed(deployment: Deployment, *, hint_region: str | None = None) 
     if hint_region and hint_region != deployment.region:
         hint = f"; the ledger records it in {hint_region}: region mismatch? set AWS_REGION={hint_region}"
     raise UserError(
-        f"stack {config.stack_name} is not deployed ({where}){hint}; deploy it first: doctable deploy --env {config.env}"
+        f"stack {deployment.stack_name} is not deployed ({where}){hint}; deploy it first: doctable deploy --env "
+        f"{config.env}"
     )
 
 
@@ -258,18 +270,28 @@ def is_ours(tags: dict[str, str]) -> bool:
 def subscriber_output(deployment: Deployment, name: str, what: str) -> str:
     """One of subscriber ``name``'s names from the stack's outputs (``names.OUT_SUBSCRIBER_*``); UserError naming
     the declared subscribers when the deployed knobs declare no such subscriber, or the stack has not made it."""
-    declared = [s.name for s in deployment.config.subscribers]
+    config = deployment.config
+    declared = [s.name for s in config.subscribers]
     if name not in declared:
         close = difflib.get_close_matches(name, declared, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise UserError(
-            f"stack {deployment.config.stack_name} has no subscriber {name!r}{hint}; declared: "
+            f"stack {deployment.stack_name} has no subscriber {name!r}{hint}; declared: "
             f"{', '.join(declared) or 'none'} (subscribers are declared in the settings file and deployed)"
+        )
+    spec = next(s for s in config.subscribers if s.name == name)
+    if deployment.home_region and deployment.region not in spec.replica_regions(config.replicas):
+        ran = [deployment.home_region] if spec.runs_in(config.replicas, None) else []
+        ran += spec.replica_regions(config.replicas)
+        raise UserError(
+            f"subscriber {name!r} does not run in {deployment.region}: its regions are {', '.join(ran) or 'none'} "
+            f"(regions in its declaration; the home region {deployment.home_region} without --region)",
+            {"code": NOT_IN_REGION},
         )
     value = deployment.out(names.subscriber_output(name, what))
     if not value:
         raise UserError(
-            f"stack {deployment.config.stack_name} has no {names.subscriber_output(name, what)} output: deploy the "
-            f"subscriber {name!r} first (doctable deploy --env {deployment.config.env})"
+            f"stack {deployment.stack_name} has no {names.subscriber_output(name, what)} output: deploy the "
+            f"subscriber {name!r} first (doctable deploy --env {config.env})"
         )
     return value

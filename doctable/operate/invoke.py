@@ -122,7 +122,7 @@ def stream_arn_of(deployment: Deployment) -> str:
         return arn
     table_arn = deployment.out(names.OUT_TABLE_ARN)
     if not table_arn:
-        raise UserError(f"stack {deployment.config.stack_name} has no {names.OUT_TABLE_ARN} output")
+        raise UserError(f"stack {deployment.stack_name} has no {names.OUT_TABLE_ARN} output")
     return f"{table_arn}/stream/doctable-invoke"
 
 
@@ -138,7 +138,7 @@ def consumer_target(aws: Any, deployment: Deployment) -> str:
             return str(mapping["FunctionArn"])
     function = deployment.out(names.OUT_CONSUMER_FUNCTION_NAME) or deployment.config.borrowed_consumer_arn
     if not function:
-        raise UserError(f"stack {deployment.config.stack_name} has no consumer: nothing to invoke")
+        raise UserError(f"stack {deployment.stack_name} has no consumer: nothing to invoke")
     return function
 
 
@@ -324,14 +324,14 @@ def invoke(
     to the deployed consumer (or subscriber ``subscriber``'s function), synchronously; ``dry_run``: build the
     event, invoke nothing."""
     sent = given_event(file, pk, sk, blobs, event)
-    config, aws, deployment = connect(target, command="invoke")
+    _config, aws, deployment = connect(target, command="invoke", regional=True)
     require_deployed(deployment)
     progress = Progress("doctable invoke", quiet=target.quiet)
     if sent is None:
         assert event is not None and pk is not None and sk is not None  # given_event checked them
         sent = built_event(event, pk, sk, blobs, deployment, aws.region, progress)
     if dry_run:
-        return InvokeResult(stack=config.stack_name, function=None, event=sent, dry_run=True)
+        return InvokeResult(stack=deployment.stack_name, function=None, event=sent, dry_run=True)
     function = (
         subscriber_output(deployment, subscriber, names.OUT_SUBSCRIBER_FUNCTION)
         if subscriber
@@ -340,7 +340,7 @@ def invoke(
     progress.say(f"invoking {function} with {len(sent['Records'])} record(s) (RequestResponse)")
     result = invoke_consumer(aws.client("lambda"), function, sent)
     return InvokeResult(
-        stack=config.stack_name,
+        stack=deployment.stack_name,
         function=function,
         event=sent,
         executed_version=result.executed_version,

@@ -248,7 +248,7 @@ def consumer_log_group(deployment: Any) -> str:
             else ""
         )
         raise UserError(
-            f"stack {config.stack_name} has no built-in consumer, so no {names.OUT_CONSUMER_LOG_GROUP} "
+            f"stack {deployment.stack_name} has no built-in consumer, so no {names.OUT_CONSUMER_LOG_GROUP} "
             f"output{borrowed}: nothing to read"
         )
     return group
@@ -295,7 +295,7 @@ def logs(
     """The consumer's (or subscriber ``subscriber``'s) log lines of the last ``since``. With ``follow``: each new
     line goes to ``on_line`` as it comes, polling until ``stop()`` answers true or Ctrl-C (KeyboardInterrupt)."""
     seconds_back = parse_duration(since)
-    config, aws, deployment = connect(target, command="logs")
+    _config, aws, deployment = connect(target, command="logs", regional=True)
     require_deployed(deployment)
     group = (
         subscriber_output(deployment, subscriber, names.OUT_SUBSCRIBER_LOG_GROUP)
@@ -311,7 +311,7 @@ def logs(
         progress.say(f"log group {group} does not exist yet: the consumer has not run since it was created")
 
     result = functools.partial(
-        LogsResult, config.stack_name, group, since, iso_ms(start_ms), dashboard_url=dashboard
+        LogsResult, deployment.stack_name, group, since, iso_ms(start_ms), dashboard_url=dashboard
     )
     if follow:
         progress.say(f"{group} since {iso_ms(start_ms)} ({since}), following: Ctrl-C stops")

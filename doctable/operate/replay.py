@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 
 FAILURE_PREFIX = "aws/lambda/"
 DRY_RUN = "dry run"
+# The stable code of `replay --region REPLICA` without --subscriber: a replica region's consumer keeps nothing.
+REPLICA_CONSUMER = "replay.replica_consumer"
 # GetRecords pages read at most while re-reading one kept range from the stream (1,000 records each).
 _MAX_STREAM_PAGES = 100
 
@@ -300,6 +302,13 @@ def replay_target(deployment: Deployment, subscriber: str | None) -> tuple[str, 
             subscriber_output(deployment, subscriber, names.OUT_SUBSCRIBER_FUNCTION),
         )
     config = deployment.config
+    if deployment.home_region:
+        raise UserError(
+            f"the consumer in {deployment.region} keeps no failed batches: a replica region's consumer deletes "
+            f"nothing (the home region's cleans up every change); replay the home region's (without --region), or "
+            f"a subscriber's in {deployment.region} with --subscriber NAME",
+            {"code": REPLICA_CONSUMER},
+        )
     bucket = deployment.out(names.OUT_FAILURE_BUCKET)
     function = deployment.out(names.OUT_CONSUMER_FUNCTION_NAME) or config.borrowed_consumer_arn
     if not bucket or not function:
@@ -367,7 +376,7 @@ class ReplayResult:
 def replay(target: Target, *, dry_run: bool = False, subscriber: str | None = None) -> ReplayResult:
     """Re-drive each batch kept on the consumer's failure bucket (or subscriber ``subscriber``'s) through its
     function; an object is removed only once every record in it succeeded. ``dry_run``: list, change nothing."""
-    _config, aws, deployment = connect(target, command="replay")
+    _config, aws, deployment = connect(target, command="replay", regional=True)
     require_deployed(deployment)
     bucket, function = replay_target(deployment, subscriber)
     outcomes = run_replay(

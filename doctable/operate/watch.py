@@ -278,7 +278,7 @@ def watch(
         raise UserError(
             "--source and --subscriber: give one (the consumer's package, or a subscriber's file)"
         )
-    config, aws, deployment = connect(target, command="watch")
+    config, aws, deployment = connect(target, command="watch", regional=True)
     require_deployed(deployment)
     progress = Progress("doctable watch", quiet=target.quiet)
     ended = stop or (lambda: False)
@@ -290,7 +290,7 @@ def watch(
     function = deployment.out(names.OUT_CONSUMER_FUNCTION_NAME)
     if not function:
         raise UserError(
-            f"stack {config.stack_name} has no {names.OUT_CONSUMER_FUNCTION_NAME} output: redeploy it"
+            f"stack {deployment.stack_name} has no {names.OUT_CONSUMER_FUNCTION_NAME} output: redeploy it"
         )
     package = Path(source or SOURCE).resolve()
     if not (package / "handler.py").is_file():

@@ -88,12 +88,14 @@ class Verifier:
         run_id: str | None = None,
         wall_clock: Callable[[], float] = time.time,
         read_only: bool = False,
+        region: str | None = None,
     ) -> None:
         self.aws = aws
         self.deployment = deployment
         self.config: DocTableConfig = deployment.config
         self.expect = expectations(self.config, deployment.region)
-        self.planned, self.skipped = self.expect.split(read_only)  # read-only: skip the checks that write
+        # read-only: skip the checks that write; a replica region: every row but that region's
+        self.planned, self.skipped = self.expect.split(read_only, region)
         self.timeout = timeout
         self.settle = settle
         self.progress = progress or Progress("doctable verify")

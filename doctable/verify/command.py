@@ -6,7 +6,7 @@ from __future__ import annotations
 from contract import names
 from doctable.capabilities.ownership import require_owned_table, rolled_back_note
 from doctable.core.aws import user_errors
-from doctable.core.command import connect
+from doctable.core.command import connect_home
 from doctable.core.context import state_dir as state_directory
 from doctable.core.deployment import require_deployed
 from doctable.core.errors import UserError
@@ -16,6 +16,10 @@ from doctable.core.target import Target
 from doctable.verify.checks import DEFAULT_SETTLE, DEFAULT_TIMEOUT, Verifier
 from doctable.verify.record import VerifyResult, verify_record
 
+REGION_LEDGER = (
+    "--region {region} with --ledger: the ledger records full runs only ({region} is a replica region: its rows "
+    "alone run); allowed: --region {region} alone, or --ledger without --region"
+)
 READ_ONLY_LEDGER = (
     "--read-only with --ledger: the ledger records full runs only (a read-only run skips the checks that write); "
     "allowed: --read-only alone, or --ledger without --read-only"
@@ -33,10 +37,13 @@ def verify(
     state_dir: str | None = None,
 ) -> VerifyResult:
     """The acceptance contract against ``target``'s deployed environment; a full run's record is kept in
-    ``state_dir`` (and written to the ledger with ``ledger``)."""
+    ``state_dir`` (and written to the ledger with ``ledger``). ``target.region`` naming a replica region of the
+    global table: that region's rows alone (its replica, consumer, subscribers and nudge), the record not kept."""
     if read_only and ledger:
         raise UserError(READ_ONLY_LEDGER)
-    config, aws, deployment = connect(target, command="verify")
+    config, aws, deployment, region = connect_home(target, command="verify", regional=True)
+    if region is not None and ledger:
+        raise UserError(REGION_LEDGER.format(region=region))
     require_deployed(deployment, hint_region=region_hint(ledger_dir, config.table_name))
     with user_errors(f"checking that stack {config.stack_name} owns {deployment.table_name}"):
         # Before one test item is written: never into a table the stack does not own. A read-only run, which
@@ -49,15 +56,17 @@ def verify(
         progress.say(rolled_back)
     started = now_iso()
     verifier = Verifier(
-        aws, deployment, timeout=timeout, settle=settle, progress=progress, read_only=read_only
+        aws, deployment, timeout=timeout, settle=settle, progress=progress, read_only=read_only, region=region
     )
     with user_errors(f"verifying {config.table_name}"):
         rows = verifier.run()
-    record = verify_record(deployment, rows, started, verifier.run_id, verifier.skipped, read_only=read_only)
+    record = verify_record(
+        deployment, rows, started, verifier.run_id, verifier.skipped, read_only=read_only, region=region
+    )
     # The environment's dashboard (null for a stack deployed before it had one).
     record["dashboard_url"] = names.dashboard_url(deployment.region, deployment.out(names.OUT_DASHBOARD_NAME))
-    # A read-only run is not kept: `doctable ledger` reads the last full run's record.
-    path = None if read_only else save_record(state_directory(state_dir), record)
+    # A read-only run, or one region's rows, is not kept: `doctable ledger` reads the last full run's record.
+    path = None if read_only or region else save_record(state_directory(state_dir), record)
     if ledger:
         record_ledger(ledger_dir, aws, deployment, record, state_directory=state_dir)
     return VerifyResult.of(

@@ -45,6 +45,13 @@ def writes(row_id: str) -> bool:
     )
 
 
+def of_region(row_id: str, region: str) -> bool:
+    """The row checks a global table's replica region (``replica-options:<region>``, ``replica-consumer:<region>``,
+    ``replica-delivery:<region>``, ``subscriber:<name>@<region>``, ``subscriber-nudge:<name>@<region>``), or is
+    the stack's (its health is every region's)."""
+    return row_id == "stack" or row_id.endswith((f":{region}", f"@{region}"))
+
+
 @dataclass(frozen=True)
 class Expectations:
     table: TableShape
@@ -103,13 +110,18 @@ class Expectations:
             *self.delivery,
         ]
 
-    def split(self, read_only: bool) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
+    def split(
+        self, read_only: bool, region: str | None = None
+    ) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
         """(the rows a run checks, the rows it skips), each in order: a read-only run skips every check that
-        writes, a full run none."""
+        writes, a full run none; with ``region`` (a replica region) only that region's rows run."""
         rows = self.rows()
-        if not read_only:
-            return rows, []
-        return [r for r in rows if not writes(r[0])], [r for r in rows if writes(r[0])]
+        checked = [
+            r
+            for r in rows
+            if not (read_only and writes(r[0])) and (region is None or of_region(r[0], region))
+        ]
+        return checked, [r for r in rows if r not in checked]
 
     @property
     def nudge_event(self) -> str:

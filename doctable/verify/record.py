@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from doctable.core.render import now_iso, text_table
+from doctable.verify.expect import of_region
 
 if TYPE_CHECKING:
     from doctable.core.deployment import Deployment
@@ -17,6 +18,9 @@ PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 DEFAULT_TIMEOUT = 300.0  # the bound of each of a run's waits, seconds
 DEFAULT_SETTLE = 120.0  # a fresh LATEST poller takes one to two minutes to settle
 READ_ONLY = "read-only"  # the reason of each check a read-only run skipped (``skipped`` of the record)
+OTHER_REGION = (
+    "other-region"  # the reason of each check a run with --region REPLICA skipped: not of that region
+)
 
 
 class CheckFailed(Exception):
@@ -121,6 +125,7 @@ class VerifyResult:
     rolled_back: str | None = None  # the note on a stack whose last update rolled back
     saved_to: str | None = None
     ledger_written: bool = False
+    only_region: str | None = None  # --region naming a replica region: that region's rows alone ran
 
     @property
     def ok(self) -> bool:
@@ -146,6 +151,7 @@ class VerifyResult:
             rows=tuple(VerifyRow.of(row) for row in record["rows"]),
             skipped=tuple(SkippedCheck(s["id"], s["check"], s["reason"]) for s in record["skipped"]),
             dashboard_url=record.get("dashboard_url"),
+            only_region=record.get("only_region"),
             **kept,
         )
 
@@ -154,6 +160,7 @@ class VerifyResult:
             "kind": self.kind,
             "run_id": self.run_id,
             "read_only": self.read_only,
+            "only_region": self.only_region,
             "table": self.table,
             "stack": self.stack,
             "stack_id": self.stack_id,
@@ -179,13 +186,19 @@ def verify_record(
     skipped: Sequence[tuple[str, str, str]] = (),
     *,
     read_only: bool = False,
+    region: str | None = None,
 ) -> dict[str, Any]:
     """The run as ``--json`` prints it (a full run's is kept for the ledger); ``skipped``: the (row id, check,
-    expected) of each check a read-only run did not run."""
+    expected) of each check a read-only run, or a run of replica region ``region``'s rows, did not run."""
+
+    def reason(row_id: str) -> str:
+        return OTHER_REGION if region is not None and not of_region(row_id, region) else READ_ONLY
+
     return {
         "kind": "doctable-verify",
         "run_id": run_id,
         "read_only": read_only,
+        "only_region": region,  # --region naming a replica region: that region's rows alone
         "table": deployment.table_name,
         "stack": deployment.config.stack_name,
         "stack_id": deployment.stack_id,
@@ -199,7 +212,7 @@ def verify_record(
         "knobs": deployment.config.as_knobs(),
         "rows": [r.as_dict() for r in rows],
         # not run, so neither passed nor failed: each check of a read-only run that writes
-        "skipped": [{"id": row_id, "check": check, "reason": READ_ONLY} for row_id, check, _ in skipped],
+        "skipped": [{"id": row_id, "check": check, "reason": reason(row_id)} for row_id, check, _ in skipped],
     }
 
 
@@ -215,13 +228,18 @@ def summary_line(record: Mapping[str, Any]) -> str:
     counts = record["counts"]
     verdict = "PASSED" if record["passed"] else "FAILED"
     mode = " (read-only)" if record.get("read_only") else ""
-    not_run = len(record.get("skipped") or [])
+    skipped = record.get("skipped") or []
+    writing = sum(1 for s in skipped if s["reason"] == READ_ONLY)
+    elsewhere = len(skipped) - writing
     failed = [r["id"] for r in record["rows"] if r["result"] == FAIL]
-    tail = (f", {not_run} not run (they write)" if not_run else "") + (
-        f" — failing: {', '.join(failed)}" if failed else ""
+    tail = (
+        (f", {writing} not run (they write)" if writing else "")
+        + (f", {elsewhere} not run (not of {record.get('only_region')})" if elsewhere else "")
+        + (f" — failing: {', '.join(failed)}" if failed else "")
     )
+    where = record.get("only_region") or record["region"]
     return (
-        f"verify{mode} {verdict}: {record['table']} ({record['region']}) — {counts[PASS]} pass, "
+        f"verify{mode} {verdict}: {record['table']} ({where}) — {counts[PASS]} pass, "
         f"{counts[FAIL]} fail, {counts[SKIP]} skip{tail}"
     )
 
@@ -231,4 +249,5 @@ def skipped_lines(record: Mapping[str, Any]) -> list[str]:
     return [
         f"skipped {s['id']}: {s['check']} — {s['reason']}, the check writes"
         for s in record.get("skipped") or []
+        if s["reason"] == READ_ONLY  # a row of another region than --region's: counted in the summary line
     ]

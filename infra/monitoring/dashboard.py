@@ -120,6 +120,21 @@ def consumer_reader(config: DocTableConfig, consumer: StreamConsumer) -> Reader:
     )
 
 
+def replica_consumer_reader(
+    config: DocTableConfig, function_name: str, mapping: lambda_.CfnEventSourceMapping
+) -> Reader:
+    """A replica region's built-in consumer (infra/replica_stack.py): its proof of delivery there, no cleanup
+    (the home region's consumer deletes) and no failure bucket."""
+    return Reader(
+        "Consumer (proof of delivery; cleanup is the home region's)",
+        function_name,
+        mapping.ref,
+        _has_event_counts(mapping),
+        (names.METRIC_RECORDS_RECEIVED, names.METRIC_RECORDS_FAILED),
+        consumer_dimensions(config),
+    )
+
+
 def subscriber_reader(config: DocTableConfig, subscriber: Subscriber) -> Reader:
     name = subscriber.spec.name
     return Reader(
@@ -149,7 +164,9 @@ def _counted_bucket(bucket: s3.IBucket) -> str | None:
 
 # ------------------------------------------------------------------------------------------ the construct
 class Overview(Construct):
-    """The environment's dashboard: a header with the stack's alarms, the table's row, then one row per reader."""
+    """The environment's dashboard: a header with the stack's alarms, the table's row, then one row per reader.
+    A global table's replica region has its own (``home_region`` given: infra/replica_stack.py), its replica's
+    row and the readers running there; the home region's header links to each."""
 
     def __init__(
         self,
@@ -160,12 +177,13 @@ class Overview(Construct):
         readers: Sequence[Reader],
         alarm_arns: Sequence[str],
         kinesis_stream_name: str | None = None,
+        home_region: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         rows = [
-            header(config, alarm_arns),
-            table_row(config, kinesis_stream_name),
+            header(config, alarm_arns, stack.region if home_region else None),
+            table_row(config, kinesis_stream_name, replica=home_region is not None),
             *(reader_row(reader) for reader in readers),
         ]
         self.dashboard = cloudwatch.CfnDashboard(
@@ -222,14 +240,32 @@ def graph(title: str, metrics: list[list[Any]], unit_label: str | None = None) -
     }
 
 
-def header(config: DocTableConfig, alarm_arns: Sequence[str]) -> list[Widget]:
+def replica_dashboard_name(config: DocTableConfig, region: str) -> str:
+    """The dashboard of a replica region's stack (:func:`dashboard_name` of ``config.replica_stack_name(region)``)."""
+    return f"{config.replica_stack_name(region)}-{region}"
+
+
+def header(config: DocTableConfig, alarm_arns: Sequence[str], replica: str | None = None) -> list[Widget]:
+    """The title, what the page shows and its alarms; ``replica``: the replica region whose page it is."""
+    if replica is None:
+        shows = "the table, its change stream, the cleanup consumer and each subscriber"
+        stack = config.stack_name
+        others = [
+            f"[{r}]({names.dashboard_url(r, replica_dashboard_name(config, r))})"
+            for r in config.replicas
+            if config.builtin_consumer
+        ]
+        more = f" Each replica region's consumer and subscribers: {', '.join(others)}." if others else ""
+    else:
+        shows = f"the replica in {replica}, its change stream, its consumer and the subscribers running there"
+        stack, more = config.replica_stack_name(replica), ""
     text = {
         "type": "text",
         "height": HEADER_HEIGHT,
         "properties": {
-            "markdown": f"## doctable {config.table_name}\n"
-            f"Environment **{config.env}**, stack `{config.stack_name}`: the table, its change stream, the cleanup "
-            "consumer and each subscriber. Made by the stack: edits here are undone by the next `doctable deploy`."
+            "markdown": f"## doctable {config.table_name}{f' in {replica}' if replica else ''}\n"
+            f"Environment **{config.env}**, stack `{stack}`: {shows}. Made by the stack: edits here are undone by "
+            f"the next `doctable deploy`.{more}"
         },
     }
     if not alarm_arns:
@@ -242,7 +278,11 @@ def header(config: DocTableConfig, alarm_arns: Sequence[str]) -> list[Widget]:
     return [text, alarms]
 
 
-def table_row(config: DocTableConfig, kinesis_stream_name: str | None) -> list[Widget]:
+def table_row(
+    config: DocTableConfig, kinesis_stream_name: str | None, *, replica: bool = False
+) -> list[Widget]:
+    """The table's capacity, throttles and errors in the dashboard's region; the home region's adds the Kinesis
+    data stream and the replication latency to each replica region."""
     table = {"TableName": config.table_name}
     errors = [
         metric(DYNAMODB, "SystemErrors", {**table, "Operation": op}, id=f"e{i}", visible=False)
@@ -281,7 +321,7 @@ def table_row(config: DocTableConfig, kinesis_stream_name: str | None) -> list[W
                 ],
             )
         )
-    if config.replicas:
+    if config.replicas and not replica:
         latency = [
             metric(
                 DYNAMODB,

@@ -120,6 +120,8 @@ def test_each_region_runs_the_subscriber_on_its_own_replica_stream(
         destination = mapping["DestinationConfig"]["OnFailure"]["Destination"]
         assert destination.endswith(f":::{bucket}")
         functions.add(found[out(names.OUT_SUBSCRIBER_FUNCTION)])
+        # AND its region's dashboard
+        assert found[names.OUT_DASHBOARD_NAME].endswith(f"-{region}")
         # AND its alarms in that region
         alarms = client(local_aws, "cloudwatch", region).describe_alarms()["MetricAlarms"]
         assert any(
@@ -151,6 +153,52 @@ def test_one_write_at_home_reaches_the_subscriber_in_both_regions(
             timeout=120,
             what=f"the subscriber's stream_records_received line in {region}",
         )
+
+
+def test_the_operating_commands_reach_a_replica_region_with_its_name(
+    local_aws: lt.LocalAWS, deployed: dict[str, Any], doctable: Callable[..., Result]
+) -> None:
+    west = outputs(local_aws, stack_of(WEST), WEST)
+    # logs --region: the subscriber's log group there (the write above proven in it), then the region's consumer
+    found = doctable("logs", "--env", "dev", "--region", WEST, "--subscriber", AUDIT, "--json", "-q")
+    assert found.code == 0, found.err
+    assert (found.json()["stack"], found.json()["log_group"]) == (
+        stack_of(WEST),
+        west[out(names.OUT_SUBSCRIBER_LOG_GROUP)],
+    )
+    assert found.json()["proof_lines"] >= 1
+    consumer = doctable("logs", "--env", "dev", "--region", WEST, "--json", "-q").json()
+    assert consumer["log_group"] == west[names.OUT_CONSUMER_LOG_GROUP]
+    # AND that region's own dashboard (the replica, its consumer and its subscribers), linked from the home one's
+    assert west[names.OUT_DASHBOARD_NAME] in consumer["dashboard_url"]
+    home = client(local_aws, "cloudwatch", HOME).get_dashboard(
+        DashboardName=outputs(local_aws, STACK, HOME)[names.OUT_DASHBOARD_NAME]
+    )
+    assert west[names.OUT_DASHBOARD_NAME] in home["DashboardBody"]
+    # verify --region: that region's rows alone, each passing; the others not run, not kept for the ledger
+    verified = doctable("verify", "--env", "dev", "--region", WEST, "--json", "-q", "--timeout", "60")
+    record = verified.json()
+    assert verified.code == 0 and record["only_region"] == WEST, verified.out + verified.err
+    assert {r["id"] for r in record["rows"]} == {
+        "stack", f"replica-options:{WEST}", f"replica-consumer:{WEST}", f"replica-delivery:{WEST}",
+        f"subscriber:{AUDIT}@{WEST}", f"subscriber-nudge:{AUDIT}@{WEST}",
+    }  # fmt: skip
+    assert {s["reason"] for s in record["skipped"]} == {"other-region"}
+    # invoke --region: the subscriber's function there, with an event of that region's replica stream
+    invoked = doctable(
+        "invoke", "--env", "dev", "--region", WEST, "--subscriber", AUDIT,
+        "--event", "insert", "--pk", "p1", "--sk", "s1", "--json", "-q",
+    )  # fmt: skip
+    assert invoked.code == 0, invoked.err
+    assert invoked.json()["function"] == west[out(names.OUT_SUBSCRIBER_FUNCTION)]
+    assert f":{WEST}:" in invoked.json()["event"]["Records"][0]["eventSourceARN"]
+    # replay --region: the subscriber's failure bucket there; the region's consumer keeps none, in one line
+    replayed = doctable(
+        "replay", "--env", "dev", "--region", WEST, "--subscriber", AUDIT, "--dry-run", "--json", "-q"
+    )
+    assert replayed.code == 0 and replayed.json()["bucket"] == west[out(names.OUT_SUBSCRIBER_FAILURE_BUCKET)]
+    refused = doctable("replay", "--env", "dev", "--region", WEST, "--json", "-q")
+    assert (refused.code, refused.json()["code"]) == (2, "replay.replica_consumer"), refused.out
 
 
 def test_a_region_taken_out_waits_for_the_gate_then_goes_alone(

@@ -20,8 +20,11 @@ from tests.support.policies import GLOBAL, PLAIN, REPLICA_REGION, Context, Princ
 pytestmark = [pytest.mark.policies, pytest.mark.iam, pytest.mark.timeout(1800)]
 
 sweep = pol.sweep_only
-# The commands whose calls meet a replica or a replica stack (replay, logs and invoke act on the home region).
-RUN = ("preflight", "deploy", "verify", "verify-read-only", "reconcile", "teardown")
+# The commands whose calls meet a replica or a replica stack (replay, logs and invoke act on the home region, or
+# with --region on a replica region's stack: the -replica scenarios).
+RUN = (
+    "preflight", "deploy", "verify", "verify-read-only", "reconcile", "teardown", "logs-replica", "invoke-replica"
+)  # fmt: skip
 ADDED = {scenario: pol.statements_added(scenario, GLOBAL, PLAIN) for scenario in RUN}
 # Statements a scenario does not call, and why: deleting the consumer stack of a region the settings dropped
 # happens only in a deploy that removes a replica (tests/integration/test_global_tables.py runs that deploy).
@@ -73,6 +76,8 @@ def test_the_global_shape_adds_the_replica_statements() -> None:
         "verify-read-only": ["ReadReplicaMappings", "ReadReplicaStacks", "ReadReplicaTables"],
         "reconcile": ["RepairReplicaTables"],
         "teardown": ["DeleteReplicaStacks", "LiftDeletionProtection", "LiftReplicaDeletionProtection"],
+        "logs-replica": ["ReadReplicaProofLines", "ReadReplicaStacks"],
+        "invoke-replica": ["InvokeReplicaFunctions", "ReadReplicaMappings", "ReadReplicaStacks"],
     }
 
 

@@ -270,9 +270,9 @@ def run_deploy(env: dict[str, str], ctx: Context) -> list[Result]:
     return [doctable(env, "deploy", "--env", ctx.shape.env, "--json", "--no-verify", timeout=900)]
 
 
-def _invoke(env: dict[str, str], ctx: Context, sk: str) -> Result:
+def _invoke(env: dict[str, str], ctx: Context, sk: str, *more: str) -> Result:
     """`doctable invoke` of one INSERT of the item (policies, ``sk``)."""
-    args = ("--env", ctx.shape.env, "--event", "insert", "--pk", "policies", "--sk", sk, "--json")
+    args = ("--env", ctx.shape.env, "--event", "insert", "--pk", "policies", "--sk", sk, "--json", *more)
     return doctable(env, "invoke", *args)
 
 
@@ -285,6 +285,19 @@ def run_logs(env: dict[str, str], ctx: Context) -> list[Result]:
 
 def run_invoke(env: dict[str, str], ctx: Context) -> list[Result]:
     return [_invoke(env, ctx, "invoke")]
+
+
+def run_logs_replica(env: dict[str, str], ctx: Context) -> list[Result]:
+    """`doctable logs --region REPLICA_REGION`: the replica region's consumer's lines (one invoked there first)."""
+    sent = _invoke(ctx.admin_env, ctx, "logs", "--region", REPLICA_REGION)
+    assert sent.code == 0, sent.err
+    return [
+        doctable(env, "logs", "--env", ctx.shape.env, "--region", REPLICA_REGION, "--since", "1h", "--json")
+    ]
+
+
+def run_invoke_replica(env: dict[str, str], ctx: Context) -> list[Result]:
+    return [_invoke(env, ctx, "invoke", "--region", REPLICA_REGION)]
 
 
 Scenario = Callable[[dict[str, str], Context], list[Result]]
@@ -301,6 +314,9 @@ SCENARIOS: dict[str, tuple[str, bool, Scenario]] = {
     "teardown": ("operator", True, run_teardown),
     "logs": ("operator", False, run_logs),
     "invoke": ("operator", False, run_invoke),
+    # a global table's replica region (--region): its consumer's lines, its consumer invoked
+    "logs-replica": ("operator", False, run_logs_replica),
+    "invoke-replica": ("operator", False, run_invoke_replica),
 }
 # A statement whose refusal verify survives by design, and what it then loses: without a stream's read, the
 # proof line is matched by time instead of by the write's sequence number.

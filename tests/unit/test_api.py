@@ -137,6 +137,7 @@ PINNED: dict[str, tuple[str, ...]] = {
         "rolled_back",
         "saved_to",
         "ledger_written",
+        "only_region",
     ),
     "VerifyRow": ("id", "check", "expected", "observed", "result", "seconds", "error"),
     "SkippedCheck": ("id", "check", "reason"),
