@@ -310,6 +310,7 @@ def create_stack(
     Aspects.of(stack).add(CheckovSkips())
     _bounded(stack, bootstrap)
     if config.is_global and config.builtin_consumer:
+        assert region is not None  # a global table's stack has its region (refused above otherwise)
         for replica in replica_stacks(
             app,
             config,

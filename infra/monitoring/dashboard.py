@@ -57,11 +57,13 @@ CONSUMER_METRICS = (
 SUBSCRIBER_METRICS = (names.METRIC_SUBSCRIBER_RECORDS_RECEIVED, names.METRIC_SUBSCRIBER_RECORDS_FAILED)
 
 
-def dashboard_name(stack: Stack) -> str:
-    """``<stack>-<region>``: CloudWatch's dashboards are global to the account (PutDashboard's documentation), so
-    the same stack name deployed in two regions needs two names. Stack names are letters, digits and ``-``, and
-    at most 128 characters: within a dashboard name's A-Z, a-z, 0-9, ``-``, ``_`` and 255."""
-    return f"{stack.stack_name}-{stack.region}"
+def dashboard_name(config: DocTableConfig, region: str) -> str:
+    """``<stack>-<region>`` (the environment's stack; a global table's replica region's dashboard is named by its
+    region the same way, which the execution policy's ``Dashboard`` statement names): CloudWatch's dashboards are
+    global to the account (PutDashboard's documentation), so the same stack name deployed in two regions needs two
+    names. Stack names are letters, digits and ``-``, and at most 128 characters: within a dashboard name's A-Z,
+    a-z, 0-9, ``-``, ``_`` and 255."""
+    return f"{config.stack_name}-{region}"
 
 
 # ---------------------------------------------------------------------------------------- the readers
@@ -189,7 +191,7 @@ class Overview(Construct):
         self.dashboard = cloudwatch.CfnDashboard(
             self,
             "Dashboard",
-            dashboard_name=dashboard_name(stack),
+            dashboard_name=dashboard_name(config, stack.region),
             dashboard_body=dashboard_body(rows, stack.region),
         )
 
@@ -240,18 +242,13 @@ def graph(title: str, metrics: list[list[Any]], unit_label: str | None = None) -
     }
 
 
-def replica_dashboard_name(config: DocTableConfig, region: str) -> str:
-    """The dashboard of a replica region's stack (:func:`dashboard_name` of ``config.replica_stack_name(region)``)."""
-    return f"{config.replica_stack_name(region)}-{region}"
-
-
 def header(config: DocTableConfig, alarm_arns: Sequence[str], replica: str | None = None) -> list[Widget]:
     """The title, what the page shows and its alarms; ``replica``: the replica region whose page it is."""
     if replica is None:
         shows = "the table, its change stream, the cleanup consumer and each subscriber"
         stack = config.stack_name
         others = [
-            f"[{r}]({names.dashboard_url(r, replica_dashboard_name(config, r))})"
+            f"[{r}]({names.dashboard_url(r, dashboard_name(config, r))})"
             for r in config.replicas
             if config.builtin_consumer
         ]

@@ -76,6 +76,29 @@ def test_regions_all_puts_the_subscriber_in_every_regions_stack_on_that_regions_
         assert names.subscriber_output("audit", names.OUT_SUBSCRIBER_MAPPING) in template["Outputs"]
 
 
+def test_each_replica_region_has_its_dashboard_of_its_readers_linked_from_the_home_one(
+    everywhere: tuple[Any, Path],
+) -> None:
+    config, outdir = everywhere
+    home = stack_template(outdir, config.stack_name)
+    (home_board,) = resources(home, "AWS::CloudWatch::Dashboard").values()
+    home_body = json.dumps(home_board["Properties"]["DashboardBody"])
+    for region in (WEST, EU):
+        template = stack_template(outdir, config.replica_stack_name(region))
+        (board,) = resources(template, "AWS::CloudWatch::Dashboard").values()
+        name = f"{config.stack_name}-{region}"  # the execution policy's Dashboard statement names it so
+        # GIVEN its name, the stack's DashboardName output (what `logs --region` links)
+        assert board["Properties"]["DashboardName"] == name
+        assert names.OUT_DASHBOARD_NAME in template["Outputs"]
+        body = json.dumps(board["Properties"]["DashboardBody"])
+        # THEN its widgets read that region, with a row for the region's consumer and one for the subscriber
+        assert f'\\"region\\":\\"{region}\\"' in body and HOME not in body.replace(config.table_name, "")
+        assert "Consumer (proof of delivery" in body and "Subscriber audit" in body
+        # AND no replication-latency row (the home region's), and the home dashboard links it
+        assert "ReplicationLatency" not in body and name in home_body
+    assert "ReplicationLatency" in home_body
+
+
 def test_each_regions_role_reads_that_regions_stream_and_its_grants_reach_that_regions_replica(
     everywhere: tuple[Any, Path],
 ) -> None:
