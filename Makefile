@@ -21,6 +21,10 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 CDK := node node_modules/aws-cdk/bin/cdk
 export CDK_DISABLE_CLI_TELEMETRY := true
+# Bytecode caches are written even where the environment says not to (PYTHONDONTWRITEBYTECODE, set on this
+# project's machines): the suite's hundreds of Python processes (synths, local AWS servers, Lambda workers, the
+# CLI) would each compile the project's modules again, and each pytest worker its test modules' rewritten asserts.
+unexport PYTHONDONTWRITEBYTECODE
 PYTEST_ARGS ?=
 # ENV only from make's command line (`make deploy ENV=stg`): the shell's ENV is POSIX sh's startup file.
 ENV_ARG := $(if $(filter command line,$(origin ENV)),--env $(ENV))

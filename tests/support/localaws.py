@@ -287,18 +287,28 @@ def proof_counts(aws: LocalAWS, log_group: str, since_ms: int) -> list[int]:
     return [line.count for line in proof_lines(aws.client("logs"), log_group, since_ms)]
 
 
+# wait_for's looks without an interval of the caller's: the first soon, then further apart up to the longest, so a
+# condition met at once is seen at once and a long wait (a stack update, a proof line under load) asks the local
+# AWS a few times a second, not twenty: each look is a request its server and the waiting test both pay for.
+FIRST_LOOK, NEXT_LOOK, LONGEST_LOOK = 0.05, 1.5, 0.5
+
+
 def wait_for(
-    predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.05, what: str = ""
+    predicate: Callable[[], Any], timeout: float = 30.0, interval: float | None = None, what: str = ""
 ) -> Any:
-    """The first truthy value of ``predicate()``; AssertionError after ``timeout`` seconds."""
+    """The first truthy value of ``predicate()``, asked every ``interval`` seconds (default: from FIRST_LOOK,
+    NEXT_LOOK times longer each time, up to LONGEST_LOOK); AssertionError after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
+    pause = FIRST_LOOK if interval is None else interval
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what or predicate}")
-        time.sleep(interval)
+        time.sleep(pause)
+        if interval is None:
+            pause = min(pause * NEXT_LOOK, LONGEST_LOOK)
 
 
 def polled_past(aws: LocalAWS, mapping_uuid: str, passes: int = 2, timeout: float = 30.0) -> dict[str, Any]:
