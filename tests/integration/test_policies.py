@@ -30,7 +30,7 @@ WORKFLOWS = lt.ROOT / ".github" / "workflows"
 sweep = pol.sweep_only
 # The deployed environment's ledger needs no DescribeTable (there is no retained table to look for): swept on
 # the environment whose stack is gone instead.
-SWEPT = tuple(s for s in pol.SCENARIOS if s != "ledger")
+SWEPT = tuple(s for s in pol.EVERY_SHAPE if s != "ledger")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -56,7 +56,7 @@ def principals(local_aws: lt.LocalAWS) -> Iterator[Callable[[str], Principal]]:
 
 # ---------------------------------------------------------------------------------------------- each command
 @pytest.mark.integration
-@pytest.mark.parametrize("scenario", list(pol.SCENARIOS))
+@pytest.mark.parametrize("scenario", pol.EVERY_SHAPE)
 def test_each_command_succeeds_with_exactly_its_policy(
     scenario: str, ctx: Context, principals: Callable[[str], Principal]
 ) -> None:

@@ -318,6 +318,9 @@ SCENARIOS: dict[str, tuple[str, bool, Scenario]] = {
     "logs-replica": ("operator", False, run_logs_replica),
     "invoke-replica": ("operator", False, run_invoke_replica),
 }
+# The scenarios of a global table's replica region alone (test_policies_global.py); every other shape runs the rest.
+GLOBAL_ONLY = ("logs-replica", "invoke-replica")
+EVERY_SHAPE = tuple(s for s in SCENARIOS if s not in GLOBAL_ONLY)
 # A statement whose refusal verify survives by design, and what it then loses: without a stream's read, the
 # proof line is matched by time instead of by the write's sequence number.
 DEGRADED = {
