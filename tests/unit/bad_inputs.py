@@ -1979,6 +1979,67 @@ add(
     )
 )
 
+_WEST = "us-west-2"
+
+
+def _replica_region(argv: list[str], *, deployed_replicas: bool) -> str:
+    """``doctable <argv>`` (moto) for env stg, declared global (replica us-west-2), its home stack in eu-west-1
+    deployed without the replica (``deployed_replicas`` False) or with it and its replica stack in us-west-2."""
+    import boto3
+    from moto import mock_aws
+
+    from contract import names
+    from tests.support import ops
+
+    knobs = {"env": "stg", "stream": "new-and-old"}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "doctable.toml"
+        path.write_text(
+            f'[environments.stg]\nstream = "new-and-old"\nregion = "{REGION}"\nreplicas = ["{_WEST}"]\n'
+        )
+        deployed = ops.config_of(**knobs, **({"replicas": _WEST} if deployed_replicas else {}))
+        template = ops.template(ops.config_of(**knobs), record_knobs=False)
+        template["Outputs"][names.OUT_KNOBS] = {"Value": deployed.deployed_record()}
+        with environment(CLI_ENV), mock_aws():
+            home = boto3.client("cloudformation", region_name=REGION)
+            home.create_stack(StackName=deployed.stack_name, TemplateBody=json.dumps(template))
+            if deployed_replicas:
+                outputs = {names.OUT_CONSUMER_FUNCTION_NAME: "doctable-items-stg-us-west-2-Consumer-1",
+                           names.OUT_CONSUMER_LOG_GROUP: "doctable-items-stg-us-west-2-Log-1"}  # fmt: skip
+                body = {"Resources": {"Nothing": {"Type": "AWS::SNS::Topic"}},
+                        "Outputs": {k: {"Value": v} for k, v in outputs.items()}}  # fmt: skip
+                west = boto3.client("cloudformation", region_name=_WEST)
+                west.create_stack(StackName=deployed.replica_stack_name(_WEST), TemplateBody=json.dumps(body))
+            return run_cli(argv, {"DOCTABLE_CONFIG": str(path)})
+
+
+REGIONS = "A global table's replica region named by `--region` (doctable/core/command.py)"
+add(
+    Case(
+        REGIONS,
+        "`doctable logs --env stg --region us-west-2` where the file declares the replica but the deployed table "
+        "has none yet",
+        functools.partial(_replica_region, ["logs", "--env", "stg", "--region", _WEST], deployed_replicas=False),
+        ("exit 2;", "--region us-west-2: the deployed table items-stg has no replica there; its replica regions: "
+         "none (deploy the settings first: doctable deploy --env stg)"),
+        "refused after reading the home stack's knobs (exit 2, `region.not_a_replica` in `--json`); the pending "
+        "`replicas` knob said on the line before",
+        "region-not-a-replica",
+    )
+)  # fmt: skip
+add(
+    Case(
+        REGIONS,
+        "`doctable replay --env stg --region us-west-2` (no `--subscriber`): the replica region's consumer",
+        functools.partial(_replica_region, ["replay", "--env", "stg", "--region", _WEST], deployed_replicas=True),
+        (*ONE_LINE, "the consumer in us-west-2 keeps no failed batches: a replica region's consumer deletes nothing",
+         "or a subscriber's in us-west-2 with --subscriber NAME"),
+        "refused after reading that region's stack, before any bucket is listed (exit 2, "
+        "`replay.replica_consumer` in `--json`)",
+        "region-replay-replica-consumer",
+    )
+)  # fmt: skip
+
 LOCKS = "The environment's lock (`doctable deploy --wait`, `doctable unlock`: doctable/lifecycle/lock.py)"
 
 
