@@ -54,13 +54,13 @@ def render_list(result: PreviewList, args: argparse.Namespace) -> int:
         print_json(result.to_json())
         return 0
     rows = [
-        [p.name, p.template, p.stack, _age(p.age_seconds), p.expires_at, YES_NO[p.expired]]
+        [p.name, p.template, p.stack, p.region, _age(p.age_seconds), p.expires_at, YES_NO[p.expired]]
         for p in result.previews
     ]
-    print(f"previews in account {result.account}, {result.region} (AWS's clock: {result.now}):")
-    print(
-        text_table(["name", "template", "stack", "age", "expires", "expired"], rows) if rows else "  (none)"
-    )
+    regions = ", ".join(result.regions or (result.region,))
+    print(f"previews in account {result.account}, {regions} (AWS's clock: {result.now}):")
+    columns = ["name", "template", "stack", "region", "age", "expires", "expired"]
+    print(text_table(columns, rows) if rows else "  (none)")
     for skipped in result.skipped:
         print(f"  not a preview: {skipped.stack} ({skipped.why})")
     return 0

@@ -13,14 +13,12 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from email.utils import parsedate_to_datetime
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-from contract.findings import Finding, Level
-from contract.knobs import PROD_TIER, STACK_PREFIX, ConfigError, resolve_config
+from contract.knobs import STACK_PREFIX, ConfigError, resolve_config
 from contract.settings import preview as rules
 from contract.settings.resolve import FILE_NAME, SettingsFile, load_settings, settings_path
 from doctable.capabilities.protocol import TABLE_TYPES, stack_physical_ids
@@ -32,106 +30,20 @@ from doctable.core.deployment import Deployment, use_deployed_knobs
 from doctable.core.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, RefusedError, UserError
 from doctable.core.render import Progress
 from doctable.core.target import Target, override_pair
+from doctable.operate.preview_survey import (
+    Survey,
+    _classify,
+    aws_time,
+    preview_regions,
+    prod_findings,
+    survey,
+    survey_regions,
+)
 
-PROD_ACCOUNT = "preview.prod_account"
 ALLOW_FLAG = "--allow-destructive"
 D = TypeVar("D")
 # ``doctable teardown``'s run: (aws, deployment, assume_yes=, lift=, timeout=, progress=, read=) -> (plan, outcome)
 Teardowner = Callable[..., tuple[Any, Any]]
-
-
-# ---------------------------------------------------------------------------------------------- reading
-def aws_time(response: Mapping[str, Any]) -> dt.datetime:
-    """The time AWS answered at (its ``Date`` header): the clock previews expire by."""
-    date = ((response.get("ResponseMetadata") or {}).get("HTTPHeaders") or {}).get("date")
-    try:
-        moment = parsedate_to_datetime(date) if date else None
-    except (TypeError, ValueError):
-        moment = None
-    if moment is None or moment.tzinfo is None:
-        raise UserError(
-            "AWS's answer carried no readable Date header: a preview's expiry is judged by AWS's clock, never this "
-            "machine's; nothing was changed"
-        )
-    return moment.astimezone(dt.UTC)
-
-
-@dataclass
-class Survey:
-    """The region's stacks as previews see them: AWS's time, the previews, the stacks that look like previews
-    but are not (with why), and the prod-tier stacks."""
-
-    now: dt.datetime
-    previews: list[rules.PreviewStack] = field(default_factory=list)
-    skipped: list[dict[str, str]] = field(default_factory=list)
-    prod_stacks: list[str] = field(default_factory=list)
-
-    def expired(self) -> list[rules.PreviewStack]:
-        return [p for p in self.previews if p.expired(self.now)]
-
-
-def _utc(value: Any) -> dt.datetime | None:
-    return value.astimezone(dt.UTC) if isinstance(value, dt.datetime) else None
-
-
-def _tags(stack: Mapping[str, Any]) -> dict[str, str]:
-    return {t["Key"]: t["Value"] for t in stack.get("Tags") or []}
-
-
-def _classify(
-    stack: Mapping[str, Any], settings: SettingsFile, declared: Mapping[str, str]
-) -> rules.PreviewStack | rules.NotPreview:
-    """One described stack as a preview of this project, or why it is not one (contract.settings.preview.classify)."""
-    return rules.classify(
-        stack["StackName"],
-        _tags(stack),
-        prefix=settings.preview_prefix,
-        project=settings.project,
-        declared=declared,
-        stack_of=settings.preview_stack_name,
-        created=_utc(stack.get("CreationTime")),
-        status=stack.get("StackStatus", ""),
-    )
-
-
-def survey(aws: Aws, settings: SettingsFile) -> Survey:
-    """Every stack of the region, each classified by its name and tags (contract.settings.preview.classify)."""
-    found: Survey | None = None
-    declared = settings.stack_names()
-    prefix = settings.preview_prefix
-    with user_errors(f"listing the stacks of {aws.region}"):
-        for page in aws.client("cloudformation").get_paginator("describe_stacks").paginate():
-            found = found or Survey(now=aws_time(page))
-            for stack in page.get("Stacks", []):
-                if stack.get("StackStatus") == "DELETE_COMPLETE":
-                    continue
-                name, tags = stack["StackName"], _tags(stack)
-                if tags.get("Tier") == PROD_TIER:
-                    found.prod_stacks.append(name)
-                verdict = _classify(stack, settings, declared)
-                if isinstance(verdict, rules.PreviewStack):
-                    found.previews.append(verdict)
-                elif rules.TAG_PREVIEW_OF in tags or rules.TAG_EXPIRES_AT in tags or f"-{prefix}" in name:
-                    found.skipped.append({"stack": name, "code": verdict.code, "why": str(verdict)})
-    if found is None:  # pragma: no cover - a paginator yields at least one page
-        raise UserError("CloudFormation gave no answer to DescribeStacks")
-    return found
-
-
-def prod_findings(found: Survey, aws: Aws) -> list[Finding]:
-    """WARN for each prod-tier stack where the preview deploys (this region of this account)."""
-    return [
-        Finding(
-            Level.WARN,
-            PROD_ACCOUNT,
-            f"stack {name}",
-            f"Tier={PROD_TIER} in account {aws.account}, {aws.region}",
-            "previews apart from prod",
-            "the deploy role a preview uses here can reach this prod-tier stack: keep previews in an account that "
-            "holds no declared environment (docs/deploy-to-aws.md, Previews)",
-        )
-        for name in found.prod_stacks
-    ]
 
 
 def _settings(target: Target) -> SettingsFile:
@@ -214,10 +126,16 @@ class PreviewInfo:
     age_seconds: int | None
     expires_at: str
     expired: bool
+    region: str = ""  # where its stack lives (its teardown runs there)
+    replica_regions: tuple[str, ...] = ()  # where its replica stacks were found (a global template's)
 
     @classmethod
-    def of(cls, preview: rules.PreviewStack, now: dt.datetime) -> PreviewInfo:
-        return cls(**preview.as_dict(now))
+    def of(cls, preview: rules.PreviewStack, found: Survey, default_region: str) -> PreviewInfo:
+        return cls(
+            **preview.as_dict(found.now),
+            region=found.region_of(preview, default_region),
+            replica_regions=tuple(found.replicas.get(preview.stack, ())),
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -234,8 +152,9 @@ class NotAPreview:
 
 @dataclass(frozen=True)
 class PreviewList:
-    """The previews of the account's region (``now``: AWS's clock, which they expire by) and the look-alikes
-    skipped. ``to_json()`` is ``doctable preview list --json``'s document."""
+    """The previews of the account's regions (``region``: the session's; ``regions``: every one read, the session's
+    first; ``now``: AWS's clock, which they expire by) and the look-alikes skipped. ``to_json()`` is ``doctable
+    preview list --json``'s document."""
 
     kind: ClassVar[str] = "doctable-preview-list"
 
@@ -245,12 +164,14 @@ class PreviewList:
     now: str
     previews: tuple[PreviewInfo, ...]
     skipped: tuple[NotAPreview, ...]
+    regions: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
             "account": self.account,
             "region": self.region,
+            "regions": list(self.regions),
             "prefix": self.prefix,
             "now": self.now,
             "clock": "AWS (the Date header of its answer)",
@@ -265,8 +186,9 @@ def _listing(aws: Aws, settings: SettingsFile, found: Survey) -> PreviewList:
         region=aws.region,
         prefix=settings.preview_prefix,
         now=rules.format_time(found.now),
-        previews=tuple(PreviewInfo.of(p, found.now) for p in found.previews),
+        previews=tuple(PreviewInfo.of(p, found, aws.region) for p in found.previews),
         skipped=tuple(NotAPreview(**s) for s in found.skipped),
+        regions=tuple(found.read or [aws.region]),
     )
 
 
@@ -326,10 +248,11 @@ class PreviewTeardown(PreviewList):
 
 # ---------------------------------------------------------------------------------------------- list
 def list_previews(target: Target) -> PreviewList:
-    """Every preview stack of the region (``target``'s region, else [previews]'), found by its tags."""
+    """Every preview stack of the regions previews live in (``target``'s region, else [previews]', else each
+    template's; and each global template's replica regions: preview_survey.preview_regions), found by its tags."""
     settings = _settings(target)
     aws = _connect(target, settings)
-    return _listing(aws, settings, survey(aws, settings))
+    return _listing(aws, settings, survey_regions(aws, settings, preview_regions(target, settings, aws)))
 
 
 # ---------------------------------------------------------------------------------------------- destroy, gc
@@ -395,11 +318,14 @@ class Teardown:
     allow_destructive: bool = False
     timeout: float = 1800.0
     ask: Callable[[str], str] | None = None
+    found: Survey | None = None  # the survey the previews were chosen from: each one's region
 
 
 def destroy_one(run: Teardown, preview: rules.PreviewStack) -> PreviewOutcome:
-    """Teardown of one preview (its ownership check, plan, confirmation and absence check); its outcome."""
-    aws, progress = run.aws, run.progress
+    """Teardown of one preview, in its region (its ownership check, plan, confirmation and absence check, its
+    replica stacks first); its outcome."""
+    progress = run.progress
+    aws = run.aws.in_region(run.found.region_of(preview, run.aws.region)) if run.found else run.aws
     why_not = _still_to_remove(aws, run.settings, preview, expired_only=run.expired_only)
     if why_not:
         progress.say(f"{preview.env}: kept ({why_not})")
@@ -446,7 +372,7 @@ def destroy(
     settings = _settings(target)
     env = _env(settings, name)
     aws = _connect(target, settings)
-    found = survey(aws, settings)
+    found = survey_regions(aws, settings, preview_regions(target, settings, aws))
     progress = Progress("doctable preview destroy", quiet=target.quiet)
     chosen = [p for p in found.previews if p.env == env]
     lookalike = next((s for s in found.skipped if s["stack"].endswith("-" + env)), None)
@@ -457,8 +383,8 @@ def destroy(
             "ExpiresAt tags, the preview prefix)"
         )
     if not chosen:
-        progress.say(f"no preview {env} in account {aws.account}, {aws.region}: nothing to remove")
-    run = Teardown(teardowner, aws, settings, progress, False, yes, allow_destructive, timeout, ask)
+        progress.say(f"no preview {env} in account {aws.account}, {', '.join(found.read)}: nothing to remove")
+    run = Teardown(teardowner, aws, settings, progress, False, yes, allow_destructive, timeout, ask, found)
     results, code = _run_each(run, chosen)
     return PreviewTeardown(**vars(_listing(aws, settings, found)), action="destroy", results=tuple(results),
                            exit=code)  # fmt: skip
@@ -471,20 +397,22 @@ def gc(
     """Every preview whose ExpiresAt is past by AWS's clock, torn down as :func:`destroy` does."""
     settings = _settings(target)
     aws = _connect(target, settings)
-    found = survey(aws, settings)
+    found = survey_regions(aws, settings, preview_regions(target, settings, aws))
     progress = Progress("doctable preview gc", quiet=target.quiet)
     expired = found.expired()
     progress.say(
-        f"gc in account {aws.account}, {aws.region} at {rules.format_time(found.now)} (AWS's clock):"
+        f"gc in account {aws.account}, {', '.join(found.read)} at {rules.format_time(found.now)} (AWS's clock):"
     )
     for preview in found.previews:
         verb = "destroy" if preview in expired else "keep"
+        where = found.region_of(preview, aws.region)
         progress.say(
-            f"  {verb:<8} {preview.env} ({preview.stack}, expires {rules.format_time(preview.expires_at)})"
+            f"  {verb:<8} {preview.env} ({preview.stack} in {where}, expires "
+            f"{rules.format_time(preview.expires_at)})"
         )
     for skipped in found.skipped:
         progress.say(f"  {'ignore':<8} {skipped['stack']} (not a preview: {skipped['why']})")
-    run = Teardown(teardowner, aws, settings, progress, True, yes, allow_destructive, timeout, ask)
+    run = Teardown(teardowner, aws, settings, progress, True, yes, allow_destructive, timeout, ask, found)
     results, code = _run_each(run, expired)
     return PreviewTeardown(**vars(_listing(aws, settings, found)), action="gc", results=tuple(results),
                            exit=code)  # fmt: skip

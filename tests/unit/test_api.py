@@ -204,9 +204,12 @@ PINNED: dict[str, tuple[str, ...]] = {
         "notes",
         "ledger_written",
     ),
-    "PreviewInfo": ("name", "stack", "template", "status", "created", "age_seconds", "expires_at", "expired"),
+    "PreviewInfo": (
+        "name", "stack", "template", "status", "created", "age_seconds", "expires_at", "expired", "region",
+        "replica_regions",
+    ),  # fmt: skip
     "NotAPreview": ("stack", "code", "why"),
-    "PreviewList": ("account", "region", "prefix", "now", "previews", "skipped"),
+    "PreviewList": ("account", "region", "prefix", "now", "previews", "skipped", "regions"),
     "PreviewTeardown": (
         "account",
         "region",
@@ -214,6 +217,7 @@ PINNED: dict[str, tuple[str, ...]] = {
         "now",
         "previews",
         "skipped",
+        "regions",
         "action",
         "results",
         "exit",
