@@ -1,10 +1,12 @@
 """Where ``doctable preview`` finds previews: every stack of a region classified by its name and tags
 (contract/settings/preview.py), in each region previews live in. A preview deploys where its template's binding
-says ([previews] region, else the template environment's region, else the session's), and a preview of a global
-template has a replica stack ``<stack>-<region>`` in each replica region: ``list``, ``destroy`` and ``gc`` read
-each such region (``--region`` names one home region instead), keep each preview's region (its teardown runs
-there and removes its replica stacks), and list a replica stack whose preview is gone as
-``preview.replica_orphaned``. Expiry is judged by the clock of the AWS it talks to (its ``Date`` header)."""
+says ([previews] region, else the template environment's region, else the session's): ``list``, ``destroy`` and
+``gc`` read the session's region, each such region and a template's replica regions (``--region`` names the one
+region read instead), and keep each preview's region (its teardown runs there). A stack named and tagged as a
+preview's replica stack (``<stack>-<region>``) counts as that preview's, or, its preview in no region read, is
+listed as ``preview.replica_orphaned`` (a preview owns every resource: ``replicas`` is refused for it today, so
+this guards the names, not a deploy's output). Expiry is judged by the clock of the AWS it talks to (its ``Date``
+header)."""
 
 from __future__ import annotations
 
