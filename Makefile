@@ -90,8 +90,10 @@ format: setup
 # Two pytest-xdist workers per core and one more, at most 8 (TEST_WORKERS=0 runs in one process), each with a local AWS and a
 # synth worker of its own: a worker spends much of its time waiting on the processes it drives (the CDK CLI, its
 # local AWS, the consumer's runtime; each doctable run forks from a per-worker process that has imported the CLI,
-# tests/support/zygote.py). On 2 cores, from a clean clone (CI=true bash .ci/run): 598 and 562 s with 5 workers
-# (3,162 tests, session 10: over the 480 s budget); 461 s (2,930 tests, session 9); 448 s (2,808 tests); 484, 496 and 484 s with 6 (the long integration chains all at once, each
+# tests/support/zygote.py). On 2 cores, from a clean clone (CI=true bash .ci/run): 460 s with 5 workers (3,166
+# tests, session 11, once tests/support/localaws.py's wait_for stopped asking twenty times a second: the CPU is
+# busy the whole run, so every poll is paid for by what it waits for); 598 and 562 s (3,162 tests, session 10);
+# 461 s (2,930 tests, session 9); 448 s (2,808 tests); 484, 496 and 484 s with 6 (the long integration chains all at once, each
 # slower under the contention); earlier: 445 s with 6 (2,734 tests), 415 s with 5, 464 s with 8. A module goes whole
 # to one worker, in the order tests/conftest.py gives (the longest integration modules first).
 CORES := $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
