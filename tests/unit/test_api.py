@@ -205,7 +205,15 @@ PINNED: dict[str, tuple[str, ...]] = {
         "ledger_written",
     ),
     "PreviewInfo": (
-        "name", "stack", "template", "status", "created", "age_seconds", "expires_at", "expired", "region",
+        "name",
+        "stack",
+        "template",
+        "status",
+        "created",
+        "age_seconds",
+        "expires_at",
+        "expired",
+        "region",
         "replica_regions",
     ),  # fmt: skip
     "NotAPreview": ("stack", "code", "why"),
