@@ -215,7 +215,7 @@ PINNED: dict[str, tuple[str, ...]] = {
         "expired",
         "region",
         "replica_regions",
-    ),  # fmt: skip
+    ),
     "NotAPreview": ("stack", "code", "why"),
     "PreviewList": ("account", "region", "prefix", "now", "previews", "skipped", "regions"),
     "PreviewTeardown": (
