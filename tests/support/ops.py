@@ -215,6 +215,17 @@ def write_settings(path: Path, env: str = "dev", **knobs: str) -> Path:
     return path
 
 
+def use_settings(monkeypatch: Any, folder: Path, text: str) -> Path:
+    """``text`` as ``folder``'s settings file, named by DOCTABLE_CONFIG, with the state and ledger directories
+    under ``folder`` (``monkeypatch``: the test's pytest.MonkeyPatch)."""
+    path = folder / "doctable.toml"
+    path.write_text(text)
+    monkeypatch.setenv("DOCTABLE_CONFIG", str(path))
+    monkeypatch.setenv("DOCTABLE_STATE_DIR", str(folder / "state"))
+    monkeypatch.setenv("DOCTABLE_LEDGER_DIR", str(folder / "ledger"))
+    return path
+
+
 def live_table(**overrides: Any) -> dict[str, Any]:
     """DescribeTable's answer for the knobs' table (pk/sk, on-demand, unprotected), with ``overrides``."""
     table: dict[str, Any] = {

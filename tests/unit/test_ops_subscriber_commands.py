@@ -63,12 +63,7 @@ def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     and the state and ledger directories under tmp_path."""
     (tmp_path / "subscribers").mkdir()
     (tmp_path / "subscribers" / "search.py").write_text(EXAMPLE.read_text())
-    path = tmp_path / "doctable.toml"
-    path.write_text(SETTINGS)
-    monkeypatch.setenv("DOCTABLE_CONFIG", str(path))
-    monkeypatch.setenv("DOCTABLE_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("DOCTABLE_LEDGER_DIR", str(tmp_path / "ledger"))
-    return path
+    return ot.use_settings(monkeypatch, tmp_path, SETTINGS)
 
 
 def deployed(aws: Aws, settings: Path, env: str = "dev") -> Deployment:

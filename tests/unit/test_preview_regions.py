@@ -35,11 +35,7 @@ SETTINGS = (
 @pytest.fixture
 def aws(ops_env: None, moto_env: Aws, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Aws:
     """GIVEN moto in the session's region, and a settings file whose stg is bound to us-east-2."""
-    path = tmp_path / "doctable.toml"
-    path.write_text(SETTINGS)
-    monkeypatch.setenv("DOCTABLE_CONFIG", str(path))
-    monkeypatch.setenv("DOCTABLE_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("DOCTABLE_LEDGER_DIR", str(tmp_path / "ledger"))
+    ot.use_settings(monkeypatch, tmp_path, SETTINGS)
     return moto_env
 
 

@@ -30,11 +30,7 @@ SETTINGS = f'[project]\nname = "{PROJECT}"\n\n[defaults]\ntable_base = "items"\n
 @pytest.fixture
 def aws(ops_env: None, moto_env: Aws, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Aws:
     """GIVEN moto, and a settings file declaring dev and stg of table base ``items``."""
-    path = tmp_path / "doctable.toml"
-    path.write_text(SETTINGS)
-    monkeypatch.setenv("DOCTABLE_CONFIG", str(path))
-    monkeypatch.setenv("DOCTABLE_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("DOCTABLE_LEDGER_DIR", str(tmp_path / "ledger"))
+    ot.use_settings(monkeypatch, tmp_path, SETTINGS)
     return moto_env
 
 
