@@ -1,7 +1,8 @@
 """A replica region's stack of a global table: the built-in consumer reading that region's replica stream, with
 blob cleanup off (``BLOB_CLEANUP=off``), and each subscriber that runs in that region (``regions = "all"`` or a
 list naming it, contract/subscribers.py): its own function, role, log group, failure bucket, mapping on that
-region's replica stream and alarms, in that region (infra/compute/subscribers.py).
+region's replica stream and alarms, in that region (infra/compute/subscribers.py). Its alarms (the consumer's
+iterator age and errors, each subscriber's) notify that region's own topic (``AlarmTopicArn``).
 
 Blobs live in one bucket in the home region, and only the home region's consumer deletes: its stream carries
 every change, local and replicated, so a replicated REMOVE and a local one are treated alike. A replica region's
@@ -31,12 +32,14 @@ from contract.shape import consumer_shape
 from infra.compute.function import consumer_function, consumer_mapping, write_logs
 from infra.compute.subscribers import Subscriber, subscriber_id
 from infra.compute.subscribers import outputs as subscriber_outputs
+from infra.monitoring.alarms import ConsumerAlarms
 from infra.monitoring.dashboard import Overview, replica_consumer_reader, subscriber_reader
 from infra.synth.checkov import add_skip
 from infra.synth.nag import acknowledge
 
 if TYPE_CHECKING:
     from aws_cdk import aws_lambda as lambda_
+    from aws_cdk import aws_sns as sns
 
     from contract.subscribers import SubscriberSpec
 
@@ -124,8 +127,18 @@ class ReplicaConsumerStack(Stack):
         # Without this edge CloudFormation may create the mapping before the role can read the stream.
         mapping.node.add_dependency(policy)
         self._outputs(function, log_group, mapping, stream_arn)
+        # This region's topic: an alarm notifies a topic of its own region, not the home stack's.
+        alarms = ConsumerAlarms(
+            self, names.ID_ALARMS, config=config, function=function, mapping_uuid=mapping.ref
+        )
+        CfnOutput(
+            self,
+            names.OUT_ALARM_TOPIC_ARN,
+            value=alarms.topic.topic_arn,
+            description=f"Subscribe operators here: the alarms of {region}",
+        )
         self.subscribers = [
-            self._subscriber(config, spec, region, stream_arn)
+            self._subscriber(config, spec, region, stream_arn, alarms.topic)
             for spec in config.subscribers
             if spec.runs_in(config.replicas, region)
         ]
@@ -137,7 +150,10 @@ class ReplicaConsumerStack(Stack):
                 replica_consumer_reader(config, function.function_name, mapping),
                 *(subscriber_reader(config, s) for s in self.subscribers),
             ],
-            alarm_arns=[alarm.alarm_arn for s in self.subscribers for alarm in s.alarms],
+            alarm_arns=[
+                alarm.alarm_arn
+                for alarm in (*alarms.alarms, *(a for s in self.subscribers for a in s.alarms))
+            ],
             home_region=home_region,
         )
         CfnOutput(
@@ -150,7 +166,7 @@ class ReplicaConsumerStack(Stack):
             Tags.of(self).add(key, value)
 
     def _subscriber(
-        self, config: DocTableConfig, spec: SubscriberSpec, region: str, stream_arn: str
+        self, config: DocTableConfig, spec: SubscriberSpec, region: str, stream_arn: str, topic: sns.ITopic
     ) -> Subscriber:
         """A subscriber running in this region: on this region's replica (its stream, and its table for the
         ``table`` grants), its outputs named as the home stack's."""
@@ -179,7 +195,7 @@ class ReplicaConsumerStack(Stack):
             table=table,
             blob_bucket=blob_bucket,
             change_stream=None,
-            topic=None,  # the home stack's alarm topic is in the home region: an alarm notifies in its own
+            topic=topic,
         )
         for key, (value, what) in subscriber_outputs(subscriber).items():
             CfnOutput(self, key, value=value, description=f"Subscriber {spec.name}'s {what} in {region}")

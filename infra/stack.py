@@ -55,6 +55,10 @@ class DocTableStack(Stack):
         self.alarms: ConsumerAlarms | None = None
         if config.has_mapping:
             self.consumer = self._consumer(config, doc_table)
+        if self.alarms is None and any(spec.runs_in(config.replicas) for spec in config.subscribers):
+            # No built-in consumer: the stack's topic alone, which its subscribers' alarms notify.
+            self.alarms = ConsumerAlarms(self, names.ID_ALARMS, config=config, function=None)
+            self._output(names.OUT_ALARM_TOPIC_ARN, self.alarms.topic.topic_arn, "Subscribe operators here")
         self.subscribers = [
             self._subscriber(config, doc_table, spec)
             for spec in config.subscribers

@@ -37,25 +37,34 @@ FAILED_BATCHES_FILTER_ID = "failed-batches"
 
 
 class ConsumerAlarms(Construct):
+    """A stack's alarm topic (``Alarms/Topic``: the home stack's, and each replica region's own, since an alarm
+    notifies a topic of its own region) and the alarms of the stack's built-in consumer.
+
+    ``function`` None: the topic alone, for a stack whose only alarms are its subscribers' (consumer = none); the
+    topic keeps its logical id when the consumer is turned on. ``failure_bucket`` None: a replica region's
+    consumer, which keeps no failed batches and deletes nothing (no failed-batches or keys-refused alarm).
+    """
+
     def __init__(
         self,
         scope: Construct,
         construct_id: str,
         *,
         config: DocTableConfig,
-        function: lambda_.IFunction,
-        failure_bucket: s3.Bucket,
+        function: lambda_.IFunction | None,
+        failure_bucket: s3.Bucket | None = None,
         mapping_uuid: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.topic = self._topic(config)
-        self._count_failed_batches(failure_bucket)
-        self.alarms = [
-            self._iterator_age(function),
-            self._consumer_errors(function),
-            self._failed_batches(failure_bucket),
-            self._keys_refused(config),
-        ]
+        self.alarms: list[cloudwatch.Alarm] = []
+        if function is None:
+            return
+        if failure_bucket is not None:
+            self._count_failed_batches(failure_bucket)
+        self.alarms += [self._iterator_age(function), self._consumer_errors(function)]
+        if failure_bucket is not None:
+            self.alarms += [self._failed_batches(failure_bucket), self._keys_refused(config)]
         if config.has_mapping_metrics and mapping_uuid is not None:
             self.alarms.append(self._dropped_events(mapping_uuid))
 

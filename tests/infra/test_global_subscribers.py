@@ -115,6 +115,48 @@ def test_each_regions_role_reads_that_regions_stream_and_its_grants_reach_that_r
     assert EU not in text and HOME not in text
 
 
+def test_every_alarm_of_a_replica_region_notifies_that_regions_own_topic(
+    everywhere: tuple[Any, Path],
+) -> None:
+    config, outdir = everywhere
+    for region in (WEST, EU):
+        template = stack_template(outdir, config.replica_stack_name(region))
+        # GIVEN the replica stack's one topic, its ARN an output (operators subscribe in that region)
+        (topic,) = resources(template, "AWS::SNS::Topic")
+        assert template["Outputs"][names.OUT_ALARM_TOPIC_ARN]["Value"] == {"Ref": topic}
+        # THEN the consumer's alarms (iterator age, errors, dropped events: it keeps no failed batches and deletes
+        # nothing) and the subscriber's two notify it, and the dashboard lists them all
+        alarms = resources(template, "AWS::CloudWatch::Alarm")
+        consumer = sorted(
+            k.removeprefix(names.ID_ALARMS)[:-8] for k in alarms if k.startswith(names.ID_ALARMS)
+        )
+        assert consumer == ["ConsumerErrors", "DroppedEvents", "IteratorAge"]
+        assert len(alarms) == 5 and len(subscriber_resources(template, "AWS::CloudWatch::Alarm")) == 2
+        assert all(a["Properties"]["AlarmActions"] == [{"Ref": topic}] for a in alarms.values())
+        (board,) = resources(template, "AWS::CloudWatch::Dashboard").values()
+        assert all(logical in json.dumps(board["Properties"]["DashboardBody"]) for logical in alarms)
+
+
+def test_a_home_subscriber_without_the_builtin_consumer_notifies_the_stacks_topic(tmp_path: Path) -> None:
+    config = resolve_config(
+        context={"stream": "new-and-old", "consumer": "none"},
+        environ={},
+        subscribers={"audit": {"handler": HANDLER}},
+        settings_dir=ROOT,
+    )
+    app = cdk.App(outdir=str(tmp_path))
+    create_stack(app, config, account="123456789012", region=HOME)
+    app.synth()
+    template = stack_template(tmp_path, config.stack_name)
+    (topic,) = resources(template, "AWS::SNS::Topic")
+    assert topic.startswith(names.ID_ALARMS)  # Alarms/Topic: the logical id it keeps when the consumer comes
+    alarms = resources(template, "AWS::CloudWatch::Alarm")
+    assert len(alarms) == 2 and all(
+        a["Properties"]["AlarmActions"] == [{"Ref": topic}] for a in alarms.values()
+    )
+    assert template["Outputs"][names.OUT_ALARM_TOPIC_ARN]["Value"] == {"Ref": topic}
+
+
 @pytest.mark.parametrize(
     ("regions", "home", "replicas"),
     [(None, True, ()), ("home", True, ()), ([WEST], False, (WEST,)), ([HOME, EU], True, (EU,))],
