@@ -12,7 +12,9 @@ in each replica region and to the replica stacks ``<stack>-<region>``.
   region the settings no longer name (which the settings cannot list: any region, this environment's replica
   stack names only).
 - preflight (and the deploy's gate, which runs it) and reconcile (doctable/capabilities/replicas.py): each replica's
-  description and PITR, read for its drift; reconcile restores PITR and deletion protection there.
+  description and PITR, read for its drift; reconcile restores PITR and deletion protection there. Preflight also
+  reads each replica stack (DescribeStacks: the mappings it owns) to count the readers of that region's replica
+  stream (doctable/capabilities/readers.py; ListEventSourceMappings takes no resource, in the home part).
 - logs, invoke and replay with ``--region`` naming a replica region (doctable/core/command.py): that region's
   stack read, its consumer's and subscribers' log groups, the function its consumer's mapping invokes, a
   subscriber's function there (replay: its failure bucket is named in the home part's statements).
@@ -116,7 +118,13 @@ def replica_parts(
     tables = replica_table_arns(config, account, partition)
     drift_reads = ("dynamodb:DescribeTable", "dynamodb:DescribeContinuousBackups")
     if command == "preflight":
-        return [("ReadReplicaTables", drift_reads, tables, None)]
+        # With the built-in consumer, each replica stack too: the mappings it owns on its region's replica stream,
+        # apart from the others counted against the shard's limit.
+        read_stacks: list[Part] = [("ReadReplicaStacks", ("cloudformation:DescribeStacks",), stacks, None)]
+        return [
+            ("ReadReplicaTables", drift_reads, tables, None),
+            *(read_stacks if config.builtin_consumer else []),
+        ]
     if command == "reconcile":
         repairs = ("dynamodb:UpdateContinuousBackups", "dynamodb:UpdateTable")
         return [("RepairReplicaTables", drift_reads + repairs, tables, None)]

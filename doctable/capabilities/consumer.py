@@ -6,29 +6,17 @@ named another way (bucket_names)."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
-
-from botocore.exceptions import ClientError
+from typing import TYPE_CHECKING
 
 from contract import names
 from contract.findings import Finding, Level
 from contract.knobs import KEY_REUSE_NEVER, OFF, ON, RETAINING_TIERS, DocTableConfig
 from contract.shape import consumer_shape
-from contract.subscribers import (
-    GLOBAL_STREAM_READERS_MAX,
-    HOME,
-    STREAM_READERS_MAX,
-    direct_readers,
-    fans_out,
-    region_readers,
-)
-from doctable.capabilities.protocol import stack_physical_ids
-from doctable.core.answers import error_code
+from contract.subscribers import HOME, fans_out
 
 if TYPE_CHECKING:
     from contract.subscribers import SubscriberSpec
     from doctable.capabilities.protocol import Observed
-    from doctable.core.aws import Aws
 
 SUBJECT = "consumer function"
 BUCKET_SUBJECT = "blob bucket"
@@ -309,163 +297,6 @@ def subscriber_findings(deployed: DocTableConfig, target: DocTableConfig) -> lis
     return found
 
 
-# ------------------------------------------------------------------------------- the stream's readers
-READERS_EXCEEDED, READERS_UNLISTED = "subscriber.readers_exceeded", "subscriber.readers_unlisted"
-READERS_RECOMMENDED = "subscriber.readers_recommended"
-READERS_SUBJECT = "stream readers"
-MAPPING_TYPE = "AWS::Lambda::EventSourceMapping"
-QUIET_STATES = frozenset({"Disabled", "Disabling", "Deleting"})  # a mapping in these reads nothing
-LIST_MAPPINGS = "lambda:ListEventSourceMappings"
-
-
-def own_readers(target: DocTableConfig) -> list[dict[str, str]]:
-    """The stack's readers of the table's DynamoDB stream once deployed: its mapping (the cleanup consumer or a
-    borrowed one) when it reads that stream, and each subscriber whose source is the stream."""
-    readers = []
-    if target.has_mapping and not target.reads_kinesis:
-        readers.append({"reader": "consumer", "function": target.borrowed_consumer_arn or "built-in"})
-    direct = (
-        region_readers(target.subscribers, target.replicas)  # the home replica's stream
-        if target.is_global
-        else direct_readers(target.subscribers)
-    )
-    return readers + [{"reader": "subscriber", "name": name} for name in direct]
-
-
-def foreign_readers(mappings: list[dict[str, Any]], own: set[str]) -> list[dict[str, str]]:
-    """The mappings live on the stream that are not the stack's (``own``: its mappings' UUIDs) and read it."""
-    return [
-        {"reader": "foreign", "uuid": m["UUID"], "function": _function_name(m.get("FunctionArn", ""))}
-        for m in mappings
-        if m.get("UUID") not in own and m.get("State") not in QUIET_STATES
-    ]
-
-
-def _function_name(arn: str) -> str:
-    """A function's name from its ARN (``arn:<p>:lambda:<r>:<a>:function:<name>[:<qualifier>]``)."""
-    parts = arn.split(":")
-    return parts[6] if len(parts) > 6 and parts[5] == "function" else arn
-
-
-def _reader_text(reader: dict[str, str]) -> str:
-    if reader["reader"] == "consumer":
-        borrowed = reader["function"] != "built-in"
-        return f"the borrowed consumer {reader['function']}" if borrowed else "the cleanup consumer"
-    if reader["reader"] == "subscriber":
-        return f"subscriber {reader['name']}"
-    return f"mapping {reader['uuid']} of function {reader['function']} (not this stack's)"
-
-
-def readers_limit(target: DocTableConfig) -> int:
-    """Direct readers a shard of the table's stream takes: two (more are throttled), on a global table's replica
-    stream too, where AWS recommends one (contract/subscribers.py cites the rule)."""
-    return STREAM_READERS_MAX
-
-
-def readers_findings(target: DocTableConfig, readers: list[dict[str, str]]) -> list[Finding]:
-    """STOP when ``readers`` (the stack's and the foreign ones) are more than a shard takes; on a global table, WARN
-    when they are more than AWS recommends for its replica streams (one)."""
-    limit = readers_limit(target)
-    if target.is_global and GLOBAL_STREAM_READERS_MAX < len(readers) <= limit:
-        effect = (
-            f"{len(readers)} readers of the home replica's stream ({', '.join(map(_reader_text, readers))}): AWS "
-            f"recommends {GLOBAL_STREAM_READERS_MAX} per shard on a global table to avoid throttling (DynamoDB "
-            "developer guide, quotas: simultaneous readers of a shard); a throttled mapping retries, its iterator "
-            "age grows: watch it, or run the subscriber in fewer regions"
-        )
-        return [
-            Finding(
-                Level.WARN, READERS_RECOMMENDED, READERS_SUBJECT, f"{len(readers)} readers",
-                f"{GLOBAL_STREAM_READERS_MAX} recommended", effect, before=readers, after=GLOBAL_STREAM_READERS_MAX,
-            )
-        ]  # fmt: skip
-    if len(readers) <= limit:
-        return []
-    if target.is_global:
-        way_out = (
-            "Kinesis is not available with replicas: run a subscriber in fewer regions (regions = [...]), or delete "
-            "or disable the mapping that is not this stack's"
-        )
-    else:
-        way_out = (
-            'read the others from the Kinesis destination (source = "kinesis" with kinesis=on), or delete or '
-            "disable a mapping that is not this stack's"
-        )
-    effect = (
-        f"{len(readers)} readers of the table's DynamoDB stream ({', '.join(map(_reader_text, readers))}); "
-        f"allowed: at most {limit} per shard (more are throttled): {way_out}"
-    )
-    return [
-        Finding(
-            Level.STOP, READERS_EXCEEDED, READERS_SUBJECT, f"{len(readers)} readers", f"at most {limit}", effect,
-            before=readers, after=limit,
-        )
-    ]  # fmt: skip
-
-
-def kept_stream(observed: Observed) -> str | None:
-    """The live stream of the stack's table that the deploy keeps (same view type), None when there is none: a
-    new stream (enabled, or its view type changed) has no reader but the stack's yet."""
-    if not observed.compared:
-        return None
-    table = observed.live_table
-    spec = table.get("StreamSpecification") or {}
-    if not spec.get("StreamEnabled") or spec.get("StreamViewType") != observed.target.stream_view_type:
-        return None
-    arn = table.get("LatestStreamArn")
-    return str(arn) if arn else None
-
-
-def stack_mappings(observed: Observed) -> set[str]:
-    """The UUIDs of the stack's mappings: its resources', and those its outputs name."""
-    deployment = observed.deployment
-    found = set(
-        observed.once("stack-ids", lambda: stack_physical_ids(observed.aws, deployment)).get(MAPPING_TYPE, ())
-    )
-    outputs = [names.OUT_MAPPING_UUID] + [
-        names.subscriber_output(s.name, names.OUT_SUBSCRIBER_MAPPING) for s in deployment.config.subscribers
-    ]
-    return found | {uuid for key in outputs if (uuid := deployment.out(key))}
-
-
-def live_mappings(aws: Aws, stream_arn: str) -> list[dict[str, Any]]:
-    """Every event-source mapping on ``stream_arn`` (ListEventSourceMappings, page by page)."""
-    pages = (
-        aws.client("lambda").get_paginator("list_event_source_mappings").paginate(EventSourceArn=stream_arn)
-    )
-    return [m for page in pages for m in page.get("EventSourceMappings", [])]
-
-
-def stream_reader_findings(observed: Observed) -> list[Finding]:
-    """STOP when the stack's readers of the kept stream and the other mappings live on it are more than a shard
-    takes; STOP too when the mappings cannot be listed (the limit would go unchecked)."""
-    stream = kept_stream(observed)
-    if stream is None:
-        return []  # the stack's own readers alone were counted with the settings (check_subscribers)
-    try:
-        mappings = live_mappings(observed.aws, stream)
-    except ClientError as exc:
-        from doctable.core.aws import ACCESS_DENIED_CODES, failure_fields
-
-        if error_code(exc) not in ACCESS_DENIED_CODES:
-            raise
-
-        limit = readers_limit(observed.target)
-        effect = (
-            f"the mappings on the table's stream could not be listed ({error_code(exc)}): the reader limit (at most "
-            f"{limit} per shard) would go unchecked; allowed: a role with {LIST_MAPPINGS} (`doctable policy` "
-            "prints it in the deployer's and the reader's preflight)"
-        )
-        return [
-            Finding(
-                Level.STOP, READERS_UNLISTED, READERS_SUBJECT, "not listed", LIST_MAPPINGS, effect,
-                before=failure_fields(exc), after=limit,
-            )
-        ]  # fmt: skip
-    readers = own_readers(observed.target) + foreign_readers(mappings, stack_mappings(observed))
-    return readers_findings(observed.target, readers)
-
-
 class ConsumerCapability:
     """The built-in consumer's function and blob bucket: findings of a change against the recorded knobs."""
 
@@ -475,7 +306,7 @@ class ConsumerCapability:
         {
             CHANGED, REPUBLISHED, PREFIX_CLEANUP_ON, KEY_REUSE_NEVER_CODE, "bucket.leaves_stack", RENAMED,
             SUBSCRIBER_ADDED, SUBSCRIBER_REMOVED, SUBSCRIBER_REPLACED, SUBSCRIBER_UPDATED,
-            REGION_ADDED, REGION_REMOVED, READERS_EXCEEDED, READERS_UNLISTED, READERS_RECOMMENDED,
+            REGION_ADDED, REGION_REMOVED,
         }
     )  # fmt: skip
 
@@ -485,7 +316,7 @@ class ConsumerCapability:
         else:
             found = findings(observed.deployed, observed.target)
             found += subscriber_findings(observed.deployed, observed.target)
-        return found + stream_reader_findings(observed)
+        return found
 
 
 CONSUMER = ConsumerCapability()

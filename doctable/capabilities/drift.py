@@ -17,6 +17,7 @@ from doctable.capabilities.consumer import CONSUMER
 from doctable.capabilities.kinesis import KINESIS
 from doctable.capabilities.mapping import MAPPING, SUBSCRIBER_MAPPINGS, TAG_MAPPING, UPDATE_MAPPING
 from doctable.capabilities.ownership import OWNERSHIP, TABLE_TAGS
+from doctable.capabilities.readers import READERS
 from doctable.capabilities.repairs import TTL
 from doctable.capabilities.replicas import REPLICAS
 from doctable.capabilities.table_options import TABLE_OPTIONS
@@ -39,6 +40,7 @@ REGISTRY: tuple[Capability, ...] = (
     MAPPING,
     KINESIS,
     CONSUMER,
+    READERS,
     SUBSCRIBER_MAPPINGS,
     BORROWED,
 )

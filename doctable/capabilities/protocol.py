@@ -8,9 +8,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from botocore.exceptions import ClientError
+
 from contract import names
 from contract.shape import GLOBAL_TABLE_TYPE, TABLE_TYPE
-from doctable.core.answers import call_or_none
+from doctable.core.answers import call_or_none, error_code
 from doctable.core.live import pitr_status
 
 if TYPE_CHECKING:
@@ -35,6 +37,18 @@ def stack_physical_ids(aws: Aws, deployment: Deployment) -> dict[str, set[str]]:
             if resource.get("PhysicalResourceId"):
                 found.setdefault(resource["ResourceType"], set()).add(resource["PhysicalResourceId"])
     return found
+
+
+def replica_stack(aws: Aws, stack_name: str) -> dict[str, Any] | None:
+    """DescribeStacks' answer for ``stack_name`` in ``aws``'s region; None when it does not exist."""
+    try:
+        stacks = aws.client("cloudformation").describe_stacks(StackName=stack_name)["Stacks"]
+    except ClientError as exc:
+        if error_code(exc) == "ValidationError" and "does not exist" in str(exc):
+            return None
+        raise
+    live = [s for s in stacks if s.get("StackStatus") != "DELETE_COMPLETE"]
+    return dict(live[0]) if live else None
 
 
 def stack_table_type(found: dict[str, set[str]], name: str) -> str | None:

@@ -1,6 +1,7 @@
-"""A global table's replica regions (the ``replicas`` knob): what a deploy changes of them (preflight), and the
-live replica regions as the home region's DescribeTable reports them (``live_replica_regions``), which verify and
-teardown read too; and their drift that CloudFormation will not repair (below).
+"""A global table's replica regions (the ``replicas`` knob): what a deploy changes of them (preflight), read from
+the live replica regions as the home region's DescribeTable reports them (doctable/core/live.py's
+``live_replica_regions``, which verify and teardown read too); and their drift that CloudFormation will not repair
+(below).
 
 A table's resource type is fixed by its knobs: ``AWS::DynamoDB::Table`` without replicas,
 ``AWS::DynamoDB::GlobalTable`` with them. A change of type is a new resource for CloudFormation, which would
@@ -11,15 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
-
 from contract.findings import Finding, Level
 from contract.knobs import TABLE_CLASS_DEFAULT_CFN
 from contract.shape import GLOBAL_TABLE_TYPE, TABLE_TYPE, table_shape
 from doctable.capabilities.protocol import Drift, Observed, drift_text
 from doctable.capabilities.repairs import PITR_CALL, UPDATE_TABLE, period_text, restore_setting
-from doctable.core.answers import call_or_none, error_code
-from doctable.core.live import PITR_ENABLED, pitr_declared, pitr_status
+from doctable.core.answers import call_or_none
+from doctable.core.live import PITR_ENABLED, live_replicas, pitr_declared, pitr_status
 
 if TYPE_CHECKING:
     from contract.knobs import DocTableConfig
@@ -28,32 +27,6 @@ if TYPE_CHECKING:
 REPLICA_ACTIVE = "ACTIVE"  # ReplicaStatus of a replica that takes reads and writes
 # A conversion to a global table (doctable/lifecycle/global_table.py): retain, take out, import, then the deploy.
 CONVERSION_UPDATES = 4
-
-
-def live_replicas(table: dict[str, Any], home: str) -> dict[str, str]:
-    """Region -> ReplicaStatus of each replica DescribeTable's ``Replicas`` lists, the home region left out."""
-    return {
-        str(r["RegionName"]): str(r.get("ReplicaStatus", ""))
-        for r in table.get("Replicas") or []
-        if r.get("RegionName") and r["RegionName"] != home
-    }
-
-
-def live_replica_regions(table: dict[str, Any], home: str) -> tuple[str, ...]:
-    """The regions besides ``home`` holding a replica of the described table, sorted."""
-    return tuple(sorted(live_replicas(table, home)))
-
-
-def replica_stack(aws: Aws, stack_name: str) -> dict[str, Any] | None:
-    """DescribeStacks' answer for ``stack_name`` in ``aws``'s region; None when it does not exist."""
-    try:
-        stacks = aws.client("cloudformation").describe_stacks(StackName=stack_name)["Stacks"]
-    except ClientError as exc:
-        if error_code(exc) == "ValidationError" and "does not exist" in str(exc):
-            return None
-        raise
-    live = [s for s in stacks if s.get("StackStatus") != "DELETE_COMPLETE"]
-    return dict(live[0]) if live else None
 
 
 def _conversion(config: DocTableConfig, live_type: str, declared_type: str) -> Finding:

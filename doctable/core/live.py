@@ -19,6 +19,20 @@ PITR_ENABLED, PITR_DISABLED = "ENABLED", "DISABLED"
 BILLING_DEFAULT = "PROVISIONED"  # what DescribeTable omits BillingModeSummary for
 
 
+def live_replicas(table: dict[str, Any], home: str) -> dict[str, str]:
+    """Region -> ReplicaStatus of each replica DescribeTable's ``Replicas`` lists, the home region left out."""
+    return {
+        str(r["RegionName"]): str(r.get("ReplicaStatus", ""))
+        for r in table.get("Replicas") or []
+        if r.get("RegionName") and r["RegionName"] != home
+    }
+
+
+def live_replica_regions(table: dict[str, Any], home: str) -> tuple[str, ...]:
+    """The regions besides ``home`` holding a replica of the described table, sorted."""
+    return tuple(sorted(live_replicas(table, home)))
+
+
 def key_text(keys: tuple[KeyAttribute, ...]) -> str:
     """``pk HASH S, sk RANGE S``."""
     return ", ".join(f"{k.name} {k.key_type} {k.type}" for k in keys)

@@ -46,10 +46,11 @@ from contract.knobs import (
     TABLE_STREAM_CONTEXT,
     DocTableConfig,
 )
-from doctable.capabilities.replicas import live_replica_regions, replica_stack
+from doctable.capabilities.protocol import replica_stack
 from doctable.core.answers import error_code, is_not_found
 from doctable.core.aws import Aws, user_errors
 from doctable.core.errors import UserError
+from doctable.core.live import live_replica_regions
 
 if TYPE_CHECKING:
     from contract.findings import Finding

@@ -19,7 +19,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from contract import names
 from contract.knobs import STARTING_LATEST, STARTING_POSITION_CFN, DocTableConfig
 from contract.shape import EVENT_INSERT, mapping_shape
-from doctable.capabilities.replicas import replica_stack
+from doctable.capabilities.protocol import replica_stack
 from doctable.core.answers import call_or_none
 from doctable.core.aws import Aws, failure_fields, user_error_for
 from doctable.verify.expect import DELIVERY_PREFIX

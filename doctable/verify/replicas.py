@@ -13,8 +13,10 @@ from contract import names
 from contract.knobs import TABLE_CLASS_DEFAULT_CFN, DocTableConfig
 from contract.shape import PITR_DEFAULT_DAYS, table_shape
 from doctable.capabilities.ownership import SETTLED_STATES
-from doctable.capabilities.replicas import REPLICA_ACTIVE, live_replicas, replica_stack
+from doctable.capabilities.protocol import replica_stack
+from doctable.capabilities.replicas import REPLICA_ACTIVE
 from doctable.core.answers import call_or_none
+from doctable.core.live import live_replicas
 from doctable.verify.record import CheckFailed
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from contract import names
 from contract.knobs import STARTING_LATEST, STARTING_POSITION_CFN
-from doctable.capabilities.replicas import replica_stack
+from doctable.capabilities.protocol import replica_stack
 from doctable.verify.expect import EXCLUDED_PREFIX, NUDGE_PREFIX
 from doctable.verify.probe import NUDGE_KIND, ProbePlan, probe_plan
 from doctable.verify.proof import (

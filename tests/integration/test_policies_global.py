@@ -26,9 +26,9 @@ RUN = (
     "preflight", "deploy", "verify", "verify-read-only", "reconcile", "teardown", "logs-replica", "invoke-replica"
 )  # fmt: skip
 ADDED = {scenario: pol.statements_added(scenario, GLOBAL, PLAIN) for scenario in RUN}
-# Statements a scenario does not call, and why: deleting the consumer stack of a region the settings dropped
-# happens only in a deploy that removes a replica (tests/integration/test_global_tables.py runs that deploy).
-NOT_CALLED = {("deploy", "DeleteRemovedReplicaStacks")}
+# Statements a scenario does not call, and why (none now: the deploy's gate reads each replica stack, for the
+# mappings it owns on that region's stream, through DeleteRemovedReplicaStacks' DescribeStacks on <stack>-*).
+NOT_CALLED: set[tuple[str, str]] = set()
 SWEPT = tuple(scenario for scenario in RUN if ADDED[scenario])
 
 
@@ -59,7 +59,7 @@ def principals(local_aws: lt.LocalAWS) -> Iterator[Callable[[str], Principal]]:
 
 def test_the_global_shape_adds_the_replica_statements() -> None:
     assert {s: sorted(a) for s, a in ADDED.items() if a} == {
-        "preflight": ["ReadReplicaTables"],
+        "preflight": ["ReadReplicaStacks", "ReadReplicaTables"],
         "deploy": [
             "AssumeReplicaBootstrapRoles",
             "DeleteRemovedReplicaStacks",

@@ -22,13 +22,13 @@ from contract.knobs import DocTableConfig
 from contract.shape import GLOBAL_TABLE_TYPE, TABLE_TYPE, table_shape
 from doctable.capabilities.drift import detect
 from doctable.capabilities.ownership import require_owned_table
-from doctable.capabilities.protocol import observe_table
-from doctable.capabilities.replicas import live_replica_regions, replica_stack
+from doctable.capabilities.protocol import observe_table, replica_stack
 from doctable.core.aws import Aws
 from doctable.core.context import describe_stack
 from doctable.core.deployment import Deployment, use_deployed_knobs
 from doctable.core.errors import RefusedError
 from doctable.core.ledger import build_ledger
+from doctable.core.live import live_replica_regions
 from doctable.core.render import Progress
 from doctable.lifecycle import global_table, teardown
 from doctable.lifecycle import preflight as p

@@ -43,6 +43,7 @@ def test_the_registry_order_is_stable() -> None:
         "mapping",
         "kinesis",
         "consumer",
+        "stream readers",
         "subscriber mappings",
         "borrowed",
     ]

@@ -1,4 +1,4 @@
-"""Preflight counts the live readers of the table's DynamoDB stream (doctable/capabilities/consumer.py): the stack's
+"""Preflight counts the live readers of the table's DynamoDB stream (doctable/capabilities/readers.py): the stack's
 own (the cleanup or borrowed consumer when it reads the stream, each subscriber whose source is the stream) and
 every other event-source mapping live on it; more than a shard takes (2) is a STOP naming
 them, the limit and the way out; mappings that cannot be listed are a STOP too, never a silent pass.
@@ -18,7 +18,7 @@ from botocore.exceptions import ClientError
 
 from contract import names
 from contract.findings import Finding, Level
-from doctable.capabilities import consumer
+from doctable.capabilities import readers
 from doctable.capabilities.protocol import observe
 from doctable.core.aws import Aws
 from doctable.core.context import describe_stack
@@ -100,8 +100,7 @@ def test_a_consumer_reading_kinesis_is_no_reader_of_the_stream(moto_env: Aws) ->
     _foreign(moto_env, stream, "audit")
     _foreign(moto_env, stream, "search")
     # THEN the stream keeps two readers after the deploy: no STOP
-    readers = consumer.own_readers(ot.config_of(**STREAM, kinesis="on", consumer_source="kinesis"))
-    assert readers == []
+    assert readers.own_readers(ot.config_of(**STREAM, kinesis="on", consumer_source="kinesis")) == []
     assert _readers(preflight(moto_env, kinesis="on", consumer_source="kinesis")) == []
 
 
@@ -146,8 +145,8 @@ def test_mappings_that_cannot_be_listed_stop_the_deploy_saying_so(moto_env: Aws)
     _deployed(moto_env)
     observed = observe(moto_env, describe_stack(moto_env, ot.config_of(**STREAM)))
     denied = dataclasses.replace(observed, aws=_Aws(moto_env, _DeniedLambda()))  # type: ignore[arg-type]
-    # WHEN the consumer capability looks at the stream's readers
-    (found,) = _readers(consumer.CONSUMER.findings(denied))
+    # WHEN the readers capability looks at the stream's readers
+    (found,) = _readers(readers.READERS.findings(denied))
     # THEN a STOP that says so, with the refusal as data (the action and the resource AWS named)
     assert (found.level, found.code, found.after) == (Level.STOP, "subscriber.readers_unlisted", 2)
     assert found.before["code"] == "aws.access_denied"
@@ -173,12 +172,12 @@ def test_the_limit_is_two_per_shard_and_one_on_a_global_table(
     knobs: dict[str, str], subscribers: tuple[str, ...], foreign: int, expected: int | None
 ) -> None:
     target = ot.config_of(**knobs)
-    own = consumer.own_readers(target) + [{"reader": "subscriber", "name": n} for n in subscribers]
+    own = readers.own_readers(target) + [{"reader": "subscriber", "name": n} for n in subscribers]
     mappings = [
         {"UUID": f"u{i}", "FunctionArn": f"arn:aws:lambda:us-east-1:1:function:f{i}:live", "State": "Enabled"}
         for i in range(foreign)
     ]
-    found = consumer.readers_findings(target, own + consumer.foreign_readers(mappings, set()))
+    found = readers.readers_findings(target, own + readers.foreign_readers(mappings, set()))
     assert [f.after for f in found] == ([] if expected is None else [expected])
     if found:
         assert [r["function"] for r in found[0].before if r["reader"] == "foreign"] == [
@@ -196,7 +195,7 @@ def test_the_stacks_own_mappings_are_never_foreign() -> None:
         {"UUID": "off", "FunctionArn": "arn:aws:lambda:r:1:function:paused", "State": "Disabled"},
         {"UUID": "theirs", "FunctionArn": "arn:aws:lambda:r:1:function:audit", "State": "Enabling"},
     ]
-    assert consumer.foreign_readers(mappings, {"ours"}) == [
+    assert readers.foreign_readers(mappings, {"ours"}) == [
         {"reader": "foreign", "uuid": "theirs", "function": "audit"}
     ]
 

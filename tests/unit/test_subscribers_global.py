@@ -10,7 +10,7 @@ import pytest
 
 from contract.knobs import resolve_config
 from contract.subscribers import region_readers
-from doctable.capabilities import consumer
+from doctable.capabilities import consumer, readers
 
 ROOT = Path(__file__).resolve().parents[2]
 HANDLER = "examples/subscribers/search.py:handler"
@@ -62,17 +62,17 @@ def test_each_regions_readers_are_counted_against_that_regions_stream() -> None:
 
 def test_preflight_warns_beyond_awss_one_reader_and_stops_beyond_two_on_a_global_table() -> None:
     target = resolve({"a": {"handler": HANDLER, "regions": "all"}})
-    own = consumer.own_readers(target)
+    own = readers.own_readers(target)
     assert [r["reader"] for r in own] == ["consumer", "subscriber"]
-    (warn,) = consumer.readers_findings(target, own)
+    (warn,) = readers.readers_findings(target, own)
     assert (warn.level.value, warn.code, warn.after) == ("WARN", "subscriber.readers_recommended", 1)
     assert "AWS recommends 1 per shard on a global table" in warn.effect
     foreign = [{"reader": "foreign", "uuid": "u", "function": "theirs"}]
-    (stop,) = consumer.readers_findings(target, own + foreign)
+    (stop,) = readers.readers_findings(target, own + foreign)
     assert (stop.level.value, stop.code, stop.after) == ("STOP", "subscriber.readers_exceeded", 2)
     # a subscriber in a replica region alone is not a reader of the home replica's stream
     elsewhere = resolve({"a": {"handler": HANDLER, "regions": [WEST]}})
-    assert consumer.readers_findings(elsewhere, consumer.own_readers(elsewhere)) == []
+    assert readers.readers_findings(elsewhere, readers.own_readers(elsewhere)) == []
 
 
 @pytest.mark.parametrize(
