@@ -82,7 +82,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.timeout(TIER_TIMEOUT[tier]))
 
 
+# Where a run's time goes, for the test budget (`make test` under 480 s): each module's setup, call and teardown
+# summed, and each xdist worker's total (a module goes whole to one worker: the largest total is the run's tail).
+MODULE_SECONDS: dict[str, float] = {}
+WORKER_SECONDS: dict[str, float] = {}
+SLOWEST_MODULES = 12
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    module = report.nodeid.split("::", 1)[0]
+    MODULE_SECONDS[module] = MODULE_SECONDS.get(module, 0.0) + report.duration
+    worker = str(getattr(getattr(getattr(report, "node", None), "gateway", None), "id", "main"))
+    WORKER_SECONDS[worker] = WORKER_SECONDS.get(worker, 0.0) + report.duration
     if report.skipped and not OPT_IN_MARKERS & set(report.keywords):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         UNEXPECTED_SKIPS.append(f"{report.nodeid}: {reason}")
@@ -98,3 +109,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if reporter is not None:
             reporter.write_line("\n".join(lines), red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    """The slowest modules and each worker's total (on the controller, or a run without xdist)."""
+    if hasattr(config, "workerinput") or len(MODULE_SECONDS) < 2:
+        return
+    terminalreporter.write_sep("=", f"slowest {SLOWEST_MODULES} modules (setup, call and teardown summed)")
+    for module, seconds in sorted(MODULE_SECONDS.items(), key=lambda kv: -kv[1])[:SLOWEST_MODULES]:
+        terminalreporter.write_line(f"{seconds:8.2f}s {module}")
+    workers = ", ".join(f"{w} {s:.0f} s" for w, s in sorted(WORKER_SECONDS.items()))
+    terminalreporter.write_line(f"busy time per worker: {workers}")
