@@ -91,8 +91,9 @@ format: setup
 # synth worker of its own: a worker spends much of its time waiting on the processes it drives (the CDK CLI, its
 # local AWS, the consumer's runtime; each doctable run forks from a per-worker process that has imported the CLI,
 # tests/support/zygote.py). On 2 cores, from a clean clone (CI=true bash .ci/run): 804 s with 5 workers (3,174 tests,
-# session 12, on a 2-vCPU AMD EPYC host: the CPU busy the whole run, as on the Intel Xeon hosts of the figures
-# before, where 5423b9c, eight tests fewer, took 460 s; 859 s warm); 460 s with 5 workers (3,166
+# session 12, on a 2-vCPU AMD EPYC host, the CPU busy the whole run; 859 s warm. The figures before came from
+# other hosts (bench/results.json of Dec 6 names an Intel Xeon), where 5423b9c, eight tests fewer, took 460 s);
+# 460 s with 5 workers (3,166
 # tests, session 11, once tests/support/localaws.py's wait_for stopped asking twenty times a second: the CPU is
 # busy the whole run, so every poll is paid for by what it waits for); 598 and 562 s (3,162 tests, session 10);
 # 461 s (2,930 tests, session 9); 448 s (2,808 tests); 484, 496 and 484 s with 6 (the long integration chains all at once, each
