@@ -11,9 +11,10 @@ schemas). acting_role.py authorizes them as the stack's role. Pure: no moto impo
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 from collections.abc import Callable
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from local import state
@@ -269,21 +270,35 @@ FOLLOW_UPS: dict[str, dict[str, tuple[Reads, ByProperty]]] = {
 
 
 @functools.cache
-def _schema_calls() -> dict[str, dict[str, str]]:
-    """type -> {operation: first permission of its handler}, from the registry schemas cfn-lint ships."""
-    root = resources.files("cfnlint") / "data" / "schemas"
-    index = json.loads((root / "providers" / "us-east-1.json").read_text())
-    found: dict[str, dict[str, str]] = {}
-    for type_name, digest in index.items():
-        try:
-            schema = json.loads((root / "resources" / f"{digest}.json").read_text())
-        except (OSError, ValueError):
-            continue
-        handlers = schema.get("handlers") or {}
-        found[type_name] = {
-            op: str(h["permissions"][0]) for op, h in handlers.items() if h.get("permissions")
-        }
-    return found
+def _schemas_dir() -> Path | None:
+    """cfn-lint's registry schemas, found without importing cfn-lint (its import alone cost a server ~1.8 s of CPU)."""
+    spec = importlib.util.find_spec("cfnlint")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    return Path(locations[0]) / "data" / "schemas" if locations else None
+
+
+@functools.cache
+def _schema_index() -> dict[str, str]:
+    """Resource type -> the file name (digest) of its registry schema, from cfn-lint's us-east-1 provider index."""
+    root = _schemas_dir()
+    if root is None:
+        return {}
+    return dict(json.loads((root / "providers" / "us-east-1.json").read_text()))
+
+
+@functools.cache
+def _schema_calls(type_name: str) -> dict[str, str]:
+    """{operation: first permission of its handler} of one resource type, read from its registry schema when first
+    asked (every schema read at once cost a server ~2 s of CPU for the few types a stack names)."""
+    root, digest = _schemas_dir(), _schema_index().get(type_name)
+    if root is None or digest is None:
+        return {}
+    try:
+        schema = json.loads((root / "resources" / f"{digest}.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    handlers = schema.get("handlers") or {}
+    return {op: str(h["permissions"][0]) for op, h in handlers.items() if h.get("permissions")}
 
 
 def calls(
@@ -294,7 +309,7 @@ def calls(
     if listed is None:
         if resource_type.startswith(("Custom::", "AWS::CloudFormation::", "AWS::CDK::")):
             return []  # CloudFormation's own (a custom resource invokes its provider as the service)
-        first = _schema_calls().get(resource_type, {}).get(operation)
+        first = _schema_calls(resource_type).get(operation)
         return [(first, "*")] if first else []
     if operation not in listed:
         return []
