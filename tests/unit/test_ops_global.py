@@ -214,15 +214,14 @@ def test_a_global_table_matching_its_knobs_is_unchanged(global_env: Aws) -> None
 
 
 # ------------------------------------------------------------------------------------------ verify
-def wire_replica_stack(aws: Aws, config: DocTableConfig, region: str, *, enabled: bool = True) -> str:
-    """In ``region``: a consumer function, its mapping on the replica's stream (``enabled`` or not), and the replica
-    stack ``config.replica_stack_name(region)`` whose outputs name them; return the mapping's UUID."""
+def stream_reader_function(aws: Aws, region: str, name: str) -> str:
+    """In ``region``: a function ``name`` whose role may read DynamoDB streams (a mapping's target); its ARN."""
     import io
     import zipfile
 
     there = aws.in_region(region)
     iam = there.client("iam")
-    role = iam.create_role(RoleName=f"consumer-{region}", AssumeRolePolicyDocument="{}")["Role"]
+    role = iam.create_role(RoleName=f"{name}-{region}", AssumeRolePolicyDocument="{}")["Role"]
     reads = [
         "dynamodb:DescribeStream",
         "dynamodb:GetRecords",
@@ -235,9 +234,17 @@ def wire_replica_stack(aws: Aws, config: DocTableConfig, region: str, *, enabled
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("handler.py", "def handler(event, context):\n    return {}\n")
     function = there.client("lambda").create_function(
-        FunctionName=f"consumer-{region}", Runtime=names.LAMBDA_RUNTIME, Role=role["Arn"],
+        FunctionName=f"{name}-{region}", Runtime=names.LAMBDA_RUNTIME, Role=role["Arn"],
         Handler="handler.handler", Code={"ZipFile": buffer.getvalue()},
     )  # fmt: skip
+    return str(function["FunctionArn"])
+
+
+def wire_replica_stack(aws: Aws, config: DocTableConfig, region: str, *, enabled: bool = True) -> str:
+    """In ``region``: a consumer function, its mapping on the replica's stream (``enabled`` or not), and the replica
+    stack ``config.replica_stack_name(region)`` whose outputs name them; return the mapping's UUID."""
+    there = aws.in_region(region)
+    function = {"FunctionArn": stream_reader_function(aws, region, "consumer")}
     table = there.client("dynamodb").describe_table(TableName=config.table_name)["Table"]
     mapping = there.client("lambda").create_event_source_mapping(
         EventSourceArn=table["LatestStreamArn"],

@@ -5,14 +5,11 @@ process with the local AWS's global tables (tests/unit/test_ops_global.py's fixt
 
 from __future__ import annotations
 
-import io
 import json
-import zipfile
 
 import pytest
 from botocore.exceptions import ClientError
 
-from contract import names
 from contract.findings import Finding, Level
 from doctable.capabilities import readers
 from doctable.core.aws import Aws
@@ -24,6 +21,7 @@ from tests.unit.test_ops_global import (
     deployment_of,
     global_env,
     knobs,
+    stream_reader_function,
     wire_replica_stack,
 )
 
@@ -34,26 +32,10 @@ __all__ = ["global_env"]  # the fixture, used by name
 def foreign_mapping(aws: Aws, region: str, name: str) -> str:
     """A function of someone else's in ``region`` and its mapping on that region's replica stream: its UUID."""
     there = aws.in_region(region)
-    iam = there.client("iam")
-    role = iam.create_role(RoleName=f"{name}-{region}", AssumeRolePolicyDocument="{}")["Role"]
-    reads = [
-        "dynamodb:DescribeStream",
-        "dynamodb:GetRecords",
-        "dynamodb:GetShardIterator",
-        "dynamodb:ListStreams",
-    ]
-    policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": reads, "Resource": "*"}]}
-    iam.put_role_policy(RoleName=role["RoleName"], PolicyName="streams", PolicyDocument=json.dumps(policy))
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("handler.py", "def handler(event, context):\n    return {}\n")
-    function = there.client("lambda").create_function(
-        FunctionName=name, Runtime=names.LAMBDA_RUNTIME, Role=role["Arn"], Handler="handler.handler",
-        Code={"ZipFile": buffer.getvalue()},
-    )  # fmt: skip
+    function = stream_reader_function(aws, region, name)
     stream = there.client("dynamodb").describe_table(TableName="items-dev")["Table"]["LatestStreamArn"]
     mapping = there.client("lambda").create_event_source_mapping(
-        EventSourceArn=stream, FunctionName=function["FunctionArn"], StartingPosition="LATEST"
+        EventSourceArn=stream, FunctionName=function, StartingPosition="LATEST"
     )
     return str(mapping["UUID"])
 
@@ -81,7 +63,7 @@ def test_a_replica_regions_stream_with_more_readers_than_a_shard_takes_is_stoppe
     assert stop.before == [
         {"reader": "consumer", "function": "built-in"},
         *(
-            {"reader": "foreign", "uuid": uuid, "function": name}
+            {"reader": "foreign", "uuid": uuid, "function": f"{name}-{B}"}
             for uuid, name in zip(theirs, ("audit", "search"), strict=True)
         ),
     ]
