@@ -153,8 +153,11 @@ class IndexWatch:
             self.lines.append(
                 {"index": self.step.index, "status": status, "backfilling": backfilling, "elapsed": elapsed}
             )
+            absent = (
+                "not there yet" if self.step.action == CREATE else "gone"
+            )  # no status: DescribeTable lists none
             self.say(
-                f"index {self.step.index}: {status or 'gone'}"
+                f"index {self.step.index}: {status or absent}"
                 + (", backfilling" if backfilling else "")
                 + f" ({elapsed:.0f}s)"
             )
