@@ -51,6 +51,18 @@ def replica_stack(aws: Aws, stack_name: str) -> dict[str, Any] | None:
     return dict(live[0]) if live else None
 
 
+def replica_table(observed: Observed, region: str) -> dict[str, Any] | None:
+    """DescribeTable's ``Table`` of the replica in ``region`` (None: no replica there), read once per observation
+    (the replica's drift and the readers of its stream share it)."""
+
+    def read() -> dict[str, Any] | None:
+        ddb = observed.aws.in_region(region).client("dynamodb")
+        found = call_or_none(ddb.describe_table, TableName=observed.live_table["TableName"])
+        return dict(found["Table"]) if found else None
+
+    return observed.once(f"replica-table:{region}", read)
+
+
 def stack_table_type(found: dict[str, set[str]], name: str) -> str | None:
     """The resource type under which the stack lists the table ``name`` (``found``: ``stack_physical_ids``'s
     answer); None when the stack does not list it."""

@@ -18,8 +18,8 @@ from botocore.exceptions import ClientError
 from contract import names
 from contract.findings import Finding, Level
 from contract.subscribers import GLOBAL_STREAM_READERS_MAX, STREAM_READERS_MAX, direct_readers, region_readers
-from doctable.capabilities.protocol import replica_stack, stack_physical_ids
-from doctable.core.answers import call_or_none, error_code
+from doctable.capabilities.protocol import replica_stack, replica_table, stack_physical_ids
+from doctable.core.answers import error_code
 from doctable.core.live import live_replica_regions
 
 if TYPE_CHECKING:
@@ -232,8 +232,7 @@ def _kept_replica_regions(observed: Observed) -> list[str]:
 def _replica_findings(observed: Observed, region: str) -> list[Finding]:
     """One replica region's stream: its replica stack's readers and the other mappings live on it."""
     there = observed.aws.in_region(region)
-    name = observed.live_table["TableName"]
-    table = (call_or_none(there.client("dynamodb").describe_table, TableName=name) or {}).get("Table")
+    table = replica_table(observed, region)
     stream = _kept(table, observed.target) if table is not None else None
     if stream is None:
         return []

@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING, Any
 from contract.findings import Finding, Level
 from contract.knobs import TABLE_CLASS_DEFAULT_CFN
 from contract.shape import GLOBAL_TABLE_TYPE, TABLE_TYPE, table_shape
-from doctable.capabilities.protocol import Drift, Observed, drift_text
+from doctable.capabilities.protocol import Drift, Observed, drift_text, replica_table
 from doctable.capabilities.repairs import PITR_CALL, UPDATE_TABLE, period_text, restore_setting
-from doctable.core.answers import call_or_none
 from doctable.core.live import PITR_ENABLED, live_replicas, pitr_declared, pitr_status
 
 if TYPE_CHECKING:
@@ -177,7 +176,7 @@ def replica_drifts(observed: Observed) -> list[Drift]:
 def _region_drifts(there: Aws, observed: Observed, region: str) -> list[Drift]:
     shape = table_shape(observed.deployed)
     ddb, name = there.client("dynamodb"), observed.live_table["TableName"]
-    table = (call_or_none(ddb.describe_table, TableName=name) or {}).get("Table")
+    table = replica_table(observed, region)
     if table is None:
         return []
     backups = ddb.describe_continuous_backups(TableName=name)
